@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import type { JsonValue } from '../identity/canonical.js';
+import type { ArgumentRules } from '../identity/arguments.js';
+import { durationMs } from './duration.js';
+
+/**
+ * How a lost response is recovered for one tool (DESIGN §5).
+ * - `read_only`: no deduplication at all.
+ * - `keyed`: the target honours our key, so re-sending with the same execution id is safe.
+ * - `status`: an unknown outcome is resolved by asking the target (status probe).
+ * - `review`: irreversible; an unknown outcome blocks until an operator resolves it.
+ */
+export type ReplayClass = 'read_only' | 'keyed' | 'status' | 'review';
+
+/** Which retries count as "the same intent". */
+export type IntentScope =
+  | { kind: 'session' }
+  | { kind: 'actor' }
+  | { kind: 'business_key'; path: string }
+  | { kind: 'window'; ms: number };
+
+export type ApprovalPolicy = 'none' | 'session' | 'every_call';
+
+/** What a status probe learned about an execution whose outcome was unknown. */
+export type ProbeAnswer =
+  | { outcome: 'completed'; result: import('../executions/outcome.js').ToolResult }
+  | { outcome: 'failed'; result: import('../executions/outcome.js').ToolResult }
+  | { outcome: 'unknown' };
+
+export type StatusProbe = (execution: { executionId: string; tool: string }) => Promise<ProbeAnswer>;
+
+const duration = z.union([z.string(), z.number().nonnegative()]);
+const path = z.string().min(1);
+
+/** The contract as written by a user (YAML in the gateway, an object in the library). */
+export const ToolContractSchema = z
+  .object({
+    replay: z.enum(['read_only', 'keyed', 'status', 'review']),
+    scope: z
+      .union([
+        z.enum(['session', 'actor']),
+        z.object({ business_key: path }).strict(),
+        z.object({ window: duration }).strict(),
+      ])
+      .optional(),
+    attach_window: duration.optional(),
+    after_completion: z.enum(['replay', 'new']).optional(),
+    fingerprint: z
+      .object({
+        ignore: z.array(path).optional(),
+        secrets: z.array(path).optional(),
+        defaults: z.record(z.string(), z.json()).optional(),
+      })
+      .strict()
+      .optional(),
+    timeout: duration.optional(),
+    lease: duration.optional(),
+    approval: z.enum(['none', 'session', 'every_call']).optional(),
+    /** Library: a function. The gateway's config gives a declarative probe instead. */
+    status_probe: z.custom<StatusProbe>((v) => typeof v === 'function').optional(),
+  })
+  .strict();
+
+export type ToolContract = z.input<typeof ToolContractSchema>;
+
+/** A contract with every default filled in: what the engine acts on. */
+export interface ResolvedContract {
+  replay: ReplayClass;
+  scope: IntentScope;
+  attachWindowMs: number;
+  afterCompletion: 'replay' | 'new';
+  argumentRules: ArgumentRules;
+  /** When an unanswered dispatch becomes `unknown` (the caller is told so; the work may still finish). */
+  timeoutMs: number;
+  /** How long a dispatcher's claim lasts without renewal; it renews at a third of this. */
+  leaseMs: number;
+  approval: ApprovalPolicy;
+  statusProbe: StatusProbe | undefined;
+  /** True when no contract was declared and these are the cautious defaults. */
+  defaulted: boolean;
+}
+
+export const DEFAULTS = Object.freeze({
+  attachWindowMs: 15 * 60_000,
+  timeoutMs: 10 * 60_000,
+  leaseMs: 30_000,
+});
+
+/** The subset of MCP tool annotations that defaults are read from. */
+export interface ToolAnnotationsLike {
+  readOnlyHint?: boolean;
+  idempotentHint?: boolean;
+  destructiveHint?: boolean;
+}
+
+/**
+ * Fills in a contract (DESIGN §5). With none declared: `readOnlyHint: true`
+ * means `read_only`; anything else is `review`, scoped to the actor with a
+ * 15-minute window — a restarted agent repeating the call is still recognised.
+ */
+export function resolveContract(
+  declared: ToolContract | undefined,
+  annotations: ToolAnnotationsLike | undefined,
+  extraSecrets: readonly string[] = [],
+): ResolvedContract {
+  const parsed = declared === undefined ? undefined : ToolContractSchema.parse(declared);
+  const replay: ReplayClass = parsed?.replay ?? (annotations?.readOnlyHint === true ? 'read_only' : 'review');
+  const scope = resolveScope(parsed?.scope);
+  return {
+    replay,
+    scope,
+    attachWindowMs:
+      parsed?.attach_window !== undefined
+        ? durationMs(parsed.attach_window, 'attach_window')
+        : scope.kind === 'window'
+          ? scope.ms
+          : DEFAULTS.attachWindowMs,
+    afterCompletion: parsed?.after_completion ?? 'replay',
+    argumentRules: {
+      ignore: parsed?.fingerprint?.ignore ?? [],
+      secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],
+      defaults: (parsed?.fingerprint?.defaults ?? {}) as Record<string, JsonValue>,
+    },
+    timeoutMs: parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : DEFAULTS.timeoutMs,
+    leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : DEFAULTS.leaseMs,
+    approval: parsed?.approval ?? 'none',
+    statusProbe: parsed?.status_probe,
+    defaulted: parsed === undefined,
+  };
+}
+
+function resolveScope(scope: z.output<typeof ToolContractSchema>['scope']): IntentScope {
+  if (scope === undefined || scope === 'actor') return { kind: 'actor' };
+  if (scope === 'session') return { kind: 'session' };
+  if ('business_key' in scope) return { kind: 'business_key', path: scope.business_key };
+  const windowMs = durationMs(scope.window, 'scope.window');
+  if (windowMs <= 0) throw new Error('scope.window must be longer than zero');
+  return { kind: 'window', ms: windowMs };
+}

@@ -1,0 +1,12 @@
+import ms from 'ms';
+
+/** `"15m"`, `"2s"`, `"48h"` or a number of milliseconds. */
+export type Duration = string | number;
+
+export function durationMs(value: Duration, field: string): number {
+  const parsed = typeof value === 'number' ? value : ms(value as ms.StringValue);
+  if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < 0) {
+    throw new Error(`${field}: "${value}" is not a duration (use e.g. "30s", "15m", "48h" or milliseconds)`);
+  }
+  return parsed;
+}

@@ -1,0 +1,45 @@
+import { InvalidInputError } from '../errors.js';
+import type { JsonValue } from '../identity/canonical.js';
+import type { IntentScope } from './contract.js';
+
+export interface ScopeContext {
+  session: string | null;
+  /** Clock used for window buckets; injected so tests can cross a bucket boundary. */
+  now: number;
+}
+
+/**
+ * The `intent_scope` member of the canonical action record: what makes two
+ * identical-looking calls the same intent. A business key wins wherever the
+ * contract names one; a time bucket is only the fallback (DESIGN §12).
+ */
+export function intentScopeValue(scope: IntentScope, args: JsonValue, ctx: ScopeContext): JsonValue {
+  switch (scope.kind) {
+    case 'actor':
+      return { kind: 'actor' };
+    case 'session':
+      return { kind: 'session', session: ctx.session };
+    case 'window':
+      return { kind: 'window', ms: scope.ms, bucket: Math.floor(ctx.now / scope.ms) };
+    case 'business_key': {
+      const value = valueAt(args, scope.path);
+      if (value === undefined || value === null) {
+        throw new InvalidInputError(
+          'missing_business_key',
+          scope.path,
+          `the tool's contract identifies an action by "${scope.path}", and the call does not give it`,
+        );
+      }
+      return { kind: 'business_key', path: scope.path, value };
+    }
+  }
+}
+
+function valueAt(root: JsonValue, path: string): JsonValue | undefined {
+  let node: JsonValue | undefined = root;
+  for (const segment of path.split('.')) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = Array.isArray(node) ? node[Number(segment)] : node[segment];
+  }
+  return node;
+}

@@ -1,0 +1,82 @@
+/**
+ * Every code Idem answers with. Codes are public API: they never change meaning
+ * (DESIGN §10). A model or a client switches on `code`; the text tells it what
+ * to do next.
+ */
+export const IDEM_CODES = {
+  /** JSON-RPC error: the same request id came again inside a session with other content. */
+  MCP_REQUEST_ID_REUSED: 'MCP_REQUEST_ID_REUSED',
+  /** The same intent is being executed right now; nothing new was started. */
+  IDEM_IN_FLIGHT: 'IDEM_IN_FLIGHT',
+  /** The action was dispatched but its outcome is not known. It may have happened. */
+  IDEM_OUTCOME_UNKNOWN: 'IDEM_OUTCOME_UNKNOWN',
+  /** Irreversible tool with an unknown outcome: an operator must resolve it. */
+  IDEM_REVIEW_REQUIRED: 'IDEM_REVIEW_REQUIRED',
+  /** The execution waits for a human's approval; nothing was dispatched yet. */
+  IDEM_AWAITING_APPROVAL: 'IDEM_AWAITING_APPROVAL',
+  /** Approval was refused; nothing was dispatched. */
+  IDEM_DENIED: 'IDEM_DENIED',
+  /** The receipt table is at its bound; this new request was not run. Safe to retry later. */
+  IDEM_RECEIPTS_FULL: 'IDEM_RECEIPTS_FULL',
+  /** Nothing happened (e.g. the intent could not be recorded). Safe to retry. */
+  IDEM_NOT_EXECUTED: 'IDEM_NOT_EXECUTED',
+  /** The arguments cannot be given an identity (see the reason); nothing was run. */
+  IDEM_INVALID_INPUT: 'IDEM_INVALID_INPUT',
+  /** The status tool was asked about a ref that does not exist for this caller. */
+  IDEM_UNKNOWN_EXECUTION: 'IDEM_UNKNOWN_EXECUTION',
+} as const;
+
+export type IdemCode = (typeof IDEM_CODES)[keyof typeof IDEM_CODES];
+
+/** Why a value could not be canonicalized. Stable, documented in docs/errors.md. */
+export type InvalidInputReason =
+  | 'non_finite_number'
+  | 'lone_surrogate'
+  | 'cycle'
+  | 'too_deep'
+  | 'too_large'
+  | 'unsupported_type'
+  | 'missing_business_key';
+
+export class IdemError extends Error {
+  override readonly name: string = 'IdemError';
+  constructor(
+    readonly code: IdemCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Arguments (or another value) that cannot be given a stable identity. */
+export class InvalidInputError extends IdemError {
+  override readonly name = 'InvalidInputError';
+  constructor(
+    readonly reason: InvalidInputReason,
+    readonly path: string,
+    message: string,
+  ) {
+    super(IDEM_CODES.IDEM_INVALID_INPUT, `${message} (at ${path || '$'})`);
+  }
+}
+
+/**
+ * The store could not be read or written. The engine turns this into
+ * IDEM_NOT_EXECUTED before dispatch (fail closed).
+ */
+export class StoreUnavailableError extends IdemError {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(IDEM_CODES.IDEM_NOT_EXECUTED, message, options);
+  }
+}
+
+/**
+ * Thrown by a handler (or a dispatch channel) that does not know whether its
+ * effect happened — a timeout after the request left, a dropped connection.
+ * The execution becomes `unknown`, never `failed`.
+ */
+export class OutcomeUnknownError extends Error {
+  override readonly name = 'OutcomeUnknownError';
+}

@@ -1,0 +1,141 @@
+import { toJsonValue, type JsonValue } from './canonical.js';
+import type { Fingerprinter } from './fingerprint.js';
+
+/**
+ * Argument paths are dot-separated member names; `*` matches every member of
+ * an object or every element of an array: `card.number`, `items.*.token`.
+ */
+export type ArgumentPath = string;
+
+export interface ArgumentRules {
+  /** Arguments that do not change the effect (a trace id, a comment): removed before fingerprinting. */
+  ignore: readonly ArgumentPath[];
+  /** Secret arguments: digested before fingerprinting, never stored, logged or echoed. */
+  secrets: readonly ArgumentPath[];
+  /** Filled in when absent, so that "omitted" and "given the default" are one intent. */
+  defaults: Readonly<Record<string, JsonValue>>;
+}
+
+export const NO_ARGUMENT_RULES: ArgumentRules = Object.freeze({ ignore: [], secrets: [], defaults: {} });
+
+export interface PreparedArguments {
+  /** Deep copy to fingerprint: defaults in, ignored out, secrets replaced by keyed digests. */
+  forFingerprint: JsonValue;
+  /** Bounded, redacted text for records and logs. */
+  preview: string;
+}
+
+/** Names that are redacted from previews even when no contract marks them (defence in depth). */
+const SECRET_LOOKING_NAME = /pass(word|phrase)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|card[-_]?number|cvv|cvc|pin$/i;
+
+export const PREVIEW_MAX_CHARS = 512;
+const PREVIEW_MAX_STRING = 64;
+
+/**
+ * Turns validated arguments into what identifies the intent and what may be
+ * shown. The input is never mutated; the copy is taken once, here, so a caller
+ * changing its arguments object afterwards changes nothing that was claimed.
+ */
+export function prepareArguments(
+  args: unknown,
+  rules: ArgumentRules,
+  fingerprinter: Fingerprinter,
+): PreparedArguments {
+  const json = toJsonValue(args ?? {}, fingerprinter.limits);
+  const withDefaults = applyDefaults(json, rules.defaults);
+  let forFingerprint = structuredClone(withDefaults);
+  for (const path of rules.ignore) forFingerprint = rewrite(forFingerprint, split(path), () => undefined);
+  for (const path of rules.secrets) {
+    forFingerprint = rewrite(forFingerprint, split(path), (v) => ({ $idem_secret: fingerprinter.secret(v) }));
+  }
+  let redacted = withDefaults;
+  for (const path of rules.secrets) redacted = rewrite(redacted, split(path), () => '[secret]');
+  return { forFingerprint, preview: previewOf(redacted) };
+}
+
+/** Secret paths declared by a JSON Schema: `writeOnly: true` or `format: "password"`. */
+export function secretPathsFromSchema(schema: unknown): ArgumentPath[] {
+  const found: ArgumentPath[] = [];
+  const walk = (node: unknown, path: string[], depth: number) => {
+    if (!node || typeof node !== 'object' || depth > 32) return;
+    const s = node as Record<string, unknown>;
+    if (path.length > 0 && (s.writeOnly === true || s.format === 'password')) {
+      found.push(path.join('.'));
+      return;
+    }
+    if (s.properties && typeof s.properties === 'object') {
+      for (const [name, child] of Object.entries(s.properties as Record<string, unknown>)) {
+        walk(child, [...path, name], depth + 1);
+      }
+    }
+    if (s.items && typeof s.items === 'object') walk(s.items, [...path, '*'], depth + 1);
+    for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+      if (Array.isArray(s[key])) for (const branch of s[key] as unknown[]) walk(branch, path, depth + 1);
+    }
+  };
+  walk(schema, [], 0);
+  return [...new Set(found)];
+}
+
+function applyDefaults(json: JsonValue, defaults: Readonly<Record<string, JsonValue>>): JsonValue {
+  if (Object.keys(defaults).length === 0 || !isObject(json)) return json;
+  const out: Record<string, JsonValue> = { ...json };
+  for (const [key, value] of Object.entries(defaults)) if (!(key in out)) out[key] = structuredClone(value);
+  return out;
+}
+
+function split(path: ArgumentPath): string[] {
+  return path.split('.').filter((segment) => segment.length > 0);
+}
+
+function isObject(v: JsonValue | undefined): v is Record<string, JsonValue> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Copy-on-write replacement at a path; `replace` returning undefined deletes the member. */
+function rewrite(
+  node: JsonValue,
+  path: readonly string[],
+  replace: (value: JsonValue) => JsonValue | undefined,
+): JsonValue {
+  const [head, ...rest] = path;
+  if (head === undefined) return node;
+  const step = (child: JsonValue) => (rest.length === 0 ? replace(child) : rewrite(child, rest, replace));
+  if (Array.isArray(node)) {
+    if (head === '*') return node.map((child) => step(child) ?? null);
+    const index = Number(head);
+    if (!Number.isInteger(index) || index < 0 || index >= node.length) return node;
+    const copy = node.slice();
+    copy[index] = step(node[index] as JsonValue) ?? null;
+    return copy;
+  }
+  if (!isObject(node)) return node;
+  const keys = head === '*' ? Object.keys(node) : Object.hasOwn(node, head) ? [head] : [];
+  if (keys.length === 0) return node;
+  const copy: Record<string, JsonValue> = { ...node };
+  for (const key of keys) {
+    const next = step(node[key] as JsonValue);
+    if (next === undefined) delete copy[key];
+    else copy[key] = next;
+  }
+  return copy;
+}
+
+function previewOf(value: JsonValue): string {
+  const shown = JSON.stringify(scrub(value, 0));
+  return shown.length > PREVIEW_MAX_CHARS ? `${shown.slice(0, PREVIEW_MAX_CHARS - 1)}…` : shown;
+}
+
+function scrub(value: JsonValue, depth: number): JsonValue {
+  if (typeof value === 'string') {
+    return value.length > PREVIEW_MAX_STRING ? `${value.slice(0, PREVIEW_MAX_STRING)}…(${value.length} chars)` : value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= 4) return Array.isArray(value) ? `[${value.length} items]` : '{…}';
+  if (Array.isArray(value)) return value.slice(0, 8).map((v) => scrub(v, depth + 1));
+  const out: Record<string, JsonValue> = {};
+  for (const [key, member] of Object.entries(value).slice(0, 16)) {
+    out[key] = SECRET_LOOKING_NAME.test(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
+  }
+  return out;
+}

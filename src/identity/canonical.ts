@@ -1,0 +1,121 @@
+import canonicalize from 'canonicalize';
+import { InvalidInputError } from '../errors.js';
+
+/**
+ * Limits on what Idem will canonicalize. They bound the work done before a call
+ * is even identified, so a hostile or broken client cannot make identification
+ * itself the expensive step. Documented in docs/errors.md.
+ */
+export interface CanonicalLimits {
+  /** Deepest nesting of objects/arrays (the top value is depth 1). */
+  maxDepth: number;
+  /** Largest canonical encoding, in UTF-8 bytes. */
+  maxBytes: number;
+  /** Most values (objects, arrays, primitives) in one document. */
+  maxNodes: number;
+}
+
+export const DEFAULT_CANONICAL_LIMITS: CanonicalLimits = Object.freeze({
+  maxDepth: 64,
+  maxBytes: 1024 * 1024,
+  maxNodes: 100_000,
+});
+
+/** A JSON value as the canonical form sees it (after `toJSON`). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Checks that `value` is something RFC 8785 can encode, within limits, and
+ * returns a plain JSON copy of it (toJSON applied, undefined members dropped).
+ * Every rejection is an InvalidInputError naming the path and the reason:
+ * never a crash, never a silently different encoding.
+ */
+export function toJsonValue(value: unknown, limits: CanonicalLimits = DEFAULT_CANONICAL_LIMITS): JsonValue {
+  const ancestors = new Set<object>();
+  let nodes = 0;
+  let approxBytes = 0;
+
+  const visit = (v: unknown, path: string, depth: number): JsonValue => {
+    if (++nodes > limits.maxNodes) {
+      throw new InvalidInputError('too_large', path, `more than ${limits.maxNodes} values`);
+    }
+    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+      v = (v as { toJSON: () => unknown }).toJSON();
+    }
+    switch (typeof v) {
+      case 'string':
+        if (!v.isWellFormed()) {
+          throw new InvalidInputError('lone_surrogate', path, 'string contains a lone UTF-16 surrogate');
+        }
+        approxBytes += v.length;
+        if (approxBytes > limits.maxBytes) {
+          throw new InvalidInputError('too_large', path, `larger than ${limits.maxBytes} bytes`);
+        }
+        return v;
+      case 'number':
+        if (!Number.isFinite(v)) {
+          throw new InvalidInputError('non_finite_number', path, `${v} is not a JSON number`);
+        }
+        return v;
+      case 'boolean':
+        return v;
+      case 'object': {
+        if (v === null) return null;
+        if (depth > limits.maxDepth) {
+          throw new InvalidInputError('too_deep', path, `nested deeper than ${limits.maxDepth} levels`);
+        }
+        if (ancestors.has(v)) {
+          throw new InvalidInputError('cycle', path, 'value refers to itself');
+        }
+        ancestors.add(v);
+        try {
+          if (Array.isArray(v)) {
+            return v.map((item, i) => {
+              if (item === undefined || typeof item === 'function' || typeof item === 'symbol') {
+                throw new InvalidInputError('unsupported_type', `${path}[${i}]`, `${typeof item} in an array`);
+              }
+              return visit(item, `${path}[${i}]`, depth + 1);
+            });
+          }
+          const proto = Object.getPrototypeOf(v);
+          if (proto !== Object.prototype && proto !== null) {
+            throw new InvalidInputError('unsupported_type', path, `${proto?.constructor?.name ?? 'object'} is not plain JSON`);
+          }
+          const out: Record<string, JsonValue> = {};
+          for (const [key, member] of Object.entries(v)) {
+            // JSON drops undefined members; so do we, so `{a: undefined}` and `{}` are one intent.
+            if (member === undefined) continue;
+            if (!key.isWellFormed()) {
+              throw new InvalidInputError('lone_surrogate', path, 'a key contains a lone UTF-16 surrogate');
+            }
+            approxBytes += key.length;
+            out[key] = visit(member, path ? `${path}.${key}` : key, depth + 1);
+          }
+          return out;
+        } finally {
+          ancestors.delete(v);
+        }
+      }
+      default:
+        throw new InvalidInputError('unsupported_type', path, `${typeof v} is not JSON`);
+    }
+  };
+
+  return visit(value, '', 1);
+}
+
+/**
+ * RFC 8785 (JSON Canonicalization Scheme) encoding of `value`, after the checks
+ * of `toJsonValue`. Sorted keys, ES number formatting (`1.0` is `1`), no
+ * whitespace — the `canonicalize` package is the reference implementation by
+ * the RFC's author.
+ */
+export function canonicalJson(value: unknown, limits: CanonicalLimits = DEFAULT_CANONICAL_LIMITS): string {
+  const json = toJsonValue(value, limits);
+  const text = canonicalize(json);
+  if (text === undefined) throw new InvalidInputError('unsupported_type', '', 'value has no JSON form');
+  if (Buffer.byteLength(text, 'utf8') > limits.maxBytes) {
+    throw new InvalidInputError('too_large', '', `canonical form is larger than ${limits.maxBytes} bytes`);
+  }
+  return text;
+}

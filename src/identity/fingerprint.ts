@@ -1,0 +1,71 @@
+import { createHmac } from 'node:crypto';
+import { canonicalJson, type CanonicalLimits, DEFAULT_CANONICAL_LIMITS, type JsonValue } from './canonical.js';
+import { loadOrCreateSecret } from './secret-key.js';
+
+/**
+ * What one intended effect is (DESIGN §2). Two calls with equal records are
+ * the same intent; anything that makes the effect different belongs in here.
+ */
+export interface CanonicalActionRecord {
+  /** The authenticated caller — never a value the model can type. */
+  actor: string;
+  tool: string;
+  /** How the effect is delivered: `library`, `mcp`, `http`, `ssh`. */
+  channel: string;
+  /** Where it lands: an upstream name, a URL template, a host. */
+  target: string;
+  /** Which credential is used, by reference (never the secret itself). */
+  credential_ref: string | null;
+  method: string;
+  /** Validated arguments, defaults applied, ignored fields removed, secrets digested. */
+  arguments: JsonValue;
+  /** Which retries count as the same intent (see contracts/scope). */
+  intent_scope: JsonValue;
+}
+
+export const FINGERPRINT_KEY_FILE = 'fingerprint.key';
+
+/**
+ * Keyed digests for intents and secrets. The key is per installation, so a
+ * fingerprint read from a leaked store cannot be tested against guessed
+ * arguments, and never leaves the data directory.
+ */
+export class Fingerprinter {
+  readonly #key: Buffer;
+
+  constructor(
+    key: Buffer,
+    readonly limits: CanonicalLimits = DEFAULT_CANONICAL_LIMITS,
+  ) {
+    if (key.length < 32) throw new Error('fingerprint key must be at least 32 bytes');
+    this.#key = Buffer.from(key);
+  }
+
+  static forDataDir(dataDir: string, limits?: CanonicalLimits): Fingerprinter {
+    return new Fingerprinter(loadOrCreateSecret(dataDir, FINGERPRINT_KEY_FILE), limits);
+  }
+
+  /** `fp_` + base64url(HMAC-SHA-256(key, "intent\0" ‖ JCS(record))). */
+  intent(record: CanonicalActionRecord): string {
+    return `fp_${this.#mac('intent', canonicalJson(record, this.limits))}`;
+  }
+
+  /** Digest of an already-canonical text under a named domain (e.g. request receipts). */
+  digest(domain: string, canonicalText: string): string {
+    return this.#mac(domain, canonicalText);
+  }
+
+  /**
+   * What a secret argument becomes before fingerprinting: equal secrets still
+   * give equal fingerprints, but the value cannot be read back or guessed
+   * offline without the key.
+   */
+  secret(value: unknown): string {
+    return `hmac:${this.#mac('secret', canonicalJson(value, this.limits))}`;
+  }
+
+  #mac(domain: string, text: string): string {
+    // The domain tag keeps a secret's digest from ever equalling an intent's.
+    return createHmac('sha256', this.#key).update(domain).update('\0').update(text).digest('base64url');
+  }
+}

@@ -1,0 +1,48 @@
+import type { JsonValue } from '../identity/canonical.js';
+
+/**
+ * One event in the activity journal (DESIGN §8). Stores append these in the
+ * same transaction as the state change they describe.
+ */
+export const ACTIVITY_KINDS = [
+  'received',
+  'receipt_hit',
+  'attached',
+  'accepted',
+  'awaiting_approval',
+  'authorized',
+  'denied',
+  'dispatched',
+  'outcome',
+  'delivered',
+  'id_reused',
+  'lease_expired',
+  'operator_resolution',
+] as const;
+
+export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+
+export interface ActivityEventInput {
+  kind: ActivityKind;
+  executionId?: string | null;
+  actor?: string | null;
+  tool?: string | null;
+  /** Request key or rendered id that carried the event, when there was one. */
+  requestRef?: string | null;
+  /** Small, already-redacted facts (state, code, who). Never raw arguments or secrets. */
+  detail?: Record<string, JsonValue>;
+}
+
+/** A journal row as stored: the event plus its place in the hash chain. */
+export interface ActivityEntry {
+  seq: number;
+  at: number;
+  kind: ActivityKind;
+  executionId: string | null;
+  actor: string | null;
+  tool: string | null;
+  requestRef: string | null;
+  detail: Record<string, JsonValue>;
+  prevHash: string;
+  hash: string;
+}

@@ -1,0 +1,201 @@
+import type { ExecutionState } from '../../executions/states.js';
+import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
+import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
+import type {
+  ClaimInput,
+  ClaimOptions,
+  ClaimResult,
+  ExecutionFilter,
+  ExecutionRecord,
+  ExecutionStore,
+  SweepResult,
+  TransitionInput,
+} from '../types.js';
+
+interface Row extends Omit<ExecutionRecord, 'readAt'> {
+  claimToken: string | null;
+  active: boolean;
+}
+
+const NEVER_TRIMMED: readonly ExecutionState[] = ['accepted', 'awaiting_approval', 'authorized', 'dispatched', 'unknown'];
+
+/**
+ * The reference store: everything in one process's memory. Each method runs
+ * to completion without awaiting, so on one event loop it is atomic — the
+ * same guarantees the SQL stores get from transactions.
+ */
+export class MemoryStore implements ExecutionStore {
+  readonly kind = 'memory' as const;
+  readonly #rows = new Map<string, Row>();
+  readonly #activeByFingerprint = new Map<string, string>();
+  readonly #journal: ActivityEntry[] = [];
+  readonly #clock: () => number;
+
+  constructor(options: { clock?: () => number } = {}) {
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
+    const now = this.#clock();
+    if (options.replacing !== undefined && this.#activeByFingerprint.get(input.fingerprint) === options.replacing) {
+      this.#activeByFingerprint.delete(input.fingerprint);
+      const old = this.#rows.get(options.replacing);
+      if (old) old.active = false;
+    }
+    const holderId = this.#activeByFingerprint.get(input.fingerprint);
+    if (holderId !== undefined) {
+      const holder = this.#rows.get(holderId);
+      return { won: false, record: holder && this.#view(holder, now) };
+    }
+    const row: Row = {
+      id: input.id,
+      fingerprint: input.fingerprint,
+      actor: input.actor,
+      tool: input.tool,
+      session: input.session,
+      replay: input.replay,
+      state: input.state,
+      createdAt: now,
+      updatedAt: now,
+      attachUntil: now + input.attachWindowMs,
+      dispatchedAt: null,
+      deadlineAt: null,
+      leaseOwner: input.leaseOwner,
+      leaseExpiresAt: now + input.leaseMs,
+      outcome: null,
+      deliveredAt: null,
+      argumentsPreview: input.argumentsPreview,
+      note: null,
+      claimToken: input.claimToken,
+      active: true,
+    };
+    this.#rows.set(row.id, row);
+    this.#activeByFingerprint.set(row.fingerprint, row.id);
+    this.#append(options.events, now);
+    return { won: true, record: this.#view(row, now) };
+  }
+
+  async transition(t: TransitionInput): Promise<ExecutionRecord | undefined> {
+    const now = this.#clock();
+    const row = this.#rows.get(t.id);
+    if (!row || !t.from.includes(row.state)) return undefined;
+    if (t.token !== undefined && row.claimToken !== t.token) return undefined;
+    if (t.requireStale && !isStale(row, now)) return undefined;
+    row.state = t.to;
+    row.updatedAt = now;
+    if (t.holder === null) {
+      row.claimToken = null;
+      row.leaseOwner = null;
+      row.leaseExpiresAt = null;
+    } else if (t.holder !== undefined) {
+      row.claimToken = t.holder.token;
+      row.leaseOwner = t.holder.owner;
+      row.leaseExpiresAt = now + t.holder.leaseMs;
+    }
+    if (t.dispatchTimeoutMs !== undefined) {
+      row.dispatchedAt = now;
+      row.deadlineAt = now + t.dispatchTimeoutMs;
+    }
+    if (t.outcome !== undefined) row.outcome = structuredClone(t.outcome);
+    if (t.note !== undefined) row.note = t.note;
+    this.#append(t.events, now);
+    return this.#view(row, now);
+  }
+
+  async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
+    const now = this.#clock();
+    const row = this.#rows.get(id);
+    if (!row || row.claimToken !== token || row.leaseExpiresAt === null) return false;
+    row.leaseExpiresAt = now + leaseMs;
+    return true;
+  }
+
+  async markDelivered(id: string, events?: ActivityEventInput[]): Promise<void> {
+    const now = this.#clock();
+    const row = this.#rows.get(id);
+    if (!row || row.deliveredAt !== null) return;
+    row.deliveredAt = now;
+    this.#append(events, now);
+  }
+
+  async get(id: string): Promise<ExecutionRecord | undefined> {
+    const row = this.#rows.get(id);
+    return row && this.#view(row, this.#clock());
+  }
+
+  async findActive(fingerprint: string): Promise<ExecutionRecord | undefined> {
+    const id = this.#activeByFingerprint.get(fingerprint);
+    const row = id === undefined ? undefined : this.#rows.get(id);
+    return row && this.#view(row, this.#clock());
+  }
+
+  async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
+    const now = this.#clock();
+    const states = filter.state === undefined ? undefined : ([] as ExecutionState[]).concat(filter.state);
+    const out: ExecutionRecord[] = [];
+    for (const row of this.#rows.values()) {
+      if (states && !states.includes(row.state)) continue;
+      if (filter.tool !== undefined && row.tool !== filter.tool) continue;
+      if (filter.actor !== undefined && row.actor !== filter.actor) continue;
+      if (filter.since !== undefined && row.createdAt < filter.since) continue;
+      out.push(this.#view(row, now));
+    }
+    out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return out.slice(0, filter.limit ?? 100);
+  }
+
+  async appendEvents(events: ActivityEventInput[]): Promise<void> {
+    this.#append(events, this.#clock());
+  }
+
+  async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
+    return this.#journal.filter((e) => e.seq > afterSeq).slice(0, limit).map((e) => structuredClone(e));
+  }
+
+  async sweep(options: { retentionMs: number }): Promise<SweepResult> {
+    const now = this.#clock();
+    const expired: ExecutionRecord[] = [];
+    let trimmed = 0;
+    for (const row of [...this.#rows.values()]) {
+      if (row.state === 'dispatched' && isStale(row, now)) {
+        row.state = 'unknown';
+        row.updatedAt = now;
+        this.#append(
+          [{ kind: 'lease_expired', executionId: row.id, actor: row.actor, tool: row.tool, detail: { state: 'unknown' } }],
+          now,
+        );
+        expired.push(this.#view(row, now));
+      } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {
+        this.#rows.delete(row.id);
+        if (this.#activeByFingerprint.get(row.fingerprint) === row.id) this.#activeByFingerprint.delete(row.fingerprint);
+        trimmed++;
+      }
+    }
+    return { expired, trimmed };
+  }
+
+  async now(): Promise<number> {
+    return this.#clock();
+  }
+
+  async close(): Promise<void> {}
+
+  #append(events: ActivityEventInput[] | undefined, now: number): void {
+    for (const event of events ?? []) {
+      const head = this.#journal.at(-1);
+      this.#journal.push(nextEntry(event, (head?.seq ?? 0) + 1, now, head?.hash ?? GENESIS_HASH));
+    }
+  }
+
+  #view(row: Row, now: number): ExecutionRecord {
+    const { claimToken: _token, active: _active, ...record } = row;
+    return { ...structuredClone(record), readAt: now };
+  }
+}
+
+/** The holder is gone: no live lease, or past the dispatch deadline. */
+function isStale(row: Row, now: number): boolean {
+  const leaseDead = row.leaseExpiresAt === null || row.leaseExpiresAt <= now;
+  const pastDeadline = row.deadlineAt !== null && row.deadlineAt <= now;
+  return leaseDead || pastDeadline;
+}

@@ -1,0 +1,150 @@
+import type { ReplayClass } from '../contracts/contract.js';
+import type { StoredOutcome } from '../executions/outcome.js';
+import type { ExecutionState } from '../executions/states.js';
+import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
+
+/**
+ * One execution: one accepted attempt to perform one intended action.
+ * Times are milliseconds since the epoch by the *store's* clock.
+ */
+export interface ExecutionRecord {
+  /** `exe_` + ULID. Also the target's idempotency key. */
+  id: string;
+  /** Intent fingerprint (keyed digest of the canonical action record). */
+  fingerprint: string;
+  actor: string;
+  tool: string;
+  /** Transport session that created it, if any. */
+  session: string | null;
+  replay: ReplayClass;
+  state: ExecutionState;
+  createdAt: number;
+  updatedAt: number;
+  /** A matching call may attach to this execution until then. */
+  attachUntil: number;
+  dispatchedAt: number | null;
+  /** dispatchedAt + the contract's timeout: past it, an unanswered dispatch is `unknown`. */
+  deadlineAt: number | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  outcome: StoredOutcome | null;
+  /** When the outcome was handed to a caller — separate from the outcome itself. */
+  deliveredAt: number | null;
+  /** Bounded and redacted; never raw secrets. */
+  argumentsPreview: string;
+  /** Operator note, denial reason. */
+  note: string | null;
+  /** The store's clock when this copy was read: compare leases and windows against this. */
+  readAt: number;
+}
+
+export interface ClaimInput {
+  id: string;
+  fingerprint: string;
+  actor: string;
+  tool: string;
+  session: string | null;
+  replay: ReplayClass;
+  state: 'accepted' | 'awaiting_approval';
+  attachWindowMs: number;
+  /** The claimer's secret: only its holder may dispatch, complete, fail or release. */
+  claimToken: string;
+  leaseOwner: string;
+  leaseMs: number;
+  argumentsPreview: string;
+}
+
+export type ClaimResult =
+  | { won: true; record: ExecutionRecord }
+  /** Another execution holds this intent; `record` is it (undefined if it vanished meanwhile: try again). */
+  | { won: false; record: ExecutionRecord | undefined };
+
+export interface ClaimOptions {
+  /**
+   * The previous holder of this fingerprint, no longer attachable (window over,
+   * or a deliberate repeat). It is retired in the same atomic step, and only if
+   * it is still the active one — two racing replacers still yield one winner.
+   */
+  replacing?: string;
+  events?: ActivityEventInput[];
+}
+
+/** A conditional state change: applied only if every condition holds, atomically. */
+export interface TransitionInput {
+  id: string;
+  from: readonly ExecutionState[];
+  to: ExecutionState;
+  /** Condition: the caller holds this claim token. Omit for operator and sweeper actions. */
+  token?: string;
+  /**
+   * Condition: the holder is gone, by the store's clock — its lease has expired
+   * (or there is none), or the dispatch deadline has passed.
+   */
+  requireStale?: boolean;
+  /** New holder (token + lease); `null` clears token and lease; omitted leaves them. */
+  holder?: { token: string; owner: string; leaseMs: number } | null;
+  /** Marks the dispatch: dispatchedAt = now, deadlineAt = now + this. */
+  dispatchTimeoutMs?: number;
+  outcome?: StoredOutcome;
+  note?: string;
+  events?: ActivityEventInput[];
+}
+
+export interface ExecutionFilter {
+  state?: ExecutionState | readonly ExecutionState[];
+  tool?: string;
+  actor?: string;
+  /** createdAt >= since */
+  since?: number;
+  limit?: number;
+}
+
+export interface SweepResult {
+  /** Executions moved from dispatched (expired lease or deadline) to unknown. */
+  expired: ExecutionRecord[];
+  /** Finished executions deleted because their retention ended. */
+  trimmed: number;
+}
+
+/**
+ * The one interface every backend implements (memory, SQLite, PostgreSQL).
+ * Every backend passes the same contract suite (src/store/store.contract.ts).
+ *
+ * Rules all implementations keep:
+ * - the claim is atomic: of N concurrent claims for one fingerprint exactly one wins;
+ * - every write is conditional (compare-and-set) and returns what it changed;
+ * - journal events passed with a write are appended in the same transaction;
+ * - times come from the store's clock, never the caller's;
+ * - `accepted`, `awaiting_approval`, `authorized`, `dispatched` and `unknown`
+ *   are never trimmed.
+ */
+export interface ExecutionStore {
+  readonly kind: 'memory' | 'sqlite' | 'postgres';
+
+  claim(input: ClaimInput, options?: ClaimOptions): Promise<ClaimResult>;
+  transition(input: TransitionInput): Promise<ExecutionRecord | undefined>;
+  /** Extends the lease of the token holder; false if it no longer holds the execution. */
+  renewLease(id: string, token: string, leaseMs: number): Promise<boolean>;
+  /** Records delivery once (the first time); later calls change nothing. */
+  markDelivered(id: string, events?: ActivityEventInput[]): Promise<void>;
+
+  get(id: string): Promise<ExecutionRecord | undefined>;
+  /** The execution a new call with this fingerprint would attach to, if any. */
+  findActive(fingerprint: string): Promise<ExecutionRecord | undefined>;
+  list(filter?: ExecutionFilter): Promise<ExecutionRecord[]>;
+
+  /** Appends events that belong to no state change (e.g. `received`, `id_reused`). */
+  appendEvents(events: ActivityEventInput[]): Promise<void>;
+  /** Journal entries with seq > afterSeq, in order. */
+  readJournal(afterSeq?: number, limit?: number): Promise<ActivityEntry[]>;
+
+  /**
+   * Sweeper: dispatched executions whose lease expired or whose deadline passed
+   * become `unknown`; finished executions older than `retentionMs` are deleted.
+   */
+  sweep(options: { retentionMs: number }): Promise<SweepResult>;
+
+  /** The store's clock. */
+  now(): Promise<number>;
+  close(): Promise<void>;
+}
