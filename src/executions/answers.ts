@@ -1,0 +1,121 @@
+import { IDEM_CODES, type IdemCode } from '../errors.js';
+import type { ExecutionState } from './states.js';
+import type { ToolResult } from './outcome.js';
+
+/** `_meta` keys Idem sets on results. */
+export const META = {
+  executionId: 'io.idem/execution-id',
+  replayed: 'io.idem/replayed',
+} as const;
+
+/** What `structuredContent.idem` holds on every answer that is not a plain result (DESIGN §10). */
+export interface IdemAnswerInfo {
+  code: IdemCode;
+  ref: string | null;
+  state: ExecutionState | null;
+  advice: string;
+}
+
+export interface AnswerContext {
+  ref?: string | null;
+  state?: ExecutionState | null;
+  /** Name of the status tool the agent should call. */
+  statusTool?: string;
+  /** Extra detail for the text (a denial reason, why nothing ran). */
+  detail?: string;
+}
+
+/**
+ * The text a model reads. Each says what happened and exactly what to do
+ * next; none reports a failure for an outcome that is merely unknown.
+ */
+function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
+  const ref = ctx.ref ?? null;
+  const status = ctx.statusTool ?? 'idem_execution_status';
+  const check = ref ? `call ${status} with {"ref":"${ref}"}` : `call ${status}`;
+  const detail = ctx.detail ? ` ${ctx.detail}` : '';
+  switch (code) {
+    case IDEM_CODES.IDEM_IN_FLIGHT:
+      return {
+        advice: `Do not repeat the call. Wait a few seconds, then ${check} to get its result.`,
+        text: `This action is already being executed (ref ${ref}). It was not started a second time.`,
+      };
+    case IDEM_CODES.IDEM_OUTCOME_UNKNOWN:
+      return {
+        advice: `Do not retry it as a new action. ${cap(check)} to learn whether it happened, or tell the user it is unresolved.`,
+        text: `The action was sent, but its outcome is unknown (ref ${ref}): it may or may not have happened.${detail}`,
+      };
+    case IDEM_CODES.IDEM_REVIEW_REQUIRED:
+      return {
+        advice: `Do not retry. Tell the user that an operator must resolve ${ref} (idem executions resolve ${ref}); ${check} later to see the resolution.`,
+        text: `The action's outcome is unknown (ref ${ref}) and the tool is irreversible: it may or may not have happened, and it will not be sent again without a human's review.${detail}`,
+      };
+    case IDEM_CODES.IDEM_AWAITING_APPROVAL:
+      return {
+        advice: `Do not call it again; it is queued. Ask the user to approve ${ref}, then ${check}.`,
+        text: `The action is waiting for a human's approval (ref ${ref}). Nothing has been executed yet.`,
+      };
+    case IDEM_CODES.IDEM_DENIED:
+      return {
+        advice: 'Do not retry the same call. Tell the user it was denied.',
+        text: `The action was denied and was not executed (ref ${ref}).${detail}`,
+      };
+    case IDEM_CODES.IDEM_NOT_EXECUTED:
+      return {
+        advice: 'It is safe to retry the same call.',
+        text: `The action was NOT executed: nothing happened.${detail}`,
+      };
+    case IDEM_CODES.IDEM_RECEIPTS_FULL:
+      return {
+        advice: 'Nothing happened. Retry the same call in a few seconds.',
+        text: 'The action was NOT executed: too many requests are being tracked right now.',
+      };
+    case IDEM_CODES.IDEM_INVALID_INPUT:
+      return {
+        advice: 'Nothing was executed. Fix the arguments and call again.',
+        text: `The arguments cannot be processed, so the action was not executed.${detail}`,
+      };
+    case IDEM_CODES.IDEM_UNKNOWN_EXECUTION:
+      return {
+        advice: 'Check the ref: use the exact "ref" value from an earlier answer.',
+        text: `No execution ${ref ?? ''} is visible to you.`,
+      };
+    case IDEM_CODES.MCP_REQUEST_ID_REUSED:
+      return {
+        advice: 'Send the new request with a new id.',
+        text: 'This request id was already used in this session for a different request; nothing was run.',
+      };
+  }
+}
+
+function cap(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** An `isError` tool result carrying `structuredContent.idem`. */
+export function idemAnswer(code: IdemCode, ctx: AnswerContext = {}): ToolResult {
+  const { text, advice } = describe(code, ctx);
+  const idem: IdemAnswerInfo = { code, ref: ctx.ref ?? null, state: ctx.state ?? null, advice };
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${code}: ${text} ${advice}` }],
+    structuredContent: { idem },
+    ...(ctx.ref ? { _meta: { [META.executionId]: ctx.ref } } : {}),
+  };
+}
+
+/** Reads the Idem code from a result, if it is an Idem answer. */
+export function idemCodeOf(result: ToolResult): IdemCode | undefined {
+  const idem = (result.structuredContent as { idem?: IdemAnswerInfo } | undefined)?.idem;
+  return idem?.code;
+}
+
+/** A stored result as handed back again: marked in `_meta` as a replay of `ref`. */
+export function markReplayed(result: ToolResult, ref: string): ToolResult {
+  return { ...result, _meta: { ...result._meta, [META.executionId]: ref, [META.replayed]: true } };
+}
+
+/** A fresh result, tagged with the execution that produced it. */
+export function markExecuted(result: ToolResult, ref: string): ToolResult {
+  return { ...result, _meta: { ...result._meta, [META.executionId]: ref } };
+}

@@ -1,0 +1,450 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import { IDEM_CODES, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { Fingerprinter } from '../identity/fingerprint.js';
+import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ExecutionStore } from '../store/types.js';
+import { CountingTarget, sleep } from '../testing/counting-target.js';
+import { withFaults } from '../testing/faulty-store.js';
+import { idemCodeOf, META } from './answers.js';
+import { type Caller, ExecutionEngine, type ToolCall } from './engine.js';
+import type { ToolResult } from './outcome.js';
+
+const fingerprinter = new Fingerprinter(randomBytes(32));
+
+function setup(options: { store?: ExecutionStore; approver?: ConstructorParameters<typeof ExecutionEngine>[0]['approver'] } = {}) {
+  const store = options.store ?? new MemoryStore();
+  const engine = new ExecutionEngine({ store, fingerprinter, ...(options.approver ? { approver: options.approver } : {}) });
+  return { store, engine };
+}
+
+const alice: Caller = { actor: 'token:alice', session: 's1' };
+
+function call(contract: ToolContract | undefined, args: unknown, caller: Caller = alice, tool = 'charge_card'): ToolCall {
+  return {
+    tool,
+    channel: 'library',
+    target: 'local',
+    credentialRef: null,
+    method: 'tools/call',
+    arguments: args,
+    contract: resolveContract(contract, undefined),
+    caller,
+  };
+}
+
+const ref = (r: ToolResult) => (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];
+const text = (r: ToolResult) => (r.content[0] as { text: string }).text;
+
+const keyed: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id' } };
+const statusClass: ToolContract = { replay: 'status', scope: { business_key: 'order_id' }, lease: 150 };
+const order = { order_id: 'o-1', amount_cents: 1250 };
+
+/** A record left behind by a process that died at a given point. */
+async function orphan(store: ExecutionStore, engine: ExecutionEngine, c: ToolCall, state: 'accepted' | 'dispatched') {
+  const { fingerprint } = engine.identify(c);
+  const id = `exe_orphan_${state}`;
+  const claim = await store.claim({
+    id,
+    fingerprint,
+    actor: c.caller.actor,
+    tool: c.tool,
+    session: c.caller.session,
+    replay: c.contract.replay,
+    state: 'accepted',
+    attachWindowMs: c.contract.attachWindowMs,
+    claimToken: 'dead-process-token',
+    leaseOwner: 'dead-process',
+    leaseMs: 100,
+    argumentsPreview: '{}',
+  });
+  expect(claim.won).toBe(true);
+  if (state === 'dispatched') {
+    await store.transition({
+      id,
+      from: ['accepted'],
+      to: 'dispatched',
+      token: 'dead-process-token',
+      holder: { token: 'dead-process-token', owner: 'dead-process', leaseMs: 100 },
+      dispatchTimeoutMs: 60_000,
+    });
+  }
+  return id;
+}
+
+describe('ExecutionEngine — concurrent identical calls', () => {
+  it('runs a slow target once; the concurrent twin gets IDEM_IN_FLIGHT, a later repeat the stored result', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget({ delayMs: 2000 });
+    const first = engine.execute(call(keyed, order), target.dispatch);
+    await sleep(50);
+    const second = await engine.execute(call(keyed, order), target.dispatch);
+    expect(idemCodeOf(second)).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
+    const firstResult = await first;
+    expect(firstResult.isError).toBeFalsy();
+    expect(ref(second)).toBe(ref(firstResult));
+    expect(text(second)).toContain('idem_execution_status');
+
+    const third = await engine.execute(call(keyed, { amount_cents: 1250, order_id: 'o-1' }), target.dispatch);
+    expect(third.structuredContent).toEqual(firstResult.structuredContent);
+    expect(third._meta?.[META.replayed]).toBe(true);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('200 concurrent identical calls → 1 invocation', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget({ delayMs: 100 });
+    const results = await Promise.all(Array.from({ length: 200 }, () => engine.execute(call(keyed, order), target.dispatch)));
+    expect(target.invocations).toBe(1);
+    const codes = results.map((r) => idemCodeOf(r) ?? 'result');
+    expect(codes.filter((c) => c === 'result')).toHaveLength(1);
+    expect(codes.filter((c) => c === IDEM_CODES.IDEM_IN_FLIGHT)).toHaveLength(199);
+    expect(await store.list()).toHaveLength(1);
+  });
+});
+
+describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
+  it('accepted, never dispatched, claimer gone: that same execution proceeds, once', async () => {
+    const { engine, store } = setup();
+    const c = call(statusClass, order);
+    const id = await orphan(store, engine, c, 'accepted');
+    const target = new CountingTarget();
+    // Lease still alive: somebody may be about to dispatch it.
+    expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
+    await sleep(150);
+    const result = await engine.execute(c, target.dispatch);
+    expect(result.isError).toBeFalsy();
+    expect(result._meta?.[META.executionId]).toBe(id);
+    expect(target.keys).toEqual([id]);
+    expect((await store.get(id))?.state).toBe('completed');
+    await engine.execute(c, target.dispatch);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('awaiting_approval: the original record, no new prompt, nothing dispatched; approval lets it run once', async () => {
+    let prompts = 0;
+    const { engine, store } = setup({
+      approver: async () => {
+        prompts++;
+        return 'pending';
+      },
+    });
+    const target = new CountingTarget();
+    const c = call({ ...keyed, approval: 'every_call' }, order);
+    const first = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(first)).toBe(IDEM_CODES.IDEM_AWAITING_APPROVAL);
+    const again = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(again)).toBe(IDEM_CODES.IDEM_AWAITING_APPROVAL);
+    expect(ref(again)).toBe(ref(first));
+    expect(prompts).toBe(1);
+    expect(target.invocations).toBe(0);
+    expect(await store.list()).toHaveLength(1);
+
+    await engine.approve(ref(first) as string, 'operator:bob');
+    const run = await engine.execute(c, target.dispatch);
+    expect(run.isError).toBeFalsy();
+    expect(run._meta?.[META.executionId]).toBe(ref(first));
+    await engine.execute(c, target.dispatch);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('denied: the same denial, nothing dispatched', async () => {
+    const { engine } = setup({ approver: async () => 'denied' });
+    const target = new CountingTarget();
+    const c = call({ ...keyed, approval: 'every_call' }, order);
+    const first = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(first)).toBe(IDEM_CODES.IDEM_DENIED);
+    const again = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(again)).toBe(IDEM_CODES.IDEM_DENIED);
+    expect(ref(again)).toBe(ref(first));
+    expect(target.invocations).toBe(0);
+  });
+
+  it('operator denial of a queued execution is what later retries see', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    const c = call({ ...keyed, approval: 'every_call' }, order);
+    const first = await engine.execute(c, target.dispatch);
+    await engine.deny(ref(first) as string, 'operator:bob', 'amount too large');
+    const again = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(again)).toBe(IDEM_CODES.IDEM_DENIED);
+    expect(text(again)).toContain('amount too large');
+    expect(target.invocations).toBe(0);
+  });
+
+  it('session approval: asked once per session, then runs', async () => {
+    let prompts = 0;
+    const { engine } = setup({
+      approver: async () => {
+        prompts++;
+        return 'approved';
+      },
+    });
+    const target = new CountingTarget();
+    const contract: ToolContract = { ...keyed, approval: 'session' };
+    expect((await engine.execute(call(contract, order), target.dispatch)).isError).toBeFalsy();
+    expect((await engine.execute(call(contract, { ...order, order_id: 'o-2' }), target.dispatch)).isError).toBeFalsy();
+    expect(prompts).toBe(1);
+    await engine.execute(call(contract, { ...order, order_id: 'o-3' }, { actor: 'token:alice', session: 's2' }), target.dispatch);
+    expect(prompts).toBe(2);
+    expect(target.invocations).toBe(3);
+  });
+
+  it('dispatched, lease expired, no probe: IDEM_OUTCOME_UNKNOWN with the ref — never a second dispatch', async () => {
+    const { engine, store } = setup();
+    const c = call(statusClass, order);
+    const id = await orphan(store, engine, c, 'dispatched');
+    const target = new CountingTarget();
+    expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
+    await sleep(150);
+    const result = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    expect(ref(result)).toBe(id);
+    expect(text(result)).not.toMatch(/\bfailed\b/i);
+    expect((await store.get(id))?.state).toBe('unknown');
+    expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    expect(target.invocations).toBe(0);
+  });
+
+  it('dispatched, lease expired, keyed: re-sent once with the same key', async () => {
+    const { engine, store } = setup();
+    const c = call({ ...keyed, lease: 100 }, order);
+    const id = await orphan(store, engine, c, 'dispatched');
+    await sleep(150);
+    const target = new CountingTarget();
+    const result = await engine.execute(c, target.dispatch);
+    expect(result.isError).toBeFalsy();
+    expect(target.keys).toEqual([id]);
+    expect(target.redispatches).toEqual([true]);
+    await engine.execute(c, target.dispatch);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('dispatched, lease expired, with a status probe: the probe settles it', async () => {
+    const { engine, store } = setup();
+    let probed = 0;
+    const contract: ToolContract = {
+      ...statusClass,
+      status_probe: async () => {
+        probed++;
+        return { outcome: 'completed', result: { content: [{ type: 'text', text: 'charged (found by probe)' }] } };
+      },
+    };
+    const c = call(contract, order);
+    engine.registerContract('charge_card', c.contract);
+    const id = await orphan(store, engine, c, 'dispatched');
+    await sleep(150);
+    const target = new CountingTarget();
+    const result = await engine.execute(c, target.dispatch);
+    expect(text(result)).toBe('charged (found by probe)');
+    expect(result._meta?.[META.replayed]).toBe(true);
+    expect((await store.get(id))?.state).toBe('completed');
+    expect(probed).toBe(1);
+    expect(target.invocations).toBe(0);
+  });
+
+  it('unknown on an irreversible (review) tool: IDEM_REVIEW_REQUIRED until an operator resolves it', async () => {
+    const { engine, store } = setup();
+    const c = call({ replay: 'review', lease: 100 }, order);
+    const id = await orphan(store, engine, c, 'dispatched');
+    await sleep(150);
+    const target = new CountingTarget();
+    const result = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_REVIEW_REQUIRED);
+    expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_REVIEW_REQUIRED);
+    await engine.resolve(id, 'completed', 'operator:bob', 'processor shows the charge');
+    const after = await engine.execute(c, target.dispatch);
+    expect(after.isError).toBe(false);
+    expect(text(after)).toContain('processor shows the charge');
+    expect(target.invocations).toBe(0);
+  });
+
+  it('a timeout makes the dispatch unknown for the caller; the real outcome is recorded when it arrives', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget({ delayMs: 400 });
+    const c = call({ ...statusClass, timeout: 100 }, order);
+    const result = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    const id = ref(result) as string;
+    expect((await store.get(id))?.state).toBe('unknown');
+    expect(idemCodeOf(await engine.status(id, alice.actor))).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    await sleep(450);
+    const status = await engine.status(id, alice.actor);
+    expect(status.isError).toBeFalsy();
+    expect(status.structuredContent).toEqual({ n: 1 });
+    expect(target.invocations).toBe(1);
+  });
+
+  it('a handler that does not know (OutcomeUnknownError) makes it unknown, not failed', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget({
+      respond: () => {
+        throw new OutcomeUnknownError('processor connection reset after send');
+      },
+    });
+    const result = await engine.execute(call(statusClass, order), target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    expect((await store.get(ref(result) as string))?.state).toBe('unknown');
+  });
+
+  it('completed: the stored result, marked as a replay, delivery recorded', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget();
+    const first = await engine.execute(call(keyed, order), target.dispatch);
+    const id = first._meta?.[META.executionId] as string;
+    expect((await store.get(id))?.deliveredAt).not.toBeNull();
+    const again = await engine.execute(call(keyed, order), target.dispatch);
+    expect(again._meta?.[META.replayed]).toBe(true);
+    expect(again.content).toEqual(first.content);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('failed (the target answered with a failure): the same failure; a corrected call is a new intent', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget({
+      respond: (n) => ({ isError: true, content: [{ type: 'text', text: `card declined #${n}` }] }),
+    });
+    const first = await engine.execute(call(keyed, order), target.dispatch);
+    expect(first.isError).toBe(true);
+    const again = await engine.execute(call(keyed, order), target.dispatch);
+    expect(text(again)).toBe('card declined #1');
+    expect(target.invocations).toBe(1);
+    await engine.execute(call(keyed, { ...order, amount_cents: 999 }), target.dispatch);
+    expect(target.invocations).toBe(2);
+  });
+
+  it('a thrown handler error is a retained failure, not re-run', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget({
+      respond: () => {
+        throw new Error('validation failed at the processor');
+      },
+    });
+    const first = await engine.execute(call(keyed, order), target.dispatch);
+    expect(first.isError).toBe(true);
+    expect(text(first)).toContain('validation failed');
+    await engine.execute(call(keyed, order), target.dispatch);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('after_completion: new — a repeat after a delivered result is a deliberate new action', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    const deploy: ToolContract = { replay: 'keyed', after_completion: 'new' };
+    await engine.execute(call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'), target.dispatch);
+    await engine.execute(call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'), target.dispatch);
+    expect(target.invocations).toBe(2);
+  });
+
+  it('outside the attach window a repeat is a new execution', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    const c = call({ ...keyed, attach_window: 100 }, order);
+    const a = await engine.execute(c, target.dispatch);
+    await sleep(150);
+    const b = await engine.execute(c, target.dispatch);
+    expect(target.invocations).toBe(2);
+    expect(b._meta?.[META.executionId]).not.toBe(a._meta?.[META.executionId]);
+  });
+
+  it('different business key, different actor or session-scoped different session → separate executions', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    await engine.execute(call(keyed, order), target.dispatch);
+    await engine.execute(call(keyed, { ...order, order_id: 'o-2' }), target.dispatch);
+    await engine.execute(call(keyed, order, { actor: 'token:mallory', session: 's1' }), target.dispatch);
+    expect(target.invocations).toBe(3);
+    const perSession: ToolContract = { replay: 'keyed', scope: 'session' };
+    await engine.execute(call(perSession, order, { actor: 'token:alice', session: 'a' }), target.dispatch);
+    await engine.execute(call(perSession, order, { actor: 'token:alice', session: 'b' }), target.dispatch);
+    await engine.execute(call(perSession, order, { actor: 'token:alice', session: 'b' }), target.dispatch);
+    expect(target.invocations).toBe(5);
+  });
+
+  it('read-only tools are not deduplicated', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget();
+    await engine.execute(call({ replay: 'read_only' }, {}), target.dispatch);
+    await engine.execute(call({ replay: 'read_only' }, {}), target.dispatch);
+    expect(target.invocations).toBe(2);
+    expect(target.keys).toEqual([null, null]);
+    expect(await store.list()).toHaveLength(0);
+  });
+});
+
+describe('ExecutionEngine — identity and fail-closed', () => {
+  it('the claim binds the arguments: mutating them in the handler does not change the intent', async () => {
+    const { engine } = setup();
+    const args = { order_id: 'o-1', amount_cents: 1250, note: 'x' };
+    let calls = 0;
+    const dispatch = async () => {
+      calls++;
+      args.amount_cents = 1;
+      args.note = 'mutated';
+      return { content: [{ type: 'text' as const, text: 'ok' }] };
+    };
+    await engine.execute(call(keyed, args), dispatch);
+    const again = await engine.execute(call(keyed, { order_id: 'o-1', amount_cents: 1250, note: 'x' }), dispatch);
+    expect(again._meta?.[META.replayed]).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it('store down: IDEM_NOT_EXECUTED, safe to retry, nothing dispatched', async () => {
+    const broken = withFaults(new MemoryStore(), {
+      findActive: async () => {
+        throw new StoreUnavailableError('disk I/O error');
+      },
+    });
+    const { engine } = setup({ store: broken });
+    const target = new CountingTarget();
+    const result = await engine.execute(call(keyed, order), target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
+    expect(text(result)).toContain('safe to retry');
+    expect(target.invocations).toBe(0);
+  });
+
+  it('intent recorded but the dispatch mark cannot be written: not dispatched, and a retry later runs it once', async () => {
+    const store = new MemoryStore();
+    let failNext = true;
+    const flaky = withFaults(store, {
+      transition: async (t) => {
+        if (failNext && t.to === 'dispatched') {
+          failNext = false;
+          throw new StoreUnavailableError('database is locked');
+        }
+        return store.transition(t);
+      },
+    });
+    const { engine } = setup({ store: flaky });
+    const target = new CountingTarget();
+    const c = call({ ...keyed, lease: 100 }, order);
+    expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
+    expect(target.invocations).toBe(0);
+    await sleep(150);
+    expect((await engine.execute(c, target.dispatch)).isError).toBeFalsy();
+    expect(target.invocations).toBe(1);
+  });
+
+  it('arguments that cannot be identified get IDEM_INVALID_INPUT and nothing runs', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 200; i++) deep = [deep];
+    const result = await engine.execute(call(keyed, { order_id: 'o-1', deep }), target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_INVALID_INPUT);
+    expect(text(result)).toContain('too_deep');
+    const missingKey = await engine.execute(call(keyed, { amount_cents: 5 }), target.dispatch);
+    expect(idemCodeOf(missingKey)).toBe(IDEM_CODES.IDEM_INVALID_INPUT);
+    expect(target.invocations).toBe(0);
+  });
+
+  it('the status tool shows an execution only to its own actor', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget();
+    const first = await engine.execute(call(keyed, order), target.dispatch);
+    const id = first._meta?.[META.executionId] as string;
+    expect(idemCodeOf(await engine.status(id, 'token:mallory'))).toBe(IDEM_CODES.IDEM_UNKNOWN_EXECUTION);
+    expect((await engine.status(id, alice.actor)).content).toEqual(first.content);
+  });
+});

@@ -1,0 +1,608 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { monotonicFactory } from 'ulid';
+import type { ResolvedContract } from '../contracts/contract.js';
+import { intentScopeValue } from '../contracts/scope.js';
+import { IDEM_CODES, InvalidInputError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { prepareArguments } from '../identity/arguments.js';
+import type { Fingerprinter } from '../identity/fingerprint.js';
+import type { ActivityEventInput } from '../journal/events.js';
+import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
+import { idemAnswer, markExecuted, markReplayed } from './answers.js';
+import type { StoredOutcome, ToolResult } from './outcome.js';
+
+/** Who is calling, as the transport and auth established it — never from the arguments. */
+export interface Caller {
+  actor: string;
+  /** Transport session (MCP session id, stdio connection id); null where ids have no session scope. */
+  session: string | null;
+  /** The request that carried this call (rendered request key), for the journal. */
+  requestRef?: string | null;
+}
+
+/** One tool call with effects, as the engine sees it. */
+export interface ToolCall {
+  tool: string;
+  channel: string;
+  target: string;
+  credentialRef: string | null;
+  method: string;
+  /** Validated arguments. Copied at identification; later mutation changes nothing. */
+  arguments: unknown;
+  contract: ResolvedContract;
+  caller: Caller;
+}
+
+export interface DispatchContext {
+  /** The execution id: pass it on as the target's idempotency key. null for read-only tools. */
+  executionId: string | null;
+  /** True when this is a re-send of an earlier dispatch with the same key (replay class `keyed`). */
+  redispatch: boolean;
+}
+
+/**
+ * Performs the action. Resolve with the target's result (`isError: true` for
+ * a failure the target reported); throw OutcomeUnknownError when it is not
+ * known whether the effect happened. Any other throw is recorded as `failed`.
+ */
+export type Dispatch = (ctx: DispatchContext) => Promise<ToolResult>;
+
+export interface Logger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** Decides "may this caller run this?" for contracts that require approval (DESIGN §7). */
+export type Approver = (request: {
+  executionId: string;
+  tool: string;
+  actor: string;
+  session: string | null;
+  argumentsPreview: string;
+}) => Promise<'approved' | 'denied' | 'pending'>;
+
+export interface ExecutionEngineOptions {
+  store: ExecutionStore;
+  fingerprinter: Fingerprinter;
+  /** Lease owner name; defaults to host:pid:random. */
+  owner?: string;
+  logger?: Logger;
+  /** Name of the status tool quoted in advice texts. */
+  statusTool?: string;
+  approver?: Approver;
+  /** Clock for window buckets (store clocks govern leases). */
+  clock?: () => number;
+}
+
+/** Lost a compare-and-set to another caller: read again and decide again. */
+const RETRY = Symbol('retry');
+type Attempt = ToolResult | typeof RETRY;
+
+const MAX_SETTLE_ATTEMPTS = 8;
+
+const silentLogger: Logger = {
+  warn: () => {},
+  error: (message, fields) => process.stderr.write(`idem: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
+};
+
+/**
+ * Layer 2 (DESIGN §4): gives each intended action one execution. Identifies
+ * the call, attaches it to a prior execution of the same intent or claims a
+ * new one, dispatches at most as the contract allows, and records every step
+ * before the step it guards.
+ */
+export class ExecutionEngine {
+  readonly store: ExecutionStore;
+  readonly fingerprinter: Fingerprinter;
+  readonly owner: string;
+  readonly statusTool: string;
+  readonly #logger: Logger;
+  readonly #approver: Approver | undefined;
+  readonly #clock: () => number;
+  readonly #newId = monotonicFactory();
+  /** Contracts by tool name, so the status tool can run a tool's status probe. */
+  readonly #contracts = new Map<string, ResolvedContract>();
+  /** Sessions a human approved, for `approval: session`: actor ‖ session ‖ tool. */
+  readonly #approvedSessions = new Set<string>();
+
+  constructor(options: ExecutionEngineOptions) {
+    this.store = options.store;
+    this.fingerprinter = options.fingerprinter;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.statusTool = options.statusTool ?? 'idem_execution_status';
+    this.#logger = options.logger ?? silentLogger;
+    this.#approver = options.approver;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  registerContract(tool: string, contract: ResolvedContract): void {
+    this.#contracts.set(tool, contract);
+  }
+
+  /** Runs one tool call under its contract and returns what the caller should see. */
+  async execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
+    const contract = call.contract;
+    if (contract.replay === 'read_only') return dispatch({ executionId: null, redispatch: false });
+
+    let identity: { fingerprint: string; preview: string };
+    try {
+      identity = this.identify(call);
+    } catch (error) {
+      if (error instanceof InvalidInputError) {
+        return idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` });
+      }
+      throw error;
+    }
+
+    try {
+      for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
+        const prior = await this.store.findActive(identity.fingerprint);
+        if (prior && this.#attachable(prior, contract)) {
+          const answer = await this.#attach(prior, call, dispatch);
+          if (answer !== RETRY) return answer;
+          continue;
+        }
+        const token = newToken();
+        const id = `exe_${this.#newId()}`;
+        const needsApproval = this.#needsApproval(call);
+        const claim = await this.store.claim(
+          {
+            id,
+            fingerprint: identity.fingerprint,
+            actor: call.caller.actor,
+            tool: call.tool,
+            session: call.caller.session,
+            replay: contract.replay,
+            state: needsApproval ? 'awaiting_approval' : 'accepted',
+            attachWindowMs: contract.attachWindowMs,
+            claimToken: token,
+            leaseOwner: this.owner,
+            leaseMs: contract.leaseMs,
+            argumentsPreview: identity.preview,
+          },
+          {
+            ...(prior ? { replacing: prior.id } : {}),
+            events: [
+              this.#event('received', call, id, { preview: identity.preview }),
+              this.#event(needsApproval ? 'awaiting_approval' : 'accepted', call, id),
+            ],
+          },
+        );
+        if (claim.won) {
+          const answer = await this.#runClaimed(claim.record, token, call, dispatch);
+          if (answer !== RETRY) return answer;
+          continue;
+        }
+        if (claim.record && this.#attachable(claim.record, contract)) {
+          const answer = await this.#attach(claim.record, call, dispatch);
+          if (answer !== RETRY) return answer;
+        }
+      }
+      return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+        detail: 'Too many concurrent changes to this action; it was not started.',
+      });
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        this.#logger.error('store unavailable before dispatch; not executed', { tool: call.tool });
+        return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+          detail: 'The execution record could not be written, so nothing was sent.',
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** The intent fingerprint and the redacted preview of a call. Throws InvalidInputError. */
+  identify(call: ToolCall): { fingerprint: string; preview: string } {
+    const prepared = prepareArguments(call.arguments, call.contract.argumentRules, this.fingerprinter);
+    const intentScope = intentScopeValue(call.contract.scope, prepared.forFingerprint, {
+      session: call.caller.session,
+      now: this.#clock(),
+    });
+    const fingerprint = this.fingerprinter.intent({
+      actor: call.caller.actor,
+      tool: call.tool,
+      channel: call.channel,
+      target: call.target,
+      credential_ref: call.credentialRef,
+      method: call.method,
+      arguments: prepared.forFingerprint,
+      intent_scope: intentScope,
+    });
+    return { fingerprint, preview: prepared.preview };
+  }
+
+  /**
+   * The status tool's answer for `ref`, as seen by `actor`. A stale dispatch is
+   * turned into `unknown` here too, and a status probe is tried if the tool has one.
+   */
+  async status(ref: string, actor: string): Promise<ToolResult> {
+    let record: ExecutionRecord | undefined;
+    try {
+      record = await this.store.get(ref);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, { ref, detail: 'The store cannot be read right now.' });
+      }
+      throw error;
+    }
+    // Another actor's execution is not theirs to see: answer as if it did not exist.
+    if (!record || record.actor !== actor) return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
+    if (record.state === 'dispatched' && isStale(record)) record = (await this.#expire(record)) ?? record;
+    if (record.state === 'unknown') {
+      const probed = await this.#probe(record);
+      if (probed) record = probed;
+    }
+    // Handing the stored result to the agent here is a delivery too.
+    return this.#describe(record, true);
+  }
+
+  /** A human approved an execution waiting for approval; the next matching call dispatches it. */
+  async approve(ref: string, by: string): Promise<ExecutionRecord | undefined> {
+    const record = await this.store.transition({
+      id: ref,
+      from: ['awaiting_approval'],
+      to: 'authorized',
+      holder: null,
+      events: [{ kind: 'authorized', executionId: ref, detail: { by } }],
+    });
+    if (record?.session) this.#approvedSessions.add(sessionKey(record.actor, record.session, record.tool));
+    return record;
+  }
+
+  async deny(ref: string, by: string, reason: string): Promise<ExecutionRecord | undefined> {
+    return this.store.transition({
+      id: ref,
+      // Not `accepted`: that is already past approval and may be dispatching.
+      from: ['awaiting_approval', 'authorized'],
+      to: 'denied',
+      holder: null,
+      note: reason,
+      events: [{ kind: 'denied', executionId: ref, detail: { by, reason } }],
+    });
+  }
+
+  /** The operator's answer to an unknown outcome (or a stale dispatch): it did or did not happen. */
+  async resolve(ref: string, as: 'completed' | 'failed', by: string, note: string): Promise<ExecutionRecord | undefined> {
+    const current = await this.store.get(ref);
+    if (!current) return undefined;
+    const from = current.state === 'dispatched' && isStale(current) ? 'dispatched' : 'unknown';
+    return this.store.transition({
+      id: ref,
+      from: [from],
+      to: as,
+      ...(from === 'dispatched' ? { requireStale: true } : {}),
+      holder: null,
+      note,
+      outcome: {
+        result: {
+          isError: as === 'failed',
+          content: [{ type: 'text', text: `Resolved by ${by} as ${as}: ${note}` }],
+        },
+      },
+      events: [{ kind: 'operator_resolution', executionId: ref, detail: { by, as, note } }],
+    });
+  }
+
+  #attachable(prior: ExecutionRecord, contract: ResolvedContract): boolean {
+    if (prior.readAt >= prior.attachUntil) return false;
+    // A repeat after a delivered result is a deliberate new action for such tools (e.g. deploy again).
+    if (contract.afterCompletion === 'new' && prior.state === 'completed' && prior.deliveredAt !== null) return false;
+    return true;
+  }
+
+  #needsApproval(call: ToolCall): boolean {
+    const policy = call.contract.approval;
+    if (policy === 'every_call') return true;
+    if (policy === 'session') {
+      const session = call.caller.session ?? '';
+      return !this.#approvedSessions.has(sessionKey(call.caller.actor, session, call.tool));
+    }
+    return false;
+  }
+
+  /** A matching prior execution exists: the table in DESIGN §4, row by row. */
+  async #attach(prior: ExecutionRecord, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
+    const attached = this.#event('attached', call, prior.id, { state: prior.state });
+    switch (prior.state) {
+      case 'accepted':
+      case 'authorized': {
+        if (!isStale(prior)) return this.#answerFor(prior, [attached]);
+        // Never dispatched and its claimer is gone: this same execution proceeds, once.
+        const token = newToken();
+        const taken = await this.store.transition({
+          id: prior.id,
+          from: [prior.state],
+          to: 'dispatched',
+          requireStale: true,
+          holder: { token, owner: this.owner, leaseMs: call.contract.leaseMs },
+          dispatchTimeoutMs: call.contract.timeoutMs,
+          events: [attached, this.#event('dispatched', call, prior.id, { resumed: true })],
+        });
+        return taken ? this.#runDispatch(taken, token, call, dispatch, false) : RETRY;
+      }
+      case 'awaiting_approval':
+      case 'denied':
+        return this.#answerFor(prior, [attached]);
+      case 'dispatched': {
+        if (!isStale(prior)) return this.#answerFor(prior, [attached]);
+        const expired = await this.#expire(prior, [attached]);
+        return expired ? this.#recover(expired, call, dispatch) : RETRY;
+      }
+      case 'unknown':
+        await this.#journal([attached]);
+        return this.#recover(prior, call, dispatch);
+      case 'completed':
+      case 'failed':
+        return this.#answerFor(prior, [attached]);
+    }
+  }
+
+  /** We won the claim: approval if the contract asks for it, then dispatch. */
+  async #runClaimed(record: ExecutionRecord, token: string, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
+    if (record.state === 'awaiting_approval') {
+      const decision = this.#approver
+        ? await this.#approver({
+            executionId: record.id,
+            tool: record.tool,
+            actor: record.actor,
+            session: record.session,
+            argumentsPreview: record.argumentsPreview,
+          })
+        : 'pending';
+      if (decision === 'pending') return this.#answerFor(record);
+      if (decision === 'denied') {
+        const denied = await this.store.transition({
+          id: record.id,
+          from: ['awaiting_approval'],
+          to: 'denied',
+          token,
+          holder: null,
+          note: 'denied by the approver',
+          events: [this.#event('denied', call, record.id)],
+        });
+        return this.#answerFor(denied ?? record);
+      }
+      if (call.contract.approval === 'session' && call.caller.session !== null) {
+        this.#approvedSessions.add(sessionKey(call.caller.actor, call.caller.session, call.tool));
+      }
+    }
+    const dispatched = await this.store.transition({
+      id: record.id,
+      from: [record.state],
+      to: 'dispatched',
+      token,
+      holder: { token, owner: this.owner, leaseMs: call.contract.leaseMs },
+      dispatchTimeoutMs: call.contract.timeoutMs,
+      events: [
+        ...(record.state === 'awaiting_approval' ? [this.#event('authorized', call, record.id)] : []),
+        this.#event('dispatched', call, record.id),
+      ],
+    });
+    if (!dispatched) return RETRY;
+    return this.#runDispatch(dispatched, token, call, dispatch, false);
+  }
+
+  /**
+   * Dispatches while holding the lease, renewing it as the target works. The
+   * caller gets an answer by the contract's timeout at the latest; the work
+   * goes on, and its real outcome is recorded when it arrives.
+   */
+  async #runDispatch(
+    record: ExecutionRecord,
+    token: string,
+    call: ToolCall,
+    dispatch: Dispatch,
+    redispatch: boolean,
+  ): Promise<ToolResult> {
+    const { leaseMs, timeoutMs } = call.contract;
+    const renewal = setInterval(() => {
+      this.store.renewLease(record.id, token, leaseMs).catch((error) => {
+        this.#logger.warn('lease renewal failed', { ref: record.id, error: String(error) });
+      });
+    }, Math.max(10, Math.floor(leaseMs / 3)));
+    renewal.unref();
+
+    const work = (async (): Promise<{ outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult }> => {
+      try {
+        const result = await dispatch({ executionId: record.id, redispatch });
+        return { outcome: result.isError ? 'failed' : 'completed', result };
+      } catch (error) {
+        if (error instanceof OutcomeUnknownError || isAbort(error)) return { outcome: 'unknown' };
+        return {
+          outcome: 'failed',
+          result: { isError: true, content: [{ type: 'text', text: errorText(error) }] },
+        };
+      }
+    })();
+
+    const settled = work.then(async (done) => {
+      clearInterval(renewal);
+      const outcome: StoredOutcome | undefined = done.result ? { result: done.result } : undefined;
+      try {
+        await this.store.transition({
+          id: record.id,
+          from: ['dispatched', 'unknown'],
+          to: done.outcome,
+          token,
+          holder: done.outcome === 'unknown' ? undefined : null,
+          ...(outcome ? { outcome } : {}),
+          events: [this.#event('outcome', call, record.id, { state: done.outcome })],
+        });
+      } catch (error) {
+        // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
+        this.#logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });
+      }
+      return done;
+    });
+
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      timer.unref();
+    });
+    const first = await Promise.race([settled, deadline]);
+    clearTimeout(timer);
+
+    if (first === 'timeout') {
+      const unknown = await this.store
+        .transition({
+          id: record.id,
+          from: ['dispatched'],
+          to: 'unknown',
+          token,
+          events: [this.#event('outcome', call, record.id, { state: 'unknown', reason: 'timeout' })],
+        })
+        .catch(() => undefined);
+      settled.catch(() => {});
+      return this.#answerFor(unknown ?? { ...record, state: 'unknown' });
+    }
+    if (first.outcome === 'unknown' || !first.result) return this.#answerFor({ ...record, state: 'unknown' });
+    await this.#delivered(record.id, call);
+    return markExecuted(first.result, record.id);
+  }
+
+  /** Dispatched, but the holder is gone: the outcome is unknown — never silently "not started". */
+  async #expire(record: ExecutionRecord, extra: ActivityEventInput[] = []): Promise<ExecutionRecord | undefined> {
+    return this.store.transition({
+      id: record.id,
+      from: ['dispatched'],
+      to: 'unknown',
+      requireStale: true,
+      events: [
+        ...extra,
+        { kind: 'lease_expired', executionId: record.id, actor: record.actor, tool: record.tool, detail: { state: 'unknown' } },
+      ],
+    });
+  }
+
+  /** Unknown outcome: probe if the contract can, re-send with the same key only for `keyed`. */
+  async #recover(record: ExecutionRecord, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
+    const probed = await this.#probe(record);
+    if (probed) return this.#answerFor(probed);
+    if (call.contract.replay === 'keyed') {
+      const token = newToken();
+      const again = await this.store.transition({
+        id: record.id,
+        from: ['unknown'],
+        to: 'dispatched',
+        holder: { token, owner: this.owner, leaseMs: call.contract.leaseMs },
+        dispatchTimeoutMs: call.contract.timeoutMs,
+        events: [this.#event('dispatched', call, record.id, { redispatch: true })],
+      });
+      return again ? this.#runDispatch(again, token, call, dispatch, true) : RETRY;
+    }
+    return this.#answerFor(record);
+  }
+
+  /** Asks the target what happened, if the tool has a status probe; records a definite answer. */
+  async #probe(record: ExecutionRecord): Promise<ExecutionRecord | undefined> {
+    const probe = this.#contracts.get(record.tool)?.statusProbe;
+    if (!probe) return undefined;
+    let answer: Awaited<ReturnType<typeof probe>>;
+    try {
+      answer = await probe({ executionId: record.id, tool: record.tool });
+    } catch (error) {
+      this.#logger.warn('status probe failed', { ref: record.id, error: String(error) });
+      return undefined;
+    }
+    if (answer.outcome === 'unknown') return undefined;
+    return this.store.transition({
+      id: record.id,
+      from: ['unknown'],
+      to: answer.outcome,
+      holder: null,
+      outcome: { result: answer.result },
+      events: [{ kind: 'outcome', executionId: record.id, tool: record.tool, detail: { state: answer.outcome, by: 'status_probe' } }],
+    });
+  }
+
+  /** What a caller attached to `record` sees, per its state. */
+  async #answerFor(record: ExecutionRecord, events: ActivityEventInput[] = []): Promise<ToolResult> {
+    await this.#journal(events);
+    return this.#describe(record, true);
+  }
+
+  async #describe(record: ExecutionRecord, deliver = false): Promise<ToolResult> {
+    const ctx = { ref: record.id, state: record.state, statusTool: this.statusTool };
+    switch (record.state) {
+      case 'completed':
+      case 'failed': {
+        if (!record.outcome) return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, ctx);
+        if (deliver && record.deliveredAt === null) await this.#delivered(record.id);
+        return markReplayed(record.outcome.result, record.id);
+      }
+      case 'accepted':
+      case 'authorized':
+      case 'dispatched':
+        return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, ctx);
+      case 'awaiting_approval':
+        return idemAnswer(IDEM_CODES.IDEM_AWAITING_APPROVAL, ctx);
+      case 'denied':
+        return idemAnswer(IDEM_CODES.IDEM_DENIED, { ...ctx, ...(record.note ? { detail: `Reason: ${record.note}` } : {}) });
+      case 'unknown':
+        return idemAnswer(
+          record.replay === 'review' ? IDEM_CODES.IDEM_REVIEW_REQUIRED : IDEM_CODES.IDEM_OUTCOME_UNKNOWN,
+          ctx,
+        );
+    }
+  }
+
+  async #delivered(id: string, call?: ToolCall): Promise<void> {
+    try {
+      await this.store.markDelivered(id, [
+        call ? this.#event('delivered', call, id) : { kind: 'delivered', executionId: id },
+      ]);
+    } catch (error) {
+      this.#logger.warn('delivery could not be recorded', { ref: id, error: String(error) });
+    }
+  }
+
+  async #journal(events: ActivityEventInput[]): Promise<void> {
+    if (events.length === 0) return;
+    try {
+      await this.store.appendEvents(events);
+    } catch (error) {
+      this.#logger.warn('journal append failed', { error: String(error) });
+    }
+  }
+
+  #event(
+    kind: ActivityEventInput['kind'],
+    call: ToolCall,
+    executionId: string,
+    detail: ActivityEventInput['detail'] = {},
+  ): ActivityEventInput {
+    return {
+      kind,
+      executionId,
+      actor: call.caller.actor,
+      tool: call.tool,
+      requestRef: call.caller.requestRef ?? null,
+      detail,
+    };
+  }
+}
+
+/** The holder is gone: no live lease, or the dispatch deadline passed (by the store's clock). */
+export function isStale(record: ExecutionRecord): boolean {
+  const leaseDead = record.leaseExpiresAt === null || record.leaseExpiresAt <= record.readAt;
+  const pastDeadline = record.deadlineAt !== null && record.deadlineAt <= record.readAt;
+  return leaseDead || pastDeadline;
+}
+
+function newToken(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+function sessionKey(actor: string, session: string, tool: string): string {
+  return JSON.stringify([actor, session, tool]);
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,24 @@
+import { hostname, userInfo } from 'node:os';
+import type { CallerInfo } from '../receipts/receipt-transport.js';
+
+/**
+ * Default actor: the authenticated subject of a bearer token, else the local
+ * process identity plus the client's name (stdio). Never anything the model
+ * can type, and never the token itself.
+ */
+export function defaultActorOf(info: CallerInfo): string {
+  const auth = info.authInfo;
+  if (auth) {
+    const subject = (auth.extra as { subject?: unknown; actor?: unknown } | undefined)?.actor ?? auth.extra?.subject;
+    return `token:${typeof subject === 'string' && subject ? subject : auth.clientId}`;
+  }
+  return `local:${localUser()}@${hostname()}/${info.clientName ?? 'unknown-client'}`;
+}
+
+function localUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return `uid-${process.getuid?.() ?? 'unknown'}`;
+  }
+}

@@ -1,0 +1,221 @@
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
+import { type Approver, type DispatchContext, ExecutionEngine, type Logger } from '../executions/engine.js';
+import { secretPathsFromSchema } from '../identity/arguments.js';
+import { resolveDataDir } from '../identity/data-dir.js';
+import { Fingerprinter } from '../identity/fingerprint.js';
+import { requestKey } from '../identity/request-key.js';
+import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
+import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
+import { openStore, type StoreSpec } from '../store/index.js';
+import type { ExecutionStore } from '../store/types.js';
+import { defaultActorOf } from './actor.js';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** What an idempotent handler gets besides its arguments. */
+export interface IdemToolExtra extends ToolExtra {
+  idem: DispatchContext;
+}
+
+export interface IdemOptions {
+  /** Where the SQLite file and keys live; default IDEM_DATA_DIR or a per-user directory. */
+  dataDir?: string;
+  /** A store instance, or where to open one. Default: SQLite at `<dataDir>/idem.db`. */
+  store?: ExecutionStore | StoreSpec;
+  /** Who is calling. Default: token subject, else local user + client name. */
+  actorOf?: (info: CallerInfo) => string;
+  statusToolName?: string;
+  receipts?: ReceiptBookOptions;
+  /** Request-id scoping of transports passed to `connect` (default: the transport's session, else the connection). */
+  idScope?: IdScope;
+  approver?: Approver;
+  logger?: Logger;
+}
+
+type ZodShape = Record<string, z.ZodType>;
+
+export interface IdemToolConfig<Shape extends ZodShape> {
+  title?: string;
+  description?: string;
+  inputSchema: Shape;
+  outputSchema?: ZodShape;
+  annotations?: ToolAnnotations;
+  /** How a lost response is recovered (DESIGN §5). Omitted: the cautious defaults. */
+  contract?: ToolContract;
+}
+
+export type IdemToolHandler<Shape extends ZodShape> = (
+  args: z.output<z.ZodObject<Shape>>,
+  extra: IdemToolExtra,
+) => CallToolResult | Promise<CallToolResult>;
+
+/**
+ * Idem as a library for MCP servers built on the official TypeScript SDK.
+ *
+ *     const idem = await Idem.open();
+ *     idem.tool(server, 'charge_card', { inputSchema, contract }, async (args, extra) => {
+ *       await processor.charge(args, { idempotencyKey: extra.idem.executionId });
+ *     });
+ *     await idem.connect(server, transport);
+ */
+export class Idem {
+  readonly engine: ExecutionEngine;
+  readonly store: ExecutionStore;
+  readonly fingerprinter: Fingerprinter;
+  readonly receipts: ReceiptBook;
+  readonly #actorOf: (info: CallerInfo) => string;
+  readonly #idScope: IdScope | undefined;
+  readonly #statusRegistered = new WeakSet<McpServer>();
+  readonly #effectful = new Set<string>();
+  readonly #ownsStore: boolean;
+
+  private constructor(store: ExecutionStore, fingerprinter: Fingerprinter, options: IdemOptions, ownsStore: boolean) {
+    this.store = store;
+    this.fingerprinter = fingerprinter;
+    this.#ownsStore = ownsStore;
+    this.#actorOf = options.actorOf ?? defaultActorOf;
+    this.#idScope = options.idScope;
+    this.receipts = new ReceiptBook(options.receipts);
+    this.engine = new ExecutionEngine({
+      store,
+      fingerprinter,
+      statusTool: options.statusToolName ?? 'idem_execution_status',
+      ...(options.approver ? { approver: options.approver } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  }
+
+  static async open(options: IdemOptions = {}): Promise<Idem> {
+    const dataDir = resolveDataDir(options.dataDir);
+    const fingerprinter = Fingerprinter.forDataDir(dataDir);
+    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, 'idem.db') };
+    const owns = !isStore(spec);
+    const store = isStore(spec) ? spec : await openStore(spec);
+    return new Idem(store, fingerprinter, options, owns);
+  }
+
+  /**
+   * Registers `name` on `server` as an idempotent tool: every call is identified,
+   * matched and recorded per the contract before `handler` runs, and the handler
+   * gets the execution id (`extra.idem.executionId`) to pass on downstream as its
+   * own idempotency key. Also registers the status tool once per server.
+   */
+  tool<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemToolConfig<Shape>,
+    handler: IdemToolHandler<Shape>,
+  ): RegisteredTool {
+    const secrets = secretPathsFromSchema(jsonSchemaOf(config.inputSchema));
+    const contract = resolveContract(config.contract, config.annotations, secrets);
+    this.engine.registerContract(name, contract);
+    if (contract.replay !== 'read_only') this.#effectful.add(name);
+    this.#ensureStatusTool(server);
+
+    const { contract: _contract, ...sdkConfig } = config;
+    return server.registerTool(
+      name,
+      { ...sdkConfig, annotations: honestAnnotations(config.annotations, contract) },
+      (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
+        const actor = this.#callerActor(server, extra);
+        const session = extra.sessionId ?? null;
+        return this.engine.execute(
+          {
+            tool: name,
+            channel: 'library',
+            // One server process: the tool name already says where the effect lands.
+            target: 'local',
+            credentialRef: null,
+            method: 'tools/call',
+            arguments: args,
+            contract,
+            caller: {
+              actor,
+              session,
+              requestRef: requestKey({ actor, session, id: extra.requestId, method: 'tools/call', tool: name }),
+            },
+          },
+          (dispatch) => Promise.resolve(handler(args, { ...extra, idem: dispatch })),
+        );
+      }) as never,
+    );
+  }
+
+  /** Connects `server` to `transport` with request receipts (layer 1) in between. */
+  async connect(server: McpServer, transport: Transport): Promise<void> {
+    await server.connect(this.wrapTransport(transport));
+  }
+
+  wrapTransport(transport: Transport): ReceiptTransport {
+    return new ReceiptTransport(transport, {
+      book: this.receipts,
+      fingerprinter: this.fingerprinter,
+      actorOf: this.#actorOf,
+      hasEffects: (tool) => this.#effectful.has(tool),
+      ...(this.#idScope ? { idScope: this.#idScope } : {}),
+      onEvent: (event) => {
+        this.store.appendEvents([event]).catch(() => {});
+      },
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsStore) await this.store.close();
+  }
+
+  #callerActor(server: McpServer, extra: ToolExtra): string {
+    const clientName = server.server.getClientVersion()?.name;
+    return this.#actorOf({
+      ...(extra.authInfo ? { authInfo: extra.authInfo } : {}),
+      ...(clientName ? { clientName } : {}),
+    });
+  }
+
+  #ensureStatusTool(server: McpServer): void {
+    if (this.#statusRegistered.has(server)) return;
+    this.#statusRegistered.add(server);
+    server.registerTool(
+      this.engine.statusTool,
+      {
+        title: 'Status of an earlier action',
+        description:
+          'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
+          'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
+        inputSchema: { ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer') },
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      async ({ ref }, extra) => this.engine.status(ref, this.#callerActor(server, extra)),
+    );
+  }
+}
+
+function isStore(spec: ExecutionStore | StoreSpec): spec is ExecutionStore {
+  return typeof (spec as ExecutionStore).claim === 'function';
+}
+
+function jsonSchemaOf(shape: ZodShape): unknown {
+  try {
+    return z.toJSONSchema(z.object(shape), { io: 'input', unrepresentable: 'any' });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Annotations follow the code (DESIGN §5): `idempotentHint: true` only where
+ * the contract makes a repeat harmless, and never where a repeat after a
+ * result is a deliberate new action.
+ */
+export function honestAnnotations(given: ToolAnnotations | undefined, contract: ResolvedContract): ToolAnnotations {
+  const out: ToolAnnotations = { ...given };
+  if (contract.replay === 'read_only') return out;
+  out.readOnlyHint = false;
+  out.idempotentHint = contract.afterCompletion === 'replay';
+  return out;
+}

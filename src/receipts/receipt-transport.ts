@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import { IDEM_CODES } from '../errors.js';
+import { idemAnswer } from '../executions/answers.js';
+import { canonicalJson } from '../identity/canonical.js';
+import type { Fingerprinter } from '../identity/fingerprint.js';
+import { renderRequestId, requestKey } from '../identity/request-key.js';
+import type { ActivityEventInput } from '../journal/events.js';
+import type { ReceiptBook } from './receipt-book.js';
+
+/** JSON-RPC "Invalid Request": the id is not usable for this content. */
+export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
+
+/**
+ * How request ids are scoped on this transport:
+ * - `session`: the transport's MCP session id (Streamable HTTP with sessions);
+ * - `connection`: this transport instance (stdio);
+ * - `none`: ids have no session scope (stateless HTTP, 2026-07-28): the key adds
+ *   method and tool, and a reused id with new content is a new request.
+ */
+export type IdScope = 'session' | 'connection' | 'none';
+
+export interface CallerInfo {
+  authInfo?: AuthInfo;
+  clientName?: string;
+}
+
+export interface ReceiptTransportOptions {
+  book: ReceiptBook;
+  fingerprinter: Fingerprinter;
+  /** The authenticated caller; the same function the tool handlers use. */
+  actorOf: (info: CallerInfo) => string;
+  /** Whether calls to this tool have effects (read-only tools get no receipt). */
+  hasEffects?: (tool: string) => boolean;
+  /** Methods with effects besides `tools/call`. */
+  extraMethods?: readonly string[];
+  idScope?: IdScope;
+  onEvent?: (event: ActivityEventInput) => void;
+}
+
+/**
+ * Wraps any MCP transport with request receipts (layer 1). A resend of the
+ * same JSON-RPC message is answered from its receipt and never reaches the
+ * server a second time; a reused id with other content is refused.
+ */
+export class ReceiptTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  readonly #inner: Transport;
+  readonly #options: ReceiptTransportOptions;
+  readonly #connectionId = randomUUID();
+  readonly #methods: Set<string>;
+  /** Requests still running here: rendered id → the id as it came, and how to settle its receipt. */
+  readonly #pending = new Map<string, { id: RequestId; settle: (reply: JSONRPCMessage) => void }>();
+  #clientName: string | undefined;
+
+  constructor(inner: Transport, options: ReceiptTransportOptions) {
+    this.#inner = inner;
+    this.#options = options;
+    this.#methods = new Set(['tools/call', ...(options.extraMethods ?? [])]);
+    inner.onclose = () => this.onclose?.();
+    inner.onerror = (error) => this.onerror?.(error);
+    inner.onmessage = (message, extra) => this.#receive(message, extra);
+  }
+
+  get sessionId(): string | undefined {
+    return this.#inner.sessionId ?? (this.#idScope() === 'connection' ? this.#connectionId : undefined);
+  }
+
+  get setProtocolVersion(): ((version: string) => void) | undefined {
+    return this.#inner.setProtocolVersion?.bind(this.#inner);
+  }
+
+  start(): Promise<void> {
+    return this.#inner.start();
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      const id = (message as { id?: RequestId }).id;
+      if (id !== undefined) {
+        const pending = this.#pending.get(renderRequestId(id));
+        // Settle before sending: if the first socket is gone, the resend still gets this reply.
+        if (pending) {
+          this.#pending.delete(renderRequestId(id));
+          pending.settle(message);
+        }
+      }
+    }
+    return this.#inner.send(message, options);
+  }
+
+  #idScope(): IdScope {
+    return this.#options.idScope ?? (this.#inner.sessionId !== undefined ? 'session' : 'connection');
+  }
+
+  #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    if (isJSONRPCRequest(message) && message.method === 'initialize') {
+      const info = (message.params as { clientInfo?: { name?: unknown } } | undefined)?.clientInfo;
+      if (typeof info?.name === 'string') this.#clientName = info.name;
+    }
+    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method)) {
+      this.onmessage?.(message, extra);
+      return;
+    }
+    const params = (message.params ?? {}) as { name?: unknown; _meta?: unknown };
+    const tool = typeof params.name === 'string' ? params.name : '';
+    if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
+      this.onmessage?.(message, extra);
+      return;
+    }
+    let fingerprint: string;
+    try {
+      const { _meta: _ignored, ...content } = params;
+      fingerprint = this.#options.fingerprinter.digest('receipt', canonicalJson({ method: message.method, params: content }));
+    } catch {
+      // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
+      this.onmessage?.(message, extra);
+      return;
+    }
+    const actor = this.#options.actorOf({
+      ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
+      ...(this.#clientName ? { clientName: this.#clientName } : {}),
+    });
+    const scope = this.#idScope();
+    const session = scope === 'none' ? null : (this.sessionId ?? null);
+    const key = requestKey({ actor, session, id: message.id, method: message.method, tool });
+    const decision = this.#options.book.begin(key, fingerprint, scope !== 'none');
+    const event = (kind: ActivityEventInput['kind']) =>
+      this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
+
+    switch (decision.kind) {
+      case 'new':
+        if (decision.idReused) event('id_reused');
+        this.#pending.set(renderRequestId(message.id), { id: message.id, settle: decision.settle });
+        this.onmessage?.(message, extra);
+        return;
+      case 'duplicate': {
+        event('receipt_hit');
+        // The very same id still running here: the transport routes the one reply to
+        // the newest stream that carried it (and stdio has one pipe), so sending a
+        // copy would answer twice. Otherwise the resend gets its own copy.
+        const running = this.#pending.get(renderRequestId(message.id));
+        if (running && running.id === message.id) return;
+        void decision.reply.then((reply) => this.#replyTo(message.id, reply));
+        return;
+      }
+      case 'id_reused':
+        event('id_reused');
+        void this.#replyTo(message.id, {
+          jsonrpc: '2.0',
+          id: message.id,
+          error: {
+            code: REQUEST_ID_REUSED_JSONRPC_CODE,
+            message: `${IDEM_CODES.MCP_REQUEST_ID_REUSED}: request id ${JSON.stringify(message.id)} was already used in this session for a different request; nothing was run. Send a new request with a new id.`,
+            data: { code: IDEM_CODES.MCP_REQUEST_ID_REUSED },
+          },
+        });
+        return;
+      case 'full':
+        void this.#replyTo(message.id, {
+          jsonrpc: '2.0',
+          id: message.id,
+          result: idemAnswer(IDEM_CODES.IDEM_RECEIPTS_FULL),
+        });
+        return;
+    }
+  }
+
+  /** Sends `reply` as the answer to request `id` (the resend's own id, exactly as it came). */
+  async #replyTo(id: RequestId, reply: JSONRPCMessage): Promise<void> {
+    try {
+      await this.#inner.send({ ...reply, id } as JSONRPCMessage, { relatedRequestId: id });
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+}
