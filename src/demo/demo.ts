@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { idemCodeOf } from '../executions/answers.js';
+import { Idem } from '../library/idem.js';
+import { createChargeCardServer } from './charge-card-server.js';
+import { PaymentProcessor } from './processor.js';
+
+export interface ScenarioReport {
+  name: string;
+  callsSent: number;
+  charges: number;
+  expectedCharges: number;
+  agentSaw: string[];
+  ok: boolean;
+}
+
+export interface DemoOptions {
+  dataDir?: string;
+  out?: (line: string) => void;
+}
+
+const CARD = '4242424242424242';
+
+/**
+ * `idem demo`: an MCP server built with the library, on the embedded SQLite
+ * default, driven by the official SDK client over real HTTP on loopback
+ * through four ways a charge gets repeated. Resolves with one report per
+ * scenario; every count must be right.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport[]> {
+  const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const dataDir = options.dataDir ?? process.env.IDEM_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'idem-demo-'));
+  const processor = new PaymentProcessor();
+  const processorUrl = await processor.start();
+  const idem = await Idem.open({ dataDir });
+  const http = await serveOverHttp(idem, () => createChargeCardServer({ idem, processorUrl, timeout: '600ms' }));
+  out(`Idem demo — store: SQLite in ${dataDir}`);
+  out(`charge_card server: ${http.url}   payment processor: ${processorUrl}\n`);
+
+  const reports: ScenarioReport[] = [];
+  const run = async (
+    name: string,
+    expectedCharges: number,
+    body: (saw: (r: CallToolResult | string) => void) => Promise<{ callsSent: number; ok: boolean }>,
+  ) => {
+    const before = processor.charges;
+    const agentSaw: string[] = [];
+    const { callsSent, ok } = await body((r) => agentSaw.push(typeof r === 'string' ? r : summarize(r)));
+    const charges = processor.charges - before;
+    const report = { name, callsSent, charges, expectedCharges, agentSaw, ok: ok && charges === expectedCharges };
+    reports.push(report);
+    out(`${report.ok ? 'PASS' : 'FAIL'}  ${name}`);
+    out(`      calls sent: ${callsSent}   charges counted by the processor: ${charges} (expected ${expectedCharges})`);
+    for (const line of agentSaw) out(`      agent saw: ${line}`);
+    out('');
+  };
+
+  try {
+    await run('1. The response is lost; the fetch layer re-sends the same request (same JSON-RPC id)', 1, async (saw) => {
+      processor.delayMs = 200;
+      const lossy = lossyFetch();
+      const agent = await connect(http.url, lossy.fetch);
+      lossy.loseNextToolCall = 'resend';
+      const result = await callCharge(agent, 'order-1001', 1999);
+      saw(result);
+      await agent.close();
+      return { callsSent: lossy.toolCallPosts, ok: !result.isError };
+    });
+
+    await run('1b. The response is lost; the agent calls again (new request id, new session)', 1, async (saw) => {
+      const lossy = lossyFetch();
+      const agent = await connect(http.url, lossy.fetch);
+      lossy.loseNextToolCall = 'throw';
+      const lost = await callCharge(agent, 'order-1002', 2500).catch((error: unknown) => String(error));
+      saw(typeof lost === 'string' ? `transport error: ${lost.split('\n')[0]}` : lost);
+      await agent.close();
+      const restarted = await connect(http.url);
+      const retry = await callCharge(restarted, 'order-1002', 2500);
+      saw(retry);
+      await restarted.close();
+      return { callsSent: 2, ok: !retry.isError && retry._meta?.['io.idem/replayed'] === true };
+    });
+
+    await run('2. Two concurrent identical calls (two agent connections)', 1, async (saw) => {
+      processor.delayMs = 400;
+      const [a, b] = await Promise.all([connect(http.url), connect(http.url)]);
+      const results = await Promise.all([callCharge(a, 'order-2001', 4200), callCharge(b, 'order-2001', 4200)]);
+      for (const r of results) saw(r);
+      const inFlight = results.find((r) => idemCodeOf(r) === 'IDEM_IN_FLIGHT');
+      let ok = results.filter((r) => !r.isError).length === 1 && inFlight !== undefined;
+      if (inFlight) {
+        const final = await pollStatus(b, refOf(inFlight));
+        saw(`status tool → ${summarize(final)}`);
+        ok &&= !final.isError;
+      }
+      await Promise.all([a.close(), b.close()]);
+      return { callsSent: 2, ok };
+    });
+
+    await run('3. The processor is slower than the tool timeout; the agent asks the status tool', 1, async (saw) => {
+      processor.delayMs = 1500;
+      const agent = await connect(http.url);
+      const first = await callCharge(agent, 'order-3001', 9900);
+      saw(first);
+      const ref = refOf(first);
+      const now = await agent.callTool({ name: 'idem_execution_status', arguments: { ref } });
+      saw(`status tool → ${summarize(now as CallToolResult)}`);
+      const final = await pollStatus(agent, ref);
+      saw(`status tool → ${summarize(final)}`);
+      await agent.close();
+      return { callsSent: 1, ok: idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN' && !final.isError };
+    });
+
+    await run('4. A deliberate second purchase: same card and amount, a different order id', 1, async (saw) => {
+      processor.delayMs = 50;
+      const agent = await connect(http.url);
+      const again = await callCharge(agent, 'order-1001', 1999);
+      saw(`repeat of order-1001 → ${summarize(again)}`);
+      const second = await callCharge(agent, 'order-4001', 1999);
+      saw(`order-4001 → ${summarize(second)}`);
+      await agent.close();
+      return { callsSent: 2, ok: again._meta?.['io.idem/replayed'] === true && !second.isError };
+    });
+  } finally {
+    await http.close();
+    await processor.stop();
+    await idem.close();
+  }
+  const failed = reports.filter((r) => !r.ok).length;
+  out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);
+  return reports;
+}
+
+async function callCharge(client: Client, orderId: string, amountCents: number): Promise<CallToolResult> {
+  return (await client.callTool({
+    name: 'charge_card',
+    arguments: { order_id: orderId, amount_cents: amountCents, card_number: CARD },
+  })) as CallToolResult;
+}
+
+async function pollStatus(client: Client, ref: string): Promise<CallToolResult> {
+  let last: CallToolResult | undefined;
+  for (let i = 0; i < 50; i++) {
+    last = (await client.callTool({ name: 'idem_execution_status', arguments: { ref } })) as CallToolResult;
+    if (!idemCodeOf(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return last as CallToolResult;
+}
+
+function refOf(result: CallToolResult): string {
+  return (result.structuredContent as { idem: { ref: string } }).idem.ref;
+}
+
+function summarize(result: CallToolResult): string {
+  const code = idemCodeOf(result);
+  const text = (result.content[0] as { text?: string } | undefined)?.text ?? '';
+  if (code) return `${code} (ref ${refOf(result)})`;
+  const replayed = result._meta?.['io.idem/replayed'] === true ? ' [stored result, replayed]' : '';
+  return `${result.isError ? 'error: ' : ''}${text}${replayed}`;
+}
+
+async function connect(url: string, fetch?: typeof globalThis.fetch): Promise<Client> {
+  const client = new Client({ name: 'idem-demo-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {}));
+  return client;
+}
+
+/**
+ * A fetch that loses the response of the next tools/call: the request reaches
+ * the server and runs, the answer never arrives. Then it either re-sends the
+ * very same request (what retrying HTTP clients do) or fails like a dropped
+ * connection.
+ */
+function lossyFetch() {
+  const state = {
+    loseNextToolCall: undefined as 'resend' | 'throw' | undefined,
+    toolCallPosts: 0,
+    fetch: (async (input: string | URL | Request, init?: RequestInit) => {
+      const isToolCall = typeof init?.body === 'string' && init.body.includes('"tools/call"');
+      if (isToolCall) state.toolCallPosts++;
+      const response = await fetch(input, init);
+      if (!isToolCall || !state.loseNextToolCall) return response;
+      const mode = state.loseNextToolCall;
+      state.loseNextToolCall = undefined;
+      await response.text(); // the server finished; its answer is dropped on the floor
+      if (mode === 'throw') throw new TypeError('fetch failed: connection reset');
+      state.toolCallPosts++;
+      return fetch(input, init);
+    }) as typeof globalThis.fetch,
+  };
+  return state;
+}
+
+/** Streamable HTTP with sessions on loopback: one MCP server instance per session, one Idem for all. */
+async function serveOverHttp(idem: Idem, newServer: () => ReturnType<typeof createChargeCardServer>) {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      const sessionId = req.headers['mcp-session-id'];
+      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+      if (!transport) {
+        if (sessionId !== undefined) {
+          res.writeHead(404).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+          return;
+        }
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            transports.set(id, created);
+          },
+        });
+        created.onclose = () => {
+          if (created.sessionId) transports.delete(created.sessionId);
+        };
+        const mcp = newServer();
+        // Receipts sit between the transport and the server: a re-sent request never reaches it twice.
+        await idem.connect(mcp, created);
+        transport = created;
+      }
+      await transport.handleRequest(req, res);
+    })().catch((error: unknown) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  return {
+    url,
+    close: async () => {
+      for (const t of transports.values()) await t.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+

@@ -1,0 +1,82 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Charge {
+  charge_id: string;
+  order_id: string;
+  amount_cents: number;
+  currency: string;
+}
+
+/**
+ * A payment processor on loopback for the demo and tests: the far side of the
+ * boundary. It honours `Idempotency-Key` like real processors do, is as slow
+ * as it is told to be, and counts what reached it — `requests` (every POST)
+ * and `charges` (money actually moved).
+ */
+export class PaymentProcessor {
+  requests = 0;
+  charges = 0;
+  /** Milliseconds each charge takes. */
+  delayMs = 0;
+  readonly #byKey = new Map<string, Promise<Charge>>();
+  #server: Server | undefined;
+
+  async start(): Promise<string> {
+    this.#server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        this.#handle(req.method ?? 'GET', req.url ?? '/', req.headers['idempotency-key'], Buffer.concat(chunks))
+          .then(({ status, body }) => {
+            res.writeHead(status, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(body));
+          })
+          .catch((error: unknown) => {
+            res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error: String(error) }));
+          });
+      });
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.#server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+  }
+
+  async #handle(
+    method: string,
+    url: string,
+    key: string | string[] | undefined,
+    body: Buffer,
+  ): Promise<{ status: number; body: unknown }> {
+    const lookup = /^\/charges\/([^/]+)$/.exec(url);
+    if (method === 'GET' && lookup) {
+      const found = this.#byKey.get(decodeURIComponent(lookup[1] as string));
+      return found ? { status: 200, body: await found } : { status: 404, body: { error: 'no such charge' } };
+    }
+    if (method !== 'POST' || url !== '/charges') return { status: 404, body: { error: 'not found' } };
+    this.requests++;
+    if (typeof key !== 'string' || key.length === 0) {
+      return { status: 400, body: { error: 'Idempotency-Key header is required' } };
+    }
+    const existing = this.#byKey.get(key);
+    if (existing) return { status: 200, body: await existing };
+    const input = JSON.parse(body.toString('utf8')) as { order_id: string; amount_cents: number; currency: string };
+    const charge = (async (): Promise<Charge> => {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      this.charges++;
+      return {
+        charge_id: `ch_${this.charges}`,
+        order_id: input.order_id,
+        amount_cents: input.amount_cents,
+        currency: input.currency,
+      };
+    })();
+    this.#byKey.set(key, charge);
+    return { status: 201, body: await charge };
+  }
+}
