@@ -1,14 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { idemCodeOf } from '../executions/answers.js';
+import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { createChargeCardServer } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
@@ -41,7 +38,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
   const processor = new PaymentProcessor();
   const processorUrl = await processor.start();
   const idem = await Idem.open({ dataDir });
-  const http = await serveOverHttp(idem, () => createChargeCardServer({ idem, processorUrl, timeout: '600ms' }));
+  const http = await serveStreamableHttp(idem, () => createChargeCardServer({ idem, processorUrl, timeout: '600ms' }));
   out(`Idem demo — store: SQLite in ${dataDir}`);
   out(`charge_card server: ${http.url}   payment processor: ${processorUrl}\n`);
 
@@ -199,48 +196,3 @@ function lossyFetch() {
   };
   return state;
 }
-
-/** Streamable HTTP with sessions on loopback: one MCP server instance per session, one Idem for all. */
-async function serveOverHttp(idem: Idem, newServer: () => ReturnType<typeof createChargeCardServer>) {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const sessionId = req.headers['mcp-session-id'];
-      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
-      if (!transport) {
-        if (sessionId !== undefined) {
-          res.writeHead(404).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
-          return;
-        }
-        const created = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => {
-            transports.set(id, created);
-          },
-        });
-        created.onclose = () => {
-          if (created.sessionId) transports.delete(created.sessionId);
-        };
-        const mcp = newServer();
-        // Receipts sit between the transport and the server: a re-sent request never reaches it twice.
-        await idem.connect(mcp, created);
-        transport = created;
-      }
-      await transport.handleRequest(req, res);
-    })().catch((error: unknown) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(error));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-  return {
-    url,
-    close: async () => {
-      for (const t of transports.values()) await t.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-

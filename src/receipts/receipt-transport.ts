@@ -34,6 +34,13 @@ export interface CallerInfo {
   clientName?: string;
 }
 
+/** What to do with an arriving request. */
+export type Admission =
+  /** Pass it on to the server (`registered`: a receipt now waits for its reply). */
+  | { kind: 'forward'; registered: boolean }
+  /** Answer it from the receipt (`reply` carries the request's own id); the server never sees it. */
+  | { kind: 'answer'; reply: Promise<JSONRPCMessage>; sameIdRunning: boolean };
+
 export interface ReceiptTransportOptions {
   book: ReceiptBook;
   fingerprinter: Fingerprinter;
@@ -63,6 +70,8 @@ export class ReceiptTransport implements Transport {
   readonly #methods: Set<string>;
   /** Requests still running here: rendered id → the id as it came, and how to settle its receipt. */
   readonly #pending = new Map<string, { id: RequestId; settle: (reply: JSONRPCMessage) => void }>();
+  /** Ids already registered by `admit` (HTTP front): they pass straight through once. */
+  readonly #admitted = new Set<string>();
   #clientName: string | undefined;
 
   constructor(inner: Transport, options: ReceiptTransportOptions) {
@@ -114,15 +123,41 @@ export class ReceiptTransport implements Transport {
       const info = (message.params as { clientInfo?: { name?: unknown } } | undefined)?.clientInfo;
       if (typeof info?.name === 'string') this.#clientName = info.name;
     }
-    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method)) {
+    if (isJSONRPCRequest(message) && this.#admitted.delete(renderRequestId(message.id))) {
       this.onmessage?.(message, extra);
       return;
     }
+    const admission = this.#decide(message, extra);
+    if (admission.kind === 'forward') {
+      this.onmessage?.(message, extra);
+      return;
+    }
+    // The very same id still running here: the one reply reaches the pipe (stdio has
+    // one), so sending a copy would answer twice.
+    if (admission.sameIdRunning) return;
+    const id = (message as { id: RequestId }).id;
+    void admission.reply.then((reply) => this.#replyTo(id, reply));
+  }
+
+  /**
+   * For HTTP fronts, before the SDK transport sees the request: a resend or a
+   * refused id is answered here, so it never displaces the first request's
+   * stream; a new request is registered and will pass straight through.
+   */
+  admit(message: JSONRPCMessage, extra?: MessageExtraInfo): Admission {
+    const admission = this.#decide(message, extra);
+    if (admission.kind === 'forward' && admission.registered) {
+      this.#admitted.add(renderRequestId((message as { id: RequestId }).id));
+    }
+    return admission;
+  }
+
+  #decide(message: JSONRPCMessage, extra?: MessageExtraInfo): Admission {
+    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method)) return { kind: 'forward', registered: false };
     const params = (message.params ?? {}) as { name?: unknown; _meta?: unknown };
     const tool = typeof params.name === 'string' ? params.name : '';
     if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
-      this.onmessage?.(message, extra);
-      return;
+      return { kind: 'forward', registered: false };
     }
     let fingerprint: string;
     try {
@@ -130,8 +165,7 @@ export class ReceiptTransport implements Transport {
       fingerprint = this.#options.fingerprinter.digest('receipt', canonicalJson({ method: message.method, params: content }));
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
-      this.onmessage?.(message, extra);
-      return;
+      return { kind: 'forward', registered: false };
     }
     const actor = this.#options.actorOf({
       ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
@@ -143,42 +177,37 @@ export class ReceiptTransport implements Transport {
     const decision = this.#options.book.begin(key, fingerprint, scope !== 'none');
     const event = (kind: ActivityEventInput['kind']) =>
       this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
+    const answer = (reply: Promise<JSONRPCMessage>, sameIdRunning = false): Admission => ({
+      kind: 'answer',
+      reply: reply.then((r) => ({ ...r, id: message.id }) as JSONRPCMessage),
+      sameIdRunning,
+    });
 
     switch (decision.kind) {
       case 'new':
         if (decision.idReused) event('id_reused');
         this.#pending.set(renderRequestId(message.id), { id: message.id, settle: decision.settle });
-        this.onmessage?.(message, extra);
-        return;
+        return { kind: 'forward', registered: true };
       case 'duplicate': {
         event('receipt_hit');
-        // The very same id still running here: the transport routes the one reply to
-        // the newest stream that carried it (and stdio has one pipe), so sending a
-        // copy would answer twice. Otherwise the resend gets its own copy.
         const running = this.#pending.get(renderRequestId(message.id));
-        if (running && running.id === message.id) return;
-        void decision.reply.then((reply) => this.#replyTo(message.id, reply));
-        return;
+        return answer(decision.reply, running !== undefined && running.id === message.id);
       }
       case 'id_reused':
         event('id_reused');
-        void this.#replyTo(message.id, {
-          jsonrpc: '2.0',
-          id: message.id,
-          error: {
-            code: REQUEST_ID_REUSED_JSONRPC_CODE,
-            message: `${IDEM_CODES.MCP_REQUEST_ID_REUSED}: request id ${JSON.stringify(message.id)} was already used in this session for a different request; nothing was run. Send a new request with a new id.`,
-            data: { code: IDEM_CODES.MCP_REQUEST_ID_REUSED },
-          },
-        });
-        return;
+        return answer(
+          Promise.resolve({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: {
+              code: REQUEST_ID_REUSED_JSONRPC_CODE,
+              message: `${IDEM_CODES.MCP_REQUEST_ID_REUSED}: request id ${JSON.stringify(message.id)} was already used in this session for a different request; nothing was run. Send a new request with a new id.`,
+              data: { code: IDEM_CODES.MCP_REQUEST_ID_REUSED },
+            },
+          }),
+        );
       case 'full':
-        void this.#replyTo(message.id, {
-          jsonrpc: '2.0',
-          id: message.id,
-          result: idemAnswer(IDEM_CODES.IDEM_RECEIPTS_FULL),
-        });
-        return;
+        return answer(Promise.resolve({ jsonrpc: '2.0', id: message.id, result: idemAnswer(IDEM_CODES.IDEM_RECEIPTS_FULL) }));
     }
   }
 

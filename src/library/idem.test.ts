@@ -1,0 +1,214 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { idemCodeOf } from '../executions/answers.js';
+import { MemoryStore } from '../store/memory/memory-store.js';
+import { sleep } from '../testing/counting-target.js';
+import { RawMcpHttp } from '../testing/raw-mcp-http.js';
+import { serveStreamableHttp } from './http.js';
+import { Idem, type IdemOptions } from './idem.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A server with one slow counting `charge` tool, served over real HTTP on loopback. */
+async function chargeServer(options: Partial<IdemOptions> & { delayMs?: number } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idem-lib-'));
+  const idem = await Idem.open({ dataDir, store: new MemoryStore(), ...options });
+  const counter = { invocations: 0, keys: [] as (string | null)[] };
+  const newServer = () => {
+    const server = new McpServer({ name: 'test', version: '1.0.0' });
+    idem.tool(
+      server,
+      'charge',
+      {
+        inputSchema: { order_id: z.string(), amount_cents: z.number().int(), card_number: z.string().meta({ writeOnly: true }) },
+        contract: { replay: 'keyed', scope: { business_key: 'order_id' } },
+      },
+      async (args, extra) => {
+        counter.invocations++;
+        counter.keys.push(extra.idem.executionId);
+        await sleep(options.delayMs ?? 0);
+        return { content: [{ type: 'text', text: `charged ${args.order_id}` }], structuredContent: { n: counter.invocations } };
+      },
+    );
+    return server;
+  };
+  const http = await serveStreamableHttp(idem, newServer);
+  cleanups.push(async () => {
+    await http.close();
+    await idem.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return { idem, http, counter, dataDir };
+}
+
+async function sdkClient(url: string, name = 'sdk-test-client'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  cleanups.push(() => client.close());
+  return client;
+}
+
+const args = { order_id: 'o-1', amount_cents: 500, card_number: '4000056655665556' };
+
+describe('Idem library over real Streamable HTTP', () => {
+  it('the same call twice concurrently (processor sleeps 2 s): one invocation, IDEM_IN_FLIGHT with the ref, then the stored result', async () => {
+    const { http, counter } = await chargeServer({ delayMs: 2000 });
+    const a = await sdkClient(http.url);
+    const b = await sdkClient(http.url);
+    const first = a.callTool({ name: 'charge', arguments: args }) as Promise<CallToolResult>;
+    await sleep(100);
+    const second = (await b.callTool({ name: 'charge', arguments: args })) as CallToolResult;
+    expect(idemCodeOf(second)).toBe('IDEM_IN_FLIGHT');
+    const ref = (second.structuredContent as { idem: { ref: string } }).idem.ref;
+    const done = await first;
+    expect(done._meta?.['io.idem/execution-id']).toBe(ref);
+    const third = (await b.callTool({ name: 'charge', arguments: args })) as CallToolResult;
+    expect(third.structuredContent).toEqual({ n: 1 });
+    expect(third._meta?.['io.idem/replayed']).toBe(true);
+    expect(counter.invocations).toBe(1);
+    expect(counter.keys).toEqual([ref]);
+  });
+
+  it('the same request id re-sent in the same session waits for the first and gets its result', async () => {
+    const { http, counter } = await chargeServer({ delayMs: 500 });
+    const raw = new RawMcpHttp(http.url);
+    await raw.initialize();
+    const [r1, r2] = await Promise.all([raw.callTool(5, 'charge', args), sleep(100).then(() => raw.callTool(5, 'charge', args))]);
+    expect(counter.invocations).toBe(1);
+    expect(r2.result).toEqual(r1.result);
+    expect(r2.id).toBe(5);
+    // After completion, the string "5" renders as the same id: the stored reply, under the id as sent.
+    const r3 = await raw.callTool('5', 'charge', args);
+    expect(r3.id).toBe('5');
+    expect(r3.result).toEqual(r1.result);
+    expect(counter.invocations).toBe(1);
+  });
+
+  it('a reused id with other content is refused with MCP_REQUEST_ID_REUSED and nothing runs', async () => {
+    const { http, counter } = await chargeServer();
+    const raw = new RawMcpHttp(http.url);
+    await raw.initialize();
+    await raw.callTool(9, 'charge', args);
+    const reused = await raw.callTool(9, 'charge', { ...args, order_id: 'o-2' });
+    expect(reused.error).toMatchObject({ code: -32600, data: { code: 'MCP_REQUEST_ID_REUSED' } });
+    expect(counter.invocations).toBe(1);
+    // The same id in another session is another request.
+    const other = new RawMcpHttp(http.url);
+    await other.initialize();
+    const fresh = await other.callTool(9, 'charge', { ...args, order_id: 'o-2' });
+    expect(fresh.result).toBeDefined();
+    expect(counter.invocations).toBe(2);
+  });
+
+  it('at the receipt bound a new id gets IDEM_RECEIPTS_FULL and does not run', async () => {
+    const { http, counter } = await chargeServer({ delayMs: 400, receipts: { maxReceipts: 1 } });
+    const raw = new RawMcpHttp(http.url);
+    await raw.initialize();
+    const running = raw.callTool(1, 'charge', args);
+    await sleep(100);
+    const refused = await raw.callTool(2, 'charge', { ...args, order_id: 'o-2' });
+    expect(idemCodeOf(refused.result as CallToolResult)).toBe('IDEM_RECEIPTS_FULL');
+    await running;
+    expect(counter.invocations).toBe(1);
+  });
+
+  it('tools/list has the status tool and annotations that follow the contract', async () => {
+    const { http } = await chargeServer();
+    const client = await sdkClient(http.url);
+    const { tools } = await client.listTools();
+    const charge = tools.find((t) => t.name === 'charge');
+    expect(charge?.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
+    const status = tools.find((t) => t.name === 'idem_execution_status');
+    expect(status?.annotations?.readOnlyHint).toBe(true);
+    expect(status?.inputSchema.properties).toHaveProperty('ref');
+  });
+
+  it('a secret argument never lands in the SQLite file, the journal, logs or result metadata', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-secret-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      logged.push(String(chunk));
+      return true;
+    });
+    cleanups.push(() => stderr.mockRestore());
+    const idem = await Idem.open({ dataDir });
+    const secret = '4000056655665556';
+    const server = new McpServer({ name: 'secret-test', version: '1.0.0' });
+    idem.tool(
+      server,
+      'charge',
+      {
+        inputSchema: { order_id: z.string(), card_number: z.string().meta({ writeOnly: true }), api_key: z.string() },
+        contract: { replay: 'review', fingerprint: { secrets: ['api_key'] }, timeout: 50 },
+      },
+      async (a) => {
+        await sleep(a.order_id === 'slow' ? 150 : 0);
+        return { content: [{ type: 'text', text: `charged ${a.order_id}` }] };
+      },
+    );
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await idem.connect(server, serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    const results: unknown[] = [];
+    for (const order of ['fast', 'slow', 'fast']) {
+      results.push(await client.callTool({ name: 'charge', arguments: { order_id: order, card_number: secret, api_key: 'sk_live_abcdef123456' } }));
+    }
+    await sleep(200);
+    const journal = await idem.store.readJournal(0, 10_000);
+    const records = await idem.store.list({ limit: 100 });
+    await client.close();
+    await idem.close();
+    expect(records.length).toBe(2);
+    const files = readdirSync(dataDir).filter((f) => f.startsWith('idem.db'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) {
+      const bytes = readFileSync(join(dataDir, file));
+      expect(bytes.includes(secret), file).toBe(false);
+      expect(bytes.includes('sk_live_abcdef123456'), file).toBe(false);
+    }
+    for (const text of [JSON.stringify(journal), JSON.stringify(records), JSON.stringify(results), logged.join('')]) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain('sk_live_abcdef123456');
+    }
+  });
+
+  it('ids without session scope: a reused id with new content is a new request, journaled as id_reused', async () => {
+    const idem = await Idem.open({ dataDir: mkdtempSync(join(tmpdir(), 'idem-nosess-')), store: new MemoryStore(), idScope: 'none' });
+    let runs = 0;
+    const server = new McpServer({ name: 'stateless', version: '1.0.0' });
+    idem.tool(server, 'act', { inputSchema: { x: z.number() }, contract: { replay: 'keyed' } }, async ({ x }) => {
+      runs++;
+      return { content: [{ type: 'text', text: `x=${x}` }] };
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await idem.connect(server, serverSide);
+    const replies: JSONRPCMessage[] = [];
+    clientSide.onmessage = (m) => replies.push(m);
+    await clientSide.start();
+    const send = (m: unknown) => clientSide.send(m as JSONRPCMessage);
+    await send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 1 } } });
+    await sleep(50);
+    await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 2 } } });
+    await sleep(50);
+    expect(runs).toBe(2);
+    const kinds = (await idem.store.readJournal()).map((e) => e.kind);
+    expect(kinds).toContain('id_reused');
+    await clientSide.close();
+    await idem.close();
+  });
+});
