@@ -1,0 +1,26 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runDemo } from '../src/demo/demo.js';
+
+describe('idem demo', () => {
+  it('every scenario has the right counts on the embedded SQLite store', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-test-'));
+    const lines: string[] = [];
+    try {
+      const reports = await runDemo({ dataDir, out: (line) => lines.push(line) });
+      expect(reports.map((r) => [r.name.slice(0, 3), r.charges])).toEqual([
+        ['1. ', 1],
+        ['1b.', 1],
+        ['2. ', 1],
+        ['3. ', 1],
+        ['4. ', 1],
+      ]);
+      expect(reports.every((r) => r.ok)).toBe(true);
+      expect(lines.join('\n')).not.toContain('4242424242424242');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

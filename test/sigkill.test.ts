@@ -1,0 +1,59 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { idemCodeOf } from '../src/executions/answers.js';
+import { sleep } from '../src/testing/counting-target.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'idem-sigkill-'));
+const counterFile = join(dataDir, 'invocations.log');
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function startServer(hang: boolean) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/hanging-server.ts')],
+    env: { ...process.env, IDEM_DATA_DIR: dataDir, COUNTER_FILE: counterFile, HANG: hang ? '1' : '0' } as Record<string, string>,
+    stderr: 'pipe',
+  });
+  // The same client name on the same machine: the same actor, as an agent restarted on its host would be.
+  const client = new Client({ name: 'restarting-agent', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const invocations = () => (existsSync(counterFile) ? readFileSync(counterFile, 'utf8').trim().split('\n').filter(Boolean) : []);
+
+describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
+  it('the retry in a new process gets IDEM_OUTCOME_UNKNOWN once the lease expired — never a second invocation', async () => {
+    const first = await startServer(true);
+    void first.client.callTool({ name: 'provision', arguments: { host: 'db-7' } }).catch(() => {});
+    for (let i = 0; i < 100 && invocations().length === 0; i++) await sleep(50);
+    expect(invocations()).toHaveLength(1);
+    const pid = first.transport.pid as number;
+    process.kill(pid, 'SIGKILL');
+    await first.client.close().catch(() => {});
+
+    const second = await startServer(false);
+    const early = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-7' } })) as CallToolResult;
+    // Either the dead process's lease is still running (in flight) or it already lapsed (unknown).
+    expect(['IDEM_IN_FLIGHT', 'IDEM_OUTCOME_UNKNOWN']).toContain(idemCodeOf(early));
+    await sleep(700);
+    const retry = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-7' } })) as CallToolResult;
+    expect(idemCodeOf(retry)).toBe('IDEM_OUTCOME_UNKNOWN');
+    const ref = (retry.structuredContent as { idem: { ref: string } }).idem.ref;
+    expect(invocations()[0]).toContain(ref);
+    const status = (await second.client.callTool({ name: 'idem_execution_status', arguments: { ref } })) as CallToolResult;
+    expect(idemCodeOf(status)).toBe('IDEM_OUTCOME_UNKNOWN');
+    expect(invocations()).toHaveLength(1);
+
+    // A different intent still runs normally in the new process.
+    const other = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-8' } })) as CallToolResult;
+    expect(other.isError).toBeFalsy();
+    expect(invocations()).toHaveLength(2);
+    await second.client.close();
+  });
+});
