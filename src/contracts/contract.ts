@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { JsonValue } from '../identity/canonical.js';
 import type { ArgumentRules } from '../identity/arguments.js';
+import type { JsonValue } from '../identity/canonical.js';
 import { durationMs } from './duration.js';
 
 /**

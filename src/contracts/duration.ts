@@ -4,7 +4,13 @@ import ms from 'ms';
 export type Duration = string | number;
 
 export function durationMs(value: Duration, field: string): number {
-  const parsed = typeof value === 'number' ? value : ms(value as ms.StringValue);
+  let parsed: unknown;
+  try {
+    parsed = typeof value === 'number' ? value : ms(value as ms.StringValue);
+  } catch {
+    // `ms` throws on "" (and non-strings) with its own message, which names no field.
+    parsed = undefined;
+  }
   if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < 0) {
     throw new Error(`${field}: "${value}" is not a duration (use e.g. "30s", "15m", "48h" or milliseconds)`);
   }

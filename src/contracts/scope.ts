@@ -39,7 +39,9 @@ function valueAt(root: JsonValue, path: string): JsonValue | undefined {
   let node: JsonValue | undefined = root;
   for (const segment of path.split('.')) {
     if (node === null || typeof node !== 'object') return undefined;
-    node = Array.isArray(node) ? node[Number(segment)] : node[segment];
+    // Own members only: `toString` or `length` must not be read off a prototype or an array.
+    if (Array.isArray(node)) node = /^(0|[1-9]\d*)$/.test(segment) ? node[Number(segment)] : undefined;
+    else node = Object.hasOwn(node, segment) ? node[segment] : undefined;
   }
   return node;
 }

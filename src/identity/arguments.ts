@@ -1,4 +1,4 @@
-import { toJsonValue, type JsonValue } from './canonical.js';
+import { type JsonValue, toJsonValue } from './canonical.js';
 import type { Fingerprinter } from './fingerprint.js';
 
 /**
@@ -26,7 +26,8 @@ export interface PreparedArguments {
 }
 
 /** Names that are redacted from previews even when no contract marks them (defence in depth). */
-const SECRET_LOOKING_NAME = /pass(word|phrase)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|card[-_]?number|cvv|cvc|pin$/i;
+const SECRET_LOOKING_NAME =
+  /pass(word|phrase)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|card[-_]?number|cvv|cvc|pin$/i;
 
 export const PREVIEW_MAX_CHARS = 512;
 const PREVIEW_MAX_STRING = 64;
@@ -80,7 +81,16 @@ export function secretPathsFromSchema(schema: unknown): ArgumentPath[] {
 function applyDefaults(json: JsonValue, defaults: Readonly<Record<string, JsonValue>>): JsonValue {
   if (Object.keys(defaults).length === 0 || !isObject(json)) return json;
   const out: Record<string, JsonValue> = { ...json };
-  for (const [key, value] of Object.entries(defaults)) if (!(key in out)) out[key] = structuredClone(value);
+  // hasOwn, not `in`: a default named `constructor` or `toString` must still be filled in.
+  for (const [key, value] of Object.entries(defaults)) {
+    if (Object.hasOwn(out, key)) continue;
+    Object.defineProperty(out, key, {
+      value: structuredClone(value),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
   return out;
 }
 
@@ -128,14 +138,17 @@ function previewOf(value: JsonValue): string {
 
 function scrub(value: JsonValue, depth: number): JsonValue {
   if (typeof value === 'string') {
-    return value.length > PREVIEW_MAX_STRING ? `${value.slice(0, PREVIEW_MAX_STRING)}…(${value.length} chars)` : value;
+    return value.length > PREVIEW_MAX_STRING
+      ? `${value.slice(0, PREVIEW_MAX_STRING)}…(${value.length} chars)`
+      : value;
   }
   if (value === null || typeof value !== 'object') return value;
   if (depth >= 4) return Array.isArray(value) ? `[${value.length} items]` : '{…}';
   if (Array.isArray(value)) return value.slice(0, 8).map((v) => scrub(v, depth + 1));
   const out: Record<string, JsonValue> = {};
   for (const [key, member] of Object.entries(value).slice(0, 16)) {
-    out[key] = SECRET_LOOKING_NAME.test(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
+    out[key] =
+      SECRET_LOOKING_NAME.test(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
   }
   return out;
 }

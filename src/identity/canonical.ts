@@ -70,16 +70,33 @@ export function toJsonValue(value: unknown, limits: CanonicalLimits = DEFAULT_CA
         ancestors.add(v);
         try {
           if (Array.isArray(v)) {
-            return v.map((item, i) => {
+            // Checked before any element is visited: `new Array(1e9)` is one cheap
+            // object that `map` would walk (and allocate) a billion times over.
+            if (nodes + v.length > limits.maxNodes) {
+              throw new InvalidInputError('too_large', path, `more than ${limits.maxNodes} values`);
+            }
+            const items: JsonValue[] = [];
+            // An indexed loop, not `map`: `map` skips holes, which would then encode as null.
+            for (let i = 0; i < v.length; i++) {
+              const item: unknown = v[i];
               if (item === undefined || typeof item === 'function' || typeof item === 'symbol') {
-                throw new InvalidInputError('unsupported_type', `${path}[${i}]`, `${typeof item} in an array`);
+                throw new InvalidInputError(
+                  'unsupported_type',
+                  `${path}[${i}]`,
+                  `${typeof item} in an array`,
+                );
               }
-              return visit(item, `${path}[${i}]`, depth + 1);
-            });
+              items.push(visit(item, `${path}[${i}]`, depth + 1));
+            }
+            return items;
           }
           const proto = Object.getPrototypeOf(v);
           if (proto !== Object.prototype && proto !== null) {
-            throw new InvalidInputError('unsupported_type', path, `${proto?.constructor?.name ?? 'object'} is not plain JSON`);
+            throw new InvalidInputError(
+              'unsupported_type',
+              path,
+              `${proto?.constructor?.name ?? 'object'} is not plain JSON`,
+            );
           }
           const out: Record<string, JsonValue> = {};
           for (const [key, member] of Object.entries(v)) {
@@ -89,7 +106,19 @@ export function toJsonValue(value: unknown, limits: CanonicalLimits = DEFAULT_CA
               throw new InvalidInputError('lone_surrogate', path, 'a key contains a lone UTF-16 surrogate');
             }
             approxBytes += key.length;
-            out[key] = visit(member, path ? `${path}.${key}` : key, depth + 1);
+            const encoded = visit(member, path ? `${path}.${key}` : key, depth + 1);
+            // `out.__proto__ = x` would set the prototype and drop the member (a JSON
+            // `{"__proto__": …}` would vanish from the fingerprint); define it instead.
+            if (key === '__proto__') {
+              Object.defineProperty(out, key, {
+                value: encoded,
+                enumerable: true,
+                writable: true,
+                configurable: true,
+              });
+            } else {
+              out[key] = encoded;
+            }
           }
           return out;
         } finally {

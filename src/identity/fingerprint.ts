@@ -1,5 +1,10 @@
 import { createHmac } from 'node:crypto';
-import { canonicalJson, type CanonicalLimits, DEFAULT_CANONICAL_LIMITS, type JsonValue } from './canonical.js';
+import {
+  type CanonicalLimits,
+  canonicalJson,
+  DEFAULT_CANONICAL_LIMITS,
+  type JsonValue,
+} from './canonical.js';
 import { loadOrCreateSecret } from './secret-key.js';
 
 /**

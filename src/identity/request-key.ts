@@ -24,7 +24,11 @@ export function renderRequestId(id: RequestId): string {
 }
 
 export function requestKey(parts: RequestKeyParts): string {
-  const base = [parts.actor, parts.session === null ? '\u0000no-session' : `s:${parts.session}`, renderRequestId(parts.id)];
+  const base = [
+    parts.actor,
+    parts.session === null ? '\u0000no-session' : `s:${parts.session}`,
+    renderRequestId(parts.id),
+  ];
   if (parts.session === null) base.push(parts.method ?? '', parts.tool ?? '');
   return JSON.stringify(base);
 }

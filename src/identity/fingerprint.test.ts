@@ -1,0 +1,344 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidInputError } from '../errors.js';
+import { type ArgumentRules, NO_ARGUMENT_RULES, prepareArguments } from './arguments.js';
+import { canonicalJson, type JsonValue } from './canonical.js';
+import { type CanonicalActionRecord, FINGERPRINT_KEY_FILE, Fingerprinter } from './fingerprint.js';
+
+const fingerprinter = new Fingerprinter(randomBytes(32));
+
+const json = fc.jsonValue({ stringUnit: 'grapheme', maxDepth: 4 }) as fc.Arbitrary<JsonValue>;
+const jsonObject = fc.dictionary(fc.string({ unit: 'grapheme', maxLength: 6 }), json, { maxKeys: 6 });
+
+const base: CanonicalActionRecord = {
+  actor: 'user:alice',
+  tool: 'create_invoice',
+  channel: 'mcp',
+  target: 'billing',
+  credential_ref: 'vault:billing',
+  method: 'tools/call',
+  arguments: { customer: 'c_1', amount: 100 },
+  intent_scope: { kind: 'actor' },
+};
+
+/** The fingerprint of a call with these arguments, through the same path the engine takes. */
+function intentOf(args: unknown, rules: ArgumentRules = NO_ARGUMENT_RULES, fp = fingerprinter): string {
+  return fp.intent({ ...base, arguments: prepareArguments(args, rules, fp).forFingerprint });
+}
+
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** The same value with every object's keys inserted in reverse or rotated order, recursively. */
+function reorderKeys(value: unknown, rotate: number): unknown {
+  if (Array.isArray(value)) return value.map((item) => reorderKeys(item, rotate + 1));
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).reverse();
+  const shift = entries.length === 0 ? 0 : rotate % entries.length;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of [...entries.slice(shift), ...entries.slice(0, shift)]) {
+    setOwn(out, key, reorderKeys(member, rotate + 1));
+  }
+  return out;
+}
+
+function sprinkleUndefined(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sprinkleUndefined);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) setOwn(out, key, sprinkleUndefined(member));
+  if (!Object.hasOwn(out, '~absent')) out['~absent'] = undefined;
+  return out;
+}
+
+describe('Fingerprinter.intent: equivalent calls give ONE fingerprint', () => {
+  it('has the documented shape', () => {
+    expect(fingerprinter.intent(base)).toMatch(/^fp_[A-Za-z0-9_-]{43}$/);
+    expect(fingerprinter.intent(base)).toBe(fingerprinter.intent(structuredClone(base)));
+  });
+
+  it('ignores key order, recursively', () => {
+    fc.assert(
+      fc.property(jsonObject, fc.nat(), (args, rotate) => {
+        expect(intentOf(reorderKeys(args, rotate))).toBe(intentOf(args));
+      }),
+    );
+    // And in the record itself.
+    const reversed = Object.fromEntries(Object.entries(base).reverse()) as unknown as CanonicalActionRecord;
+    expect(fingerprinter.intent(reversed)).toBe(fingerprinter.intent(base));
+  });
+
+  it('ignores whitespace of the source document', () => {
+    fc.assert(
+      fc.property(jsonObject, fc.constantFrom(2, 4, '\t', '\n  '), (args, indent) => {
+        const pretty = JSON.parse(JSON.stringify(args, null, indent));
+        const compact = JSON.parse(JSON.stringify(args));
+        expect(intentOf(pretty)).toBe(intentOf(compact));
+      }),
+    );
+  });
+
+  it('takes 1 and 1.0, 1e2 and 100 as one number', () => {
+    expect(intentOf(JSON.parse('{"qty": 1.0}'))).toBe(intentOf(JSON.parse('{"qty": 1}')));
+    expect(intentOf(JSON.parse('{"amount": 1e2}'))).toBe(intentOf(JSON.parse('{"amount": 100}')));
+    expect(intentOf(JSON.parse('{"amount": 1E+2, "rate": 0.50}'))).toBe(intentOf({ amount: 100, rate: 0.5 }));
+    expect(intentOf({ delta: -0 })).toBe(intentOf({ delta: 0 }));
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (d) => {
+        const spellings = [String(d), d.toExponential(), d.toPrecision(17)];
+        const fps = spellings.map((text) => intentOf(JSON.parse(`{"x": ${text}}`)));
+        expect(new Set(fps).size).toBe(1);
+      }),
+    );
+    expect(intentOf({ qty: 1 })).not.toBe(intentOf({ qty: 1.5 }));
+    expect(intentOf({ qty: 1 })).not.toBe(intentOf({ qty: '1' }));
+  });
+
+  it('takes a default given and a default omitted as one intent', () => {
+    fc.assert(
+      fc.property(jsonObject, json, json, (args, fallback, other) => {
+        const rules: ArgumentRules = { ignore: [], secrets: [], defaults: { mode: fallback } };
+        const { mode: _dropped, ...without } = args;
+        const omitted = intentOf(without, rules);
+        expect(intentOf({ ...without, mode: fallback }, rules)).toBe(omitted);
+        expect(intentOf({ ...without, mode: undefined }, rules)).toBe(omitted);
+        // A value other than the default is another intent.
+        if (canonicalJson(other) !== canonicalJson(fallback)) {
+          expect(intentOf({ ...without, mode: other }, rules)).not.toBe(omitted);
+        }
+      }),
+    );
+  });
+
+  it('fills in defaults whose names are also Object.prototype members', () => {
+    const rules: ArgumentRules = { ignore: [], secrets: [], defaults: { constructor: 'x', toString: 1 } };
+    expect(intentOf({}, rules)).toBe(intentOf({ constructor: 'x', toString: 1 }, rules));
+    expect(intentOf({}, rules)).not.toBe(intentOf({ constructor: 'y' }, rules));
+    expect(prepareArguments({}, rules, fingerprinter).forFingerprint).toEqual({
+      constructor: 'x',
+      toString: 1,
+    });
+  });
+
+  it('drops ignored fields', () => {
+    const rules: ArgumentRules = {
+      ignore: ['trace_id', 'meta.note', 'lines.*.comment'],
+      secrets: [],
+      defaults: {},
+    };
+    fc.assert(
+      fc.property(json, json, json, (traceId, note, comment) => {
+        const plain = { customer: 'c_1', meta: { priority: 2 }, lines: [{ sku: 'a' }, { sku: 'b' }] };
+        const noisy = {
+          customer: 'c_1',
+          trace_id: traceId,
+          meta: { priority: 2, note },
+          lines: [
+            { sku: 'a', comment },
+            { sku: 'b', comment: traceId },
+          ],
+        };
+        expect(intentOf(noisy, rules)).toBe(intentOf(plain, rules));
+      }),
+    );
+    // A field that is not ignored still counts.
+    expect(intentOf({ customer: 'c_1', trace: 1 }, rules)).not.toBe(intentOf({ customer: 'c_1' }, rules));
+  });
+
+  it('takes {a: undefined} as {}', () => {
+    expect(intentOf({ a: undefined })).toBe(intentOf({}));
+    expect(intentOf(undefined)).toBe(intentOf({}));
+    fc.assert(
+      fc.property(jsonObject, (args) => {
+        expect(intentOf(sprinkleUndefined(args))).toBe(intentOf(args));
+      }),
+    );
+  });
+});
+
+describe('Fingerprinter.intent: different intents give different fingerprints', () => {
+  const small = (values: string[]) => fc.constantFrom(...values);
+  const record = fc.record({
+    actor: small(['alice', 'bob', 'Alice']),
+    tool: small(['send', 'Send', 'refund']),
+    channel: small(['library', 'mcp', 'http']),
+    target: small(['billing', 'https://x/{id}', '']),
+    credential_ref: fc.constantFrom(null, 'vault:a', 'null', ''),
+    method: small(['tools/call', 'POST']),
+    arguments: fc.oneof(
+      fc.constantFrom<JsonValue>({}, { a: 1 }, { a: '1' }, { a: 1, b: null }, [], null),
+      json,
+    ) as fc.Arbitrary<JsonValue>,
+    intent_scope: fc.constantFrom<JsonValue>(
+      { kind: 'actor' },
+      { kind: 'session', session: 's1' },
+      { kind: 'session', session: null },
+      { kind: 'window', ms: 60_000, bucket: 1 },
+      { kind: 'window', ms: 60_000, bucket: 2 },
+    ),
+  });
+
+  const recordFields = Object.keys(base) as (keyof CanonicalActionRecord)[];
+
+  it('for random records: equal canonical JSON iff equal fingerprint', () => {
+    let equalPairs = 0;
+    let differentPairs = 0;
+    fc.assert(
+      fc.property(record, record, fc.subarray(recordFields), (r1, donor, taken) => {
+        // r2 is r1 with some fields taken from another random record: often equal, often close.
+        const r2 = { ...r1 };
+        for (const field of taken) (r2 as Record<string, unknown>)[field] = donor[field];
+        const same = canonicalJson(r1) === canonicalJson(r2);
+        if (same) equalPairs++;
+        else differentPairs++;
+        expect(fingerprinter.intent(r1) === fingerprinter.intent(r2)).toBe(same);
+      }),
+      { numRuns: 2_000 },
+    );
+    // Both sides of the iff were exercised.
+    expect(equalPairs).toBeGreaterThan(0);
+    expect(differentPairs).toBeGreaterThan(0);
+  });
+
+  const fields: [keyof CanonicalActionRecord, fc.Arbitrary<unknown>][] = [
+    ['actor', fc.string({ unit: 'grapheme' })],
+    ['tool', fc.string({ unit: 'grapheme' })],
+    ['channel', fc.string({ unit: 'grapheme' })],
+    ['target', fc.string({ unit: 'grapheme' })],
+    ['credential_ref', fc.option(fc.string({ unit: 'grapheme' }), { nil: null })],
+    ['method', fc.string({ unit: 'grapheme' })],
+    ['intent_scope', json],
+    ['arguments', json],
+  ];
+  for (const [field, values] of fields) {
+    it(`changes when only ${field} changes`, () => {
+      fc.assert(
+        fc.property(values, values, (v1, v2) => {
+          fc.pre(canonicalJson(v1) !== canonicalJson(v2));
+          const r1 = { ...base, [field]: v1 } as CanonicalActionRecord;
+          const r2 = { ...base, [field]: v2 } as CanonicalActionRecord;
+          expect(fingerprinter.intent(r1)).not.toBe(fingerprinter.intent(r2));
+        }),
+      );
+      expect(fingerprinter.intent({ ...base, [field]: `${String(base[field])}x` })).not.toBe(
+        fingerprinter.intent(base),
+      );
+    });
+  }
+
+  it('does not confuse members across fields', () => {
+    const a = { ...base, actor: 'a', tool: 'bc' };
+    const b = { ...base, actor: 'ab', tool: 'c' };
+    expect(fingerprinter.intent(a)).not.toBe(fingerprinter.intent(b));
+    expect(fingerprinter.intent({ ...base, credential_ref: null })).not.toBe(
+      fingerprinter.intent({ ...base, credential_ref: 'null' }),
+    );
+  });
+
+  it('depends on the installation key', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 64 }),
+        fc.uint8Array({ minLength: 32, maxLength: 64 }),
+        (k1, k2) => {
+          fc.pre(Buffer.compare(Buffer.from(k1), Buffer.from(k2)) !== 0);
+          const a = new Fingerprinter(Buffer.from(k1));
+          const b = new Fingerprinter(Buffer.from(k2));
+          expect(a.intent(base)).not.toBe(b.intent(base));
+          expect(a.secret('hunter2')).not.toBe(b.secret('hunter2'));
+        },
+      ),
+      { numRuns: 50 },
+    );
+    const key = randomBytes(32);
+    expect(new Fingerprinter(key).intent(base)).toBe(new Fingerprinter(Buffer.from(key)).intent(base));
+  });
+
+  it('keeps its own copy of the key', () => {
+    const key = randomBytes(32);
+    const fp = new Fingerprinter(key);
+    const before = fp.intent(base);
+    key.fill(0);
+    expect(fp.intent(base)).toBe(before);
+  });
+
+  it('refuses a short key', () => {
+    expect(() => new Fingerprinter(randomBytes(31))).toThrow(/at least 32 bytes/);
+    expect(() => new Fingerprinter(Buffer.alloc(0))).toThrow(/at least 32 bytes/);
+  });
+});
+
+describe('Fingerprinter: what the fingerprint reveals', () => {
+  it('contains no argument text', () => {
+    const args = {
+      note: 'CONFIDENTIAL-order-for-ACME-Corp',
+      card: '4111111111111111',
+      who: 'alice@example.com',
+    };
+    const fp = intentOf(args);
+    expect(fp).toMatch(/^fp_[A-Za-z0-9_-]{43}$/);
+    for (const text of [...Object.values(args), ...Object.keys(args), base.actor, base.tool]) {
+      expect(fp).not.toContain(text);
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', minLength: 1 }), (text) => {
+        const marked = `«${text}»`;
+        const result = intentOf({ text: marked });
+        expect(result).toMatch(/^fp_[A-Za-z0-9_-]{43}$/);
+        expect(result).not.toContain(marked);
+      }),
+    );
+  });
+
+  it('separates domains', () => {
+    const text = canonicalJson(base);
+    expect(fingerprinter.digest('a', text)).not.toBe(fingerprinter.digest('b', text));
+    expect(fingerprinter.intent(base)).toBe(`fp_${fingerprinter.digest('intent', text)}`);
+    expect(fingerprinter.secret('x')).toBe(`hmac:${fingerprinter.digest('secret', '"x"')}`);
+    expect(fingerprinter.digest('secret', text)).not.toBe(fingerprinter.digest('intent', text));
+  });
+
+  it('refuses a record it cannot canonicalize', () => {
+    const bad = { ...base, arguments: { n: Number.NaN } as unknown as JsonValue };
+    expect(() => fingerprinter.intent(bad)).toThrow(InvalidInputError);
+  });
+
+  it('honours its limits', () => {
+    const tight = new Fingerprinter(randomBytes(32), { maxDepth: 3, maxBytes: 10_000, maxNodes: 1_000 });
+    // record (1) → arguments (2) → a (3) → b (4)
+    const error = (() => {
+      try {
+        tight.intent({ ...base, arguments: { a: { b: {} } } });
+      } catch (e) {
+        return e as InvalidInputError;
+      }
+    })();
+    expect(error?.reason).toBe('too_deep');
+    expect(error?.path).toBe('arguments.a.b');
+  });
+});
+
+describe('Fingerprinter.forDataDir', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-fp-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps one key per data directory', () => {
+    const dir = tempDir();
+    const first = Fingerprinter.forDataDir(dir).intent(base);
+    expect(Fingerprinter.forDataDir(dir).intent(base)).toBe(first);
+    expect(statSync(join(dir, FINGERPRINT_KEY_FILE)).mode & 0o777).toBe(0o600);
+    expect(Fingerprinter.forDataDir(tempDir()).intent(base)).not.toBe(first);
+  });
+});

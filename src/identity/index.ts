@@ -1,0 +1,24 @@
+/**
+ * Identity: what a call *is* (DESIGN §2, §3). Other folders import from here,
+ * not from the files behind it.
+ */
+export {
+  type ArgumentPath,
+  type ArgumentRules,
+  NO_ARGUMENT_RULES,
+  PREVIEW_MAX_CHARS,
+  type PreparedArguments,
+  prepareArguments,
+  secretPathsFromSchema,
+} from './arguments.js';
+export {
+  type CanonicalLimits,
+  canonicalJson,
+  DEFAULT_CANONICAL_LIMITS,
+  type JsonValue,
+  toJsonValue,
+} from './canonical.js';
+export { resolveDataDir } from './data-dir.js';
+export { type CanonicalActionRecord, FINGERPRINT_KEY_FILE, Fingerprinter } from './fingerprint.js';
+export { type RequestId, type RequestKeyParts, renderRequestId, requestKey } from './request-key.js';
+export { loadOrCreateSecret } from './secret-key.js';
