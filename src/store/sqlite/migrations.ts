@@ -1,0 +1,109 @@
+import type Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../errors.js';
+
+export interface Migration {
+  /** PRAGMA user_version after this migration. Consecutive from 1. */
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * The schema, as the ordered steps that build it. Append only: a shipped
+ * migration is never edited, since databases in the field already ran it.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'executions and activity journal',
+    sql: `
+      CREATE TABLE executions (
+        id                TEXT PRIMARY KEY NOT NULL,
+        -- 32-byte BLOB for an 'fp_' fingerprint, the text itself for anything else.
+        fingerprint       ANY NOT NULL,
+        -- 1 while this execution is the one a call with its fingerprint attaches to.
+        active            INTEGER NOT NULL CHECK (active IN (0, 1)),
+        actor             TEXT NOT NULL,
+        tool              TEXT NOT NULL,
+        session           TEXT,
+        replay            TEXT NOT NULL CHECK (replay IN ('read_only', 'keyed', 'status', 'review')),
+        state             TEXT NOT NULL CHECK (state IN ('accepted', 'awaiting_approval', 'authorized',
+                            'dispatched', 'completed', 'failed', 'unknown', 'denied')),
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL,
+        attach_until      INTEGER NOT NULL,
+        dispatched_at     INTEGER,
+        deadline_at       INTEGER,
+        claim_token       TEXT,
+        lease_owner       TEXT,
+        lease_expires_at  INTEGER,
+        delivered_at      INTEGER,
+        arguments_preview TEXT NOT NULL,
+        note              TEXT,
+        -- Last, so a large result spills to overflow pages without taking the small columns with it.
+        outcome           TEXT
+      ) STRICT;
+
+      -- The claim: at most one active execution per fingerprint.
+      CREATE UNIQUE INDEX executions_active_fingerprint ON executions (fingerprint) WHERE active = 1;
+      -- The sweeper's two scans: dispatched ones, and finished ones by age.
+      CREATE INDEX executions_state_updated ON executions (state, updated_at);
+
+      CREATE TABLE activity_journal (
+        seq          INTEGER PRIMARY KEY,
+        at           INTEGER NOT NULL,
+        kind         TEXT NOT NULL,
+        execution_id TEXT,
+        actor        TEXT,
+        tool         TEXT,
+        request_ref  TEXT,
+        detail       TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL
+      ) STRICT;
+
+      -- The hash chain detects tampering after the fact; these stop our own code from doing it.
+      CREATE TRIGGER activity_journal_no_update BEFORE UPDATE ON activity_journal
+        BEGIN SELECT RAISE(ABORT, 'activity_journal is append-only'); END;
+      CREATE TRIGGER activity_journal_no_delete BEFORE DELETE ON activity_journal
+        BEGIN SELECT RAISE(ABORT, 'activity_journal is append-only'); END;
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/**
+ * Brings the schema up to SCHEMA_VERSION. Several processes may open a new
+ * file at once, so the version is read again under the write lock and each
+ * process applies only what is still missing. A newer file than this code
+ * knows is refused: writing to it could break what the newer version relies on.
+ */
+export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
+  const latest = migrations.at(-1)?.version ?? 0;
+  const apply = db.transaction(() => {
+    const current = refuseNewer(schemaVersion(db), latest);
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    }
+    return schemaVersion(db);
+  });
+  // Most opens find nothing to do; they need not queue for the write lock.
+  if (refuseNewer(schemaVersion(db), latest) === latest) return latest;
+  return apply.immediate();
+}
+
+function refuseNewer(current: number, latest: number): number {
+  if (current > latest) {
+    throw new StoreUnavailableError(
+      `the store's schema is version ${current}, newer than this Idem knows (${latest}); upgrade Idem to open it`,
+    );
+  }
+  return current;
+}

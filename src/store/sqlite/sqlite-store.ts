@@ -1,0 +1,460 @@
+import { closeSync, openSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import type { ReplayClass } from '../../contracts/contract.js';
+import { StoreUnavailableError } from '../../errors.js';
+import type { ExecutionState } from '../../executions/states.js';
+import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
+import type { ActivityEntry, ActivityEventInput, ActivityKind } from '../../journal/events.js';
+import type {
+  ClaimInput,
+  ClaimOptions,
+  ClaimResult,
+  ExecutionFilter,
+  ExecutionRecord,
+  ExecutionStore,
+  SweepResult,
+  TransitionInput,
+} from '../types.js';
+import { migrate } from './migrations.js';
+import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
+
+export interface SqliteStoreOptions {
+  /** The database file (created 0600 if missing), or ':memory:'. */
+  path: string;
+  /** How long a write waits for another process's lock before the store counts as unavailable. */
+  busyTimeoutMs?: number;
+  /** The store's clock; processes sharing one file share the host's clock. */
+  clock?: () => number;
+}
+
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+interface ExecutionRow {
+  id: string;
+  fingerprint: Buffer | string;
+  active: 0 | 1;
+  actor: string;
+  tool: string;
+  session: string | null;
+  replay: ReplayClass;
+  state: ExecutionState;
+  created_at: number;
+  updated_at: number;
+  attach_until: number;
+  dispatched_at: number | null;
+  deadline_at: number | null;
+  claim_token: string | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  delivered_at: number | null;
+  arguments_preview: string;
+  note: string | null;
+  outcome: string | null;
+}
+
+interface JournalRow {
+  seq: number;
+  at: number;
+  kind: ActivityKind;
+  execution_id: string | null;
+  actor: string | null;
+  tool: string | null;
+  request_ref: string | null;
+  detail: string;
+  prev_hash: string;
+  hash: string;
+}
+
+type Fingerprint = Buffer | string;
+
+/** Holder is "stale" when its lease is gone or over, or the dispatch deadline passed (see types.ts). */
+const STALE = `(lease_expires_at IS NULL OR lease_expires_at <= @now OR deadline_at <= @now)`;
+
+/**
+ * The embedded store: one SQLite file in WAL mode, shared safely by several
+ * processes on one host. Every write is one IMMEDIATE transaction, so a
+ * writer takes the file's write lock before it reads what it will decide on,
+ * and the journal entries of a change commit with it or not at all.
+ */
+export class SqliteStore implements ExecutionStore {
+  readonly kind = 'sqlite' as const;
+  readonly #db: Database.Database;
+  readonly #clock: () => number;
+  readonly #sql;
+  readonly #claim;
+  readonly #transition;
+  readonly #markDelivered;
+  readonly #appendEvents;
+  readonly #sweep;
+
+  static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
+    let db: Database.Database | undefined;
+    try {
+      // Created here rather than by SQLite so it is never readable by others, not even briefly;
+      // SQLite gives the -wal and -shm files the same mode.
+      if (isFile(options.path)) closeSync(openSync(options.path, 'a', 0o600));
+      db = new Database(options.path);
+      return new SqliteStore(db, options);
+    } catch (error) {
+      db?.close();
+      if (error instanceof StoreUnavailableError) throw error;
+      const message = `cannot open the SQLite store at ${options.path}: ${messageOf(error)}`;
+      throw new StoreUnavailableError(message, { cause: error });
+    }
+  }
+
+  /** Takes ownership of `db`: configures it, brings its schema up to date, and closes it on close(). */
+  constructor(db: Database.Database, options: Omit<SqliteStoreOptions, 'path'> = {}) {
+    this.#db = db;
+    const clock = options.clock ?? Date.now;
+    this.#clock = () => wholeMs(clock());
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (!db.memory && mode !== 'wal') {
+      throw new StoreUnavailableError(`SQLite refused WAL mode (got ${mode})`);
+    }
+    // Durable at each checkpoint rather than each commit: with WAL, a power cut can lose
+    // the last commits but never corrupt the file.
+    db.pragma('synchronous = NORMAL');
+    migrate(db);
+
+    this.#sql = prepareStatements(db);
+    this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) => this.#claimIn(input, options));
+    this.#transition = db.transaction((t: TransitionInput) => this.#transitionIn(t));
+    this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
+      const now = this.#clock();
+      if (this.#sql.markDelivered.run({ id, now }).changes === 1) this.#append(events, now);
+    });
+    this.#appendEvents = db.transaction((events: ActivityEventInput[]) =>
+      this.#append(events, this.#clock()),
+    );
+    this.#sweep = db.transaction((retentionMs: number) => this.#sweepIn(retentionMs));
+  }
+
+  async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
+    return this.#guard(() => this.#claim.immediate(input, options));
+  }
+
+  async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {
+    return this.#guard(() => this.#transition.immediate(input));
+  }
+
+  async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
+    return this.#guard(
+      () =>
+        this.#sql.renewLease.run({ id, token, leaseMs: wholeMs(leaseMs), now: this.#clock() }).changes === 1,
+    );
+  }
+
+  async markDelivered(id: string, events?: ActivityEventInput[]): Promise<void> {
+    this.#guard(() => this.#markDelivered.immediate(id, events));
+  }
+
+  async get(id: string): Promise<ExecutionRecord | undefined> {
+    return this.#guard(() => this.#view(this.#sql.get.get(id)));
+  }
+
+  async findActive(fingerprint: string): Promise<ExecutionRecord | undefined> {
+    return this.#guard(() => this.#view(this.#sql.findActive.get(encodeFingerprint(fingerprint))));
+  }
+
+  async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
+    return this.#guard(() => {
+      const rows = this.#sql.list.all({
+        states:
+          filter.state === undefined ? null : JSON.stringify(([] as ExecutionState[]).concat(filter.state)),
+        tool: filter.tool ?? null,
+        actor: filter.actor ?? null,
+        since: filter.since ?? null,
+        limit: filter.limit ?? 100,
+      });
+      const now = this.#clock();
+      return rows.map((row) => toRecord(row, now));
+    });
+  }
+
+  async appendEvents(events: ActivityEventInput[]): Promise<void> {
+    if (events.length === 0) return;
+    this.#guard(() => this.#appendEvents.immediate(events));
+  }
+
+  async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
+    return this.#guard(() => this.#sql.readJournal.all(afterSeq, limit).map(toEntry));
+  }
+
+  async sweep(options: { retentionMs: number }): Promise<SweepResult> {
+    return this.#guard(() => this.#sweep.immediate(options.retentionMs));
+  }
+
+  async now(): Promise<number> {
+    return this.#clock();
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+
+  /** Bytes one execution row takes without its outcome (see row-bytes.ts). */
+  measureRowBytes(): RowBytes {
+    return this.#guard(() => bytesPerExecutionRow(this.#db));
+  }
+
+  #claimIn(input: ClaimInput, options: ClaimOptions): ClaimResult {
+    const now = this.#clock();
+    const fingerprint = encodeFingerprint(input.fingerprint);
+    if (options.replacing !== undefined) this.#sql.retire.run(options.replacing, fingerprint);
+    const row = this.#sql.insert.get({
+      id: input.id,
+      fingerprint,
+      actor: input.actor,
+      tool: input.tool,
+      session: input.session,
+      replay: input.replay,
+      state: input.state,
+      now,
+      attachUntil: now + wholeMs(input.attachWindowMs),
+      claimToken: input.claimToken,
+      leaseOwner: input.leaseOwner,
+      leaseExpiresAt: now + wholeMs(input.leaseMs),
+      argumentsPreview: input.argumentsPreview,
+    });
+    if (row) {
+      this.#append(options.events, now);
+      return { won: true, record: toRecord(row, now) };
+    }
+    const holder = this.#sql.findActive.get(fingerprint);
+    return { won: false, record: holder && toRecord(holder, now) };
+  }
+
+  #transitionIn(t: TransitionInput): ExecutionRecord | undefined {
+    const now = this.#clock();
+    const row = this.#sql.transition.get({
+      id: t.id,
+      from: JSON.stringify(t.from),
+      to: t.to,
+      now,
+      token: t.token ?? null,
+      requireStale: t.requireStale ? 1 : 0,
+      holder: t.holder === undefined ? HOLDER_KEEP : t.holder === null ? HOLDER_CLEAR : HOLDER_SET,
+      holderToken: t.holder?.token ?? null,
+      holderOwner: t.holder?.owner ?? null,
+      holderLeaseMs: t.holder ? wholeMs(t.holder.leaseMs) : null,
+      dispatchTimeoutMs: t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
+      outcome: t.outcome === undefined ? null : JSON.stringify(t.outcome),
+      note: t.note ?? null,
+    });
+    if (!row) return undefined;
+    this.#append(t.events, now);
+    return toRecord(row, now);
+  }
+
+  #sweepIn(retentionMs: number): SweepResult {
+    const now = this.#clock();
+    // RETURNING gives no order; by id is creation order, as the journal should read.
+    const rows = this.#sql.expire.all({ now }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.#append(
+      rows.map((row) => ({
+        kind: 'lease_expired',
+        executionId: row.id,
+        actor: row.actor,
+        tool: row.tool,
+        detail: { state: 'unknown' },
+      })),
+      now,
+    );
+    const trimmed = this.#sql.trim.run({ cutoff: now - retentionMs }).changes;
+    return { expired: rows.map((row) => toRecord(row, now)), trimmed };
+  }
+
+  /** Runs inside the caller's transaction, so the head it extends cannot move underneath it. */
+  #append(events: ActivityEventInput[] | undefined, now: number): void {
+    if (!events || events.length === 0) return;
+    const head = this.#sql.journalHead.get();
+    let seq = head?.seq ?? 0;
+    let prevHash = head?.hash ?? GENESIS_HASH;
+    for (const event of events) {
+      const entry = nextEntry(event, ++seq, now, prevHash);
+      this.#sql.appendJournal.run({
+        seq: entry.seq,
+        at: entry.at,
+        kind: entry.kind,
+        executionId: entry.executionId,
+        actor: entry.actor,
+        tool: entry.tool,
+        requestRef: entry.requestRef,
+        detail: JSON.stringify(entry.detail),
+        prevHash: entry.prevHash,
+        hash: entry.hash,
+      });
+      prevHash = entry.hash;
+    }
+  }
+
+  #view(row: ExecutionRow | undefined): ExecutionRecord | undefined {
+    return row && toRecord(row, this.#clock());
+  }
+
+  /** SQLite failures that mean "cannot read or write now" become StoreUnavailableError: the engine fails closed. */
+  #guard<T>(work: () => T): T {
+    if (!this.#db.open) throw new StoreUnavailableError('the SQLite store is closed');
+    try {
+      return work();
+    } catch (error) {
+      throw toStoreError(error);
+    }
+  }
+}
+
+const HOLDER_KEEP = 0;
+const HOLDER_SET = 1;
+const HOLDER_CLEAR = 2;
+
+function prepareStatements(db: Database.Database) {
+  return {
+    insert: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
+        attach_until, claim_token, lease_owner, lease_expires_at, arguments_preview)
+      VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
+        @attachUntil, @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview)
+      ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
+      RETURNING *`),
+    retire: db.prepare<[string, Fingerprint]>(
+      'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
+    ),
+    get: db.prepare<[string], ExecutionRow>('SELECT * FROM executions WHERE id = ?'),
+    findActive: db.prepare<[Fingerprint], ExecutionRow>(
+      'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
+    ),
+    transition: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      UPDATE executions SET
+        state = @to,
+        updated_at = @now,
+        claim_token = CASE @holder WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN @holderToken END,
+        lease_owner = CASE @holder WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN @holderOwner END,
+        lease_expires_at = CASE @holder
+          WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN @now + @holderLeaseMs END,
+        dispatched_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN dispatched_at ELSE @now END,
+        deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
+        outcome = COALESCE(@outcome, outcome),
+        note = COALESCE(@note, note)
+      WHERE id = @id
+        AND state IN (SELECT value FROM json_each(@from))
+        AND (@token IS NULL OR claim_token = @token)
+        AND (@requireStale = 0 OR ${STALE})
+      RETURNING *`),
+    renewLease: db.prepare<{ id: string; token: string; leaseMs: number; now: number }>(`
+      UPDATE executions SET lease_expires_at = @now + @leaseMs
+      WHERE id = @id AND claim_token = @token AND lease_expires_at IS NOT NULL`),
+    markDelivered: db.prepare<{ id: string; now: number }>(
+      'UPDATE executions SET delivered_at = @now WHERE id = @id AND delivered_at IS NULL',
+    ),
+    list: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      SELECT * FROM executions
+      WHERE (@states IS NULL OR state IN (SELECT value FROM json_each(@states)))
+        AND (@tool IS NULL OR tool = @tool)
+        AND (@actor IS NULL OR actor = @actor)
+        AND (@since IS NULL OR created_at >= @since)
+      ORDER BY id DESC
+      LIMIT @limit`),
+    expire: db.prepare<{ now: number }, ExecutionRow>(`
+      UPDATE executions SET state = 'unknown', updated_at = @now
+      WHERE state = 'dispatched' AND ${STALE}
+      RETURNING *`),
+    trim: db.prepare<{ cutoff: number }>(`
+      DELETE FROM executions
+      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+    journalHead: db.prepare<[], { seq: number; hash: string }>(
+      'SELECT seq, hash FROM activity_journal ORDER BY seq DESC LIMIT 1',
+    ),
+    appendJournal: db.prepare<Record<string, unknown>>(`
+      INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+      VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
+    readJournal: db.prepare<[number, number], JournalRow>(
+      'SELECT * FROM activity_journal WHERE seq > ? ORDER BY seq LIMIT ?',
+    ),
+  };
+}
+
+function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
+  return {
+    id: row.id,
+    fingerprint: decodeFingerprint(row.fingerprint),
+    actor: row.actor,
+    tool: row.tool,
+    session: row.session,
+    replay: row.replay,
+    state: row.state,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    attachUntil: row.attach_until,
+    dispatchedAt: row.dispatched_at,
+    deadlineAt: row.deadline_at,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    outcome: row.outcome === null ? null : JSON.parse(row.outcome),
+    deliveredAt: row.delivered_at,
+    argumentsPreview: row.arguments_preview,
+    note: row.note,
+    readAt,
+  };
+}
+
+function toEntry(row: JournalRow): ActivityEntry {
+  return {
+    seq: row.seq,
+    at: row.at,
+    kind: row.kind,
+    executionId: row.execution_id,
+    actor: row.actor,
+    tool: row.tool,
+    requestRef: row.request_ref,
+    detail: JSON.parse(row.detail),
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+/** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
+const wholeMs = Math.round;
+
+const COMPACT_FINGERPRINT = /^fp_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * `fp_` + base64url of 32 bytes is stored as the 32 bytes: 14 fewer in the row
+ * and again in the index. Anything else is kept as text, so no fingerprint is
+ * ever altered; the two forms never compare equal.
+ */
+function encodeFingerprint(fingerprint: string): Fingerprint {
+  if (!COMPACT_FINGERPRINT.test(fingerprint)) return fingerprint;
+  const bytes = Buffer.from(fingerprint.slice(3), 'base64url');
+  // Base64 has spare bits in its last character: only the canonical spelling decodes back to itself.
+  return `fp_${bytes.toString('base64url')}` === fingerprint ? bytes : fingerprint;
+}
+
+function decodeFingerprint(stored: Fingerprint): string {
+  return typeof stored === 'string' ? stored : `fp_${stored.toString('base64url')}`;
+}
+
+/**
+ * Codes for "the database cannot be used right now" — lock held too long,
+ * disk full, file gone or read-only, I/O failure — as opposed to a bug.
+ */
+const UNAVAILABLE_CODES =
+  /^SQLITE_(BUSY|LOCKED|FULL|CANTOPEN|IOERR|READONLY|NOTADB|CORRUPT|PERM|NOMEM|NOLFS|AUTH)/;
+
+function toStoreError(error: unknown): unknown {
+  if (error instanceof Database.SqliteError && UNAVAILABLE_CODES.test(error.code)) {
+    return new StoreUnavailableError(`SQLite store unavailable: ${error.message} (${error.code})`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+function isFile(path: string): boolean {
+  return path !== '' && path !== ':memory:' && !path.startsWith('file:');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

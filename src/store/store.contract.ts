@@ -1,0 +1,1007 @@
+import { randomBytes } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StoredOutcome } from '../executions/outcome.js';
+import type { ExecutionState } from '../executions/states.js';
+import { chainHash, entryBody, GENESIS_HASH } from '../journal/chain.js';
+import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
+import type { ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
+
+export interface OpenedStore {
+  /** A fresh, empty store. */
+  store: ExecutionStore;
+  /**
+   * The store's clock, when the test controls it. Without one, the suite lets
+   * real time pass (short waits), so a store that reads its database's clock
+   * passes unchanged.
+   */
+  clock?: { advance(ms: number): void };
+  /** Closes the store and removes whatever it left behind. */
+  cleanup(): Promise<void>;
+}
+
+const LONG_MS = 10 * 60_000;
+/** A lease meant to run out during the test, and how long to wait for it to. */
+const SHORT_LEASE_MS = 60;
+const PAST_SHORT_LEASE_MS = 150;
+
+const nextUlid = monotonicFactory();
+const newId = (): string => `exe_${nextUlid()}`;
+const newFingerprint = (): string => `fp_${randomBytes(32).toString('base64url')}`;
+const newToken = (): string => `tok_${randomBytes(18).toString('base64url')}`;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
+  return {
+    id: newId(),
+    fingerprint: newFingerprint(),
+    actor: 'user:alice@example.com',
+    tool: 'payments.charge',
+    session: 'ses_01J9Z8Q4',
+    replay: 'keyed',
+    state: 'accepted',
+    attachWindowMs: LONG_MS,
+    claimToken: newToken(),
+    leaseOwner: 'gw-a:4242',
+    leaseMs: LONG_MS,
+    argumentsPreview: '{"amount":1200,"currency":"EUR","card":"[secret]"}',
+    ...overrides,
+  };
+}
+
+/** Everything a caller can observe of a record, minus the moment it was read. */
+function stable(record: ExecutionRecord | undefined): Omit<ExecutionRecord, 'readAt'> | undefined {
+  if (record === undefined) return undefined;
+  const { readAt: _readAt, ...rest } = record;
+  return rest;
+}
+
+/** A result that survives only an exact round trip: deep nesting, awkward strings and numbers. */
+const AWKWARD_OUTCOME: StoredOutcome = {
+  result: {
+    content: [
+      {
+        type: 'text',
+        text: 'Charged €12,00 — ✓ 東京 🧾 e\u0301 \u202Eevil\u202C line\u2028sep "quoted" \\ back\nnew',
+      },
+      { type: 'text', text: 'nul \u0000 and lone \ud800 surrogate' },
+    ],
+    structuredContent: {
+      id: 'ch_3Nx',
+      amounts: [0, -1, 1.5, 0.1, 1e-7, 1e21, 2 ** 53 - 1, -(2 ** 53 - 1), 123456789.125],
+      nested: [[[]], [[1, [2, [3, { deep: [true, false, null] }]]]], {}],
+      flags: { ok: true, none: null, empty: '' },
+      'clé 🔑': 'valeur',
+    },
+    isError: false,
+  },
+};
+
+function verifyChain(entries: ActivityEntry[]): void {
+  let prev = GENESIS_HASH;
+  entries.forEach((entry, index) => {
+    expect(entry.seq).toBe(index + 1);
+    expect(entry.prevHash).toBe(prev);
+    expect(entry.hash).toBe(chainHash(prev, entryBody(entry)));
+    prev = entry.hash;
+  });
+}
+
+/**
+ * The behaviour every ExecutionStore must show (src/store/types.ts). Each
+ * backend's test file calls this with a factory for fresh stores; a backend
+ * is done when this suite passes on it unchanged.
+ */
+export function describeStoreContract(name: string, open: () => Promise<OpenedStore>): void {
+  describe(`ExecutionStore contract: ${name}`, () => {
+    let opened: OpenedStore;
+    let store: ExecutionStore;
+
+    beforeEach(async () => {
+      opened = await open();
+      store = opened.store;
+    });
+
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    async function elapse(ms: number): Promise<void> {
+      if (opened.clock) opened.clock.advance(ms);
+      else await sleep(ms);
+    }
+
+    async function claimWon(overrides: Partial<ClaimInput> = {}, events?: ActivityEventInput[]) {
+      const input = claimInput(overrides);
+      const result = await store.claim(input, events ? { events } : undefined);
+      if (!result.won) throw new Error(`claim of ${input.id} unexpectedly lost`);
+      return { input, record: result.record };
+    }
+
+    /** An execution in `state`, reached the way the engine gets there. */
+    async function executionIn(state: ExecutionState, overrides: Partial<ClaimInput> = {}) {
+      const { input, record } = await claimWon(overrides);
+      if (state === 'accepted') return { input, record };
+      if (state === 'awaiting_approval' || state === 'denied' || state === 'authorized') {
+        const waiting = await store.transition({
+          id: record.id,
+          from: ['accepted'],
+          to: 'awaiting_approval',
+        });
+        if (state === 'awaiting_approval') return { input, record: waiting! };
+        const decided = await store.transition({ id: record.id, from: ['awaiting_approval'], to: state });
+        return { input, record: decided! };
+      }
+      const dispatched = await store.transition({
+        id: record.id,
+        from: ['accepted'],
+        to: 'dispatched',
+        token: input.claimToken,
+        dispatchTimeoutMs: LONG_MS,
+      });
+      if (state === 'dispatched') return { input, record: dispatched! };
+      const finished = await store.transition({
+        id: record.id,
+        from: ['dispatched'],
+        to: state,
+        token: input.claimToken,
+        holder: null,
+        ...(state === 'completed' || state === 'failed'
+          ? {
+              outcome: {
+                result: { content: [{ type: 'text' as const, text: state }], isError: state === 'failed' },
+              },
+            }
+          : {}),
+      });
+      return { input, record: finished! };
+    }
+
+    describe('claim', () => {
+      it('the first claim of a fingerprint wins and records what it was given', async () => {
+        const before = await store.now();
+        const input = claimInput({ attachWindowMs: 30_000, leaseMs: 45_000 });
+        const result = await store.claim(input);
+        const after = await store.now();
+
+        expect(result.won).toBe(true);
+        const record = result.record!;
+        expect(stable(record)).toEqual({
+          id: input.id,
+          fingerprint: input.fingerprint,
+          actor: input.actor,
+          tool: input.tool,
+          session: input.session,
+          replay: input.replay,
+          state: 'accepted',
+          createdAt: record.createdAt,
+          updatedAt: record.createdAt,
+          attachUntil: record.createdAt + 30_000,
+          dispatchedAt: null,
+          deadlineAt: null,
+          leaseOwner: input.leaseOwner,
+          leaseExpiresAt: record.createdAt + 45_000,
+          outcome: null,
+          deliveredAt: null,
+          argumentsPreview: input.argumentsPreview,
+          note: null,
+        });
+        expect(record.createdAt).toBeGreaterThanOrEqual(before);
+        expect(record.createdAt).toBeLessThanOrEqual(after);
+        expect(stable(await store.get(input.id))).toEqual(stable(record));
+      });
+
+      it('never hands out the claim token', async () => {
+        const { input, record } = await claimWon();
+        const copies = [record, await store.get(input.id), await store.findActive(input.fingerprint)];
+        copies.push(...(await store.list()));
+        for (const copy of copies) {
+          expect(copy).not.toHaveProperty('claimToken');
+          expect(JSON.stringify(copy)).not.toContain(input.claimToken);
+        }
+      });
+
+      it('keeps a null session, the awaiting_approval start state and unicode text as given', async () => {
+        const { input, record } = await claimWon({
+          session: null,
+          state: 'awaiting_approval',
+          replay: 'review',
+          actor: 'user:zoë@例え.jp',
+          argumentsPreview: '{"note":"naïve 🚀 \\u0000"}',
+        });
+        expect(record).toMatchObject({
+          session: null,
+          state: 'awaiting_approval',
+          replay: 'review',
+          actor: input.actor,
+          argumentsPreview: input.argumentsPreview,
+        });
+        expect(stable(await store.get(input.id))).toEqual(stable(record));
+      });
+
+      it("a second claim of the same fingerprint loses and gets the holder's record", async () => {
+        const { input: first, record: holder } = await claimWon();
+        const second = claimInput({ fingerprint: first.fingerprint, actor: first.actor });
+        const result = await store.claim(second, { events: [{ kind: 'accepted', executionId: second.id }] });
+
+        expect(result.won).toBe(false);
+        expect(stable(result.record)).toEqual(stable(holder));
+        expect(await store.get(second.id)).toBeUndefined();
+        expect(await store.readJournal()).toEqual([]);
+      });
+
+      it('of 200 concurrent claims of one fingerprint exactly one wins, and every loser sees the winner', async () => {
+        const fingerprint = newFingerprint();
+        const inputs = Array.from({ length: 200 }, () => claimInput({ fingerprint }));
+        const results = await Promise.all(
+          inputs.map((input) =>
+            store.claim(input, { events: [{ kind: 'accepted', executionId: input.id }] }),
+          ),
+        );
+
+        const winners = results.filter((r) => r.won);
+        expect(winners).toHaveLength(1);
+        const winnerId = winners[0]!.record!.id;
+        for (const result of results.filter((r) => !r.won)) expect(result.record?.id).toBe(winnerId);
+        expect((await store.findActive(fingerprint))?.id).toBe(winnerId);
+        expect((await store.list({ limit: 1000 })).map((r) => r.id)).toEqual([winnerId]);
+        const journal = await store.readJournal();
+        expect(journal.map((e) => e.executionId)).toEqual([winnerId]);
+      });
+
+      it('claims of different fingerprints do not interfere', async () => {
+        const inputs = Array.from({ length: 50 }, () => claimInput());
+        const results = await Promise.all(inputs.map((input) => store.claim(input)));
+        expect(results.every((r) => r.won)).toBe(true);
+        for (const input of inputs) expect((await store.findActive(input.fingerprint))?.id).toBe(input.id);
+      });
+
+      it('`replacing` retires the old holder and the new claim wins', async () => {
+        const { input: old } = await claimWon({ attachWindowMs: 0 });
+        const next = claimInput({ fingerprint: old.fingerprint });
+        const result = await store.claim(next, { replacing: old.id });
+
+        expect(result.won).toBe(true);
+        expect(result.record?.id).toBe(next.id);
+        expect((await store.findActive(old.fingerprint))?.id).toBe(next.id);
+        // Retired, not deleted: its history stays readable.
+        expect((await store.get(old.id))?.state).toBe('accepted');
+        expect((await store.list()).map((r) => r.id).sort()).toEqual([old.id, next.id].sort());
+        // A plain claim now attaches to the new holder.
+        const third = await store.claim(claimInput({ fingerprint: old.fingerprint }));
+        expect(third.won).toBe(false);
+        expect(third.record?.id).toBe(next.id);
+      });
+
+      it('`replacing` an execution that no longer holds the fingerprint retires nothing', async () => {
+        const { input: old } = await claimWon();
+        const current = await store.claim(claimInput({ fingerprint: old.fingerprint }), {
+          replacing: old.id,
+        });
+        expect(current.won).toBe(true);
+        const late = await store.claim(claimInput({ fingerprint: old.fingerprint }), { replacing: old.id });
+
+        expect(late.won).toBe(false);
+        expect(late.record?.id).toBe(current.record?.id);
+        expect((await store.findActive(old.fingerprint))?.id).toBe(current.record?.id);
+      });
+
+      it('`replacing` only retires the holder of the claimed fingerprint', async () => {
+        const { input: other } = await claimWon();
+        const fresh = claimInput();
+        expect((await store.claim(fresh, { replacing: other.id })).won).toBe(true);
+        expect((await store.findActive(other.fingerprint))?.id).toBe(other.id);
+        expect((await store.findActive(fresh.fingerprint))?.id).toBe(fresh.id);
+      });
+
+      it('`replacing` an execution that was trimmed away just claims', async () => {
+        const { input: old } = await executionIn('completed');
+        await elapse(5);
+        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
+        const result = await store.claim(claimInput({ fingerprint: old.fingerprint }), { replacing: old.id });
+        expect(result.won).toBe(true);
+      });
+
+      it('two concurrent replacers of the same old record produce exactly one new winner', async () => {
+        const { input: old } = await claimWon();
+        const [a, b] = [
+          claimInput({ fingerprint: old.fingerprint }),
+          claimInput({ fingerprint: old.fingerprint }),
+        ];
+        const results = await Promise.all([
+          store.claim(a, { replacing: old.id }),
+          store.claim(b, { replacing: old.id }),
+        ]);
+
+        expect(results.filter((r) => r.won)).toHaveLength(1);
+        const winner = results.find((r) => r.won)!.record!;
+        expect([a.id, b.id]).toContain(winner.id);
+        expect(results.find((r) => !r.won)?.record?.id).toBe(winner.id);
+        expect((await store.findActive(old.fingerprint))?.id).toBe(winner.id);
+      });
+
+      it('of 100 concurrent replacers exactly one wins and only its events are journaled', async () => {
+        const { input: old } = await claimWon();
+        const inputs = Array.from({ length: 100 }, () => claimInput({ fingerprint: old.fingerprint }));
+        const results = await Promise.all(
+          inputs.map((input) =>
+            store.claim(input, { replacing: old.id, events: [{ kind: 'accepted', executionId: input.id }] }),
+          ),
+        );
+
+        const winners = results.filter((r) => r.won);
+        expect(winners).toHaveLength(1);
+        const winnerId = winners[0]!.record!.id;
+        for (const result of results) expect(result.record?.id).toBe(winnerId);
+        expect((await store.readJournal()).map((e) => e.executionId)).toEqual([winnerId]);
+      });
+    });
+
+    describe('transition', () => {
+      it('applies when the current state is one of `from`, and stamps updatedAt', async () => {
+        const { input, record } = await claimWon();
+        await elapse(5);
+        const moved = await store.transition({
+          id: input.id,
+          from: ['awaiting_approval', 'accepted'],
+          to: 'authorized',
+        });
+
+        expect(moved?.state).toBe('authorized');
+        expect(moved!.updatedAt).toBeGreaterThan(record.updatedAt);
+        expect(moved!.createdAt).toBe(record.createdAt);
+        expect(stable(await store.get(input.id))).toEqual(stable(moved));
+      });
+
+      it('is refused, changing nothing, when the state is not in `from`', async () => {
+        const { input } = await claimWon();
+        const before = await store.get(input.id);
+        const refused = await store.transition({
+          id: input.id,
+          from: ['authorized', 'dispatched'],
+          to: 'completed',
+          outcome: AWKWARD_OUTCOME,
+          note: 'should not stick',
+          holder: null,
+        });
+        expect(refused).toBeUndefined();
+        expect(stable(await store.get(input.id))).toEqual(stable(before));
+      });
+
+      it('is refused for an unknown id', async () => {
+        expect(await store.transition({ id: newId(), from: ['accepted'], to: 'authorized' })).toBeUndefined();
+      });
+
+      it('with `token` applies only for the holder of the claim', async () => {
+        const { input } = await claimWon();
+        const before = await store.get(input.id);
+        const wrong = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: newToken(),
+          dispatchTimeoutMs: 1000,
+        });
+        expect(wrong).toBeUndefined();
+        expect(stable(await store.get(input.id))).toEqual(stable(before));
+
+        const right = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'authorized',
+          token: input.claimToken,
+        });
+        expect(right?.state).toBe('authorized');
+        // Omitting the token is how operators and the sweeper act.
+        const operator = await store.transition({
+          id: input.id,
+          from: ['authorized'],
+          to: 'denied',
+          note: 'by ops',
+        });
+        expect(operator?.state).toBe('denied');
+      });
+
+      it('`holder` replaces the token and lease; the old token stops working', async () => {
+        const { input } = await claimWon();
+        const token = newToken();
+        const taken = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'accepted',
+          holder: { token, owner: 'gw-b:7', leaseMs: 20_000 },
+        });
+        expect(taken).toMatchObject({ leaseOwner: 'gw-b:7', leaseExpiresAt: taken!.updatedAt + 20_000 });
+
+        const stale = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'authorized',
+          token: input.claimToken,
+        });
+        expect(stale).toBeUndefined();
+        expect(await store.renewLease(input.id, input.claimToken, 1000)).toBe(false);
+        const fresh = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', token });
+        expect(fresh?.state).toBe('authorized');
+      });
+
+      it('`holder: null` clears token and lease; omitting `holder` leaves them', async () => {
+        const { input, record } = await claimWon();
+        const kept = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized' });
+        expect(kept).toMatchObject({ leaseOwner: record.leaseOwner, leaseExpiresAt: record.leaseExpiresAt });
+        expect(await store.renewLease(input.id, input.claimToken, LONG_MS)).toBe(true);
+
+        const cleared = await store.transition({
+          id: input.id,
+          from: ['authorized'],
+          to: 'authorized',
+          holder: null,
+        });
+        expect(cleared).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
+        expect(
+          await store.transition({
+            id: input.id,
+            from: ['authorized'],
+            to: 'dispatched',
+            token: input.claimToken,
+          }),
+        ).toBeUndefined();
+      });
+
+      it('`dispatchTimeoutMs` marks the dispatch: dispatchedAt = now, deadlineAt = now + timeout', async () => {
+        const { input } = await claimWon();
+        const before = await store.now();
+        const dispatched = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: input.claimToken,
+          dispatchTimeoutMs: 12_345,
+        });
+        const after = await store.now();
+        expect(dispatched!.dispatchedAt).toBe(dispatched!.updatedAt);
+        expect(dispatched!.dispatchedAt).toBeGreaterThanOrEqual(before);
+        expect(dispatched!.dispatchedAt).toBeLessThanOrEqual(after);
+        expect(dispatched!.deadlineAt).toBe(dispatched!.dispatchedAt! + 12_345);
+
+        await elapse(5);
+        const done = await store.transition({ id: input.id, from: ['dispatched'], to: 'completed' });
+        expect(done).toMatchObject({
+          dispatchedAt: dispatched!.dispatchedAt,
+          deadlineAt: dispatched!.deadlineAt,
+        });
+      });
+
+      it('stores the outcome exactly, and a later transition without one keeps it', async () => {
+        const { input } = await claimWon();
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          dispatchTimeoutMs: LONG_MS,
+        });
+        const done = await store.transition({
+          id: input.id,
+          from: ['dispatched'],
+          to: 'completed',
+          outcome: AWKWARD_OUTCOME,
+        });
+        expect(done?.outcome).toEqual(AWKWARD_OUTCOME);
+        expect((await store.get(input.id))?.outcome).toEqual(AWKWARD_OUTCOME);
+
+        const noted = await store.transition({
+          id: input.id,
+          from: ['completed'],
+          to: 'completed',
+          note: 'checked',
+        });
+        expect(noted?.outcome).toEqual(AWKWARD_OUTCOME);
+        expect((await store.list())[0]?.outcome).toEqual(AWKWARD_OUTCOME);
+      });
+
+      it('sets `note`, and a later transition without one keeps it', async () => {
+        const { input } = await claimWon({ state: 'awaiting_approval' });
+        const denied = await store.transition({
+          id: input.id,
+          from: ['awaiting_approval'],
+          to: 'denied',
+          note: 'Refusé par l’opérateur — budget 🚫',
+        });
+        expect(denied?.note).toBe('Refusé par l’opérateur — budget 🚫');
+        const again = await store.transition({ id: input.id, from: ['denied'], to: 'denied' });
+        expect(again?.note).toBe('Refusé par l’opérateur — budget 🚫');
+      });
+
+      it('`requireStale` is refused while the lease is alive', async () => {
+        const { input } = await executionIn('dispatched');
+        const before = await store.get(input.id);
+        const refused = await store.transition({
+          id: input.id,
+          from: ['dispatched'],
+          to: 'unknown',
+          requireStale: true,
+          events: [{ kind: 'lease_expired', executionId: input.id }],
+        });
+        expect(refused).toBeUndefined();
+        expect(stable(await store.get(input.id))).toEqual(stable(before));
+        expect(await store.readJournal()).toEqual([]);
+      });
+
+      it('`requireStale` applies once the lease has expired', async () => {
+        const { input } = await claimWon({ leaseMs: SHORT_LEASE_MS });
+        await elapse(PAST_SHORT_LEASE_MS);
+        const token = newToken();
+        const taken = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'accepted',
+          requireStale: true,
+          holder: { token, owner: 'gw-b:9', leaseMs: LONG_MS },
+        });
+        expect(taken?.leaseOwner).toBe('gw-b:9');
+        // The new lease is alive, so a second recoverer is refused.
+        expect(
+          await store.transition({ id: input.id, from: ['accepted'], to: 'accepted', requireStale: true }),
+        ).toBeUndefined();
+      });
+
+      it('`requireStale` applies when there is no lease at all', async () => {
+        const { input } = await claimWon();
+        await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', holder: null });
+        const taken = await store.transition({
+          id: input.id,
+          from: ['authorized'],
+          to: 'authorized',
+          requireStale: true,
+        });
+        expect(taken?.state).toBe('authorized');
+      });
+
+      it('`requireStale` applies once the dispatch deadline has passed, even with a live lease', async () => {
+        const { input } = await claimWon();
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: input.claimToken,
+          dispatchTimeoutMs: SHORT_LEASE_MS,
+        });
+        expect(await store.renewLease(input.id, input.claimToken, LONG_MS)).toBe(true);
+        await elapse(PAST_SHORT_LEASE_MS);
+        const resolved = await store.transition({
+          id: input.id,
+          from: ['dispatched'],
+          to: 'unknown',
+          requireStale: true,
+        });
+        expect(resolved?.state).toBe('unknown');
+      });
+
+      it('of 50 concurrent identical compare-and-sets exactly one applies', async () => {
+        const { input } = await claimWon();
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            store.transition({
+              id: input.id,
+              from: ['accepted'],
+              to: 'dispatched',
+              token: input.claimToken,
+              dispatchTimeoutMs: LONG_MS,
+              events: [{ kind: 'dispatched', executionId: input.id, detail: { attempt: i } }],
+            }),
+          ),
+        );
+        expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+        expect(await store.readJournal()).toHaveLength(1);
+      });
+    });
+
+    describe('renewLease', () => {
+      it('extends the lease for the token holder', async () => {
+        const { input, record } = await claimWon({ leaseMs: 1000 });
+        await elapse(5);
+        const before = await store.now();
+        expect(await store.renewLease(input.id, input.claimToken, 50_000)).toBe(true);
+        const after = await store.get(input.id);
+        expect(after!.leaseExpiresAt).toBeGreaterThanOrEqual(before + 50_000);
+        expect(after!.leaseExpiresAt).toBeLessThanOrEqual(after!.readAt + 50_000);
+        expect(after!.leaseExpiresAt).toBeGreaterThan(record.leaseExpiresAt!);
+      });
+
+      it('refuses anyone else and unknown ids, changing nothing', async () => {
+        const { input } = await claimWon();
+        const before = await store.get(input.id);
+        expect(await store.renewLease(input.id, newToken(), LONG_MS * 2)).toBe(false);
+        expect(await store.renewLease(newId(), input.claimToken, LONG_MS)).toBe(false);
+        expect(stable(await store.get(input.id))).toEqual(stable(before));
+      });
+
+      it('refuses once the holder was cleared', async () => {
+        const { input } = await claimWon();
+        await store.transition({ id: input.id, from: ['accepted'], to: 'accepted', holder: null });
+        expect(await store.renewLease(input.id, input.claimToken, LONG_MS)).toBe(false);
+        expect((await store.get(input.id))?.leaseExpiresAt).toBeNull();
+      });
+    });
+
+    describe('markDelivered', () => {
+      it('records delivery the first time only, with its events', async () => {
+        const { input } = await executionIn('completed');
+        const before = await store.now();
+        await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id, detail: { n: 1 } }]);
+        const first = await store.get(input.id);
+        expect(first!.deliveredAt).toBeGreaterThanOrEqual(before);
+        expect(first!.deliveredAt).toBeLessThanOrEqual(first!.readAt);
+
+        await elapse(5);
+        await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id, detail: { n: 2 } }]);
+        expect((await store.get(input.id))?.deliveredAt).toBe(first!.deliveredAt);
+        const journal = await store.readJournal();
+        expect(journal.map((e) => e.detail)).toEqual([{ n: 1 }]);
+      });
+
+      it('is a quiet no-op for an unknown id', async () => {
+        await expect(store.markDelivered(newId(), [{ kind: 'delivered' }])).resolves.toBeUndefined();
+        expect(await store.readJournal()).toEqual([]);
+      });
+
+      it('leaves the outcome and state alone', async () => {
+        const { input, record } = await executionIn('completed');
+        await store.markDelivered(input.id);
+        const after = await store.get(input.id);
+        expect(after).toMatchObject({ state: 'completed', outcome: record.outcome });
+      });
+    });
+
+    describe('get, findActive and list', () => {
+      it('get and findActive answer undefined for what does not exist', async () => {
+        expect(await store.get(newId())).toBeUndefined();
+        expect(await store.findActive(newFingerprint())).toBeUndefined();
+      });
+
+      it('findActive returns the holder whatever its state, until it is replaced', async () => {
+        const { input } = await executionIn('completed');
+        expect((await store.findActive(input.fingerprint))?.state).toBe('completed');
+        const next = claimInput({ fingerprint: input.fingerprint });
+        await store.claim(next, { replacing: input.id });
+        expect((await store.findActive(input.fingerprint))?.id).toBe(next.id);
+      });
+
+      it('list filters by state, tool, actor, since and limit, newest first by id', async () => {
+        const a = await executionIn('accepted', { tool: 'mail.send', actor: 'user:alice' });
+        const b = await executionIn('completed', { tool: 'mail.send', actor: 'user:bob' });
+        const c = await executionIn('awaiting_approval', { tool: 'payments.charge', actor: 'user:alice' });
+        await elapse(20);
+        const d = await executionIn('dispatched', { tool: 'payments.charge', actor: 'user:bob' });
+        const e = await executionIn('unknown', { tool: 'mail.send', actor: 'user:alice' });
+        const ids = (records: ExecutionRecord[]) => records.map((r) => r.id);
+        const newestFirst = (...xs: { input: ClaimInput }[]) =>
+          xs
+            .map((x) => x.input.id)
+            .sort()
+            .reverse();
+
+        expect(ids(await store.list())).toEqual(newestFirst(a, b, c, d, e));
+        expect(ids(await store.list({ state: 'completed' }))).toEqual(newestFirst(b));
+        expect(ids(await store.list({ state: ['accepted', 'unknown', 'awaiting_approval'] }))).toEqual(
+          newestFirst(a, c, e),
+        );
+        expect(ids(await store.list({ state: [] }))).toEqual([]);
+        expect(ids(await store.list({ tool: 'mail.send' }))).toEqual(newestFirst(a, b, e));
+        expect(ids(await store.list({ actor: 'user:bob' }))).toEqual(newestFirst(b, d));
+        expect(ids(await store.list({ since: d.record.createdAt }))).toEqual(newestFirst(d, e));
+        expect(ids(await store.list({ since: d.record.createdAt + LONG_MS }))).toEqual([]);
+        expect(ids(await store.list({ limit: 2 }))).toEqual(newestFirst(a, b, c, d, e).slice(0, 2));
+        expect(
+          ids(await store.list({ tool: 'mail.send', actor: 'user:alice', state: ['accepted', 'unknown'] })),
+        ).toEqual(newestFirst(a, e));
+        expect(
+          ids(
+            await store.list({
+              tool: 'payments.charge',
+              since: d.record.createdAt,
+              state: 'dispatched',
+              limit: 5,
+            }),
+          ),
+        ).toEqual(newestFirst(d));
+        expect(ids(await store.list({ tool: 'no.such.tool' }))).toEqual([]);
+      });
+
+      it('reads carry readAt, the store clock at the time of the read', async () => {
+        const before = await store.now();
+        const { input, record } = await claimWon();
+        const moved = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized' });
+        const reads = [
+          record,
+          moved!,
+          (await store.get(input.id))!,
+          (await store.findActive(input.fingerprint))!,
+          ...(await store.list()),
+        ];
+        const after = await store.now();
+        for (const read of reads) {
+          expect(typeof read.readAt).toBe('number');
+          expect(read.readAt).toBeGreaterThanOrEqual(before);
+          expect(read.readAt).toBeLessThanOrEqual(after);
+        }
+      });
+
+      it('returns copies: changing a returned record or the given outcome changes nothing stored', async () => {
+        const { input, record } = await claimWon();
+        record.state = 'completed';
+        record.actor = 'someone else';
+        const outcome = structuredClone(AWKWARD_OUTCOME);
+        const done = await store.transition({ id: input.id, from: ['accepted'], to: 'completed', outcome });
+        (outcome.result.content[0] as { text: string }).text = 'changed after the write';
+        done!.outcome!.result.isError = true;
+        const got = await store.get(input.id);
+        (got!.outcome!.result.structuredContent!.nested as unknown[]).push('more');
+        const listed = await store.list();
+        listed[0]!.note = 'scribbled';
+        (await store.findActive(input.fingerprint))!.outcome!.result.content.length = 0;
+
+        const fresh = await store.get(input.id);
+        expect(fresh).toMatchObject({
+          state: 'completed',
+          actor: input.actor,
+          note: null,
+          outcome: AWKWARD_OUTCOME,
+        });
+      });
+    });
+
+    describe('journal', () => {
+      it('appends the events of every write in order, seq 1..n, hash-chained', async () => {
+        const input = claimInput();
+        await store.claim(input, {
+          events: [
+            { kind: 'received', requestRef: 'req:1', actor: 'user:alice', tool: 'payments.charge' },
+            { kind: 'accepted', executionId: input.id },
+          ],
+        });
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: input.claimToken,
+          dispatchTimeoutMs: LONG_MS,
+          events: [{ kind: 'dispatched', executionId: input.id, detail: { channel: 'mcp', attempt: 1 } }],
+        });
+        await store.transition({
+          id: input.id,
+          from: ['dispatched'],
+          to: 'completed',
+          token: input.claimToken,
+          outcome: AWKWARD_OUTCOME,
+          events: [{ kind: 'outcome', executionId: input.id, detail: { state: 'completed' } }],
+        });
+        await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id }]);
+        await store.appendEvents([
+          {
+            kind: 'id_reused',
+            requestRef: 'req:1',
+            detail: { note: 'même id — 再利用', nested: { list: [1, 'two', null] } },
+          },
+          { kind: 'receipt_hit', requestRef: 'req:2' },
+        ]);
+        const after = await store.now();
+
+        const journal = await store.readJournal();
+        expect(journal.map((e) => e.kind)).toEqual([
+          'received',
+          'accepted',
+          'dispatched',
+          'outcome',
+          'delivered',
+          'id_reused',
+          'receipt_hit',
+        ]);
+        verifyChain(journal);
+        expect(journal[0]).toMatchObject({
+          executionId: null,
+          actor: 'user:alice',
+          tool: 'payments.charge',
+          requestRef: 'req:1',
+          detail: {},
+        });
+        expect(journal[2]).toMatchObject({
+          executionId: input.id,
+          actor: null,
+          detail: { channel: 'mcp', attempt: 1 },
+        });
+        expect(journal[5]!.detail).toEqual({ note: 'même id — 再利用', nested: { list: [1, 'two', null] } });
+        for (let i = 1; i < journal.length; i++)
+          expect(journal[i]!.at).toBeGreaterThanOrEqual(journal[i - 1]!.at);
+        expect(journal.at(-1)!.at).toBeLessThanOrEqual(after);
+      });
+
+      it('appends nothing for refused writes or an empty list of events', async () => {
+        const { input } = await claimWon();
+        const events: ActivityEventInput[] = [{ kind: 'authorized', executionId: input.id }];
+        await store.transition({ id: input.id, from: ['dispatched'], to: 'completed', events });
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'authorized',
+          token: newToken(),
+          events,
+        });
+        await store.transition({ id: newId(), from: ['accepted'], to: 'authorized', events });
+        await store.claim(claimInput({ fingerprint: input.fingerprint }), { events });
+        await store.appendEvents([]);
+        expect(await store.readJournal()).toEqual([]);
+
+        await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', events });
+        expect((await store.readJournal()).map((e) => e.kind)).toEqual(['authorized']);
+      });
+
+      it('readJournal pages by afterSeq and limit', async () => {
+        await store.appendEvents(
+          Array.from({ length: 25 }, (_, i) => ({ kind: 'received' as const, requestRef: `req:${i + 1}` })),
+        );
+        const all = await store.readJournal();
+        expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+        verifyChain(all);
+
+        const pages: ActivityEntry[][] = [];
+        for (let after = 0; ; ) {
+          const page = await store.readJournal(after, 10);
+          if (page.length === 0) break;
+          pages.push(page);
+          after = page.at(-1)!.seq;
+        }
+        expect(pages.map((p) => p.length)).toEqual([10, 10, 5]);
+        expect(pages.flat()).toEqual(all);
+        expect((await store.readJournal(24)).map((e) => e.requestRef)).toEqual(['req:25']);
+        expect(await store.readJournal(25)).toEqual([]);
+      });
+
+      it('returns copies of journal entries', async () => {
+        await store.appendEvents([{ kind: 'received', detail: { list: [1, 2] } }]);
+        const [entry] = await store.readJournal();
+        (entry!.detail.list as number[]).push(3);
+        entry!.hash = 'f'.repeat(64);
+        const [again] = await store.readJournal();
+        expect(again!.detail).toEqual({ list: [1, 2] });
+        verifyChain([again!]);
+      });
+
+      it('stays one chain under concurrent writers', async () => {
+        await Promise.all(
+          Array.from({ length: 40 }, async (_, i) => {
+            const { input } = await claimWon({}, [{ kind: 'accepted', detail: { i } }]);
+            await store.appendEvents([{ kind: 'received', executionId: input.id }]);
+          }),
+        );
+        const journal = await store.readJournal();
+        expect(journal).toHaveLength(80);
+        verifyChain(journal);
+      });
+    });
+
+    describe('sweep', () => {
+      it('turns a dispatched execution whose lease expired into unknown, and journals it', async () => {
+        const { input } = await claimWon({
+          leaseMs: SHORT_LEASE_MS,
+          actor: 'user:carol',
+          tool: 'deploy.run',
+        });
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: input.claimToken,
+          dispatchTimeoutMs: LONG_MS,
+        });
+        await elapse(PAST_SHORT_LEASE_MS);
+        const result = await store.sweep({ retentionMs: LONG_MS });
+
+        expect(result.trimmed).toBe(0);
+        expect(result.expired.map((r) => [r.id, r.state])).toEqual([[input.id, 'unknown']]);
+        const record = await store.get(input.id);
+        expect(record?.state).toBe('unknown');
+        expect(record!.updatedAt).toBeGreaterThanOrEqual(record!.dispatchedAt! + SHORT_LEASE_MS);
+        const journal = await store.readJournal();
+        expect(journal).toHaveLength(1);
+        expect(journal[0]).toMatchObject({
+          kind: 'lease_expired',
+          executionId: input.id,
+          actor: 'user:carol',
+          tool: 'deploy.run',
+        });
+        verifyChain(journal);
+
+        const again = await store.sweep({ retentionMs: LONG_MS });
+        expect(again.expired).toEqual([]);
+        expect(await store.readJournal()).toHaveLength(1);
+      });
+
+      it('turns a dispatched execution past its deadline into unknown, even with a live lease', async () => {
+        const { input } = await claimWon();
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: input.claimToken,
+          dispatchTimeoutMs: SHORT_LEASE_MS,
+        });
+        await elapse(PAST_SHORT_LEASE_MS);
+        const result = await store.sweep({ retentionMs: LONG_MS });
+        expect(result.expired.map((r) => r.id)).toEqual([input.id]);
+        expect((await store.get(input.id))?.state).toBe('unknown');
+      });
+
+      it('leaves live dispatches and undispatched executions with expired leases alone', async () => {
+        const live = await executionIn('dispatched');
+        const idle = [
+          await executionIn('accepted', { leaseMs: SHORT_LEASE_MS }),
+          await executionIn('awaiting_approval', { leaseMs: SHORT_LEASE_MS }),
+          await executionIn('authorized', { leaseMs: SHORT_LEASE_MS }),
+        ];
+        await elapse(PAST_SHORT_LEASE_MS);
+        const result = await store.sweep({ retentionMs: LONG_MS });
+        expect(result).toEqual({ expired: [], trimmed: 0 });
+        expect((await store.get(live.input.id))?.state).toBe('dispatched');
+        for (const { input, record } of idle) expect((await store.get(input.id))?.state).toBe(record.state);
+        expect(await store.readJournal()).toEqual([]);
+      });
+
+      it('deletes finished executions once their retention has passed, and frees their fingerprint', async () => {
+        const old = [
+          await executionIn('completed'),
+          await executionIn('failed'),
+          await executionIn('denied'),
+        ];
+        await elapse(250);
+        const recent = await executionIn('completed');
+        const result = await store.sweep({ retentionMs: 200 });
+
+        expect(result.trimmed).toBe(3);
+        for (const { input } of old) {
+          expect(await store.get(input.id)).toBeUndefined();
+          expect(await store.findActive(input.fingerprint)).toBeUndefined();
+        }
+        expect((await store.get(recent.input.id))?.state).toBe('completed');
+        expect((await store.claim(claimInput({ fingerprint: old[0]!.input.fingerprint }))).won).toBe(true);
+      });
+
+      it('never deletes accepted, awaiting_approval, authorized, live dispatched or unknown, however old', async () => {
+        const kept = [
+          await executionIn('accepted'),
+          await executionIn('awaiting_approval'),
+          await executionIn('authorized'),
+          await executionIn('dispatched'),
+          await executionIn('unknown'),
+        ];
+        const finished = await executionIn('completed');
+        await elapse(20);
+        const result = await store.sweep({ retentionMs: 0 });
+
+        expect(result.trimmed).toBe(1);
+        expect(await store.get(finished.input.id)).toBeUndefined();
+        for (const { input, record } of kept) {
+          expect((await store.get(input.id))?.state).toBe(record.state);
+          expect((await store.findActive(input.fingerprint))?.id).toBe(input.id);
+        }
+      });
+
+      it('keeps the journal of what it trims', async () => {
+        const { input } = await claimWon({}, [{ kind: 'accepted' }]);
+        await store.transition({ id: input.id, from: ['accepted'], to: 'denied' });
+        await elapse(5);
+        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
+        expect(await store.readJournal()).toHaveLength(1);
+      });
+    });
+
+    describe('clock', () => {
+      it('now() moves forward with time', async () => {
+        const a = await store.now();
+        await elapse(30);
+        const b = await store.now();
+        expect(b - a).toBeGreaterThanOrEqual(25);
+      });
+    });
+  });
+}
