@@ -309,3 +309,22 @@ describe('prepareArguments: copies', () => {
     expect(() => prepareArguments({ d: 1n }, NO_ARGUMENT_RULES, fingerprinter)).toThrow(InvalidInputError);
   });
 });
+
+describe('prepareArguments: secret-looking names in previews', () => {
+  it('redacts apiKey, access_token, API-KEY, cardNumber; leaves compass, passenger, tokens_used', () => {
+    const args = {
+      apiKey: 'k1',
+      access_token: 'k2',
+      'API-KEY': 'k3',
+      cardNumber: 'k4',
+      compass: 'north',
+      passenger: 'ada',
+      tokens_used: 12,
+    };
+    const { preview } = prepareArguments(args, NO_ARGUMENT_RULES, fingerprinter);
+    for (const hidden of ['k1', 'k2', 'k3', 'k4']) expect(preview).not.toContain(hidden);
+    expect(preview).toContain('north');
+    expect(preview).toContain('ada');
+    expect(preview).toContain('12');
+  });
+});

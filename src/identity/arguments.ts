@@ -25,9 +25,14 @@ export interface PreparedArguments {
   preview: string;
 }
 
-/** Names that are redacted from previews even when no contract marks them (defence in depth). */
-const SECRET_LOOKING_NAME =
-  /pass(word|phrase)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|card[-_]?number|cvv|cvc|pin$/i;
+/** Words that make a member name look secret; such members are redacted from previews even when no contract marks them (defence in depth). */
+const SECRET_WORDS = new Set(['password', 'passwd', 'passphrase', 'secret', 'token', 'apikey', 'authorization', 'cookie', 'credential', 'credentials', 'privatekey', 'cardnumber', 'cvv', 'cvc', 'pin']);
+
+/** Splits `apiKey`, `api_key`, `API-KEY` into words and checks words and adjacent pairs, so `compass` or `passenger` do not match. */
+function looksSecret(name: string): boolean {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  return words.some((word, i) => SECRET_WORDS.has(word) || SECRET_WORDS.has(word + (words[i + 1] ?? '')));
+}
 
 export const PREVIEW_MAX_CHARS = 512;
 const PREVIEW_MAX_STRING = 64;
@@ -148,7 +153,7 @@ function scrub(value: JsonValue, depth: number): JsonValue {
   const out: Record<string, JsonValue> = {};
   for (const [key, member] of Object.entries(value).slice(0, 16)) {
     out[key] =
-      SECRET_LOOKING_NAME.test(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
+      looksSecret(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
   }
   return out;
 }
