@@ -404,7 +404,31 @@ describe('ExecutionEngine — identity and fail-closed', () => {
     expect(target.invocations).toBe(0);
   });
 
-  it('intent recorded but the dispatch mark cannot be written: not dispatched, and a retry later runs it once', async () => {
+  it('the intent cannot be written (disk full): not dispatched, and the retry runs it once', async () => {
+    const store = new MemoryStore();
+    let failNext = true;
+    const flaky = withFaults(store, {
+      claim: async (input, options) => {
+        if (failNext) {
+          failNext = false;
+          throw new StoreUnavailableError('database or disk is full');
+        }
+        return store.claim(input, options);
+      },
+    });
+    const { engine } = setup({ store: flaky });
+    const target = new CountingTarget();
+    const c = call(keyed, order);
+    const refused = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
+    expect(text(refused)).toContain('safe to retry');
+    expect(target.invocations).toBe(0);
+    expect(await store.list()).toHaveLength(0);
+    expect((await engine.execute(c, target.dispatch)).isError).toBeFalsy();
+    expect(target.invocations).toBe(1);
+  });
+
+  it('approved, but the dispatch mark cannot be written: not dispatched; a later retry runs it once', async () => {
     const store = new MemoryStore();
     let failNext = true;
     const flaky = withFaults(store, {
@@ -416,9 +440,9 @@ describe('ExecutionEngine — identity and fail-closed', () => {
         return store.transition(t);
       },
     });
-    const { engine } = setup({ store: flaky });
+    const { engine } = setup({ store: flaky, approver: async () => 'approved' });
     const target = new CountingTarget();
-    const c = call({ ...keyed, lease: 100 }, order);
+    const c = call({ ...keyed, approval: 'every_call', lease: 100 }, order);
     expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
     expect(target.invocations).toBe(0);
     await sleep(150);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { monotonicFactory } from 'ulid';
 import type { ResolvedContract } from '../contracts/contract.js';
@@ -99,7 +99,7 @@ export class ExecutionEngine {
   readonly #logger: Logger;
   readonly #approver: Approver | undefined;
   readonly #clock: () => number;
-  readonly #newId = monotonicFactory();
+  readonly #newId = monotonicFactory(pooledRandom);
   /** Contracts by tool name, so the status tool can run a tool's status probe. */
   readonly #contracts = new Map<string, ResolvedContract>();
   /** Sessions a human approved, for `approval: session`: actor ‖ session ‖ tool. */
@@ -145,6 +145,8 @@ export class ExecutionEngine {
         const token = newToken();
         const id = `exe_${this.#newId()}`;
         const needsApproval = this.#needsApproval(call);
+        // With nothing between them, accepting and marking the dispatch are one write:
+        // both are durable before the handler runs, and the hot path saves a transaction.
         const claim = await this.store.claim(
           {
             id,
@@ -153,7 +155,8 @@ export class ExecutionEngine {
             tool: call.tool,
             session: call.caller.session,
             replay: contract.replay,
-            state: needsApproval ? 'awaiting_approval' : 'accepted',
+            state: needsApproval ? 'awaiting_approval' : 'dispatched',
+            ...(needsApproval ? {} : { dispatchTimeoutMs: contract.timeoutMs }),
             attachWindowMs: contract.attachWindowMs,
             claimToken: token,
             leaseOwner: this.owner,
@@ -164,12 +167,16 @@ export class ExecutionEngine {
             ...(prior ? { replacing: prior.id } : {}),
             events: [
               this.#event('received', call, id, { preview: identity.preview }),
-              this.#event(needsApproval ? 'awaiting_approval' : 'accepted', call, id),
+              this.#event('accepted', call, id),
+              this.#event(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
             ],
           },
         );
         if (claim.won) {
-          const answer = await this.#runClaimed(claim.record, token, call, dispatch);
+          const answer =
+            claim.record.state === 'dispatched'
+              ? await this.#runDispatch(claim.record, token, call, dispatch, false)
+              : await this.#runClaimed(claim.record, token, call, dispatch);
           if (answer !== RETRY) return answer;
           continue;
         }
@@ -338,46 +345,51 @@ export class ExecutionEngine {
     }
   }
 
-  /** We won the claim: approval if the contract asks for it, then dispatch. */
+  /** We won a claim that waits for approval: ask, then dispatch if approved. */
   async #runClaimed(record: ExecutionRecord, token: string, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
-    if (record.state === 'awaiting_approval') {
-      const decision = this.#approver
-        ? await this.#approver({
-            executionId: record.id,
-            tool: record.tool,
-            actor: record.actor,
-            session: record.session,
-            argumentsPreview: record.argumentsPreview,
-          })
-        : 'pending';
-      if (decision === 'pending') return this.#answerFor(record);
-      if (decision === 'denied') {
-        const denied = await this.store.transition({
-          id: record.id,
-          from: ['awaiting_approval'],
-          to: 'denied',
-          token,
-          holder: null,
-          note: 'denied by the approver',
-          events: [this.#event('denied', call, record.id)],
-        });
-        return this.#answerFor(denied ?? record);
-      }
-      if (call.contract.approval === 'session' && call.caller.session !== null) {
-        this.#approvedSessions.add(sessionKey(call.caller.actor, call.caller.session, call.tool));
-      }
+    const decision = this.#approver
+      ? await this.#approver({
+          executionId: record.id,
+          tool: record.tool,
+          actor: record.actor,
+          session: record.session,
+          argumentsPreview: record.argumentsPreview,
+        })
+      : 'pending';
+    if (decision === 'pending') return this.#answerFor(record);
+    if (decision === 'denied') {
+      const denied = await this.store.transition({
+        id: record.id,
+        from: ['awaiting_approval'],
+        to: 'denied',
+        token,
+        holder: null,
+        note: 'denied by the approver',
+        events: [this.#event('denied', call, record.id)],
+      });
+      return this.#answerFor(denied ?? record);
     }
+    if (call.contract.approval === 'session' && call.caller.session !== null) {
+      this.#approvedSessions.add(sessionKey(call.caller.actor, call.caller.session, call.tool));
+    }
+    // The approval is recorded on its own first: if the dispatch mark then cannot be
+    // written, the execution stays `authorized` and a later retry dispatches it.
+    const authorized = await this.store.transition({
+      id: record.id,
+      from: ['awaiting_approval'],
+      to: 'authorized',
+      token,
+      events: [this.#event('authorized', call, record.id)],
+    });
+    if (!authorized) return RETRY;
     const dispatched = await this.store.transition({
       id: record.id,
-      from: [record.state],
+      from: ['authorized'],
       to: 'dispatched',
       token,
       holder: { token, owner: this.owner, leaseMs: call.contract.leaseMs },
       dispatchTimeoutMs: call.contract.timeoutMs,
-      events: [
-        ...(record.state === 'awaiting_approval' ? [this.#event('authorized', call, record.id)] : []),
-        this.#event('dispatched', call, record.id),
-      ],
+      events: [this.#event('dispatched', call, record.id)],
     });
     if (!dispatched) return RETRY;
     return this.#runDispatch(dispatched, token, call, dispatch, false);
@@ -416,8 +428,14 @@ export class ExecutionEngine {
       }
     })();
 
+    // Whichever comes first decides what the caller hears: the outcome (then it is
+    // recorded as delivered in the same write) or the timeout (then it is `unknown`
+    // for the caller, and the outcome, when it comes, is recorded but not delivered).
+    let decided: 'outcome' | 'timeout' | undefined;
     const settled = work.then(async (done) => {
       clearInterval(renewal);
+      decided ??= 'outcome';
+      const delivering = decided === 'outcome' && done.outcome !== 'unknown';
       const outcome: StoredOutcome | undefined = done.result ? { result: done.result } : undefined;
       try {
         await this.store.transition({
@@ -427,7 +445,11 @@ export class ExecutionEngine {
           token,
           holder: done.outcome === 'unknown' ? undefined : null,
           ...(outcome ? { outcome } : {}),
-          events: [this.#event('outcome', call, record.id, { state: done.outcome })],
+          ...(delivering ? { delivered: true } : {}),
+          events: [
+            this.#event('outcome', call, record.id, { state: done.outcome }),
+            ...(delivering ? [this.#event('delivered', call, record.id)] : []),
+          ],
         });
       } catch (error) {
         // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
@@ -438,7 +460,11 @@ export class ExecutionEngine {
 
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      timer = setTimeout(() => {
+        if (decided) return;
+        decided = 'timeout';
+        resolve('timeout');
+      }, timeoutMs);
       timer.unref();
     });
     const first = await Promise.race([settled, deadline]);
@@ -458,7 +484,6 @@ export class ExecutionEngine {
       return this.#answerFor(unknown ?? { ...record, state: 'unknown' });
     }
     if (first.outcome === 'unknown' || !first.result) return this.#answerFor({ ...record, state: 'unknown' });
-    await this.#delivered(record.id, call);
     return markExecuted(first.result, record.id);
   }
 
@@ -591,8 +616,9 @@ export function isStale(record: ExecutionRecord): boolean {
   return leaseDead || pastDeadline;
 }
 
+/** A claim token: unguessable, and cheap (randomUUID draws from a cached entropy pool). */
 function newToken(): string {
-  return randomBytes(16).toString('base64url');
+  return randomUUID();
 }
 
 function sessionKey(actor: string, session: string, tool: string): string {
@@ -605,4 +631,17 @@ function isAbort(error: unknown): boolean {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * ULID randomness from a pooled buffer: the library's default draws a fresh
+ * crypto.randomBytes(1) per character, which dominated the cost of an id.
+ */
+const pool = { bytes: Buffer.alloc(0), offset: 0 };
+function pooledRandom(): number {
+  if (pool.offset >= pool.bytes.length) {
+    pool.bytes = randomBytes(4096);
+    pool.offset = 0;
+  }
+  return (pool.bytes[pool.offset++] as number) / 256;
 }

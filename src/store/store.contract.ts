@@ -472,6 +472,36 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         });
       });
 
+      it('a claim straight into `dispatched` marks the dispatch in the same step', async () => {
+        const before = await store.now();
+        const { record } = await claimWon({ state: 'dispatched', dispatchTimeoutMs: 9_000 });
+        expect(record.state).toBe('dispatched');
+        expect(record.dispatchedAt).toBe(record.createdAt);
+        expect(record.dispatchedAt).toBeGreaterThanOrEqual(before);
+        expect(record.deadlineAt).toBe(record.createdAt + 9_000);
+        const accepted = await claimWon();
+        expect(accepted.record).toMatchObject({ dispatchedAt: null, deadlineAt: null });
+      });
+
+      it('`delivered` records delivery with the outcome, once', async () => {
+        const { input, record } = await claimWon({ state: 'dispatched', dispatchTimeoutMs: LONG_MS });
+        const done = await store.transition({
+          id: record.id,
+          from: ['dispatched'],
+          to: 'completed',
+          token: input.claimToken,
+          outcome: AWKWARD_OUTCOME,
+          delivered: true,
+        });
+        expect(done!.deliveredAt).toBe(done!.updatedAt);
+        await elapse(5);
+        await store.markDelivered(record.id);
+        expect((await store.get(record.id))!.deliveredAt).toBe(done!.deliveredAt);
+        const other = await claimWon({ state: 'dispatched', dispatchTimeoutMs: LONG_MS });
+        const undelivered = await store.transition({ id: other.record.id, from: ['dispatched'], to: 'unknown' });
+        expect(undelivered!.deliveredAt).toBeNull();
+      });
+
       it('stores the outcome exactly, and a later transition without one keeps it', async () => {
         const { input } = await claimWon();
         await store.transition({

@@ -45,7 +45,13 @@ export interface ClaimInput {
   tool: string;
   session: string | null;
   replay: ReplayClass;
-  state: 'accepted' | 'awaiting_approval';
+  /**
+   * `dispatched` claims and marks the dispatch in one atomic step, for calls
+   * with nothing (no approval) between the two: one write instead of two.
+   */
+  state: 'accepted' | 'awaiting_approval' | 'dispatched';
+  /** Required with `state: 'dispatched'`: dispatchedAt = now, deadlineAt = now + this. */
+  dispatchTimeoutMs?: number;
   attachWindowMs: number;
   /** The claimer's secret: only its holder may dispatch, complete, fail or release. */
   claimToken: string;
@@ -86,6 +92,8 @@ export interface TransitionInput {
   /** Marks the dispatch: dispatchedAt = now, deadlineAt = now + this. */
   dispatchTimeoutMs?: number;
   outcome?: StoredOutcome;
+  /** Also records delivery (once): the outcome is being handed to its caller right now. */
+  delivered?: boolean;
   note?: string;
   events?: ActivityEventInput[];
 }

@@ -58,8 +58,8 @@ export class MemoryStore implements ExecutionStore {
       createdAt: now,
       updatedAt: now,
       attachUntil: now + input.attachWindowMs,
-      dispatchedAt: null,
-      deadlineAt: null,
+      dispatchedAt: input.state === 'dispatched' ? now : null,
+      deadlineAt: input.state === 'dispatched' ? now + (input.dispatchTimeoutMs ?? 0) : null,
       leaseOwner: input.leaseOwner,
       leaseExpiresAt: now + input.leaseMs,
       outcome: null,
@@ -97,6 +97,7 @@ export class MemoryStore implements ExecutionStore {
       row.deadlineAt = now + t.dispatchTimeoutMs;
     }
     if (t.outcome !== undefined) row.outcome = structuredClone(t.outcome);
+    if (t.delivered && row.deliveredAt === null) row.deliveredAt = now;
     if (t.note !== undefined) row.note = t.note;
     this.#append(t.events, now);
     return this.#view(row, now);

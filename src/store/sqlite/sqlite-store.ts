@@ -213,6 +213,7 @@ export class SqliteStore implements ExecutionStore {
       state: input.state,
       now,
       attachUntil: now + wholeMs(input.attachWindowMs),
+      deadlineAt: input.state === 'dispatched' ? now + wholeMs(input.dispatchTimeoutMs ?? 0) : null,
       claimToken: input.claimToken,
       leaseOwner: input.leaseOwner,
       leaseExpiresAt: now + wholeMs(input.leaseMs),
@@ -241,6 +242,7 @@ export class SqliteStore implements ExecutionStore {
       holderLeaseMs: t.holder ? wholeMs(t.holder.leaseMs) : null,
       dispatchTimeoutMs: t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
       outcome: t.outcome === undefined ? null : JSON.stringify(t.outcome),
+      delivered: t.delivered ? 1 : 0,
       note: t.note ?? null,
     });
     if (!row) return undefined;
@@ -313,9 +315,10 @@ function prepareStatements(db: Database.Database) {
   return {
     insert: db.prepare<Record<string, unknown>, ExecutionRow>(`
       INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
-        attach_until, claim_token, lease_owner, lease_expires_at, arguments_preview)
+        attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview)
       VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
-        @attachUntil, @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview)
+        @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
+        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview)
       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
       RETURNING *`),
     retire: db.prepare<[string, Fingerprint]>(
@@ -336,6 +339,7 @@ function prepareStatements(db: Database.Database) {
         dispatched_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN dispatched_at ELSE @now END,
         deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
         outcome = COALESCE(@outcome, outcome),
+        delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
         note = COALESCE(@note, note)
       WHERE id = @id
         AND state IN (SELECT value FROM json_each(@from))

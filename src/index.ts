@@ -1,0 +1,50 @@
+/**
+ * Idem — execution identity for MCP tool calls.
+ * The public face of the package: what library users import.
+ */
+export {
+  type ApprovalPolicy,
+  type IntentScope,
+  type ProbeAnswer,
+  type ReplayClass,
+  type ResolvedContract,
+  resolveContract,
+  type StatusProbe,
+  type ToolContract,
+  ToolContractSchema,
+} from './contracts/contract.js';
+export {
+  IDEM_CODES,
+  type IdemCode,
+  IdemError,
+  InvalidInputError,
+  type InvalidInputReason,
+  OutcomeUnknownError,
+  StoreUnavailableError,
+} from './errors.js';
+export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
+export {
+  type Approver,
+  type Caller,
+  type Dispatch,
+  type DispatchContext,
+  ExecutionEngine,
+  type ExecutionEngineOptions,
+  type Logger,
+  type ToolCall,
+} from './executions/engine.js';
+export type { StoredOutcome, ToolResult } from './executions/outcome.js';
+export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
+export { Fingerprinter } from './identity/fingerprint.js';
+export { type ServedHttp, serveStreamableHttp } from './library/http.js';
+export {
+  honestAnnotations,
+  Idem,
+  type IdemOptions,
+  type IdemToolConfig,
+  type IdemToolExtra,
+  type IdemToolHandler,
+} from './library/idem.js';
+export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
+export { type IdScope, ReceiptTransport } from './receipts/receipt-transport.js';
+export * from './store/index.js';
