@@ -49,7 +49,8 @@ export function prepareArguments(
 ): PreparedArguments {
   const json = toJsonValue(args ?? {}, fingerprinter.limits);
   const withDefaults = applyDefaults(json, rules.defaults);
-  let forFingerprint = structuredClone(withDefaults);
+  // toJsonValue built a fresh copy and rewrite() copies on write: no clone needed.
+  let forFingerprint = withDefaults;
   for (const path of rules.ignore) forFingerprint = rewrite(forFingerprint, split(path), () => undefined);
   for (const path of rules.secrets) {
     forFingerprint = rewrite(forFingerprint, split(path), (v) => ({ $idem_secret: fingerprinter.secret(v) }));

@@ -6,21 +6,23 @@ import type { ActivityEntry, ActivityEventInput } from './events.js';
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
- * The canonical encoding an entry's hash covers: everything but the hash
- * itself, RFC 8785, so any store (and the offline verifier) computes the same
- * bytes from the same row.
+ * The exact bytes an entry's hash covers: everything but the hash itself. The
+ * envelope has a fixed shape, so it is a JSON array in a fixed order (JSON of
+ * strings, integers and null is already deterministic); only `detail`, whose
+ * keys vary, goes through RFC 8785. Every store and the offline verifier call
+ * this one function, so they cannot disagree.
  */
 export function entryBody(entry: Omit<ActivityEntry, 'hash' | 'prevHash'>): string {
-  return canonicalize({
-    seq: entry.seq,
-    at: entry.at,
-    kind: entry.kind,
-    execution_id: entry.executionId,
-    actor: entry.actor,
-    tool: entry.tool,
-    request_ref: entry.requestRef,
-    detail: entry.detail,
-  }) as string;
+  const envelope = JSON.stringify([
+    entry.seq,
+    entry.at,
+    entry.kind,
+    entry.executionId,
+    entry.actor,
+    entry.tool,
+    entry.requestRef,
+  ]);
+  return `${envelope}\n${canonicalize(entry.detail) as string}`;
 }
 
 /** hash = SHA-256(prev_hash ‖ "\n" ‖ canonical entry), hex. */

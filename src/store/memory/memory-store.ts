@@ -190,7 +190,8 @@ export class MemoryStore implements ExecutionStore {
 
   #view(row: Row, now: number): ExecutionRecord {
     const { claimToken: _token, active: _active, ...record } = row;
-    return { ...structuredClone(record), readAt: now };
+    // Only the outcome is nested; everything else is a primitive.
+    return { ...record, outcome: record.outcome && structuredClone(record.outcome), readAt: now };
   }
 }
 
