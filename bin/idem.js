@@ -4,7 +4,9 @@ import { existsSync } from 'node:fs';
 
 const entry = new URL('../dist/cli/main.js', import.meta.url);
 if (!existsSync(entry)) {
-  process.stderr.write('idem: dist/ is missing. Run `npm run build` (npm ci runs it unless scripts are disabled).\n');
+  process.stderr.write(
+    'idem: dist/ is missing. Run `npm run build` (npm ci runs it unless scripts are disabled).\n',
+  );
   process.exit(2);
 }
 await import(entry.href);

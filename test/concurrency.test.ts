@@ -32,7 +32,10 @@ const stores: [string, () => Promise<ExecutionStore[]>][] = [
   ['sqlite', async () => [await SqliteStore.open({ path: join(dir, 'one.db') })]],
   [
     'sqlite, two connections on one file',
-    async () => [await SqliteStore.open({ path: join(dir, 'two.db') }), await SqliteStore.open({ path: join(dir, 'two.db') })],
+    async () => [
+      await SqliteStore.open({ path: join(dir, 'two.db') }),
+      await SqliteStore.open({ path: join(dir, 'two.db') }),
+    ],
   ],
 ];
 
@@ -42,7 +45,9 @@ describe.each(stores)('200 concurrent identical calls on %s', (_name, open) => {
     const engines = opened.map((store) => new ExecutionEngine({ store, fingerprinter }));
     const target = new CountingTarget({ delayMs: 300 });
     const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => (engines[i % engines.length] as ExecutionEngine).execute(call, target.dispatch)),
+      Array.from({ length: 200 }, (_, i) =>
+        (engines[i % engines.length] as ExecutionEngine).execute(call, target.dispatch),
+      ),
     );
     expect(target.invocations).toBe(1);
     const codes = results.map((r) => idemCodeOf(r) ?? 'result');

@@ -16,7 +16,12 @@ async function startServer(hang: boolean) {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/hanging-server.ts')],
-    env: { ...process.env, IDEM_DATA_DIR: dataDir, COUNTER_FILE: counterFile, HANG: hang ? '1' : '0' } as Record<string, string>,
+    env: {
+      ...process.env,
+      IDEM_DATA_DIR: dataDir,
+      COUNTER_FILE: counterFile,
+      HANG: hang ? '1' : '0',
+    } as Record<string, string>,
     stderr: 'pipe',
   });
   // The same client name on the same machine: the same actor, as an agent restarted on its host would be.
@@ -25,7 +30,8 @@ async function startServer(hang: boolean) {
   return { client, transport };
 }
 
-const invocations = () => (existsSync(counterFile) ? readFileSync(counterFile, 'utf8').trim().split('\n').filter(Boolean) : []);
+const invocations = () =>
+  existsSync(counterFile) ? readFileSync(counterFile, 'utf8').trim().split('\n').filter(Boolean) : [];
 
 describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
   it('the retry in a new process gets IDEM_OUTCOME_UNKNOWN once the lease expired — never a second invocation', async () => {
@@ -38,20 +44,32 @@ describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
     await first.client.close().catch(() => {});
 
     const second = await startServer(false);
-    const early = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-7' } })) as CallToolResult;
+    const early = (await second.client.callTool({
+      name: 'provision',
+      arguments: { host: 'db-7' },
+    })) as CallToolResult;
     // Either the dead process's lease is still running (in flight) or it already lapsed (unknown).
     expect(['IDEM_IN_FLIGHT', 'IDEM_OUTCOME_UNKNOWN']).toContain(idemCodeOf(early));
     await sleep(700);
-    const retry = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-7' } })) as CallToolResult;
+    const retry = (await second.client.callTool({
+      name: 'provision',
+      arguments: { host: 'db-7' },
+    })) as CallToolResult;
     expect(idemCodeOf(retry)).toBe('IDEM_OUTCOME_UNKNOWN');
     const ref = (retry.structuredContent as { idem: { ref: string } }).idem.ref;
     expect(invocations()[0]).toContain(ref);
-    const status = (await second.client.callTool({ name: 'idem_execution_status', arguments: { ref } })) as CallToolResult;
+    const status = (await second.client.callTool({
+      name: 'idem_execution_status',
+      arguments: { ref },
+    })) as CallToolResult;
     expect(idemCodeOf(status)).toBe('IDEM_OUTCOME_UNKNOWN');
     expect(invocations()).toHaveLength(1);
 
     // A different intent still runs normally in the new process.
-    const other = (await second.client.callTool({ name: 'provision', arguments: { host: 'db-8' } })) as CallToolResult;
+    const other = (await second.client.callTool({
+      name: 'provision',
+      arguments: { host: 'db-8' },
+    })) as CallToolResult;
     expect(other.isError).toBeFalsy();
     expect(invocations()).toHaveLength(2);
     await second.client.close();

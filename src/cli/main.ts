@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runDemo } from '../demo/demo.js';
 
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 const program = new Command('idem')
   .description('Execution identity for MCP tool calls: one intended action, one execution.')

@@ -58,7 +58,10 @@ export function createChargeCardServer(options: ChargeCardServerOptions): McpSer
         throw new OutcomeUnknownError(`processor unreachable mid-request: ${String(error)}`);
       }
       if (!res.ok) {
-        return { isError: true, content: [{ type: 'text', text: `The processor refused the charge (${res.status}).` }] };
+        return {
+          isError: true,
+          content: [{ type: 'text', text: `The processor refused the charge (${res.status}).` }],
+        };
       }
       return chargeResult((await res.json()) as Charge);
     },

@@ -38,7 +38,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
   const processor = new PaymentProcessor();
   const processorUrl = await processor.start();
   const idem = await Idem.open({ dataDir });
-  const http = await serveStreamableHttp(idem, () => createChargeCardServer({ idem, processorUrl, timeout: '600ms' }));
+  const http = await serveStreamableHttp(idem, () =>
+    createChargeCardServer({ idem, processorUrl, timeout: '600ms' }),
+  );
   out(`Idem demo — store: SQLite in ${dataDir}`);
   out(`charge_card server: ${http.url}   payment processor: ${processorUrl}\n`);
 
@@ -52,44 +54,64 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
     const agentSaw: string[] = [];
     const { callsSent, ok } = await body((r) => agentSaw.push(typeof r === 'string' ? r : summarize(r)));
     const charges = processor.charges - before;
-    const report = { name, callsSent, charges, expectedCharges, agentSaw, ok: ok && charges === expectedCharges };
+    const report = {
+      name,
+      callsSent,
+      charges,
+      expectedCharges,
+      agentSaw,
+      ok: ok && charges === expectedCharges,
+    };
     reports.push(report);
     out(`${report.ok ? 'PASS' : 'FAIL'}  ${name}`);
-    out(`      calls sent: ${callsSent}   charges counted by the processor: ${charges} (expected ${expectedCharges})`);
+    out(
+      `      calls sent: ${callsSent}   charges counted by the processor: ${charges} (expected ${expectedCharges})`,
+    );
     for (const line of agentSaw) out(`      agent saw: ${line}`);
     out('');
   };
 
   try {
-    await run('1. The response is lost; the fetch layer re-sends the same request (same JSON-RPC id)', 1, async (saw) => {
-      processor.delayMs = 200;
-      const lossy = lossyFetch();
-      const agent = await connect(http.url, lossy.fetch);
-      lossy.loseNextToolCall = 'resend';
-      const result = await callCharge(agent, 'order-1001', 1999);
-      saw(result);
-      await agent.close();
-      return { callsSent: lossy.toolCallPosts, ok: !result.isError };
-    });
+    await run(
+      '1. The response is lost; the fetch layer re-sends the same request (same JSON-RPC id)',
+      1,
+      async (saw) => {
+        processor.delayMs = 200;
+        const lossy = lossyFetch();
+        const agent = await connect(http.url, lossy.fetch);
+        lossy.loseNextToolCall = 'resend';
+        const result = await callCharge(agent, 'order-1001', 1999);
+        saw(result);
+        await agent.close();
+        return { callsSent: lossy.toolCallPosts, ok: !result.isError };
+      },
+    );
 
-    await run('1b. The response is lost; the agent calls again (new request id, new session)', 1, async (saw) => {
-      const lossy = lossyFetch();
-      const agent = await connect(http.url, lossy.fetch);
-      lossy.loseNextToolCall = 'throw';
-      const lost = await callCharge(agent, 'order-1002', 2500).catch((error: unknown) => String(error));
-      saw(typeof lost === 'string' ? `transport error: ${lost.split('\n')[0]}` : lost);
-      await agent.close();
-      const restarted = await connect(http.url);
-      const retry = await callCharge(restarted, 'order-1002', 2500);
-      saw(retry);
-      await restarted.close();
-      return { callsSent: 2, ok: !retry.isError && retry._meta?.['io.idem/replayed'] === true };
-    });
+    await run(
+      '1b. The response is lost; the agent calls again (new request id, new session)',
+      1,
+      async (saw) => {
+        const lossy = lossyFetch();
+        const agent = await connect(http.url, lossy.fetch);
+        lossy.loseNextToolCall = 'throw';
+        const lost = await callCharge(agent, 'order-1002', 2500).catch((error: unknown) => String(error));
+        saw(typeof lost === 'string' ? `transport error: ${lost.split('\n')[0]}` : lost);
+        await agent.close();
+        const restarted = await connect(http.url);
+        const retry = await callCharge(restarted, 'order-1002', 2500);
+        saw(retry);
+        await restarted.close();
+        return { callsSent: 2, ok: !retry.isError && retry._meta?.['io.idem/replayed'] === true };
+      },
+    );
 
     await run('2. Two concurrent identical calls (two agent connections)', 1, async (saw) => {
       processor.delayMs = 400;
       const [a, b] = await Promise.all([connect(http.url), connect(http.url)]);
-      const results = await Promise.all([callCharge(a, 'order-2001', 4200), callCharge(b, 'order-2001', 4200)]);
+      const results = await Promise.all([
+        callCharge(a, 'order-2001', 4200),
+        callCharge(b, 'order-2001', 4200),
+      ]);
       for (const r of results) saw(r);
       const inFlight = results.find((r) => idemCodeOf(r) === 'IDEM_IN_FLIGHT');
       let ok = results.filter((r) => !r.isError).length === 1 && inFlight !== undefined;
@@ -102,30 +124,38 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
       return { callsSent: 2, ok };
     });
 
-    await run('3. The processor is slower than the tool timeout; the agent asks the status tool', 1, async (saw) => {
-      processor.delayMs = 1500;
-      const agent = await connect(http.url);
-      const first = await callCharge(agent, 'order-3001', 9900);
-      saw(first);
-      const ref = refOf(first);
-      const now = await agent.callTool({ name: 'idem_execution_status', arguments: { ref } });
-      saw(`status tool → ${summarize(now as CallToolResult)}`);
-      const final = await pollStatus(agent, ref);
-      saw(`status tool → ${summarize(final)}`);
-      await agent.close();
-      return { callsSent: 1, ok: idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN' && !final.isError };
-    });
+    await run(
+      '3. The processor is slower than the tool timeout; the agent asks the status tool',
+      1,
+      async (saw) => {
+        processor.delayMs = 1500;
+        const agent = await connect(http.url);
+        const first = await callCharge(agent, 'order-3001', 9900);
+        saw(first);
+        const ref = refOf(first);
+        const now = await agent.callTool({ name: 'idem_execution_status', arguments: { ref } });
+        saw(`status tool → ${summarize(now as CallToolResult)}`);
+        const final = await pollStatus(agent, ref);
+        saw(`status tool → ${summarize(final)}`);
+        await agent.close();
+        return { callsSent: 1, ok: idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN' && !final.isError };
+      },
+    );
 
-    await run('4. A deliberate second purchase: same card and amount, a different order id', 1, async (saw) => {
-      processor.delayMs = 50;
-      const agent = await connect(http.url);
-      const again = await callCharge(agent, 'order-1001', 1999);
-      saw(`repeat of order-1001 → ${summarize(again)}`);
-      const second = await callCharge(agent, 'order-4001', 1999);
-      saw(`order-4001 → ${summarize(second)}`);
-      await agent.close();
-      return { callsSent: 2, ok: again._meta?.['io.idem/replayed'] === true && !second.isError };
-    });
+    await run(
+      '4. A deliberate second purchase: same card and amount, a different order id',
+      1,
+      async (saw) => {
+        processor.delayMs = 50;
+        const agent = await connect(http.url);
+        const again = await callCharge(agent, 'order-1001', 1999);
+        saw(`repeat of order-1001 → ${summarize(again)}`);
+        const second = await callCharge(agent, 'order-4001', 1999);
+        saw(`order-4001 → ${summarize(second)}`);
+        await agent.close();
+        return { callsSent: 2, ok: again._meta?.['io.idem/replayed'] === true && !second.isError };
+      },
+    );
   } finally {
     await http.close();
     await processor.stop();

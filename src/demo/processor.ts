@@ -27,7 +27,12 @@ export class PaymentProcessor {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        this.#handle(req.method ?? 'GET', req.url ?? '/', req.headers['idempotency-key'], Buffer.concat(chunks))
+        this.#handle(
+          req.method ?? 'GET',
+          req.url ?? '/',
+          req.headers['idempotency-key'],
+          Buffer.concat(chunks),
+        )
           .then(({ status, body }) => {
             res.writeHead(status, { 'content-type': 'application/json' });
             res.end(JSON.stringify(body));
@@ -65,7 +70,11 @@ export class PaymentProcessor {
     }
     const existing = this.#byKey.get(key);
     if (existing) return { status: 200, body: await existing };
-    const input = JSON.parse(body.toString('utf8')) as { order_id: string; amount_cents: number; currency: string };
+    const input = JSON.parse(body.toString('utf8')) as {
+      order_id: string;
+      amount_cents: number;
+      currency: string;
+    };
     const charge = (async (): Promise<Charge> => {
       await new Promise((resolve) => setTimeout(resolve, this.delayMs));
       this.charges++;

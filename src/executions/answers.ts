@@ -1,6 +1,6 @@
 import { IDEM_CODES, type IdemCode } from '../errors.js';
-import type { ExecutionState } from './states.js';
 import type { ToolResult } from './outcome.js';
+import type { ExecutionState } from './states.js';
 
 /** `_meta` keys Idem sets on results. */
 export const META = {

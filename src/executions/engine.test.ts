@@ -13,15 +13,29 @@ import type { ToolResult } from './outcome.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));
 
-function setup(options: { store?: ExecutionStore; approver?: ConstructorParameters<typeof ExecutionEngine>[0]['approver'] } = {}) {
+function setup(
+  options: {
+    store?: ExecutionStore;
+    approver?: ConstructorParameters<typeof ExecutionEngine>[0]['approver'];
+  } = {},
+) {
   const store = options.store ?? new MemoryStore();
-  const engine = new ExecutionEngine({ store, fingerprinter, ...(options.approver ? { approver: options.approver } : {}) });
+  const engine = new ExecutionEngine({
+    store,
+    fingerprinter,
+    ...(options.approver ? { approver: options.approver } : {}),
+  });
   return { store, engine };
 }
 
 const alice: Caller = { actor: 'token:alice', session: 's1' };
 
-function call(contract: ToolContract | undefined, args: unknown, caller: Caller = alice, tool = 'charge_card'): ToolCall {
+function call(
+  contract: ToolContract | undefined,
+  args: unknown,
+  caller: Caller = alice,
+  tool = 'charge_card',
+): ToolCall {
   return {
     tool,
     channel: 'library',
@@ -34,7 +48,8 @@ function call(contract: ToolContract | undefined, args: unknown, caller: Caller 
   };
 }
 
-const ref = (r: ToolResult) => (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];
+const ref = (r: ToolResult) =>
+  (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];
 const text = (r: ToolResult) => (r.content[0] as { text: string }).text;
 
 const keyed: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id' } };
@@ -42,7 +57,12 @@ const statusClass: ToolContract = { replay: 'status', scope: { business_key: 'or
 const order = { order_id: 'o-1', amount_cents: 1250 };
 
 /** A record left behind by a process that died at a given point. */
-async function orphan(store: ExecutionStore, engine: ExecutionEngine, c: ToolCall, state: 'accepted' | 'dispatched') {
+async function orphan(
+  store: ExecutionStore,
+  engine: ExecutionEngine,
+  c: ToolCall,
+  state: 'accepted' | 'dispatched',
+) {
   const { fingerprint } = engine.identify(c);
   const id = `exe_orphan_${state}`;
   const claim = await store.claim({
@@ -95,7 +115,9 @@ describe('ExecutionEngine — concurrent identical calls', () => {
   it('200 concurrent identical calls → 1 invocation', async () => {
     const { engine, store } = setup();
     const target = new CountingTarget({ delayMs: 100 });
-    const results = await Promise.all(Array.from({ length: 200 }, () => engine.execute(call(keyed, order), target.dispatch)));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => engine.execute(call(keyed, order), target.dispatch)),
+    );
     expect(target.invocations).toBe(1);
     const codes = results.map((r) => idemCodeOf(r) ?? 'result');
     expect(codes.filter((c) => c === 'result')).toHaveLength(1);
@@ -184,9 +206,14 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
     const target = new CountingTarget();
     const contract: ToolContract = { ...keyed, approval: 'session' };
     expect((await engine.execute(call(contract, order), target.dispatch)).isError).toBeFalsy();
-    expect((await engine.execute(call(contract, { ...order, order_id: 'o-2' }), target.dispatch)).isError).toBeFalsy();
+    expect(
+      (await engine.execute(call(contract, { ...order, order_id: 'o-2' }), target.dispatch)).isError,
+    ).toBeFalsy();
     expect(prompts).toBe(1);
-    await engine.execute(call(contract, { ...order, order_id: 'o-3' }, { actor: 'token:alice', session: 's2' }), target.dispatch);
+    await engine.execute(
+      call(contract, { ...order, order_id: 'o-3' }, { actor: 'token:alice', session: 's2' }),
+      target.dispatch,
+    );
     expect(prompts).toBe(2);
     expect(target.invocations).toBe(3);
   });
@@ -228,7 +255,10 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
       ...statusClass,
       status_probe: async () => {
         probed++;
-        return { outcome: 'completed', result: { content: [{ type: 'text', text: 'charged (found by probe)' }] } };
+        return {
+          outcome: 'completed',
+          result: { content: [{ type: 'text', text: 'charged (found by probe)' }] },
+        };
       },
     };
     const c = call(contract, order);
@@ -332,8 +362,14 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
     const { engine } = setup();
     const target = new CountingTarget();
     const deploy: ToolContract = { replay: 'keyed', after_completion: 'new' };
-    await engine.execute(call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'), target.dispatch);
-    await engine.execute(call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'), target.dispatch);
+    await engine.execute(
+      call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'),
+      target.dispatch,
+    );
+    await engine.execute(
+      call(deploy, { service: 'api', version: '1.2.3' }, alice, 'deploy'),
+      target.dispatch,
+    );
     expect(target.invocations).toBe(2);
   });
 
@@ -385,7 +421,10 @@ describe('ExecutionEngine — identity and fail-closed', () => {
       return { content: [{ type: 'text' as const, text: 'ok' }] };
     };
     await engine.execute(call(keyed, args), dispatch);
-    const again = await engine.execute(call(keyed, { order_id: 'o-1', amount_cents: 1250, note: 'x' }), dispatch);
+    const again = await engine.execute(
+      call(keyed, { order_id: 'o-1', amount_cents: 1250, note: 'x' }),
+      dispatch,
+    );
     expect(again._meta?.[META.replayed]).toBe(true);
     expect(calls).toBe(1);
   });

@@ -82,7 +82,8 @@ const MAX_SETTLE_ATTEMPTS = 8;
 
 const silentLogger: Logger = {
   warn: () => {},
-  error: (message, fields) => process.stderr.write(`idem: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
+  error: (message, fields) =>
+    process.stderr.write(`idem: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
 };
 
 /**
@@ -229,7 +230,10 @@ export class ExecutionEngine {
       record = await this.store.get(ref);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, { ref, detail: 'The store cannot be read right now.' });
+        return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+          ref,
+          detail: 'The store cannot be read right now.',
+        });
       }
       throw error;
     }
@@ -270,7 +274,12 @@ export class ExecutionEngine {
   }
 
   /** The operator's answer to an unknown outcome (or a stale dispatch): it did or did not happen. */
-  async resolve(ref: string, as: 'completed' | 'failed', by: string, note: string): Promise<ExecutionRecord | undefined> {
+  async resolve(
+    ref: string,
+    as: 'completed' | 'failed',
+    by: string,
+    note: string,
+  ): Promise<ExecutionRecord | undefined> {
     const current = await this.store.get(ref);
     if (!current) return undefined;
     const from = current.state === 'dispatched' && isStale(current) ? 'dispatched' : 'unknown';
@@ -294,7 +303,8 @@ export class ExecutionEngine {
   #attachable(prior: ExecutionRecord, contract: ResolvedContract): boolean {
     if (prior.readAt >= prior.attachUntil) return false;
     // A repeat after a delivered result is a deliberate new action for such tools (e.g. deploy again).
-    if (contract.afterCompletion === 'new' && prior.state === 'completed' && prior.deliveredAt !== null) return false;
+    if (contract.afterCompletion === 'new' && prior.state === 'completed' && prior.deliveredAt !== null)
+      return false;
     return true;
   }
 
@@ -346,7 +356,12 @@ export class ExecutionEngine {
   }
 
   /** We won a claim that waits for approval: ask, then dispatch if approved. */
-  async #runClaimed(record: ExecutionRecord, token: string, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
+  async #runClaimed(
+    record: ExecutionRecord,
+    token: string,
+    call: ToolCall,
+    dispatch: Dispatch,
+  ): Promise<Attempt> {
     const decision = this.#approver
       ? await this.#approver({
           executionId: record.id,
@@ -408,11 +423,14 @@ export class ExecutionEngine {
     redispatch: boolean,
   ): Promise<ToolResult> {
     const { leaseMs, timeoutMs } = call.contract;
-    const renewal = setInterval(() => {
-      this.store.renewLease(record.id, token, leaseMs).catch((error) => {
-        this.#logger.warn('lease renewal failed', { ref: record.id, error: String(error) });
-      });
-    }, Math.max(10, Math.floor(leaseMs / 3)));
+    const renewal = setInterval(
+      () => {
+        this.store.renewLease(record.id, token, leaseMs).catch((error) => {
+          this.#logger.warn('lease renewal failed', { ref: record.id, error: String(error) });
+        });
+      },
+      Math.max(10, Math.floor(leaseMs / 3)),
+    );
     renewal.unref();
 
     const work = (async (): Promise<{ outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult }> => {
@@ -488,7 +506,10 @@ export class ExecutionEngine {
   }
 
   /** Dispatched, but the holder is gone: the outcome is unknown — never silently "not started". */
-  async #expire(record: ExecutionRecord, extra: ActivityEventInput[] = []): Promise<ExecutionRecord | undefined> {
+  async #expire(
+    record: ExecutionRecord,
+    extra: ActivityEventInput[] = [],
+  ): Promise<ExecutionRecord | undefined> {
     return this.store.transition({
       id: record.id,
       from: ['dispatched'],
@@ -496,7 +517,13 @@ export class ExecutionEngine {
       requireStale: true,
       events: [
         ...extra,
-        { kind: 'lease_expired', executionId: record.id, actor: record.actor, tool: record.tool, detail: { state: 'unknown' } },
+        {
+          kind: 'lease_expired',
+          executionId: record.id,
+          actor: record.actor,
+          tool: record.tool,
+          detail: { state: 'unknown' },
+        },
       ],
     });
   }
@@ -538,7 +565,14 @@ export class ExecutionEngine {
       to: answer.outcome,
       holder: null,
       outcome: { result: answer.result },
-      events: [{ kind: 'outcome', executionId: record.id, tool: record.tool, detail: { state: answer.outcome, by: 'status_probe' } }],
+      events: [
+        {
+          kind: 'outcome',
+          executionId: record.id,
+          tool: record.tool,
+          detail: { state: answer.outcome, by: 'status_probe' },
+        },
+      ],
     });
   }
 
@@ -564,7 +598,10 @@ export class ExecutionEngine {
       case 'awaiting_approval':
         return idemAnswer(IDEM_CODES.IDEM_AWAITING_APPROVAL, ctx);
       case 'denied':
-        return idemAnswer(IDEM_CODES.IDEM_DENIED, { ...ctx, ...(record.note ? { detail: `Reason: ${record.note}` } : {}) });
+        return idemAnswer(IDEM_CODES.IDEM_DENIED, {
+          ...ctx,
+          ...(record.note ? { detail: `Reason: ${record.note}` } : {}),
+        });
       case 'unknown':
         return idemAnswer(
           record.replay === 'review' ? IDEM_CODES.IDEM_REVIEW_REQUIRED : IDEM_CODES.IDEM_OUTCOME_UNKNOWN,

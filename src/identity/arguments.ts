@@ -26,11 +26,31 @@ export interface PreparedArguments {
 }
 
 /** Words that make a member name look secret; such members are redacted from previews even when no contract marks them (defence in depth). */
-const SECRET_WORDS = new Set(['password', 'passwd', 'passphrase', 'secret', 'token', 'apikey', 'authorization', 'cookie', 'credential', 'credentials', 'privatekey', 'cardnumber', 'cvv', 'cvc', 'pin']);
+const SECRET_WORDS = new Set([
+  'password',
+  'passwd',
+  'passphrase',
+  'secret',
+  'token',
+  'apikey',
+  'authorization',
+  'cookie',
+  'credential',
+  'credentials',
+  'privatekey',
+  'cardnumber',
+  'cvv',
+  'cvc',
+  'pin',
+]);
 
 /** Splits `apiKey`, `api_key`, `API-KEY` into words and checks words and adjacent pairs, so `compass` or `passenger` do not match. */
 function looksSecret(name: string): boolean {
-  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
   return words.some((word, i) => SECRET_WORDS.has(word) || SECRET_WORDS.has(word + (words[i + 1] ?? '')));
 }
 
@@ -153,8 +173,7 @@ function scrub(value: JsonValue, depth: number): JsonValue {
   if (Array.isArray(value)) return value.slice(0, 8).map((v) => scrub(v, depth + 1));
   const out: Record<string, JsonValue> = {};
   for (const [key, member] of Object.entries(value).slice(0, 16)) {
-    out[key] =
-      looksSecret(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
+    out[key] = looksSecret(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
   }
   return out;
 }

@@ -9,7 +9,8 @@ import type { CallerInfo } from '../receipts/receipt-transport.js';
 export function defaultActorOf(info: CallerInfo): string {
   const auth = info.authInfo;
   if (auth) {
-    const subject = (auth.extra as { subject?: unknown; actor?: unknown } | undefined)?.actor ?? auth.extra?.subject;
+    const subject =
+      (auth.extra as { subject?: unknown; actor?: unknown } | undefined)?.actor ?? auth.extra?.subject;
     return `token:${typeof subject === 'string' && subject ? subject : auth.clientId}`;
   }
   return `local:${localUser()}@${hostname()}/${info.clientName ?? 'unknown-client'}`;

@@ -71,7 +71,10 @@ export async function serveStreamableHttp(
     const body = await readJsonBody(req, res);
     if (body === undefined) return;
     if (!Array.isArray(body)) {
-      const admission = session.receipts.admit(body as JSONRPCMessage, req.auth ? { authInfo: req.auth } : undefined);
+      const admission = session.receipts.admit(
+        body as JSONRPCMessage,
+        req.auth ? { authInfo: req.auth } : undefined,
+      );
       if (admission.kind === 'answer') {
         // A resend (or a refused id) is answered from its receipt, so it never
         // displaces the stream the first request is still waiting on.
@@ -84,11 +87,14 @@ export async function serveStreamableHttp(
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: String(error) }, id: null });
+      if (!res.headersSent)
+        sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: String(error) }, id: null });
       else res.end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  await new Promise<void>((resolve) =>
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+  );
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}${path}`,
@@ -102,7 +108,10 @@ export async function serveStreamableHttp(
 
 function sendJson(res: ServerResponse, status: number, body: unknown, sessionId?: string): void {
   res
-    .writeHead(status, { 'content-type': 'application/json', ...(sessionId ? { 'mcp-session-id': sessionId } : {}) })
+    .writeHead(status, {
+      'content-type': 'application/json',
+      ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+    })
     .end(JSON.stringify(body));
 }
 
@@ -113,7 +122,11 @@ async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) {
-      sendJson(res, 413, { jsonrpc: '2.0', error: { code: -32600, message: `Request body larger than ${MAX_BODY_BYTES} bytes` }, id: null });
+      sendJson(res, 413, {
+        jsonrpc: '2.0',
+        error: { code: -32600, message: `Request body larger than ${MAX_BODY_BYTES} bytes` },
+        id: null,
+      });
       req.destroy();
       return undefined;
     }
@@ -122,7 +135,11 @@ async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch {
-    sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the body is not valid JSON' }, id: null });
+    sendJson(res, 400, {
+      jsonrpc: '2.0',
+      error: { code: -32700, message: 'Parse error: the body is not valid JSON' },
+      id: null,
+    });
     return undefined;
   }
 }

@@ -31,14 +31,21 @@ async function chargeServer(options: Partial<IdemOptions> & { delayMs?: number }
       server,
       'charge',
       {
-        inputSchema: { order_id: z.string(), amount_cents: z.number().int(), card_number: z.string().meta({ writeOnly: true }) },
+        inputSchema: {
+          order_id: z.string(),
+          amount_cents: z.number().int(),
+          card_number: z.string().meta({ writeOnly: true }),
+        },
         contract: { replay: 'keyed', scope: { business_key: 'order_id' } },
       },
       async (args, extra) => {
         counter.invocations++;
         counter.keys.push(extra.idem.executionId);
         await sleep(options.delayMs ?? 0);
-        return { content: [{ type: 'text', text: `charged ${args.order_id}` }], structuredContent: { n: counter.invocations } };
+        return {
+          content: [{ type: 'text', text: `charged ${args.order_id}` }],
+          structuredContent: { n: counter.invocations },
+        };
       },
     );
     return server;
@@ -84,7 +91,10 @@ describe('Idem library over real Streamable HTTP', () => {
     const { http, counter } = await chargeServer({ delayMs: 500 });
     const raw = new RawMcpHttp(http.url);
     await raw.initialize();
-    const [r1, r2] = await Promise.all([raw.callTool(5, 'charge', args), sleep(100).then(() => raw.callTool(5, 'charge', args))]);
+    const [r1, r2] = await Promise.all([
+      raw.callTool(5, 'charge', args),
+      sleep(100).then(() => raw.callTool(5, 'charge', args)),
+    ]);
     expect(counter.invocations).toBe(1);
     expect(r2.result).toEqual(r1.result);
     expect(r2.id).toBe(5);
@@ -150,7 +160,11 @@ describe('Idem library over real Streamable HTTP', () => {
       server,
       'charge',
       {
-        inputSchema: { order_id: z.string(), card_number: z.string().meta({ writeOnly: true }), api_key: z.string() },
+        inputSchema: {
+          order_id: z.string(),
+          card_number: z.string().meta({ writeOnly: true }),
+          api_key: z.string(),
+        },
         contract: { replay: 'review', fingerprint: { secrets: ['api_key'] }, timeout: 50 },
       },
       async (a) => {
@@ -164,7 +178,12 @@ describe('Idem library over real Streamable HTTP', () => {
     await client.connect(clientSide);
     const results: unknown[] = [];
     for (const order of ['fast', 'slow', 'fast']) {
-      results.push(await client.callTool({ name: 'charge', arguments: { order_id: order, card_number: secret, api_key: 'sk_live_abcdef123456' } }));
+      results.push(
+        await client.callTool({
+          name: 'charge',
+          arguments: { order_id: order, card_number: secret, api_key: 'sk_live_abcdef123456' },
+        }),
+      );
     }
     await sleep(200);
     const journal = await idem.store.readJournal(0, 10_000);
@@ -179,27 +198,46 @@ describe('Idem library over real Streamable HTTP', () => {
       expect(bytes.includes(secret), file).toBe(false);
       expect(bytes.includes('sk_live_abcdef123456'), file).toBe(false);
     }
-    for (const text of [JSON.stringify(journal), JSON.stringify(records), JSON.stringify(results), logged.join('')]) {
+    for (const text of [
+      JSON.stringify(journal),
+      JSON.stringify(records),
+      JSON.stringify(results),
+      logged.join(''),
+    ]) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain('sk_live_abcdef123456');
     }
   });
 
   it('ids without session scope: a reused id with new content is a new request, journaled as id_reused', async () => {
-    const idem = await Idem.open({ dataDir: mkdtempSync(join(tmpdir(), 'idem-nosess-')), store: new MemoryStore(), idScope: 'none' });
+    const idem = await Idem.open({
+      dataDir: mkdtempSync(join(tmpdir(), 'idem-nosess-')),
+      store: new MemoryStore(),
+      idScope: 'none',
+    });
     let runs = 0;
     const server = new McpServer({ name: 'stateless', version: '1.0.0' });
-    idem.tool(server, 'act', { inputSchema: { x: z.number() }, contract: { replay: 'keyed' } }, async ({ x }) => {
-      runs++;
-      return { content: [{ type: 'text', text: `x=${x}` }] };
-    });
+    idem.tool(
+      server,
+      'act',
+      { inputSchema: { x: z.number() }, contract: { replay: 'keyed' } },
+      async ({ x }) => {
+        runs++;
+        return { content: [{ type: 'text', text: `x=${x}` }] };
+      },
+    );
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await idem.connect(server, serverSide);
     const replies: JSONRPCMessage[] = [];
     clientSide.onmessage = (m) => replies.push(m);
     await clientSide.start();
     const send = (m: unknown) => clientSide.send(m as JSONRPCMessage);
-    await send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await send({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
     await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 1 } } });
     await sleep(50);

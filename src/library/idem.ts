@@ -1,8 +1,13 @@
+import { join } from 'node:path';
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { join } from 'node:path';
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
 import { type Approver, type DispatchContext, ExecutionEngine, type Logger } from '../executions/engine.js';
@@ -75,7 +80,12 @@ export class Idem {
   readonly #effectful = new Set<string>();
   readonly #ownsStore: boolean;
 
-  private constructor(store: ExecutionStore, fingerprinter: Fingerprinter, options: IdemOptions, ownsStore: boolean) {
+  private constructor(
+    store: ExecutionStore,
+    fingerprinter: Fingerprinter,
+    options: IdemOptions,
+    ownsStore: boolean,
+  ) {
     this.store = store;
     this.fingerprinter = fingerprinter;
     this.#ownsStore = ownsStore;
@@ -138,7 +148,13 @@ export class Idem {
             caller: {
               actor,
               session,
-              requestRef: requestKey({ actor, session, id: extra.requestId, method: 'tools/call', tool: name }),
+              requestRef: requestKey({
+                actor,
+                session,
+                id: extra.requestId,
+                method: 'tools/call',
+                tool: name,
+              }),
             },
           },
           (dispatch) => Promise.resolve(handler(args, { ...extra, idem: dispatch })),
@@ -187,7 +203,9 @@ export class Idem {
         description:
           'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
           'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
-        inputSchema: { ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer') },
+        inputSchema: {
+          ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer'),
+        },
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       async ({ ref }, extra) => this.engine.status(ref, this.#callerActor(server, extra)),
@@ -212,7 +230,10 @@ function jsonSchemaOf(shape: ZodShape): unknown {
  * the contract makes a repeat harmless, and never where a repeat after a
  * result is a deliberate new action.
  */
-export function honestAnnotations(given: ToolAnnotations | undefined, contract: ResolvedContract): ToolAnnotations {
+export function honestAnnotations(
+  given: ToolAnnotations | undefined,
+  contract: ResolvedContract,
+): ToolAnnotations {
   const out: ToolAnnotations = { ...given };
   if (contract.replay === 'read_only') return out;
   out.readOnlyHint = false;

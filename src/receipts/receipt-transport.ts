@@ -153,7 +153,8 @@ export class ReceiptTransport implements Transport {
   }
 
   #decide(message: JSONRPCMessage, extra?: MessageExtraInfo): Admission {
-    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method)) return { kind: 'forward', registered: false };
+    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method))
+      return { kind: 'forward', registered: false };
     const params = (message.params ?? {}) as { name?: unknown; _meta?: unknown };
     const tool = typeof params.name === 'string' ? params.name : '';
     if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
@@ -162,7 +163,10 @@ export class ReceiptTransport implements Transport {
     let fingerprint: string;
     try {
       const { _meta: _ignored, ...content } = params;
-      fingerprint = this.#options.fingerprinter.digest('receipt', canonicalJson({ method: message.method, params: content }));
+      fingerprint = this.#options.fingerprinter.digest(
+        'receipt',
+        canonicalJson({ method: message.method, params: content }),
+      );
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
@@ -207,7 +211,13 @@ export class ReceiptTransport implements Transport {
           }),
         );
       case 'full':
-        return answer(Promise.resolve({ jsonrpc: '2.0', id: message.id, result: idemAnswer(IDEM_CODES.IDEM_RECEIPTS_FULL) }));
+        return answer(
+          Promise.resolve({
+            jsonrpc: '2.0',
+            id: message.id,
+            result: idemAnswer(IDEM_CODES.IDEM_RECEIPTS_FULL),
+          }),
+        );
     }
   }
 

@@ -498,7 +498,11 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         await store.markDelivered(record.id);
         expect((await store.get(record.id))!.deliveredAt).toBe(done!.deliveredAt);
         const other = await claimWon({ state: 'dispatched', dispatchTimeoutMs: LONG_MS });
-        const undelivered = await store.transition({ id: other.record.id, from: ['dispatched'], to: 'unknown' });
+        const undelivered = await store.transition({
+          id: other.record.id,
+          from: ['dispatched'],
+          to: 'unknown',
+        });
         expect(undelivered!.deliveredAt).toBeNull();
       });
 

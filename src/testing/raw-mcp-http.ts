@@ -13,7 +13,11 @@ export class RawMcpHttp {
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: clientName, version: '1.0.0' } },
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: clientName, version: '1.0.0' },
+      },
     });
     await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
   }
@@ -42,7 +46,12 @@ export class RawMcpHttp {
   }
 
   async callTool(id: string | number, name: string, args: unknown): Promise<Record<string, unknown>> {
-    const replies = await this.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+    const replies = await this.post({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    });
     const reply = replies.find((m) => 'result' in m || 'error' in m);
     if (!reply) throw new Error(`no reply for ${JSON.stringify(id)}: ${JSON.stringify(replies)}`);
     return reply;

@@ -17,7 +17,13 @@ interface Row extends Omit<ExecutionRecord, 'readAt'> {
   active: boolean;
 }
 
-const NEVER_TRIMMED: readonly ExecutionState[] = ['accepted', 'awaiting_approval', 'authorized', 'dispatched', 'unknown'];
+const NEVER_TRIMMED: readonly ExecutionState[] = [
+  'accepted',
+  'awaiting_approval',
+  'authorized',
+  'dispatched',
+  'unknown',
+];
 
 /**
  * The reference store: everything in one process's memory. Each method runs
@@ -37,7 +43,10 @@ export class MemoryStore implements ExecutionStore {
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
     const now = this.#clock();
-    if (options.replacing !== undefined && this.#activeByFingerprint.get(input.fingerprint) === options.replacing) {
+    if (
+      options.replacing !== undefined &&
+      this.#activeByFingerprint.get(input.fingerprint) === options.replacing
+    ) {
       this.#activeByFingerprint.delete(input.fingerprint);
       const old = this.#rows.get(options.replacing);
       if (old) old.active = false;
@@ -150,7 +159,10 @@ export class MemoryStore implements ExecutionStore {
   }
 
   async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
-    return this.#journal.filter((e) => e.seq > afterSeq).slice(0, limit).map((e) => structuredClone(e));
+    return this.#journal
+      .filter((e) => e.seq > afterSeq)
+      .slice(0, limit)
+      .map((e) => structuredClone(e));
   }
 
   async sweep(options: { retentionMs: number }): Promise<SweepResult> {
@@ -162,13 +174,22 @@ export class MemoryStore implements ExecutionStore {
         row.state = 'unknown';
         row.updatedAt = now;
         this.#append(
-          [{ kind: 'lease_expired', executionId: row.id, actor: row.actor, tool: row.tool, detail: { state: 'unknown' } }],
+          [
+            {
+              kind: 'lease_expired',
+              executionId: row.id,
+              actor: row.actor,
+              tool: row.tool,
+              detail: { state: 'unknown' },
+            },
+          ],
           now,
         );
         expired.push(this.#view(row, now));
       } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {
         this.#rows.delete(row.id);
-        if (this.#activeByFingerprint.get(row.fingerprint) === row.id) this.#activeByFingerprint.delete(row.fingerprint);
+        if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
+          this.#activeByFingerprint.delete(row.fingerprint);
         trimmed++;
       }
     }

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench`: Idem's per-call cost, as ratios against a baseline run in
+ * the same process (absolute times on shared machines are noisy).
+ *
+ *   1. engine: a trivial handler called directly vs through ExecutionEngine
+ *      (identify → claim → dispatch → record outcome → record delivery),
+ *      every call a new intent, on the memory and SQLite stores;
+ *   2. MCP: an SDK client calling a plain tool vs the same tool wrapped by
+ *      Idem, over the SDK's in-memory transport, on SQLite;
+ *   3. bytes per stored execution row (SQLite, without the result payload).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { resolveContract } from '../src/contracts/contract.js';
+import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
+import type { ToolResult } from '../src/executions/outcome.js';
+import { Fingerprinter } from '../src/identity/fingerprint.js';
+import { Idem } from '../src/library/idem.js';
+import { MemoryStore } from '../src/store/memory/memory-store.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { ExecutionStore } from '../src/store/types.js';
+
+const N = Number(process.env.BENCH_CALLS ?? 20_000);
+const WARMUP = Math.min(2_000, Math.floor(N / 10));
+const dir = mkdtempSync(join(tmpdir(), 'idem-bench-'));
+
+interface Stats {
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+function stats(samplesNs: number[]): Stats {
+  const sorted = Float64Array.from(samplesNs).sort();
+  const at = (q: number) =>
+    (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) / 1000;
+  return { p50: at(0.5), p99: at(0.99), mean: sorted.reduce((a, b) => a + b, 0) / sorted.length / 1000 };
+}
+
+async function measure(n: number, fn: (i: number) => Promise<unknown>): Promise<Stats> {
+  for (let i = 0; i < WARMUP; i++) await fn(-1 - i);
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = process.hrtime.bigint();
+    await fn(i);
+    samples.push(Number(process.hrtime.bigint() - start));
+  }
+  return stats(samples);
+}
+
+const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });
+const fingerprinter = new Fingerprinter(randomBytes(32));
+const contract = resolveContract({ replay: 'keyed', scope: { business_key: 'order_id' } }, undefined);
+const callFor = (i: number): ToolCall => ({
+  tool: 'charge_card',
+  channel: 'library',
+  target: 'local',
+  credentialRef: null,
+  method: 'tools/call',
+  arguments: { order_id: `order-${i}`, amount_cents: 1999, currency: 'EUR' },
+  contract,
+  caller: { actor: 'local:bench', session: 'bench-session' },
+});
+
+const fmt = (n: number) => n.toFixed(1).padStart(8);
+const rows: string[] = [];
+function report(label: string, base: Stats, idem: Stats) {
+  rows.push(
+    `| ${label} | ${fmt(base.p50)} | ${fmt(base.p99)} | ${fmt(idem.p50)} | ${fmt(idem.p99)} | ${fmt(idem.p50 - base.p50)} | ${(idem.p50 / base.p50).toFixed(2)}× |`,
+  );
+}
+
+async function engineBench(label: string, store: ExecutionStore) {
+  const engine = new ExecutionEngine({ store, fingerprinter });
+  // Interleave baseline and Idem in one run so both see the same machine state.
+  const direct = await measure(N, () => handler());
+  const through = await measure(N, (i) => engine.execute(callFor(i), handler));
+  report(label, direct, through);
+}
+
+async function mcpBench() {
+  const idem = await Idem.open({
+    dataDir: join(dir, 'mcp'),
+    store: { kind: 'sqlite', path: join(dir, 'mcp.db') },
+  });
+  const server = new McpServer({ name: 'bench', version: '1' });
+  const shape = { order_id: z.string(), amount_cents: z.number().int() };
+  server.registerTool('plain_charge', { inputSchema: shape }, handler);
+  idem.tool(
+    server,
+    'idem_charge',
+    { inputSchema: shape, contract: { replay: 'keyed', scope: { business_key: 'order_id' } } },
+    handler,
+  );
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await idem.connect(server, serverSide);
+  const client = new Client({ name: 'bench', version: '1' });
+  await client.connect(clientSide);
+  const n = Math.floor(N / 4);
+  const plain = await measure(n, (i) =>
+    client.callTool({ name: 'plain_charge', arguments: { order_id: `p-${i}`, amount_cents: 1 } }),
+  );
+  const wrapped = await measure(n, (i) =>
+    client.callTool({ name: 'idem_charge', arguments: { order_id: `w-${i}`, amount_cents: 1 } }),
+  );
+  report('MCP round trip, SQLite (SDK client ↔ server, in-memory transport)', plain, wrapped);
+  await client.close();
+  await idem.close();
+}
+
+try {
+  console.log(
+    `idem bench — ${N} calls per series (+${WARMUP} warm-up), node ${process.version}, ${new Date().toISOString()}\n`,
+  );
+  await engineBench('engine, memory store', new MemoryStore());
+  const sqlite = await SqliteStore.open({ path: join(dir, 'engine.db') });
+  await engineBench('engine, SQLite store (WAL, synchronous=NORMAL)', sqlite);
+  const bytes = sqlite.measureRowBytes();
+  await sqlite.close();
+  await mcpBench();
+
+  console.log(
+    '| series | baseline p50 µs | baseline p99 µs | Idem p50 µs | Idem p99 µs | p50 overhead µs | p50 ratio |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const row of rows) console.log(row);
+  console.log(
+    `\nSQLite bytes per execution row, result payload excluded (${bytes.method}, ${bytes.rows} rows): ` +
+      `${bytes.bytesPerRow.toFixed(0)} B in the table + ${bytes.indexBytesPerRow.toFixed(0)} B in its indexes`,
+  );
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
