@@ -1,0 +1,337 @@
+/**
+ * Runs the MCP conformance suite (npm @modelcontextprotocol/conformance, server
+ * mode) on Node 22 against a server URL and reads back every check it made.
+ *
+ * The same checks run against the fixture directly and, later, through the
+ * gateway; `compareRuns` then says which checks passed directly but not
+ * through it. A gateway is invisible when that list is empty.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { node22, packageBin, REPO_ROOT } from '../support/node22.js';
+
+export const FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/fixture-server.ts');
+
+export type CheckStatus = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED';
+
+export interface Check {
+  id: string;
+  name: string;
+  description: string;
+  status: CheckStatus;
+  errorMessage?: string;
+  details?: unknown;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  checks: Check[];
+  passed: number;
+  failed: number;
+  warnings: number;
+}
+
+export type Suite = 'active' | 'all' | 'pending';
+
+export interface ConformanceRun {
+  url: string;
+  suite: Suite;
+  scenarios: ScenarioResult[];
+  passed: number;
+  failed: number;
+  warnings: number;
+  durationMs: number;
+  /** The suite's own exit code (it counts failures only, not warnings). */
+  exitCode: number | null;
+  /** What the suite printed (stdout and stderr). */
+  log: string;
+}
+
+/**
+ * Checks that a plain SDK server cannot pass, each with its reason. Anything
+ * else that is not SUCCESS/INFO fails the run, and an entry here that no
+ * longer happens fails it too (stale), so the list stays exact.
+ *
+ * The active suite (the default) needs no entry: the fixture passes all of it.
+ */
+export const KNOWN_NON_SUCCESS: readonly {
+  scenario: string;
+  check: string;
+  status: CheckStatus;
+  reason: string;
+}[] = [
+  {
+    scenario: 'server-sse-polling',
+    check: 'server-sse-priming-event',
+    status: 'WARNING',
+    reason:
+      'Pending scenario. Its raw POST declares MCP-Protocol-Version 2025-03-26, and the SDK sends a priming ' +
+      'event (and lets a handler close the stream) only to clients of 2025-11-25 or later, whose SSE parsers ' +
+      'accept empty data. The fixture does both for 2025-11-25 (see resumability.ts and its test).',
+  },
+  {
+    scenario: 'server-sse-polling',
+    check: 'server-sse-retry-field',
+    status: 'WARNING',
+    reason: 'Pending scenario. The retry field travels on the priming event, which is not sent (see above).',
+  },
+];
+
+/** Runs the suite (all scenarios of `suite`, or one `scenario`) against `url` on Node 22. */
+export async function runConformance(options: {
+  url: string;
+  suite?: Suite;
+  scenario?: string;
+  timeoutMs?: number;
+}): Promise<ConformanceRun> {
+  const suite = options.suite ?? 'active';
+  const outputDir = mkdtempSync(join(tmpdir(), 'idem-conformance-'));
+  const args = [
+    packageBin('@modelcontextprotocol/conformance', 'conformance'),
+    'server',
+    '--url',
+    options.url,
+    ...(options.scenario ? ['--scenario', options.scenario] : ['--suite', suite]),
+    '--output-dir',
+    outputDir,
+  ];
+  const started = performance.now();
+  try {
+    const { code, output } = await runToEnd(node22(), args, options.timeoutMs ?? 300_000);
+    const scenarios = readResults(outputDir, output, options.scenario);
+    return {
+      url: options.url,
+      suite,
+      scenarios,
+      passed: sum(scenarios, 'passed'),
+      failed: sum(scenarios, 'failed'),
+      warnings: sum(scenarios, 'warnings'),
+      durationMs: Math.round(performance.now() - started),
+      exitCode: code,
+      log: output,
+    };
+  } finally {
+    rmSync(outputDir, { recursive: true, force: true });
+  }
+}
+
+function sum(scenarios: ScenarioResult[], key: 'passed' | 'failed' | 'warnings'): number {
+  return scenarios.reduce((total, s) => total + s[key], 0);
+}
+
+function runToEnd(
+  command: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`conformance suite did not finish within ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/**
+ * Reads each scenario's checks.json (written as `server-<scenario>-<timestamp>/`).
+ * A scenario the suite names in its summary but that wrote no file crashed: it
+ * is reported as one failed check rather than dropped.
+ */
+function readResults(outputDir: string, log: string, single: string | undefined): ScenarioResult[] {
+  const byScenario = new Map<string, Check[]>();
+  for (const entry of readdirSync(outputDir)) {
+    const match = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry);
+    if (!match?.[1]) continue;
+    const checks = JSON.parse(readFileSync(join(outputDir, entry, 'checks.json'), 'utf8')) as Check[];
+    byScenario.set(match[1], [...(byScenario.get(match[1]) ?? []), ...checks]);
+  }
+  const named = single
+    ? [single]
+    : [...log.matchAll(/^[✓✗] (\S+): \d+ passed, \d+ failed/gmu)].map((m) => m[1] ?? '');
+  for (const scenario of named) {
+    if (!byScenario.has(scenario)) {
+      byScenario.set(scenario, [
+        {
+          id: scenario,
+          name: scenario,
+          description: 'Scenario crashed before writing its checks',
+          status: 'FAILURE',
+          errorMessage: 'no checks.json; see the run log',
+        },
+      ]);
+    }
+  }
+  if (byScenario.size === 0) throw new Error(`the conformance suite reported no scenario:\n${log}`);
+  // In the suite's own order (its summary), then anything it did not name.
+  const order = [...new Set([...named, ...byScenario.keys()])];
+  return order
+    .map((scenario) => [scenario, byScenario.get(scenario) ?? []] as const)
+    .map(([scenario, checks]) => ({
+      scenario,
+      checks,
+      passed: checks.filter((c) => c.status === 'SUCCESS').length,
+      failed: checks.filter((c) => c.status === 'FAILURE').length,
+      warnings: checks.filter((c) => c.status === 'WARNING').length,
+    }));
+}
+
+export interface Evaluation {
+  ok: boolean;
+  /** `scenario/check: STATUS message` for each FAILURE or WARNING not in KNOWN_NON_SUCCESS. */
+  unexpected: string[];
+  /** Known non-successes of scenarios that ran whose check now has another status. */
+  stale: string[];
+}
+
+/** Compares a run with the known non-successes: ok when it has only those, and all of those. */
+export function evaluate(run: ConformanceRun, known = KNOWN_NON_SUCCESS): Evaluation {
+  const unexpected: string[] = [];
+  for (const { scenario, checks } of run.scenarios) {
+    for (const check of checks) {
+      if (check.status !== 'FAILURE' && check.status !== 'WARNING') continue;
+      const isKnown = known.some(
+        (k) => k.scenario === scenario && k.check === check.id && k.status === check.status,
+      );
+      if (!isKnown)
+        unexpected.push(
+          `${scenario}/${check.id}: ${check.status} ${check.errorMessage ?? check.description}`,
+        );
+    }
+  }
+  const stale = known
+    .filter((k) => {
+      const ran = run.scenarios.find((s) => s.scenario === k.scenario);
+      return ran && !ran.checks.some((c) => c.id === k.check && c.status === k.status);
+    })
+    .map((k) => `${k.scenario}/${k.check}: expected ${k.status}, no longer happens`);
+  return { ok: unexpected.length === 0 && stale.length === 0, unexpected, stale };
+}
+
+/** `scenario/check` of every check that passed. */
+export function passingChecks(run: ConformanceRun): Set<string> {
+  return new Set(
+    run.scenarios.flatMap(({ scenario, checks }) =>
+      checks.filter((c) => c.status === 'SUCCESS').map((c) => `${scenario}/${c.id}`),
+    ),
+  );
+}
+
+/** What passed in `direct` but not in `via` (lost), and the reverse (gained). */
+export function compareRuns(
+  direct: ConformanceRun,
+  via: ConformanceRun,
+): { lost: string[]; gained: string[] } {
+  const before = passingChecks(direct);
+  const after = passingChecks(via);
+  return {
+    lost: [...before].filter((c) => !after.has(c)).sort(),
+    gained: [...after].filter((c) => !before.has(c)).sort(),
+  };
+}
+
+/** One line per scenario, the failing checks under it, then the totals. */
+export function formatRun(run: ConformanceRun): string {
+  const width = Math.max(...run.scenarios.map((s) => s.scenario.length));
+  const lines = run.scenarios.map(({ scenario, passed, failed, warnings, checks }) => {
+    const mark = failed > 0 ? '✗' : warnings > 0 ? '!' : '✓';
+    const head = `${mark} ${scenario.padEnd(width)}  ${passed} passed, ${failed} failed, ${warnings} warnings`;
+    const problems = checks
+      .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING')
+      .map((c) => `    ${c.status} ${c.id}: ${c.errorMessage ?? c.description}`);
+    return [head, ...problems].join('\n');
+  });
+  lines.push(
+    `${run.scenarios.length} scenarios (${run.suite} suite) against ${run.url}: ` +
+      `${run.passed} checks passed, ${run.failed} failed, ${run.warnings} warnings in ${(run.durationMs / 1000).toFixed(1)} s`,
+  );
+  return lines.join('\n');
+}
+
+export interface RunningServer {
+  url: string;
+  process: ChildProcess;
+  close(): Promise<void>;
+}
+
+/** Starts the fixture over HTTP in its own process (the project's Node) on a free loopback port. */
+export async function startFixture(options: { timeoutMs?: number } = {}): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE_PATH, '--port', '0'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await waitForUrl(child, /^listening (http:\S+)$/m, options.timeoutMs ?? 30_000);
+  return { url, process: child, close: () => stopProcess(child) };
+}
+
+/** The command that runs the fixture over stdio, for clients and gateways that spawn their upstream. */
+export function fixtureStdioCommand(): { command: string; args: string[]; cwd: string } {
+  return { command: process.execPath, args: ['--import', 'tsx', FIXTURE_PATH, '--stdio'], cwd: REPO_ROOT };
+}
+
+/** Resolves with the first capture of `pattern` in the child's stdout; rejects if it exits or times out first. */
+export function waitForUrl(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    // Only the tail is kept for the error message; once the URL is seen the
+    // listeners go, and the streams keep flowing into nothing (never blocking the child).
+    const keep = (text: string) => text.slice(-10_000);
+    const done = () => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout?.off('data', onStdout);
+      child.stderr?.off('data', onStderr);
+    };
+    const fail = (why: string) => {
+      done();
+      reject(new Error(`${why}\nstdout: ${stdout}\nstderr: ${stderr}`));
+    };
+    const onStdout = (chunk: Buffer) => {
+      stdout = keep(stdout + chunk.toString('utf8'));
+      const url = pattern.exec(stdout)?.[1];
+      if (url) {
+        done();
+        resolve(url);
+      }
+    };
+    const onStderr = (chunk: Buffer) => {
+      stderr = keep(stderr + chunk.toString('utf8'));
+    };
+    const onExit = (code: number | null) => fail(`process exited (code ${code}) before printing its URL`);
+    const timer = setTimeout(() => fail(`no URL within ${timeoutMs} ms`), timeoutMs);
+    child.stdout?.on('data', onStdout);
+    child.stderr?.on('data', onStderr);
+    child.once('exit', onExit);
+  });
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves when the process has exited. */
+export function stopProcess(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
