@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runDemo } from '../demo/demo.js';
+import { registerGatewayCommand } from './gateway.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -9,7 +10,8 @@ const { version } = JSON.parse(readFileSync(new URL('../../package.json', import
 
 const program = new Command('idem')
   .description('Execution identity for MCP tool calls: one intended action, one execution.')
-  .version(version);
+  .version(version)
+  .enablePositionalOptions();
 
 program
   .command('demo')
@@ -19,5 +21,7 @@ program
     const reports = await runDemo(options.dataDir ? { dataDir: options.dataDir } : {});
     process.exitCode = reports.every((r) => r.ok) ? 0 : 1;
   });
+
+registerGatewayCommand(program, version);
 
 await program.parseAsync(process.argv);

@@ -530,7 +530,7 @@ export class ExecutionEngine {
 
   /** Unknown outcome: probe if the contract can, re-send with the same key only for `keyed`. */
   async #recover(record: ExecutionRecord, call: ToolCall, dispatch: Dispatch): Promise<Attempt> {
-    const probed = await this.#probe(record);
+    const probed = await this.#probe(record, call.contract);
     if (probed) return this.#answerFor(probed);
     if (call.contract.replay === 'keyed') {
       const token = newToken();
@@ -548,8 +548,8 @@ export class ExecutionEngine {
   }
 
   /** Asks the target what happened, if the tool has a status probe; records a definite answer. */
-  async #probe(record: ExecutionRecord): Promise<ExecutionRecord | undefined> {
-    const probe = this.#contracts.get(record.tool)?.statusProbe;
+  async #probe(record: ExecutionRecord, contract?: ResolvedContract): Promise<ExecutionRecord | undefined> {
+    const probe = contract?.statusProbe ?? this.#contracts.get(record.tool)?.statusProbe;
     if (!probe) return undefined;
     let answer: Awaited<ReturnType<typeof probe>>;
     try {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { JsonValue } from '../identity/canonical.js';
 import { chainHash, GENESIS_HASH, nextEntry } from './chain.js';
 import type { ActivityEventInput } from './events.js';
 import { entryLine, readExport, signedHeadLine } from './export.js';
@@ -23,7 +24,7 @@ function journal(n: number): StoredJournalRow[] {
   for (let seq = 1; seq <= n; seq++) {
     const exe = `exe_${String(Math.floor((seq - 1) / 5)).padStart(26, '0')}`;
     const kind = KINDS[(seq - 1) % 5] as ActivityEventInput['kind'];
-    const detail =
+    const detail: Record<string, JsonValue> =
       kind === 'outcome'
         ? { state: 'completed' }
         : kind === 'received'

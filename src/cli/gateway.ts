@@ -1,0 +1,84 @@
+import { basename } from 'node:path';
+import type { Command } from 'commander';
+import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
+import { Gateway } from '../gateway/gateway.js';
+
+interface GatewayFlags {
+  config?: string;
+  listen?: string;
+  stdio?: boolean;
+}
+
+/** `idem gateway [--config idem.yaml] [--listen host:port] [-- command args…]` */
+export function registerGatewayCommand(program: Command, version: string): void {
+  program
+    .command('gateway')
+    .description(
+      'Run the MCP gateway. Zero config: `idem gateway -- <command> [args…]` wraps one stdio MCP server and serves it on stdio.',
+    )
+    .option(
+      '-c, --config <file>',
+      'YAML config: upstreams, fronts, store, contracts, tokens (schema: schema/idem-config.schema.json)',
+    )
+    .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
+    .option('--stdio', 'also serve on stdio when --listen or the config enables HTTP')
+    .argument('[command...]', 'an upstream MCP server command, after --')
+    .passThroughOptions()
+    .action(async (command: string[], flags: GatewayFlags) => {
+      const config = buildConfig(command, flags);
+      const gateway = await Gateway.start(config, {
+        version,
+        logger: {
+          warn: (message, fields) =>
+            process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
+          error: (message, fields) =>
+            process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
+        },
+      });
+      const stop = async () => {
+        await gateway.close().catch(() => {});
+        process.exit(0);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      if (config.listen?.http) {
+        const http = await gateway.serveHttp();
+        process.stderr.write(`idem gateway: Streamable HTTP on ${http.url}\n`);
+      }
+      if (config.listen?.stdio ?? !config.listen?.http) {
+        const session = await gateway.serveStdio();
+        // stdio serves one client: when it goes, so does the gateway.
+        process.stdin.once('end', () => void session.close().then(stop));
+      }
+    });
+}
+
+function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
+  let config: GatewayConfig;
+  if (flags.config) {
+    if (command.length > 0) throw new ConfigError('give either --config or a command after --, not both');
+    config = loadConfig(flags.config);
+  } else {
+    const [cmd, ...args] = command;
+    if (!cmd)
+      throw new ConfigError(
+        'nothing to serve: give --config idem.yaml, or a command after -- (idem gateway -- npx some-mcp-server)',
+      );
+    const name =
+      basename(cmd)
+        .replace(/[^A-Za-z0-9_-]/g, '_')
+        .slice(0, 32) || 'upstream';
+    config = GatewayConfigSchema.parse({ upstreams: { [name]: { command: cmd, args } } });
+  }
+  if (flags.listen) {
+    const match = /^(.*):(\d+)$/.exec(flags.listen);
+    if (!match) throw new ConfigError(`--listen ${flags.listen}: expected host:port, e.g. 127.0.0.1:8787`);
+    const host = (match[1] as string).replace(/^\[|\]$/g, '');
+    config.listen = {
+      ...config.listen,
+      stdio: flags.stdio ?? config.listen?.stdio ?? false,
+      http: { path: '/mcp', stateless: false, ...config.listen?.http, host, port: Number(match[2]) },
+    };
+  }
+  return config;
+}

@@ -1,0 +1,287 @@
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type InitializeResult,
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
+  type JSONRPCMessage,
+  type JSONRPCNotification,
+  type JSONRPCRequest,
+  type JSONRPCResultResponse,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
+export type UpstreamSpec =
+  | { name: string; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | { name: string; url: string; headers?: Record<string, string> };
+
+export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
+
+/** The upstream went away with this request unanswered: whether it acted is unknown. */
+export class UpstreamClosedError extends Error {
+  override readonly name = 'UpstreamClosedError';
+}
+
+/** The request never left: the upstream was down. Nothing happened. */
+export class UpstreamUnavailableError extends Error {
+  override readonly name = 'UpstreamUnavailableError';
+}
+
+export interface UpstreamHandlers {
+  /** A request from the upstream to the client (sampling, elicitation, roots, ping). */
+  onRequest(request: JSONRPCRequest): Promise<UpstreamReply>;
+  /** A notification from the upstream (progress, logging, list_changed, resources/updated, cancelled). */
+  onNotification(notification: JSONRPCNotification): void;
+  /** The upstream is down (exited, or its connection failed); it will be restarted. */
+  onDown?(error: Error | undefined): void;
+}
+
+export interface UpstreamOptions {
+  /** Restart backoff: first delay and cap. */
+  restartDelayMs?: number;
+  maxRestartDelayMs?: number;
+  /** stderr of stdio upstreams: inherit (default, visible to an operator) or ignore. */
+  stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+interface Pending {
+  resolve(reply: UpstreamReply): void;
+  reject(error: Error): void;
+}
+
+/**
+ * One connection to an upstream MCP server, at the JSON-RPC message level so
+ * that everything passes through faithfully. The gateway is the upstream's
+ * client: it initializes it with the real client's parameters, renumbers
+ * request ids into its own space, and restarts the upstream with backoff when
+ * it exits.
+ */
+export class UpstreamConnection {
+  readonly name: string;
+  readonly #spec: UpstreamSpec;
+  readonly #handlers: UpstreamHandlers;
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr'>> & Pick<UpstreamOptions, 'stderr'>;
+  #transport: Transport | undefined;
+  #nextId = 1;
+  readonly #pending = new Map<RequestId, Pending>();
+  #initializeParams: JSONRPCRequest['params'];
+  #initializeResult: InitializeResult | undefined;
+  #available = false;
+  /** Connected but not yet initialized: only the initialize request may go out. */
+  #initializing = false;
+  #closed = false;
+  #restartDelay: number;
+  #restartTimer: NodeJS.Timeout | undefined;
+  #ready: Promise<void> | undefined;
+
+  constructor(spec: UpstreamSpec, handlers: UpstreamHandlers, options: UpstreamOptions = {}) {
+    this.name = spec.name;
+    this.#spec = spec;
+    this.#handlers = handlers;
+    this.#options = {
+      restartDelayMs: options.restartDelayMs ?? 250,
+      maxRestartDelayMs: options.maxRestartDelayMs ?? 10_000,
+      stderr: options.stderr,
+    };
+    this.#restartDelay = this.#options.restartDelayMs;
+  }
+
+  /** True while requests can be sent (connected and initialized). */
+  get available(): boolean {
+    return this.#available && !this.#initializing;
+  }
+
+  get initializeResult(): InitializeResult | undefined {
+    return this.#initializeResult;
+  }
+
+  /** Connects and initializes with the client's own initialize parameters. */
+  async start(initializeParams: JSONRPCRequest['params']): Promise<InitializeResult> {
+    this.#initializeParams = initializeParams;
+    await this.#connect();
+    return this.#initializeResult as InitializeResult;
+  }
+
+  /** Resolves when the upstream is (again) available, or rejects after `timeoutMs`. */
+  async whenReady(timeoutMs: number): Promise<void> {
+    if (this.available) return;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.#ready ?? Promise.reject(new UpstreamUnavailableError(`upstream ${this.name} is not started`)),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new UpstreamUnavailableError(`upstream ${this.name} is down`)),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Sends a request and resolves with the upstream's reply (result or error).
+   * Throws UpstreamUnavailableError if it could not be sent (nothing
+   * happened), UpstreamClosedError if the upstream went away before replying
+   * (it may have acted).
+   */
+  async request(
+    method: string,
+    params: JSONRPCRequest['params'],
+    signal?: AbortSignal,
+  ): Promise<UpstreamReply> {
+    const transport = this.#transport;
+    const allowed = this.available || (this.#initializing && this.#available && method === 'initialize');
+    if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
+    const id = this.#nextId++;
+    const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    try {
+      await transport.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
+    } catch (error) {
+      this.#pending.delete(id);
+      throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${String(error)}`);
+    }
+    if (signal) {
+      const cancel = () => {
+        void this.notify('notifications/cancelled', {
+          requestId: id,
+          reason: String(signal.reason ?? 'cancelled'),
+        });
+      };
+      if (signal.aborted) cancel();
+      else signal.addEventListener('abort', cancel, { once: true });
+    }
+    return reply;
+  }
+
+  async notify(method: string, params?: JSONRPCNotification['params']): Promise<void> {
+    if (!this.#available || !this.#transport) return;
+    await this.#transport.send({ jsonrpc: '2.0', method, ...(params ? { params } : {}) }).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#available = false;
+    clearTimeout(this.#restartTimer);
+    const transport = this.#transport;
+    this.#transport = undefined;
+    this.#failPending(new UpstreamClosedError(`upstream ${this.name} closed`));
+    await transport?.close().catch(() => {});
+  }
+
+  #connect(): Promise<void> {
+    this.#ready = (async () => {
+      const transport = this.#createTransport();
+      this.#transport = transport;
+      transport.onmessage = (message) => this.#receive(transport, message);
+      transport.onclose = () => this.#lost(transport, undefined);
+      transport.onerror = (error) => {
+        // HTTP transports report failed requests here without closing: only a closed transport is "down".
+        if (transport instanceof StdioClientTransport) this.#lost(transport, error);
+      };
+      await transport.start();
+      this.#available = true;
+      this.#initializing = true;
+      const init = await this.request('initialize', this.#initializeParams);
+      if ('error' in init) {
+        throw new Error(`upstream ${this.name} refused initialize: ${init.error.message}`);
+      }
+      this.#initializeResult = init.result as InitializeResult;
+      transport.setProtocolVersion?.(this.#initializeResult.protocolVersion);
+      await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.#initializing = false;
+      this.#restartDelay = this.#options.restartDelayMs;
+    })().catch((error: unknown) => {
+      this.#available = false;
+      this.#initializing = false;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  #createTransport(): Transport {
+    const spec = this.#spec;
+    if ('url' in spec) {
+      return new StreamableHTTPClientTransport(new URL(spec.url), {
+        ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
+      });
+    }
+    return new StdioClientTransport({
+      command: spec.command,
+      args: spec.args ?? [],
+      ...(spec.env ? { env: { ...(process.env as Record<string, string>), ...spec.env } } : {}),
+      ...(spec.cwd ? { cwd: spec.cwd } : {}),
+      stderr: this.#options.stderr ?? 'inherit',
+    });
+  }
+
+  #receive(transport: Transport, message: JSONRPCMessage): void {
+    if (transport !== this.#transport) return;
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      const id = (message as { id?: RequestId }).id;
+      const pending = id === undefined ? undefined : this.#pending.get(id);
+      if (pending && id !== undefined) {
+        this.#pending.delete(id);
+        pending.resolve(message as UpstreamReply);
+      }
+      return;
+    }
+    if (isJSONRPCRequest(message)) {
+      const upstreamId = message.id;
+      void this.#handlers
+        .onRequest(message)
+        .catch(
+          (error: unknown): UpstreamReply => ({
+            jsonrpc: '2.0',
+            id: upstreamId,
+            error: { code: -32603, message: `gateway could not relay the request: ${String(error)}` },
+          }),
+        )
+        .then((reply) => transport.send({ ...reply, id: upstreamId } as JSONRPCMessage))
+        .catch(() => {});
+      return;
+    }
+    if (isJSONRPCNotification(message)) this.#handlers.onNotification(message);
+  }
+
+  #lost(transport: Transport, error: Error | undefined): void {
+    if (transport !== this.#transport) return;
+    this.#transport = undefined;
+    this.#available = false;
+    this.#failPending(
+      new UpstreamClosedError(`upstream ${this.name} went away${error ? `: ${error.message}` : ''}`),
+    );
+    void transport.close().catch(() => {});
+    if (this.#closed) return;
+    this.#handlers.onDown?.(error);
+    this.#scheduleRestart();
+  }
+
+  #scheduleRestart(): void {
+    const delay = this.#restartDelay;
+    this.#restartDelay = Math.min(this.#restartDelay * 2, this.#options.maxRestartDelayMs);
+    this.#restartTimer = setTimeout(() => {
+      if (this.#closed) return;
+      this.#connect().catch(() => {
+        if (!this.#closed && !this.#transport) this.#scheduleRestart();
+        else if (!this.#closed && this.#transport && !this.#available) {
+          const t = this.#transport;
+          this.#lost(t, undefined);
+        }
+      });
+    }, delay);
+    this.#restartTimer.unref();
+  }
+
+  #failPending(error: Error): void {
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
+  }
+}

@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import { BoundedEventStore } from './event-store.js';
+
+/** Largest request body accepted, as the SDK's own limit. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export interface HttpFrontOptions {
+  host?: string;
+  port?: number;
+  path?: string;
+  /** No sessions: every POST stands alone (ids have no session scope). */
+  stateless?: boolean;
+  /** Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost. */
+  allowedHosts?: string[];
+  /** Origin header values accepted when present. Default: none (a browser page cannot call in). */
+  allowedOrigins?: string[];
+  /** Bearer auth: undefined = no auth required; returns undefined for a bad token. */
+  authenticate?: (token: string) => AuthInfo | undefined;
+  /** Puts receipts around the transport (layer 1). */
+  wrap(transport: StreamableHTTPServerTransport): ReceiptTransport;
+  /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
+  attach(transport: ReceiptTransport): Promise<void>;
+}
+
+export interface ServedHttp {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+interface Session {
+  http: StreamableHTTPServerTransport;
+  receipts: ReceiptTransport;
+}
+
+/**
+ * MCP over Streamable HTTP, with what a public-facing front needs around the
+ * SDK transport: Host/Origin checks, bearer auth, body limits, sessions with
+ * resumability (or a stateless mode), and request receipts answered before
+ * the SDK transport sees a resend (so the first request's stream is not
+ * displaced).
+ */
+export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedHttp> {
+  const host = options.host ?? '127.0.0.1';
+  const path = options.path ?? '/mcp';
+  const sessions = new Map<string, Session>();
+  const eventStore = new BoundedEventStore();
+  let allowedHosts: Set<string> | undefined = options.allowedHosts
+    ? new Set(options.allowedHosts)
+    : undefined;
+
+  const openSession = async (): Promise<Session> => {
+    const session = {} as Session;
+    session.http = new StreamableHTTPServerTransport(
+      options.stateless
+        ? { sessionIdGenerator: undefined }
+        : {
+            sessionIdGenerator: () => randomUUID(),
+            eventStore,
+            onsessioninitialized: (id) => {
+              sessions.set(id, session);
+            },
+          },
+    );
+    session.receipts = options.wrap(session.http);
+    await options.attach(session.receipts);
+    const closed = session.receipts.onclose;
+    session.receipts.onclose = () => {
+      closed?.();
+      if (session.http.sessionId) sessions.delete(session.http.sessionId);
+    };
+    return session;
+  };
+
+  const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== path) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (allowedHosts && !allowedHosts.has(req.headers.host ?? '')) {
+      sendJson(res, 403, rpcError(-32000, `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`));
+      return;
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !(options.allowedOrigins ?? []).includes(origin)) {
+      sendJson(res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
+      return;
+    }
+    if (options.authenticate) {
+      const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+      const auth = match ? options.authenticate(match[1] as string) : undefined;
+      if (!auth) {
+        res.setHeader('www-authenticate', 'Bearer realm="idem"');
+        sendJson(res, 401, rpcError(-32001, 'Unauthorized: a valid bearer token is required'));
+        return;
+      }
+      req.auth = auth;
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (!options.stateless && typeof sessionId === 'string' && !sessions.has(sessionId)) {
+      sendJson(res, 404, rpcError(-32001, 'Session not found'));
+      return;
+    }
+    const existing =
+      !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    if (req.method !== 'POST') {
+      if (!existing) {
+        // GET/DELETE need a session; the SDK transport answers with the spec's error.
+        const session = await openSession();
+        await session.http.handleRequest(req, res);
+        return;
+      }
+      await existing.http.handleRequest(req, res);
+      return;
+    }
+    const body = await readJsonBody(req, res);
+    if (body === undefined) return;
+    if (existing && !Array.isArray(body) && body !== null && typeof body === 'object') {
+      const admission = existing.receipts.admit(
+        body as JSONRPCMessage,
+        req.auth ? { authInfo: req.auth } : undefined,
+      );
+      if (admission.kind === 'answer') {
+        sendJson(res, 200, await admission.reply, existing.http.sessionId);
+        return;
+      }
+    }
+    const session = existing ?? (await openSession());
+    await session.http.handleRequest(req, res, body);
+    if (options.stateless) res.on('close', () => void session.receipts.close());
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  allowedHosts ??= new Set([`${host}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]);
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
+    server,
+    close: async () => {
+      for (const session of sessions.values()) await session.receipts.close().catch(() => {});
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function rpcError(code: number, message: string) {
+  return { jsonrpc: '2.0', error: { code, message }, id: null };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, sessionId?: string): void {
+  res
+    .writeHead(status, {
+      'content-type': 'application/json',
+      ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+    })
+    .end(JSON.stringify(body));
+}
+
+/** Reads and parses the body; on a bad body answers with the JSON-RPC error itself and returns undefined. */
+async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) {
+    sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
+    req.resume();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
+      req.destroy();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    sendJson(res, 400, rpcError(-32700, 'Parse error: the body is not valid JSON'));
+    return undefined;
+  }
+}

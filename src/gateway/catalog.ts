@@ -1,0 +1,163 @@
+import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import {
+  type ResolvedContract,
+  resolveContract,
+  type StatusProbe,
+  type ToolContract,
+} from '../contracts/contract.js';
+import { secretPathsFromSchema } from '../identity/arguments.js';
+import type { GatewayToolContractConfig } from './config.js';
+
+/** One tool as the gateway serves it. */
+export interface CatalogEntry {
+  /** The name the client sees (prefixed with the upstream's name when there are several). */
+  name: string;
+  upstream: string;
+  /** The name the upstream knows it by. */
+  upstreamName: string;
+  /** The upstream's definition. */
+  tool: Tool;
+  contract: ResolvedContract;
+  /** True when the config declares a contract for it (not just defaults). */
+  declared: boolean;
+  /** Validates and fills in defaults (mutates its argument); undefined if the schema cannot be compiled. */
+  validate: ValidateFunction | undefined;
+}
+
+const ajv = new Ajv2020({ strict: false, useDefaults: true, allErrors: false, validateFormats: true });
+(addFormats as unknown as (a: Ajv2020) => void)(ajv);
+const compiled = new WeakMap<object, ValidateFunction | undefined>();
+
+/** Compiles a tool's input schema once; `$schema` is dropped so draft-07 and 2020-12 schemas both compile. */
+function validatorFor(schema: Tool['inputSchema']): ValidateFunction | undefined {
+  if (compiled.has(schema)) return compiled.get(schema);
+  let validate: ValidateFunction | undefined;
+  try {
+    const { $schema: _ignored, ...rest } = schema as Record<string, unknown>;
+    validate = ajv.compile(rest);
+  } catch {
+    // A schema ajv cannot compile is the upstream's to enforce; identity still works on the raw arguments.
+    validate = undefined;
+  }
+  compiled.set(schema, validate);
+  return validate;
+}
+
+/**
+ * Annotations follow the code (DESIGN §5): `idempotentHint: true` only where
+ * a declared contract makes a repeat harmless; an upstream's claim without
+ * such a contract is withdrawn.
+ */
+export function publishedAnnotations(entry: CatalogEntry): ToolAnnotations | undefined {
+  const given = entry.tool.annotations;
+  if (entry.contract.replay === 'read_only') return given;
+  return {
+    ...given,
+    readOnlyHint: false,
+    idempotentHint: entry.declared && entry.contract.afterCompletion === 'replay',
+  };
+}
+
+/** Every place where an upstream's annotations and the contracts disagree (for `idem lint`). */
+export function annotationMismatches(entry: CatalogEntry): string[] {
+  const a = entry.tool.annotations ?? {};
+  const out: string[] = [];
+  if (
+    a.idempotentHint === true &&
+    !(entry.declared && entry.contract.replay !== 'read_only' && entry.contract.afterCompletion === 'replay')
+  ) {
+    if (entry.contract.replay !== 'read_only' || a.readOnlyHint !== true) {
+      out.push(
+        entry.declared
+          ? `${entry.name}: the upstream says idempotentHint: true, but the contract (after_completion: ${entry.contract.afterCompletion}) does not make a repeat harmless`
+          : `${entry.name}: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.${entry.name})`,
+      );
+    }
+  }
+  if (a.readOnlyHint === true && entry.declared && entry.contract.replay !== 'read_only') {
+    out.push(
+      `${entry.name}: the upstream says readOnlyHint: true, but the contract declares replay: ${entry.contract.replay}`,
+    );
+  }
+  if (
+    a.readOnlyHint !== true &&
+    entry.declared &&
+    entry.contract.replay === 'read_only' &&
+    a.destructiveHint !== false
+  ) {
+    out.push(
+      `${entry.name}: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true`,
+    );
+  }
+  return out;
+}
+
+export interface CatalogOptions {
+  /** Declared contracts by gateway-visible name. */
+  contracts: Record<string, GatewayToolContractConfig>;
+  /** Whether names are prefixed with the upstream name. */
+  prefixed: boolean;
+  separator: string;
+  /** Builds the function that runs a declarative status probe for `name`. */
+  probeFor(name: string, probe: NonNullable<GatewayToolContractConfig['status_probe']>): StatusProbe;
+}
+
+/** The tools of one session's upstreams, by the name the client sees. */
+export class ToolCatalog {
+  readonly #entries = new Map<string, CatalogEntry>();
+
+  constructor(readonly options: CatalogOptions) {}
+
+  visibleName(upstream: string, upstreamName: string): string {
+    return this.options.prefixed ? `${upstream}${this.options.separator}${upstreamName}` : upstreamName;
+  }
+
+  /** Records tools listed by an upstream; returns their entries in order. */
+  add(upstream: string, tools: Tool[]): CatalogEntry[] {
+    return tools.map((tool) => {
+      const name = this.visibleName(upstream, tool.name);
+      const declaredConfig = this.options.contracts[name];
+      let declared: ToolContract | undefined;
+      if (declaredConfig) {
+        const { status_probe, ...rest } = declaredConfig;
+        declared = {
+          ...rest,
+          ...(status_probe ? { status_probe: this.options.probeFor(name, status_probe) } : {}),
+        } as ToolContract;
+      }
+      const entry: CatalogEntry = {
+        name,
+        upstream,
+        upstreamName: tool.name,
+        tool,
+        contract: resolveContract(declared, tool.annotations, secretPathsFromSchema(tool.inputSchema)),
+        declared: declared !== undefined,
+        validate: validatorFor(tool.inputSchema),
+      };
+      this.#entries.set(name, entry);
+      return entry;
+    });
+  }
+
+  clear(upstream?: string): void {
+    if (upstream === undefined) this.#entries.clear();
+    else
+      for (const [name, entry] of this.#entries) if (entry.upstream === upstream) this.#entries.delete(name);
+  }
+
+  get(name: string): CatalogEntry | undefined {
+    return this.#entries.get(name);
+  }
+
+  entries(): CatalogEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  /** The tool as published to the client: visible name, honest annotations. */
+  publish(entry: CatalogEntry): Tool {
+    const annotations = publishedAnnotations(entry);
+    return { ...entry.tool, name: entry.name, ...(annotations ? { annotations } : {}) };
+  }
+}

@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { ToolContractSchema } from '../contracts/contract.js';
+
+const duration = z.union([z.string(), z.number().nonnegative()]);
+
+/** A status probe the gateway can run on its own: call an upstream tool with the execution id. */
+const StatusProbeConfig = z
+  .object({
+    /** The upstream tool to call (its gateway-visible name). */
+    tool: z.string().min(1),
+    /** Arguments; any string "{execution_id}" is replaced by the execution id. */
+    arguments: z.record(z.string(), z.json()).optional(),
+  })
+  .strict()
+  .describe(
+    'A non-error result of the probe tool means the action completed (that result is returned); an error result means unknown.',
+  );
+
+const GatewayToolContract = ToolContractSchema.omit({ status_probe: true })
+  .extend({ status_probe: StatusProbeConfig.optional() })
+  .strict();
+
+const StdioUpstream = z
+  .object({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().optional(),
+  })
+  .strict();
+
+const HttpUpstream = z
+  .object({
+    url: z.url(),
+    /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
+    headers: z.record(z.string(), z.string()).optional(),
+  })
+  .strict();
+
+const BearerToken = z.union([
+  z.object({ token_env: z.string().min(1), actor: z.string().min(1) }).strict(),
+  z.object({ token_sha256: z.string().regex(/^[0-9a-f]{64}$/), actor: z.string().min(1) }).strict(),
+]);
+
+export const GatewayConfigSchema = z
+  .object({
+    data_dir: z
+      .string()
+      .optional()
+      .describe(
+        'Directory of keys (and the SQLite store by default). Default: IDEM_DATA_DIR or a per-user directory.',
+      ),
+    store: z
+      .union([
+        z.object({ kind: z.literal('sqlite'), path: z.string().optional() }).strict(),
+        z.object({ kind: z.literal('postgres'), url: z.string().min(1) }).strict(),
+        z.object({ kind: z.literal('memory') }).strict(),
+      ])
+      .optional()
+      .describe('Default: SQLite at <data_dir>/idem.db, or IDEM_STORE_URL.'),
+    listen: z
+      .object({
+        stdio: z.boolean().optional(),
+        http: z
+          .object({
+            host: z.string().default('127.0.0.1'),
+            port: z.number().int().min(0).max(65535).default(8787),
+            path: z.string().startsWith('/').default('/mcp'),
+            stateless: z.boolean().default(false),
+            allowed_hosts: z
+              .array(z.string())
+              .optional()
+              .describe(
+                'Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost.',
+              ),
+            allowed_origins: z
+              .array(z.string())
+              .optional()
+              .describe('Origin header values accepted when a browser sends one. Default: none.'),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
+    auth: z
+      .object({ bearer: z.array(BearerToken).min(1) })
+      .strict()
+      .optional()
+      .describe(
+        'Bearer tokens mapped to actors (HTTP front). Without it, the HTTP front is open to loopback callers only.',
+      ),
+    upstreams: z
+      .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstream, HttpUpstream]))
+      .refine((u) => Object.keys(u).length > 0, 'at least one upstream'),
+    tools: z
+      .record(z.string(), GatewayToolContract)
+      .optional()
+      .describe('Contracts by gateway-visible tool name.'),
+    status_tool: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/)
+      .default('idem_execution_status'),
+    receipts: z
+      .object({ max: z.number().int().positive().optional(), retention: duration.optional() })
+      .strict()
+      .optional(),
+    retention: duration.default('48h').describe('How long finished executions are kept.'),
+    sweep_interval: duration.default('30s'),
+  })
+  .strict();
+
+export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
+export type GatewayToolContractConfig = z.output<typeof GatewayToolContract>;
+
+/** Separator between upstream and tool name when there are several upstreams; valid in every major client's tool-name rules ([A-Za-z0-9_-]). */
+export const NAME_SEPARATOR = '__';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Reads and validates a YAML (or JSON) config; relative paths are resolved against the file's directory. */
+export function loadConfig(path: string): GatewayConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const parsed = GatewayConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`)
+      .join('\n');
+    throw new ConfigError(`${path} is not a valid Idem config:\n${issues}`);
+  }
+  const base = dirname(resolve(path));
+  const config = parsed.data;
+  const rel = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  if (config.data_dir) config.data_dir = rel(config.data_dir);
+  if (config.store?.kind === 'sqlite' && config.store.path) config.store.path = rel(config.store.path);
+  for (const upstream of Object.values(config.upstreams))
+    if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);
+  return config;
+}
+
+/** The JSON Schema of the config file (published as schema/idem-config.schema.json). */
+export function configJsonSchema(): unknown {
+  return z.toJSONSchema(GatewayConfigSchema, { io: 'input', unrepresentable: 'any' });
+}
+
+/** `${NAME}` → process.env.NAME in header values. */
+export function expandEnv(value: string): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => process.env[name] ?? '');
+}

@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
+import { durationMs } from '../contracts/duration.js';
+import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import { ExecutionEngine, type Logger } from '../executions/engine.js';
+import { type ServedHttp, serveHttpFront } from '../front/http.js';
+import { resolveDataDir } from '../identity/data-dir.js';
+import { Fingerprinter } from '../identity/fingerprint.js';
+import { defaultActorOf } from '../library/actor.js';
+import { ReceiptBook } from '../receipts/receipt-book.js';
+import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
+import { openStore, type StoreSpec } from '../store/index.js';
+import type { ExecutionStore } from '../store/types.js';
+import { ToolCatalog } from './catalog.js';
+import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { ProxySession, type SessionContext } from './session.js';
+
+export interface GatewayOptions {
+  version: string;
+  logger?: Logger;
+  /** stderr of stdio upstreams (default: inherit, so an operator sees it). */
+  upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+/**
+ * `idem gateway`: an MCP server in front of upstream MCP servers. Every
+ * side-effecting tools/call gets receipts, an execution identity and a
+ * contract; everything else passes through.
+ */
+export class Gateway {
+  readonly store: ExecutionStore;
+  readonly engine: ExecutionEngine;
+  readonly receipts: ReceiptBook;
+  readonly dataDir: string;
+  readonly #config: GatewayConfig;
+  readonly #options: GatewayOptions;
+  readonly #fingerprinter: Fingerprinter;
+  readonly #sessions = new Set<ProxySession>();
+  readonly #sweeper: NodeJS.Timeout;
+  readonly #tokens: Map<string, string>;
+  #http: ServedHttp | undefined;
+
+  private constructor(
+    config: GatewayConfig,
+    options: GatewayOptions,
+    store: ExecutionStore,
+    dataDir: string,
+  ) {
+    this.#config = config;
+    this.#options = options;
+    this.store = store;
+    this.dataDir = dataDir;
+    this.#fingerprinter = Fingerprinter.forDataDir(dataDir);
+    this.engine = new ExecutionEngine({
+      store,
+      fingerprinter: this.#fingerprinter,
+      statusTool: config.status_tool,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+    this.receipts = new ReceiptBook({
+      ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
+      ...(config.receipts?.retention !== undefined
+        ? { retentionMs: durationMs(config.receipts.retention, 'receipts.retention') }
+        : {}),
+    });
+    this.#tokens = bearerTokens(config);
+    const retentionMs = durationMs(config.retention, 'retention');
+    this.#sweeper = setInterval(
+      () => {
+        this.receipts.trim();
+        this.store
+          .sweep({ retentionMs })
+          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }));
+      },
+      durationMs(config.sweep_interval, 'sweep_interval'),
+    );
+    this.#sweeper.unref();
+  }
+
+  static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
+    const dataDir = resolveDataDir(config.data_dir);
+    const store = await openStore(storeSpecOf(config, dataDir));
+    return new Gateway(config, options, store, dataDir);
+  }
+
+  get upstreams(): UpstreamSpec[] {
+    return Object.entries(this.#config.upstreams).map(([name, spec]) =>
+      'url' in spec
+        ? {
+            name,
+            url: spec.url,
+            ...(spec.headers
+              ? {
+                  headers: Object.fromEntries(
+                    Object.entries(spec.headers).map(([k, v]) => [k, expandEnv(v)]),
+                  ),
+                }
+              : {}),
+          }
+        : { name, ...spec },
+    );
+  }
+
+  /** Serves one client over stdio (this process's stdin/stdout). */
+  async serveStdio(transport: Transport = new StdioServerTransport()): Promise<ProxySession> {
+    return this.#attach(this.#wrap(transport, 'connection'));
+  }
+
+  /** Serves clients over Streamable HTTP. */
+  async serveHttp(): Promise<ServedHttp> {
+    const http = this.#config.listen?.http;
+    const stateless = http?.stateless ?? false;
+    this.#http = await serveHttpFront({
+      host: http?.host ?? '127.0.0.1',
+      port: http?.port ?? 8787,
+      path: http?.path ?? '/mcp',
+      stateless,
+      ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
+      ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
+      ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),
+      wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
+      attach: async (transport) => {
+        await this.#attach(transport);
+      },
+    });
+    return this.#http;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    await this.#http?.close();
+    await Promise.all([...this.#sessions].map((s) => s.close()));
+    await this.store.close();
+  }
+
+  #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
+    return new ReceiptTransport(transport, {
+      book: this.receipts,
+      fingerprinter: this.#fingerprinter,
+      actorOf: defaultActorOf,
+      idScope,
+      // The receipt layer cannot see contracts; the status tool is the one call it knows is read-only.
+      hasEffects: (tool) => tool !== this.#config.status_tool,
+      onEvent: (event) => {
+        this.store.appendEvents([event]).catch(() => {});
+      },
+    });
+  }
+
+  async #attach(transport: ReceiptTransport): Promise<ProxySession> {
+    const session = new ProxySession(this.#sessionContext(), transport);
+    this.#sessions.add(session);
+    const closed = transport.onclose;
+    transport.onclose = () => {
+      closed?.();
+      this.#sessions.delete(session);
+    };
+    await session.start();
+    return session;
+  }
+
+  #sessionContext(): SessionContext {
+    const upstreams = this.upstreams;
+    return {
+      engine: this.engine,
+      upstreams,
+      statusTool: this.#config.status_tool,
+      actorOf: defaultActorOf,
+      version: this.#options.version,
+      upstreamWaitMs: 2_000,
+      ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
+      newCatalog: () =>
+        new ToolCatalog({
+          contracts: this.#config.tools ?? {},
+          prefixed: upstreams.length > 1,
+          separator: NAME_SEPARATOR,
+          probeFor: (name, probe) => this.#probe(name, probe),
+        }),
+    };
+  }
+
+  /** A declarative status probe: call an upstream tool of some live session with the execution id. */
+  #probe(_name: string, probe: { tool: string; arguments?: Record<string, unknown> }): StatusProbe {
+    return async ({ executionId }): Promise<ProbeAnswer> => {
+      const args = JSON.parse(
+        JSON.stringify(probe.arguments ?? {}).replaceAll('{execution_id}', executionId),
+      );
+      for (const session of this.#sessions) {
+        const result = (await session.callUpstreamTool(probe.tool, args).catch(() => undefined)) as
+          | CallToolResult
+          | undefined;
+        if (!result) continue;
+        return result.isError ? { outcome: 'unknown' } : { outcome: 'completed', result };
+      }
+      return { outcome: 'unknown' };
+    };
+  }
+
+  #authenticate(token: string): AuthInfo | undefined {
+    const actor = this.#tokens.get(createHash('sha256').update(token).digest('hex'));
+    // The token itself is never kept: AuthInfo carries only who it names.
+    return actor ? { token: '', clientId: actor, scopes: [], extra: { actor } } : undefined;
+  }
+}
+
+function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
+  if (config.store?.kind === 'memory') return { kind: 'memory' };
+  if (config.store?.kind === 'postgres')
+    return { kind: 'postgres', url: expandEnv(config.store.url) } as unknown as StoreSpec;
+  const url = process.env.IDEM_STORE_URL;
+  if (!config.store && url && /^postgres(ql)?:\/\//.test(url))
+    return { kind: 'postgres', url } as unknown as StoreSpec;
+  return {
+    kind: 'sqlite',
+    path: config.store?.kind === 'sqlite' && config.store.path ? config.store.path : join(dataDir, 'idem.db'),
+  };
+}
+
+/** sha256(token) → actor. Tokens come from the environment or as hashes: never in the file in clear. */
+function bearerTokens(config: GatewayConfig): Map<string, string> {
+  const tokens = new Map<string, string>();
+  for (const entry of config.auth?.bearer ?? []) {
+    if ('token_sha256' in entry) tokens.set(entry.token_sha256, entry.actor);
+    else {
+      const token = process.env[entry.token_env];
+      if (!token) throw new Error(`auth.bearer: environment variable ${entry.token_env} is not set`);
+      tokens.set(createHash('sha256').update(token).digest('hex'), entry.actor);
+    }
+  }
+  return tokens;
+}

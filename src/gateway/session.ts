@@ -1,0 +1,556 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CallToolResult,
+  type InitializeResult,
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type JSONRPCNotification,
+  type JSONRPCRequest,
+  type MessageExtraInfo,
+  type RequestId,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  UpstreamClosedError,
+  UpstreamConnection,
+  type UpstreamReply,
+  type UpstreamSpec,
+  UpstreamUnavailableError,
+} from '../dispatch/mcp/upstream.js';
+import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
+import { idemAnswer, META } from '../executions/answers.js';
+import type { ExecutionEngine } from '../executions/engine.js';
+import { renderRequestId, requestKey } from '../identity/request-key.js';
+import type { CallerInfo } from '../receipts/receipt-transport.js';
+import type { CatalogEntry, ToolCatalog } from './catalog.js';
+
+/** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
+export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';
+
+/** JSON-RPC codes meaning the upstream refused the request before running it. */
+const REFUSED_BEFORE_RUNNING = new Set([-32600, -32601, -32602]);
+
+export interface SessionContext {
+  engine: ExecutionEngine;
+  upstreams: UpstreamSpec[];
+  newCatalog(): ToolCatalog;
+  statusTool: string;
+  actorOf(info: CallerInfo): string;
+  version: string;
+  /** How long a call waits for a restarting upstream before answering IDEM_NOT_EXECUTED. */
+  upstreamWaitMs: number;
+  onSessionEvent?(kind: 'session_start' | 'session_end', detail: Record<string, unknown>): void;
+  upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+interface ForwardedRequest {
+  frontId: RequestId;
+  upstream: string;
+  upstreamId?: RequestId;
+  progressToken?: string | number;
+}
+
+/**
+ * One client session through the gateway: a front transport on one side, one
+ * connection per upstream on the other, and JSON-RPC messages passed between
+ * them faithfully — except `tools/call` with effects, which goes through the
+ * execution engine, and `tools/list`, which gets honest annotations and the
+ * status tool.
+ */
+export class ProxySession {
+  readonly #ctx: SessionContext;
+  readonly #front: Transport;
+  readonly #upstreams = new Map<string, UpstreamConnection>();
+  readonly #catalog: ToolCatalog;
+  /** Client requests in flight, by rendered front id. */
+  readonly #inFlight = new Map<string, ForwardedRequest>();
+  /** Requests we sent to the client on an upstream's behalf, by our front id. */
+  readonly #toClient = new Map<RequestId, (reply: UpstreamReply) => void>();
+  #nextFrontId = 1;
+  #clientInfo: CallerInfo = {};
+  #initialized = false;
+  #closed = false;
+
+  constructor(ctx: SessionContext, front: Transport) {
+    this.#ctx = ctx;
+    this.#front = front;
+    this.#catalog = ctx.newCatalog();
+  }
+
+  async start(): Promise<void> {
+    this.#front.onmessage = (message: JSONRPCMessage, extra?: MessageExtraInfo) => {
+      this.#receive(message, extra).catch((error: unknown) => this.#front.onerror?.(error as Error));
+    };
+    const previousClose = this.#front.onclose;
+    this.#front.onclose = () => {
+      previousClose?.();
+      void this.close();
+    };
+    await this.#front.start();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ctx.onSessionEvent?.('session_end', { session: this.#front.sessionId ?? null });
+    await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
+    await this.#front.close().catch(() => {});
+  }
+
+  get #prefixed(): boolean {
+    return this.#ctx.upstreams.length > 1;
+  }
+
+  async #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): Promise<void> {
+    if (extra?.authInfo) this.#clientInfo = { ...this.#clientInfo, authInfo: extra.authInfo };
+    if (isJSONRPCRequest(message)) return this.#onRequest(message, extra);
+    if (isJSONRPCNotification(message)) return this.#onNotification(message);
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      const id = (message as { id?: RequestId }).id;
+      const waiting = id === undefined ? undefined : this.#toClient.get(id);
+      if (waiting && id !== undefined) {
+        this.#toClient.delete(id);
+        waiting(message as UpstreamReply);
+      }
+    }
+  }
+
+  async #onRequest(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+    if (request.method === 'initialize') return this.#initialize(request);
+    if (!this.#initialized) {
+      return this.#replyError(
+        request.id,
+        -32600,
+        'Bad Request: the session is not initialized (send initialize first)',
+      );
+    }
+    switch (request.method) {
+      case 'ping':
+        return this.#reply(request.id, {});
+      case 'tools/list':
+        return this.#toolsList(request);
+      case 'tools/call':
+        return this.#toolsCall(request, extra);
+      default:
+        return this.#forward(request, this.#routeFor(request));
+    }
+  }
+
+  async #onNotification(notification: JSONRPCNotification): Promise<void> {
+    switch (notification.method) {
+      case 'notifications/initialized':
+        // Each upstream was already told, when the gateway initialized it.
+        return;
+      case 'notifications/cancelled': {
+        const frontId = (notification.params as { requestId?: RequestId } | undefined)?.requestId;
+        const forwarded = frontId === undefined ? undefined : this.#inFlight.get(renderRequestId(frontId));
+        if (forwarded?.upstreamId !== undefined) {
+          await this.#upstreams.get(forwarded.upstream)?.notify('notifications/cancelled', {
+            ...notification.params,
+            requestId: forwarded.upstreamId,
+          });
+        }
+        return;
+      }
+      default:
+        // roots/list_changed and anything newer: every upstream may care.
+        for (const upstream of this.#upstreams.values())
+          await upstream.notify(notification.method, notification.params);
+    }
+  }
+
+  async #initialize(request: JSONRPCRequest): Promise<void> {
+    const params = request.params as
+      | { clientInfo?: { name?: string; version?: string }; protocolVersion?: string }
+      | undefined;
+    if (params?.clientInfo?.name)
+      this.#clientInfo = { ...this.#clientInfo, clientName: params.clientInfo.name };
+    const results: [string, InitializeResult][] = [];
+    try {
+      for (const spec of this.#ctx.upstreams) {
+        const connection = new UpstreamConnection(spec, this.#handlersFor(spec.name), {
+          ...(this.#ctx.upstreamStderr ? { stderr: this.#ctx.upstreamStderr } : {}),
+        });
+        this.#upstreams.set(spec.name, connection);
+        results.push([spec.name, await connection.start(request.params)]);
+      }
+    } catch (error) {
+      return this.#replyError(
+        request.id,
+        -32603,
+        `an upstream could not be started: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    this.#initialized = true;
+    this.#ctx.onSessionEvent?.('session_start', {
+      session: this.#front.sessionId ?? null,
+      actor: this.#actor(),
+      client: params?.clientInfo ?? null,
+      protocol_version: results[0]?.[1].protocolVersion ?? params?.protocolVersion ?? null,
+    });
+    return this.#reply(request.id, this.#mergeInitialize(results));
+  }
+
+  /** One upstream: its own answer, with tools ensured (the status tool is ours). Several: a union. */
+  #mergeInitialize(results: [string, InitializeResult][]): InitializeResult {
+    const first = results[0]?.[1] as InitializeResult;
+    if (results.length === 1) {
+      return { ...first, capabilities: { ...first.capabilities, tools: first.capabilities.tools ?? {} } };
+    }
+    const capabilities: Record<string, unknown> = {};
+    for (const [, result] of results) {
+      for (const [key, value] of Object.entries(result.capabilities)) {
+        capabilities[key] = { ...(capabilities[key] as object | undefined), ...(value as object) };
+      }
+    }
+    capabilities.tools ??= {};
+    return {
+      protocolVersion: first.protocolVersion,
+      capabilities,
+      serverInfo: { name: 'idem-gateway', version: this.#ctx.version },
+      instructions:
+        results
+          .map(([name, r]) => (r.instructions ? `${name}: ${r.instructions}` : ''))
+          .filter(Boolean)
+          .join('\n\n') || undefined,
+    } as InitializeResult;
+  }
+
+  async #toolsList(request: JSONRPCRequest): Promise<void> {
+    const cursor = (request.params as { cursor?: string } | undefined)?.cursor;
+    const tools: Tool[] = [];
+    let nextCursor: string | undefined;
+    try {
+      if (!this.#prefixed) {
+        const [name, upstream] = [...this.#upstreams.entries()][0] as [string, UpstreamConnection];
+        const page = await this.#listPage(upstream, cursor);
+        if (page.error) return this.#send({ jsonrpc: '2.0', id: request.id, error: page.error });
+        if (cursor === undefined) this.#catalog.clear(name);
+        tools.push(...this.#catalog.add(name, page.tools).map((entry) => this.#catalog.publish(entry)));
+        nextCursor = page.nextCursor;
+      } else {
+        this.#catalog.clear();
+        for (const [name, upstream] of this.#upstreams) {
+          let pageCursor: string | undefined;
+          do {
+            const page = await this.#listPage(upstream, pageCursor);
+            if (page.error) break;
+            tools.push(...this.#catalog.add(name, page.tools).map((entry) => this.#catalog.publish(entry)));
+            pageCursor = page.nextCursor;
+          } while (pageCursor);
+        }
+      }
+    } catch (error) {
+      return this.#replyError(request.id, -32603, `tools/list failed upstream: ${String(error)}`);
+    }
+    if (cursor === undefined) tools.push(this.#statusToolDefinition());
+    return this.#reply(request.id, { tools, ...(nextCursor ? { nextCursor } : {}) });
+  }
+
+  async #listPage(upstream: UpstreamConnection, cursor: string | undefined) {
+    const reply = await upstream.request('tools/list', cursor ? { cursor } : undefined);
+    if ('error' in reply) return { tools: [] as Tool[], error: reply.error };
+    const result = reply.result as { tools?: Tool[]; nextCursor?: string };
+    // The gateway's status tool answers for the gateway's executions; an upstream tool of
+    // the same name (an upstream built with the Idem library has one) would be unreachable.
+    const tools = (result.tools ?? []).filter((tool) => this.#prefixed || tool.name !== this.#ctx.statusTool);
+    return { tools, nextCursor: result.nextCursor, error: undefined };
+  }
+
+  async #toolsCall(request: JSONRPCRequest, _extra?: MessageExtraInfo): Promise<void> {
+    const params = (request.params ?? {}) as {
+      name?: unknown;
+      arguments?: unknown;
+      _meta?: Record<string, unknown>;
+    };
+    const name = typeof params.name === 'string' ? params.name : '';
+    if (name === this.#ctx.statusTool) {
+      const ref = (params.arguments as { ref?: unknown } | undefined)?.ref;
+      if (typeof ref !== 'string' || ref.length === 0 || ref.length > 128) {
+        return this.#reply(
+          request.id,
+          idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
+            detail: 'Pass {"ref": "exe_…"} from an earlier answer.',
+          }),
+        );
+      }
+      return this.#reply(request.id, await this.#ctx.engine.status(ref, this.#actor()));
+    }
+    let entry = this.#catalog.get(name);
+    if (!entry) {
+      await this.#refreshCatalog();
+      entry = this.#catalog.get(name);
+    }
+    if (!entry) return this.#replyError(request.id, -32602, `Unknown tool: ${name}`);
+    const upstream = this.#upstreams.get(entry.upstream) as UpstreamConnection;
+
+    if (entry.contract.replay === 'read_only') {
+      return this.#forward({ ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
+    }
+
+    const args = structuredClone(params.arguments ?? {}) as Record<string, unknown>;
+    if (entry.validate && !entry.validate(args)) {
+      const why = entry.validate.errors
+        ?.map((e) => `${e.instancePath || '(arguments)'} ${e.message}`)
+        .join('; ');
+      return this.#reply(
+        request.id,
+        idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `Invalid arguments for ${name}: ${why}.` }),
+      );
+    }
+    if (!upstream.available) {
+      try {
+        await upstream.whenReady(this.#ctx.upstreamWaitMs);
+      } catch {
+        return this.#reply(
+          request.id,
+          idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+            detail: `The upstream "${entry.upstream}" is down (restarting).`,
+          }),
+        );
+      }
+    }
+
+    const actor = this.#actor();
+    const session = this.#front.sessionId ?? null;
+    const forwarded: ForwardedRequest = { frontId: request.id, upstream: entry.upstream };
+    const progressToken = params._meta?.progressToken;
+    if (typeof progressToken === 'string' || typeof progressToken === 'number')
+      forwarded.progressToken = progressToken;
+    this.#inFlight.set(renderRequestId(request.id), forwarded);
+    try {
+      const result = await this.#ctx.engine.execute(
+        {
+          tool: name,
+          channel: 'mcp',
+          target: entry.upstream,
+          credentialRef: null,
+          method: 'tools/call',
+          arguments: args,
+          contract: entry.contract,
+          caller: {
+            actor,
+            session,
+            requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+          },
+        },
+        ({ executionId }) =>
+          this.#dispatchToolCall(upstream, entry, params, args, executionId as string, forwarded),
+      );
+      const error = result._meta?.[JSONRPC_ERROR_META] as
+        | { code: number; message: string; data?: unknown }
+        | undefined;
+      if (error) return this.#send({ jsonrpc: '2.0', id: request.id, error });
+      return this.#reply(request.id, result);
+    } finally {
+      this.#inFlight.delete(renderRequestId(request.id));
+    }
+  }
+
+  async #dispatchToolCall(
+    upstream: UpstreamConnection,
+    entry: CatalogEntry,
+    params: { _meta?: Record<string, unknown> },
+    args: Record<string, unknown>,
+    executionId: string,
+    forwarded: ForwardedRequest,
+  ): Promise<CallToolResult> {
+    let reply: UpstreamReply;
+    try {
+      reply = await upstream.request('tools/call', {
+        ...params,
+        name: entry.upstreamName,
+        arguments: args,
+        // An upstream built with the Idem library deduplicates on this across the boundary.
+        _meta: { ...params._meta, [META.executionId]: executionId },
+      });
+    } catch (error) {
+      if (error instanceof UpstreamClosedError || error instanceof UpstreamUnavailableError) {
+        throw new OutcomeUnknownError(error.message);
+      }
+      throw error;
+    }
+    forwarded.upstreamId = undefined;
+    if ('error' in reply) {
+      if (!REFUSED_BEFORE_RUNNING.has(reply.error.code)) {
+        throw new OutcomeUnknownError(
+          `upstream answered with JSON-RPC error ${reply.error.code}: ${reply.error.message}`,
+        );
+      }
+      return {
+        isError: true,
+        content: [{ type: 'text', text: reply.error.message }],
+        _meta: { [JSONRPC_ERROR_META]: reply.error },
+      };
+    }
+    return reply.result as CallToolResult;
+  }
+
+  /** Calls an upstream tool directly (status probes). */
+  async callUpstreamTool(
+    visibleName: string,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult | undefined> {
+    let entry = this.#catalog.get(visibleName);
+    if (!entry) {
+      await this.#refreshCatalog();
+      entry = this.#catalog.get(visibleName);
+    }
+    const upstream = entry ? this.#upstreams.get(entry.upstream) : undefined;
+    if (!entry || !upstream?.available) return undefined;
+    const reply = await upstream.request('tools/call', { name: entry.upstreamName, arguments: args });
+    return 'error' in reply ? undefined : (reply.result as CallToolResult);
+  }
+
+  async #refreshCatalog(): Promise<void> {
+    for (const [name, upstream] of this.#upstreams) {
+      if (!upstream.available) continue;
+      let cursor: string | undefined;
+      try {
+        do {
+          const page = await this.#listPage(upstream, cursor);
+          if (page.error) break;
+          this.#catalog.add(name, page.tools);
+          cursor = page.nextCursor;
+        } while (cursor);
+      } catch {
+        // The call then gets "Unknown tool"; the upstream's own failure shows on its next use.
+      }
+    }
+  }
+
+  /** Passes a request to an upstream and its reply back, ids translated both ways. */
+  async #forward(request: JSONRPCRequest, upstreamName: string | undefined): Promise<void> {
+    const upstream = upstreamName ? this.#upstreams.get(upstreamName) : undefined;
+    if (!upstream) return this.#replyError(request.id, -32601, `Method not found: ${request.method}`);
+    const forwarded: ForwardedRequest = { frontId: request.id, upstream: upstream.name };
+    const progressToken = (request.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta
+      ?.progressToken;
+    if (typeof progressToken === 'string' || typeof progressToken === 'number')
+      forwarded.progressToken = progressToken;
+    this.#inFlight.set(renderRequestId(request.id), forwarded);
+    try {
+      const reply = await upstream.request(request.method, this.#unprefixed(request));
+      return this.#send({ ...reply, id: request.id } as JSONRPCMessage);
+    } catch (error) {
+      return this.#replyError(request.id, -32603, error instanceof Error ? error.message : String(error));
+    } finally {
+      this.#inFlight.delete(renderRequestId(request.id));
+    }
+  }
+
+  /** Which upstream a non-tool request goes to. One upstream: that one. Several: by prompt-name prefix, else the first that offers the capability. */
+  #routeFor(request: JSONRPCRequest): string | undefined {
+    const names = [...this.#upstreams.keys()];
+    if (names.length === 1) return names[0];
+    const params = request.params as { name?: unknown; ref?: { type?: string; name?: unknown } } | undefined;
+    const named =
+      typeof params?.name === 'string'
+        ? params.name
+        : typeof params?.ref?.name === 'string'
+          ? params.ref.name
+          : undefined;
+    if (named) {
+      const match = names.find((n) => named.startsWith(`${n}__`));
+      if (match) return match;
+    }
+    const capability = request.method.split('/')[0];
+    return (
+      names.find((n) => {
+        const caps = this.#upstreams.get(n)?.initializeResult?.capabilities as
+          | Record<string, unknown>
+          | undefined;
+        return capability ? caps?.[capability] !== undefined : false;
+      }) ?? names[0]
+    );
+  }
+
+  /** Several upstreams: prompt names carry the upstream prefix on the client side only. */
+  #unprefixed(request: JSONRPCRequest): JSONRPCRequest['params'] {
+    if (!this.#prefixed || !request.params) return request.params;
+    const params = { ...request.params } as Record<string, unknown>;
+    if (typeof params.name === 'string') params.name = params.name.replace(/^[A-Za-z0-9_-]+?__/, '');
+    return params as JSONRPCRequest['params'];
+  }
+
+  #handlersFor(upstreamName: string) {
+    return {
+      onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
+        const frontId = `idem-${this.#nextFrontId++}`;
+        const reply = new Promise<UpstreamReply>((resolve) => this.#toClient.set(frontId, resolve));
+        await this.#send({ ...request, id: frontId }, this.#relatedTo(upstreamName));
+        return reply;
+      },
+      onNotification: (notification: JSONRPCNotification) => {
+        if (notification.method === 'notifications/tools/list_changed') this.#catalog.clear(upstreamName);
+        if (notification.method === 'notifications/cancelled') {
+          // The upstream cancels one of its requests to the client: our id for it is not the upstream's.
+          return;
+        }
+        const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
+        const related =
+          notification.method === 'notifications/progress' && token !== undefined
+            ? [...this.#inFlight.values()].find((f) => f.progressToken === token)?.frontId
+            : this.#relatedTo(upstreamName);
+        void this.#send(notification, related);
+      },
+    };
+  }
+
+  /** The client request an upstream's message belongs to, when that is unambiguous. */
+  #relatedTo(upstreamName: string): RequestId | undefined {
+    const candidates = [...this.#inFlight.values()].filter((f) => f.upstream === upstreamName);
+    return candidates.length === 1 ? candidates[0]?.frontId : undefined;
+  }
+
+  #statusToolDefinition(): Tool {
+    return {
+      name: this.#ctx.statusTool,
+      title: 'Status of an earlier action',
+      description:
+        'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
+        'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          ref: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 128,
+            description: 'The execution ref (exe_…) from an earlier answer',
+          },
+        },
+        required: ['ref'],
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    };
+  }
+
+  #actor(): string {
+    return this.#ctx.actorOf(this.#clientInfo);
+  }
+
+  #reply(id: RequestId, result: unknown): Promise<void> {
+    return this.#send({ jsonrpc: '2.0', id, result } as JSONRPCMessage);
+  }
+
+  #replyError(id: RequestId, code: number, message: string): Promise<void> {
+    return this.#send({ jsonrpc: '2.0', id, error: { code, message } });
+  }
+
+  async #send(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
+    if (this.#closed) return;
+    const id = (message as { id?: RequestId }).id;
+    const related =
+      relatedRequestId ??
+      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? id : undefined);
+    try {
+      await this.#front.send(message, related !== undefined ? { relatedRequestId: related } : undefined);
+    } catch (error) {
+      this.#front.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+}
