@@ -18,7 +18,7 @@ export interface HttpFrontOptions {
   stateless?: boolean;
   /** Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost. */
   allowedHosts?: string[];
-  /** Origin header values accepted when present. Default: none (a browser page cannot call in). */
+  /** Origin header values accepted when present. Default: the gateway's own allowed hosts (http/https). */
   allowedOrigins?: string[];
   /** Bearer auth: undefined = no auth required; returns undefined for a bad token. */
   authenticate?: (token: string) => AuthInfo | undefined;
@@ -54,6 +54,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   let allowedHosts: Set<string> | undefined = options.allowedHosts
     ? new Set(options.allowedHosts)
     : undefined;
+  // A page served from the gateway's own address is not a rebinding attack; any other origin is.
+  const allowedOrigins = () =>
+    new Set(options.allowedOrigins ?? [...(allowedHosts ?? [])].flatMap((h) => [`http://${h}`, `https://${h}`]));
 
   const openSession = async (): Promise<Session> => {
     const session = {} as Session;
@@ -88,7 +91,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       return;
     }
     const origin = req.headers.origin;
-    if (origin !== undefined && !(options.allowedOrigins ?? []).includes(origin)) {
+    if (origin !== undefined && !allowedOrigins().has(origin)) {
       sendJson(res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
       return;
     }
