@@ -30,13 +30,19 @@ export function chainHash(prevHash: string, body: string): string {
   return createHash('sha256').update(prevHash).update('\n').update(body).digest('hex');
 }
 
-/** Builds the next entry of a chain whose head is (`seq`, `prevHash`). Used by every store. */
-export function nextEntry(
+/**
+ * Builds the next entry of a chain whose head is (`seq`, `prevHash`), and the
+ * canonical text of its detail — what stores keep, so that an offline
+ * verifier hashes the stored bytes as they are. Used by every store.
+ */
+export function buildEntry(
   event: ActivityEventInput,
   seq: number,
   at: number,
   prevHash: string,
-): ActivityEntry {
+): { entry: ActivityEntry; detailText: string } {
+  const detail = event.detail ?? {};
+  const detailText = canonicalize(detail) as string;
   const partial = {
     seq,
     at,
@@ -45,7 +51,29 @@ export function nextEntry(
     actor: event.actor ?? null,
     tool: event.tool ?? null,
     requestRef: event.requestRef ?? null,
-    detail: event.detail ?? {},
+    detail,
   };
-  return { ...partial, prevHash, hash: chainHash(prevHash, entryBody(partial)) };
+  const envelope = JSON.stringify([
+    seq,
+    at,
+    partial.kind,
+    partial.executionId,
+    partial.actor,
+    partial.tool,
+    partial.requestRef,
+  ]);
+  return {
+    entry: { ...partial, prevHash, hash: chainHash(prevHash, `${envelope}\n${detailText}`) },
+    detailText,
+  };
+}
+
+/** The next entry of a chain whose head is (`seq`, `prevHash`). */
+export function nextEntry(
+  event: ActivityEventInput,
+  seq: number,
+  at: number,
+  prevHash: string,
+): ActivityEntry {
+  return buildEntry(event, seq, at, prevHash).entry;
 }

@@ -20,7 +20,14 @@ export const ACTIVITY_KINDS = [
   'operator_resolution',
 ] as const;
 
-export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+/** Agent runs (DESIGN §8 "sessions" stream): start (client info, actor, protocol revision) and end. */
+export const SESSION_KINDS = ['session_start', 'session_end'] as const;
+
+export type ActivityKind = (typeof ACTIVITY_KINDS)[number] | (typeof SESSION_KINDS)[number];
+
+/** The two hash-chained journals: one row per event of a call or execution, one per agent run event. */
+export const JOURNAL_STREAMS = ['activity', 'sessions'] as const;
+export type JournalStream = (typeof JOURNAL_STREAMS)[number];
 
 export interface ActivityEventInput {
   kind: ActivityKind;

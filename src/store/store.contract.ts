@@ -914,7 +914,91 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
       });
     });
 
+    describe('journal streams, timelines and release', () => {
+      it('the sessions stream is a chain of its own, apart from activity', async () => {
+        await store.appendEvents(
+          [
+            {
+              kind: 'session_start',
+              actor: 'user:alice',
+              requestRef: 'ses_1',
+              detail: { client: { name: 'agent', version: '1' }, protocol_version: '2025-11-25' },
+            },
+          ],
+          'sessions',
+        );
+        await store.appendEvents([{ kind: 'received', executionId: 'exe_x' }]);
+        await store.appendEvents(
+          [{ kind: 'session_end', actor: 'user:alice', requestRef: 'ses_1' }],
+          'sessions',
+        );
+        const sessions = await store.readJournal(0, 100, 'sessions');
+        expect(sessions.map((e) => [e.seq, e.kind])).toEqual([
+          [1, 'session_start'],
+          [2, 'session_end'],
+        ]);
+        expect(sessions[0]?.detail).toEqual({
+          client: { name: 'agent', version: '1' },
+          protocol_version: '2025-11-25',
+        });
+        verifyChain(sessions);
+        const activity = await store.readJournal();
+        expect(activity.map((e) => e.kind)).toEqual(['received']);
+        verifyChain(activity);
+      });
+
+      it("journalFor gives one execution's entries, in order, and no other's", async () => {
+        const a = await claimWon({}, [{ kind: 'received', executionId: 'exe_a' }]);
+        await store.appendEvents([{ kind: 'attached', executionId: 'exe_b' }]);
+        await store.transition({
+          id: a.record.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          token: a.input.claimToken,
+          events: [
+            { kind: 'dispatched', executionId: 'exe_a' },
+            { kind: 'attached', executionId: 'exe_a', requestRef: 'r2' },
+          ],
+        });
+        const timeline = await store.journalFor('exe_a');
+        expect(timeline.map((e) => e.kind)).toEqual(['received', 'dispatched', 'attached']);
+        expect(timeline.map((e) => e.seq)).toEqual([1, 3, 4]);
+        expect(await store.journalFor('exe_none')).toEqual([]);
+      });
+
+      it('`release` retires an execution from matching: the fingerprint can be claimed again', async () => {
+        const first = await claimWon({ state: 'dispatched', dispatchTimeoutMs: LONG_MS });
+        const released = await store.transition({
+          id: first.record.id,
+          from: ['dispatched'],
+          to: 'failed',
+          token: first.input.claimToken,
+          release: true,
+        });
+        expect(released?.state).toBe('failed');
+        expect(await store.findActive(first.input.fingerprint)).toBeUndefined();
+        expect((await store.get(first.record.id))?.state).toBe('failed');
+        const second = await store.claim({ ...claimInput(), fingerprint: first.input.fingerprint });
+        expect(second.won).toBe(true);
+      });
+    });
+
     describe('sweep', () => {
+      it('a dry run reports what it would do and changes nothing', async () => {
+        const { input } = await claimWon({
+          state: 'dispatched',
+          dispatchTimeoutMs: LONG_MS,
+          leaseMs: SHORT_LEASE_MS,
+        });
+        await elapse(PAST_SHORT_LEASE_MS);
+        const preview = await store.sweep({ retentionMs: LONG_MS, dryRun: true });
+        expect(preview.expired.map((r) => [r.id, r.state])).toEqual([[input.id, 'unknown']]);
+        expect((await store.get(input.id))?.state).toBe('dispatched');
+        expect(await store.readJournal()).toEqual([]);
+        const real = await store.sweep({ retentionMs: LONG_MS });
+        expect(real.expired.map((r) => r.id)).toEqual([input.id]);
+      });
+
       it('turns a dispatched execution whose lease expired into unknown, and journals it', async () => {
         const { input } = await claimWon({
           leaseMs: SHORT_LEASE_MS,

@@ -1,7 +1,7 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { StoredOutcome } from '../executions/outcome.js';
 import type { ExecutionState } from '../executions/states.js';
-import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
+import type { ActivityEntry, ActivityEventInput, JournalStream } from '../journal/events.js';
 
 /**
  * One execution: one accepted attempt to perform one intended action.
@@ -94,6 +94,11 @@ export interface TransitionInput {
   outcome?: StoredOutcome;
   /** Also records delivery (once): the outcome is being handed to its caller right now. */
   delivered?: boolean;
+  /**
+   * Retires the execution from matching (it stays listed): a call with its
+   * fingerprint then claims a new one. For dispatches that provably never left.
+   */
+  release?: boolean;
   note?: string;
   events?: ActivityEventInput[];
 }
@@ -141,16 +146,19 @@ export interface ExecutionStore {
   findActive(fingerprint: string): Promise<ExecutionRecord | undefined>;
   list(filter?: ExecutionFilter): Promise<ExecutionRecord[]>;
 
-  /** Appends events that belong to no state change (e.g. `received`, `id_reused`). */
-  appendEvents(events: ActivityEventInput[]): Promise<void>;
-  /** Journal entries with seq > afterSeq, in order. */
-  readJournal(afterSeq?: number, limit?: number): Promise<ActivityEntry[]>;
+  /** Appends events that belong to no state change (`receipt_hit`, `id_reused`; session events to `sessions`). */
+  appendEvents(events: ActivityEventInput[], stream?: JournalStream): Promise<void>;
+  /** Journal entries with seq > afterSeq, in order (default stream: activity). */
+  readJournal(afterSeq?: number, limit?: number, stream?: JournalStream): Promise<ActivityEntry[]>;
+  /** Every activity entry of one execution, in order: its timeline. */
+  journalFor(executionId: string): Promise<ActivityEntry[]>;
 
   /**
    * Sweeper: dispatched executions whose lease expired or whose deadline passed
    * become `unknown`; finished executions older than `retentionMs` are deleted.
+   * With `dryRun`, reports what it would do and changes nothing.
    */
-  sweep(options: { retentionMs: number }): Promise<SweepResult>;
+  sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult>;
 
   /** The store's clock. */
   now(): Promise<number>;

@@ -1,6 +1,6 @@
 import type { ExecutionState } from '../../executions/states.js';
 import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
-import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
+import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -34,7 +34,7 @@ export class MemoryStore implements ExecutionStore {
   readonly kind = 'memory' as const;
   readonly #rows = new Map<string, Row>();
   readonly #activeByFingerprint = new Map<string, string>();
-  readonly #journal: ActivityEntry[] = [];
+  readonly #journals: Record<JournalStream, ActivityEntry[]> = { activity: [], sessions: [] };
   readonly #clock: () => number;
 
   constructor(options: { clock?: () => number } = {}) {
@@ -107,6 +107,11 @@ export class MemoryStore implements ExecutionStore {
     }
     if (t.outcome !== undefined) row.outcome = structuredClone(t.outcome);
     if (t.delivered && row.deliveredAt === null) row.deliveredAt = now;
+    if (t.release && row.active) {
+      row.active = false;
+      if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
+        this.#activeByFingerprint.delete(row.fingerprint);
+    }
     if (t.note !== undefined) row.note = t.note;
     this.#append(t.events, now);
     return this.#view(row, now);
@@ -154,42 +159,56 @@ export class MemoryStore implements ExecutionStore {
     return out.slice(0, filter.limit ?? 100);
   }
 
-  async appendEvents(events: ActivityEventInput[]): Promise<void> {
-    this.#append(events, this.#clock());
+  async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
+    this.#append(events, this.#clock(), stream);
   }
 
-  async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
-    return this.#journal
+  async readJournal(
+    afterSeq = 0,
+    limit = 1000,
+    stream: JournalStream = 'activity',
+  ): Promise<ActivityEntry[]> {
+    return this.#journals[stream]
       .filter((e) => e.seq > afterSeq)
       .slice(0, limit)
       .map((e) => structuredClone(e));
   }
 
-  async sweep(options: { retentionMs: number }): Promise<SweepResult> {
+  async journalFor(executionId: string): Promise<ActivityEntry[]> {
+    return this.#journals.activity
+      .filter((e) => e.executionId === executionId)
+      .map((e) => structuredClone(e));
+  }
+
+  async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
     const now = this.#clock();
     const expired: ExecutionRecord[] = [];
     let trimmed = 0;
     for (const row of [...this.#rows.values()]) {
       if (row.state === 'dispatched' && isStale(row, now)) {
-        row.state = 'unknown';
-        row.updatedAt = now;
-        this.#append(
-          [
-            {
-              kind: 'lease_expired',
-              executionId: row.id,
-              actor: row.actor,
-              tool: row.tool,
-              detail: { state: 'unknown' },
-            },
-          ],
-          now,
-        );
-        expired.push(this.#view(row, now));
+        if (!options.dryRun) {
+          row.state = 'unknown';
+          row.updatedAt = now;
+          this.#append(
+            [
+              {
+                kind: 'lease_expired',
+                executionId: row.id,
+                actor: row.actor,
+                tool: row.tool,
+                detail: { state: 'unknown' },
+              },
+            ],
+            now,
+          );
+        }
+        expired.push({ ...this.#view(row, now), state: 'unknown' });
       } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {
-        this.#rows.delete(row.id);
-        if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
-          this.#activeByFingerprint.delete(row.fingerprint);
+        if (!options.dryRun) {
+          this.#rows.delete(row.id);
+          if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
+            this.#activeByFingerprint.delete(row.fingerprint);
+        }
         trimmed++;
       }
     }
@@ -202,10 +221,11 @@ export class MemoryStore implements ExecutionStore {
 
   async close(): Promise<void> {}
 
-  #append(events: ActivityEventInput[] | undefined, now: number): void {
+  #append(events: ActivityEventInput[] | undefined, now: number, stream: JournalStream = 'activity'): void {
+    const journal = this.#journals[stream];
     for (const event of events ?? []) {
-      const head = this.#journal.at(-1);
-      this.#journal.push(nextEntry(event, (head?.seq ?? 0) + 1, now, head?.hash ?? GENESIS_HASH));
+      const head = journal.at(-1);
+      journal.push(nextEntry(event, (head?.seq ?? 0) + 1, now, head?.hash ?? GENESIS_HASH));
     }
   }
 

@@ -69,6 +69,31 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'activity_journal is append-only'); END;
     `,
   },
+  {
+    version: 2,
+    name: 'sessions journal, per-execution journal index',
+    sql: `
+      CREATE TABLE sessions_journal (
+        seq          INTEGER PRIMARY KEY,
+        at           INTEGER NOT NULL,
+        kind         TEXT NOT NULL,
+        execution_id TEXT,
+        actor        TEXT,
+        tool         TEXT,
+        request_ref  TEXT,
+        detail       TEXT NOT NULL,
+        prev_hash    TEXT NOT NULL,
+        hash         TEXT NOT NULL
+      ) STRICT;
+      CREATE TRIGGER sessions_journal_no_update BEFORE UPDATE ON sessions_journal
+        BEGIN SELECT RAISE(ABORT, 'sessions_journal is append-only'); END;
+      CREATE TRIGGER sessions_journal_no_delete BEFORE DELETE ON sessions_journal
+        BEGIN SELECT RAISE(ABORT, 'sessions_journal is append-only'); END;
+
+      -- \`idem executions show\`: one execution's timeline.
+      CREATE INDEX activity_journal_execution ON activity_journal (execution_id) WHERE execution_id IS NOT NULL;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import type { ReplayClass } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
-import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
+import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, ActivityKind } from '../../journal/events.js';
 import type {
   ClaimInput,
@@ -125,10 +125,12 @@ export class SqliteStore implements ExecutionStore {
       const now = this.#clock();
       if (this.#sql.markDelivered.run({ id, now }).changes === 1) this.#append(events, now);
     });
-    this.#appendEvents = db.transaction((events: ActivityEventInput[]) =>
-      this.#append(events, this.#clock()),
+    this.#appendEvents = db.transaction((events: ActivityEventInput[], stream: JournalStream) =>
+      this.#append(events, this.#clock(), stream),
     );
-    this.#sweep = db.transaction((retentionMs: number) => this.#sweepIn(retentionMs));
+    this.#sweep = db.transaction((retentionMs: number, dryRun: boolean) =>
+      this.#sweepIn(retentionMs, dryRun),
+    );
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
@@ -173,17 +175,25 @@ export class SqliteStore implements ExecutionStore {
     });
   }
 
-  async appendEvents(events: ActivityEventInput[]): Promise<void> {
+  async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     if (events.length === 0) return;
-    this.#guard(() => this.#appendEvents.immediate(events));
+    this.#guard(() => this.#appendEvents.immediate(events, stream));
   }
 
-  async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.readJournal.all(afterSeq, limit).map(toEntry));
+  async readJournal(
+    afterSeq = 0,
+    limit = 1000,
+    stream: JournalStream = 'activity',
+  ): Promise<ActivityEntry[]> {
+    return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(toEntry));
   }
 
-  async sweep(options: { retentionMs: number }): Promise<SweepResult> {
-    return this.#guard(() => this.#sweep.immediate(options.retentionMs));
+  async journalFor(executionId: string): Promise<ActivityEntry[]> {
+    return this.#guard(() => this.#sql.journalFor.all(executionId).map(toEntry));
+  }
+
+  async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
+    return this.#guard(() => this.#sweep.immediate(options.retentionMs, options.dryRun ?? false));
   }
 
   async now(): Promise<number> {
@@ -243,6 +253,7 @@ export class SqliteStore implements ExecutionStore {
       dispatchTimeoutMs: t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
       outcome: t.outcome === undefined ? null : JSON.stringify(t.outcome),
       delivered: t.delivered ? 1 : 0,
+      release: t.release ? 1 : 0,
       note: t.note ?? null,
     });
     if (!row) return undefined;
@@ -250,8 +261,15 @@ export class SqliteStore implements ExecutionStore {
     return toRecord(row, now);
   }
 
-  #sweepIn(retentionMs: number): SweepResult {
+  #sweepIn(retentionMs: number, dryRun: boolean): SweepResult {
     const now = this.#clock();
+    const cutoff = now - retentionMs;
+    if (dryRun) {
+      const stale = this.#sql.wouldExpire
+        .all({ now })
+        .map((row) => ({ ...toRecord(row, now), state: 'unknown' as const }));
+      return { expired: stale, trimmed: this.#sql.wouldTrim.get({ cutoff })?.n ?? 0 };
+    }
     // RETURNING gives no order; by id is creation order, as the journal should read.
     const rows = this.#sql.expire.all({ now }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     this.#append(
@@ -264,19 +282,21 @@ export class SqliteStore implements ExecutionStore {
       })),
       now,
     );
-    const trimmed = this.#sql.trim.run({ cutoff: now - retentionMs }).changes;
+    const trimmed = this.#sql.trim.run({ cutoff }).changes;
     return { expired: rows.map((row) => toRecord(row, now)), trimmed };
   }
 
   /** Runs inside the caller's transaction, so the head it extends cannot move underneath it. */
-  #append(events: ActivityEventInput[] | undefined, now: number): void {
+  #append(events: ActivityEventInput[] | undefined, now: number, stream: JournalStream = 'activity'): void {
     if (!events || events.length === 0) return;
-    const head = this.#sql.journalHead.get();
+    const journal = this.#sql.journal[stream];
+    const head = journal.head.get();
     let seq = head?.seq ?? 0;
     let prevHash = head?.hash ?? GENESIS_HASH;
     for (const event of events) {
-      const entry = nextEntry(event, ++seq, now, prevHash);
-      this.#sql.appendJournal.run({
+      // The detail is stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
+      const { entry, detailText } = buildEntry(event, ++seq, now, prevHash);
+      journal.append.run({
         seq: entry.seq,
         at: entry.at,
         kind: entry.kind,
@@ -284,7 +304,7 @@ export class SqliteStore implements ExecutionStore {
         actor: entry.actor,
         tool: entry.tool,
         requestRef: entry.requestRef,
-        detail: JSON.stringify(entry.detail),
+        detail: detailText,
         prevHash: entry.prevHash,
         hash: entry.hash,
       });
@@ -340,6 +360,7 @@ function prepareStatements(db: Database.Database) {
         deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
         outcome = COALESCE(@outcome, outcome),
         delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
+        active = CASE WHEN @release = 1 THEN 0 ELSE active END,
         note = COALESCE(@note, note)
       WHERE id = @id
         AND state IN (SELECT value FROM json_each(@from))
@@ -367,14 +388,32 @@ function prepareStatements(db: Database.Database) {
     trim: db.prepare<{ cutoff: number }>(`
       DELETE FROM executions
       WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
-    journalHead: db.prepare<[], { seq: number; hash: string }>(
-      'SELECT seq, hash FROM activity_journal ORDER BY seq DESC LIMIT 1',
+    wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
+      `SELECT * FROM executions WHERE state = 'dispatched' AND ${STALE} ORDER BY id`,
     ),
-    appendJournal: db.prepare<Record<string, unknown>>(`
-      INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+    wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
+      SELECT COUNT(*) AS n FROM executions WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+    journal: {
+      activity: journalStatements(db, 'activity_journal'),
+      sessions: journalStatements(db, 'sessions_journal'),
+    },
+    journalFor: db.prepare<[string], JournalRow>(
+      'SELECT * FROM activity_journal WHERE execution_id = ? ORDER BY seq',
+    ),
+  };
+}
+
+/** One hash-chained journal table's statements; the table name is one of two constants, never input. */
+function journalStatements(db: Database.Database, table: 'activity_journal' | 'sessions_journal') {
+  return {
+    head: db.prepare<[], { seq: number; hash: string }>(
+      `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
+    ),
+    append: db.prepare<Record<string, unknown>>(`
+      INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
       VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
-    readJournal: db.prepare<[number, number], JournalRow>(
-      'SELECT * FROM activity_journal WHERE seq > ? ORDER BY seq LIMIT ?',
+    read: db.prepare<[number, number], JournalRow>(
+      `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
     ),
   };
 }
