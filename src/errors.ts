@@ -80,3 +80,12 @@ export class StoreUnavailableError extends IdemError {
 export class OutcomeUnknownError extends Error {
   override readonly name = 'OutcomeUnknownError';
 }
+
+/**
+ * Thrown by a dispatch channel that provably sent nothing (the target was
+ * down before a byte left). The execution is retired and the caller told
+ * IDEM_NOT_EXECUTED: retrying is safe and starts afresh.
+ */
+export class NotDispatchedError extends Error {
+  override readonly name = 'NotDispatchedError';
+}

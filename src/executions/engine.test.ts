@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
-import { IDEM_CODES, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
@@ -486,6 +486,26 @@ describe('ExecutionEngine — identity and fail-closed', () => {
     expect(target.invocations).toBe(0);
     await sleep(150);
     expect((await engine.execute(c, target.dispatch)).isError).toBeFalsy();
+    expect(target.invocations).toBe(1);
+  });
+
+  it('a dispatch that provably sent nothing: IDEM_NOT_EXECUTED, retired, and a retry is a fresh attempt', async () => {
+    const { engine, store } = setup();
+    let down = true;
+    const target = new CountingTarget();
+    const dispatch = async (ctx: Parameters<typeof target.dispatch>[0]) => {
+      if (down) throw new NotDispatchedError('the upstream is restarting');
+      return target.dispatch(ctx);
+    };
+    const refused = await engine.execute(call(keyed, order), dispatch);
+    expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
+    expect(text(refused)).toContain('safe to retry');
+    const first = ref(refused) as string;
+    expect(await store.get(first)).toMatchObject({ state: 'failed' });
+    down = false;
+    const retry = await engine.execute(call(keyed, order), dispatch);
+    expect(retry.isError).toBeFalsy();
+    expect(retry._meta?.[META.executionId]).not.toBe(first);
     expect(target.invocations).toBe(1);
   });
 

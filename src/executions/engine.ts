@@ -3,7 +3,13 @@ import { hostname } from 'node:os';
 import { monotonicFactory } from 'ulid';
 import type { ResolvedContract } from '../contracts/contract.js';
 import { intentScopeValue } from '../contracts/scope.js';
-import { IDEM_CODES, InvalidInputError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import {
+  IDEM_CODES,
+  InvalidInputError,
+  NotDispatchedError,
+  OutcomeUnknownError,
+  StoreUnavailableError,
+} from '../errors.js';
 import { prepareArguments } from '../identity/arguments.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import type { ActivityEventInput } from '../journal/events.js';
@@ -433,11 +439,16 @@ export class ExecutionEngine {
     );
     renewal.unref();
 
-    const work = (async (): Promise<{ outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult }> => {
+    type Done = { outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult; notDispatched?: string };
+    const work = (async (): Promise<Done> => {
       try {
         const result = await dispatch({ executionId: record.id, redispatch });
         return { outcome: result.isError ? 'failed' : 'completed', result };
       } catch (error) {
+        if (error instanceof NotDispatchedError) {
+          const answer = idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, { ref: record.id, detail: error.message });
+          return { outcome: 'failed', result: answer, notDispatched: error.message };
+        }
         if (error instanceof OutcomeUnknownError || isAbort(error)) return { outcome: 'unknown' };
         return {
           outcome: 'failed',
@@ -464,8 +475,13 @@ export class ExecutionEngine {
           holder: done.outcome === 'unknown' ? undefined : null,
           ...(outcome ? { outcome } : {}),
           ...(delivering ? { delivered: true } : {}),
+          // Nothing left: retire it, so that a retry is a fresh attempt rather than a replay of this one.
+          ...(done.notDispatched ? { release: true } : {}),
           events: [
-            this.#event('outcome', call, record.id, { state: done.outcome }),
+            this.#event('outcome', call, record.id, {
+              state: done.outcome,
+              ...(done.notDispatched ? { reason: 'not_dispatched' } : {}),
+            }),
             ...(delivering ? [this.#event('delivered', call, record.id)] : []),
           ],
         });

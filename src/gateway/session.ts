@@ -20,7 +20,7 @@ import {
   type UpstreamSpec,
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
-import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
@@ -368,9 +368,9 @@ export class ProxySession {
         _meta: { ...params._meta, [META.executionId]: executionId },
       });
     } catch (error) {
-      if (error instanceof UpstreamClosedError || error instanceof UpstreamUnavailableError) {
-        throw new OutcomeUnknownError(error.message);
-      }
+      // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
+      if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
+      if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
       throw error;
     }
     forwarded.upstreamId = undefined;
