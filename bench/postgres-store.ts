@@ -1,0 +1,159 @@
+/**
+ * The PostgreSQL store's cost per call, measured sequentially (one call at a
+ * time, so each figure is latency, not throughput):
+ *
+ *   0. one round trip to the server (`store.now()`), the unit the rest is made of;
+ *   1. claim + complete: what the engine writes per call — the claim straight
+ *      into `dispatched` with its 3 journal events, then `completed` with the
+ *      result, delivery and 2 events;
+ *   2. the claim alone;
+ *   3. bytes per execution row, result payload excluded, as PostgreSQL counts them.
+ *
+ * `benchPostgresStore(url, calls)` works in a schema of its own, dropped at
+ * the end. Standalone (`npx tsx bench/postgres-store.ts`) it uses IDEM_PG_URL,
+ * or else starts a throwaway server (durable: fsync and synchronous_commit on).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { monotonicFactory } from 'ulid';
+import type { ActivityEventInput } from '../src/journal/events.js';
+import { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import type { ClaimInput } from '../src/store/types.js';
+import { PG_URL_VARIABLE, startThrowawayPostgres } from '../test/support/postgres.js';
+
+const nextUlid = monotonicFactory();
+
+function callInput(n: number): ClaimInput {
+  const i = Math.abs(n);
+  return {
+    id: `exe_${nextUlid()}`,
+    fingerprint: `fp_${randomBytes(32).toString('base64url')}`,
+    actor: `token:agent-${i % 50}`,
+    tool: ['github.create_issue', 'payments.charge', 'mail.send'][i % 3]!,
+    session: randomUUID(),
+    replay: 'keyed',
+    state: 'dispatched',
+    dispatchTimeoutMs: 600_000,
+    attachWindowMs: 900_000,
+    claimToken: randomUUID(),
+    leaseOwner: `gw-${i % 4}.prod:31337:a1b2c3`,
+    leaseMs: 30_000,
+    argumentsPreview: JSON.stringify({ order_id: `order-${i}`, amount_cents: 1999, currency: 'EUR' }),
+  };
+}
+
+function claimEvents(input: ClaimInput): ActivityEventInput[] {
+  const base = { executionId: input.id, actor: input.actor, tool: input.tool };
+  return [
+    { kind: 'received', ...base, requestRef: `req:${input.id}`, detail: { preview: input.argumentsPreview } },
+    { kind: 'accepted', ...base },
+    { kind: 'dispatched', ...base },
+  ];
+}
+
+async function claimAndComplete(store: PostgresStore, i: number): Promise<void> {
+  const input = callInput(i);
+  const claim = await store.claim(input, { events: claimEvents(input) });
+  if (!claim.won) throw new Error('a fresh fingerprint lost its claim');
+  const done = await store.transition({
+    id: input.id,
+    from: ['dispatched', 'unknown'],
+    to: 'completed',
+    token: input.claimToken,
+    holder: null,
+    outcome: { result: { content: [{ type: 'text', text: `charged order-${i}` }] } },
+    delivered: true,
+    events: [
+      {
+        kind: 'outcome',
+        executionId: input.id,
+        actor: input.actor,
+        tool: input.tool,
+        detail: { state: 'completed' },
+      },
+      { kind: 'delivered', executionId: input.id, actor: input.actor, tool: input.tool },
+    ],
+  });
+  if (!done) throw new Error('the claimer could not complete its execution');
+}
+
+async function claimOnly(store: PostgresStore, i: number): Promise<void> {
+  const input = callInput(i);
+  if (!(await store.claim(input, { events: claimEvents(input) })).won) throw new Error('claim lost');
+}
+
+interface Stats {
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+async function measure(calls: number, warmup: number, fn: (i: number) => Promise<void>): Promise<Stats> {
+  for (let i = 0; i < warmup; i++) await fn(-1 - i);
+  const samples = new Float64Array(calls);
+  for (let i = 0; i < calls; i++) {
+    const start = process.hrtime.bigint();
+    await fn(i);
+    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
+  }
+  samples.sort();
+  const at = (q: number) => samples[Math.min(calls - 1, Math.floor(q * calls))]!;
+  return { p50: at(0.5), p99: at(0.99), mean: samples.reduce((a, b) => a + b, 0) / calls };
+}
+
+/** Markdown lines: a header line, a latency table (µs), and the bytes per row. */
+export async function benchPostgresStore(url: string, calls: number): Promise<string[]> {
+  const schema = `idem_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const store = await PostgresStore.open({ url, schema });
+  try {
+    const settings = await admin.query<{ version: string; fsync: string; sync: string }>(
+      `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
+        current_setting('synchronous_commit') AS sync`,
+    );
+    const { version, fsync, sync } = settings.rows[0]!;
+    const warmup = Math.min(500, Math.ceil(calls / 10));
+    const roundTrip = await measure(calls, warmup, async () => {
+      await store.now();
+    });
+    const full = await measure(calls, warmup, (i) => claimAndComplete(store, i));
+    const bytes = await store.measureRowBytes();
+    const claims = await measure(calls, warmup, (i) => claimOnly(store, i));
+    const fmt = (n: number) => n.toFixed(0);
+    const row = (label: string, s: Stats) => `| ${label} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.mean)} |`;
+    return [
+      `PostgreSQL ${version} (fsync=${fsync}, synchronous_commit=${sync}), node ${process.version}, ` +
+        `one connection at a time from a pool, statements of a transaction pipelined; ` +
+        `${calls} sequential calls per series (+${warmup} warm-up)`,
+      '',
+      '| series | p50 µs | p99 µs | mean µs |',
+      '| --- | ---: | ---: | ---: |',
+      row('one round trip: `store.now()` (baseline)', roundTrip),
+      row('claim → dispatched (3 events) + complete with delivery (2 events)', full),
+      row('claim → dispatched (3 events) alone', claims),
+      '',
+      `PostgreSQL bytes per execution row, result payload excluded (${bytes.rows} completed rows): ` +
+        `${fmt(bytes.heapBytesPerRow)} B on the table's pages (pg_relation_size of a copy without the outcome column, ` +
+        `per row; avg pg_column_size ${fmt(bytes.columnBytesPerRow)} B) + ${fmt(bytes.indexBytesPerRow)} B in its 3 indexes ` +
+        `(freshly built; ${fmt(bytes.liveIndexBytesPerRow)} B as left by the writes). ` +
+        `The live table, outcomes and not yet vacuumed row versions included: ${fmt(bytes.liveTableBytesPerRow)} B per row.`,
+    ];
+  } finally {
+    await store.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await admin.end();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const calls = Number(process.env.BENCH_CALLS ?? 5_000);
+  const given = process.env[PG_URL_VARIABLE];
+  const server = given ? undefined : await startThrowawayPostgres({ durable: true });
+  try {
+    for (const line of await benchPostgresStore(given ?? server!.url, calls)) console.log(line);
+  } finally {
+    await server?.dispose();
+  }
+}

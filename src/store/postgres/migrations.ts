@@ -1,0 +1,168 @@
+import type pg from 'pg';
+import { StoreUnavailableError } from '../../errors.js';
+import { GENESIS_HASH } from '../../journal/chain.js';
+
+export interface Migration {
+  /** Row in schema_migrations after this migration. Consecutive from 1. */
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * The schema, as the ordered steps that build it. Append only: a shipped
+ * migration is never edited, since databases in the field already ran it.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'executions and activity journal',
+    sql: `
+      -- Enums: 4 bytes in the row and its index where the names took up to 18, still read as names.
+      CREATE TYPE execution_state AS ENUM ('accepted', 'awaiting_approval', 'authorized', 'dispatched',
+        'completed', 'failed', 'unknown', 'denied');
+      CREATE TYPE replay_class AS ENUM ('read_only', 'keyed', 'status', 'review');
+
+      -- Fixed-width columns first: PostgreSQL pads each to its alignment, and
+      -- 8-byte integers after a 1-byte column would cost up to 7 bytes a row.
+      CREATE TABLE executions (
+        created_at        bigint NOT NULL,
+        updated_at        bigint NOT NULL,
+        attach_until      bigint NOT NULL,
+        dispatched_at     bigint,
+        deadline_at       bigint,
+        lease_expires_at  bigint,
+        delivered_at      bigint,
+        state             execution_state NOT NULL,
+        replay            replay_class NOT NULL,
+        -- True while this execution is the one a call with its fingerprint attaches to.
+        active            boolean NOT NULL,
+        -- "C": byte order, which is creation order for ULIDs, and cheaper comparisons.
+        id                text COLLATE "C" PRIMARY KEY,
+        -- The 32 bytes of an 'fp_' fingerprint; any other spelling as 0xFF + its UTF-8 (see postgres-store.ts).
+        fingerprint       bytea NOT NULL,
+        actor             text NOT NULL,
+        tool              text NOT NULL,
+        session           text,
+        claim_token       text,
+        lease_owner       text,
+        arguments_preview text NOT NULL,
+        note              text,
+        -- JSON text, not jsonb: jsonb refuses \\u0000 and lone surrogates, which results may hold.
+        -- Last, so a large result is the one value TOAST moves out of the row.
+        outcome           text
+      );
+
+      -- The claim: at most one active execution per fingerprint.
+      CREATE UNIQUE INDEX executions_active_fingerprint ON executions (fingerprint) WHERE active;
+      -- The sweeper's two scans: dispatched ones, and finished ones by age.
+      CREATE INDEX executions_state_updated ON executions (state, updated_at);
+
+      CREATE TABLE activity_journal (
+        seq          bigint PRIMARY KEY,
+        at           bigint NOT NULL,
+        kind         text NOT NULL,
+        execution_id text,
+        actor        text,
+        tool         text,
+        request_ref  text,
+        detail       text NOT NULL,
+        prev_hash    text NOT NULL,
+        hash         text NOT NULL
+      );
+
+      -- The chain's end, one row: appenders lock it, so writers in any number
+      -- of processes extend one chain, one at a time, without gaps or forks.
+      CREATE TABLE journal_head (
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+        seq      bigint NOT NULL,
+        hash     text NOT NULL,
+        at       bigint NOT NULL
+      );
+      INSERT INTO journal_head (seq, hash, at) VALUES (0, '${GENESIS_HASH}', 0);
+
+      -- The hash chain detects tampering after the fact; these stop our own code from doing it.
+      CREATE FUNCTION activity_journal_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'activity_journal is append-only'; END
+      $$;
+      CREATE TRIGGER activity_journal_no_change BEFORE UPDATE OR DELETE ON activity_journal
+        FOR EACH ROW EXECUTE FUNCTION activity_journal_append_only();
+      CREATE TRIGGER activity_journal_no_truncate BEFORE TRUNCATE ON activity_journal
+        FOR EACH STATEMENT EXECUTE FUNCTION activity_journal_append_only();
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+type Queryable = Pick<pg.ClientBase, 'query'>;
+
+/** The applied version, 0 for an empty schema. */
+export async function schemaVersion(db: Queryable): Promise<number> {
+  const exists = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+  if (exists.rows[0]?.t == null) return 0;
+  const { rows } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+  return rows[0]?.v ?? 0;
+}
+
+/**
+ * Brings the schema (the connection's search_path, or `schema`) up to
+ * SCHEMA_VERSION. Several processes may start at once on an empty database,
+ * so the work happens under a transaction-scoped advisory lock and the version
+ * is read again under it: the first migrates, the others find nothing to do.
+ * All missing steps commit together or not at all. A newer schema than this
+ * code knows is refused: writing to it could break what the newer version
+ * relies on.
+ */
+export async function migrate(
+  db: Queryable,
+  options: { schema?: string; migrations?: readonly Migration[] } = {},
+): Promise<number> {
+  const migrations = options.migrations ?? MIGRATIONS;
+  const latest = migrations.at(-1)?.version ?? 0;
+  // Most opens find nothing to do; they need not queue for the lock, nor hold DDL rights.
+  if (refuseNewer(await schemaVersion(db), latest) === latest) return latest;
+
+  await db.query('BEGIN');
+  try {
+    await db.query(
+      `SELECT pg_advisory_xact_lock(hashtext('idem.migrate'), hashtext(coalesce($1::text, current_schema(), '')))`,
+      [options.schema ?? null],
+    );
+    if (options.schema !== undefined)
+      await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(options.schema)}`);
+    await db.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        version    integer PRIMARY KEY,
+        name       text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    const current = refuseNewer(await schemaVersion(db), latest);
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      await db.query(migration.sql);
+      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    await db.query('COMMIT');
+  } catch (error) {
+    await db.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
+  return latest;
+}
+
+function refuseNewer(current: number, latest: number): number {
+  if (current > latest) {
+    throw new StoreUnavailableError(
+      `the store's schema is version ${current}, newer than this Idem knows (${latest}); upgrade Idem to open it`,
+    );
+  }
+  return current;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
