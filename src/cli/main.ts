@@ -2,11 +2,21 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runDemo } from '../demo/demo.js';
+import { registerAuditCommands } from './audit.js';
+import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
+import { registerSessionCommands } from './sessions.js';
+import { registerSweepCommand } from './sweep.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
+
+// `idem executions list | head`: a closed pipe is the reader being done, not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
 
 const program = new Command('idem')
   .description('Execution identity for MCP tool calls: one intended action, one execution.')
@@ -23,5 +33,15 @@ program
   });
 
 registerGatewayCommand(program, version);
+registerExecutionCommands(program);
+registerSessionCommands(program);
+registerAuditCommands(program);
+registerSweepCommand(program);
 
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  // A usage or environment problem, said plainly; exit 2 like commander's own usage errors.
+  process.stderr.write(`idem: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 2;
+}

@@ -15,6 +15,8 @@ import type { Fingerprinter } from '../identity/fingerprint.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, markExecuted, markReplayed } from './answers.js';
+import { isStale } from './leases.js';
+import { approveExecution, denyExecution, resolveExecution } from './operator.js';
 import type { StoredOutcome, ToolResult } from './outcome.js';
 
 /** Who is calling, as the transport and auth established it — never from the arguments. */
@@ -256,54 +258,22 @@ export class ExecutionEngine {
 
   /** A human approved an execution waiting for approval; the next matching call dispatches it. */
   async approve(ref: string, by: string): Promise<ExecutionRecord | undefined> {
-    const record = await this.store.transition({
-      id: ref,
-      from: ['awaiting_approval'],
-      to: 'authorized',
-      holder: null,
-      events: [{ kind: 'authorized', executionId: ref, detail: { by } }],
-    });
+    const record = await approveExecution(this.store, ref, by);
     if (record?.session) this.#approvedSessions.add(sessionKey(record.actor, record.session, record.tool));
     return record;
   }
 
-  async deny(ref: string, by: string, reason: string): Promise<ExecutionRecord | undefined> {
-    return this.store.transition({
-      id: ref,
-      // Not `accepted`: that is already past approval and may be dispatching.
-      from: ['awaiting_approval', 'authorized'],
-      to: 'denied',
-      holder: null,
-      note: reason,
-      events: [{ kind: 'denied', executionId: ref, detail: { by, reason } }],
-    });
+  deny(ref: string, by: string, reason: string): Promise<ExecutionRecord | undefined> {
+    return denyExecution(this.store, ref, by, reason);
   }
 
-  /** The operator's answer to an unknown outcome (or a stale dispatch): it did or did not happen. */
-  async resolve(
+  resolve(
     ref: string,
     as: 'completed' | 'failed',
     by: string,
     note: string,
   ): Promise<ExecutionRecord | undefined> {
-    const current = await this.store.get(ref);
-    if (!current) return undefined;
-    const from = current.state === 'dispatched' && isStale(current) ? 'dispatched' : 'unknown';
-    return this.store.transition({
-      id: ref,
-      from: [from],
-      to: as,
-      ...(from === 'dispatched' ? { requireStale: true } : {}),
-      holder: null,
-      note,
-      outcome: {
-        result: {
-          isError: as === 'failed',
-          content: [{ type: 'text', text: `Resolved by ${by} as ${as}: ${note}` }],
-        },
-      },
-      events: [{ kind: 'operator_resolution', executionId: ref, detail: { by, as, note } }],
-    });
+    return resolveExecution(this.store, ref, as, by, note);
   }
 
   #attachable(prior: ExecutionRecord, contract: ResolvedContract): boolean {
@@ -660,13 +630,6 @@ export class ExecutionEngine {
       detail,
     };
   }
-}
-
-/** The holder is gone: no live lease, or the dispatch deadline passed (by the store's clock). */
-export function isStale(record: ExecutionRecord): boolean {
-  const leaseDead = record.leaseExpiresAt === null || record.leaseExpiresAt <= record.readAt;
-  const pastDeadline = record.deadlineAt !== null && record.deadlineAt <= record.readAt;
-  return leaseDead || pastDeadline;
 }
 
 /** A claim token: unguessable, and cheap (randomUUID draws from a cached entropy pool). */

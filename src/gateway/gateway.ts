@@ -173,6 +173,12 @@ export class Gateway {
       actorOf: defaultActorOf,
       version: this.#options.version,
       upstreamWaitMs: 2_000,
+      onSessionEvent: (kind, detail) => {
+        const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
+        this.store
+          .appendEvents([{ kind, actor: actor ?? null, requestRef: session ?? null, detail: rest as never }], 'sessions')
+          .catch(() => {});
+      },
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
       newCatalog: () =>
         new ToolCatalog({

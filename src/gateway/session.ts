@@ -95,7 +95,7 @@ export class ProxySession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#ctx.onSessionEvent?.('session_end', { session: this.#front.sessionId ?? null });
+    if (this.#initialized) this.#ctx.onSessionEvent?.('session_end', { session: this.#front.sessionId ?? null, actor: this.#actor() });
     await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
     await this.#front.close().catch(() => {});
   }

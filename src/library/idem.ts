@@ -178,6 +178,9 @@ export class Idem {
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
       },
+      onSession: (event) => {
+        this.store.appendEvents([event], 'sessions').catch(() => {});
+      },
     });
   }
 

@@ -52,6 +52,8 @@ export interface ReceiptTransportOptions {
   extraMethods?: readonly string[];
   idScope?: IdScope;
   onEvent?: (event: ActivityEventInput) => void;
+  /** Agent runs for the sessions journal: start (after initialize is answered) and end (transport closed). */
+  onSession?: (event: ActivityEventInput) => void;
 }
 
 /**
@@ -73,12 +75,20 @@ export class ReceiptTransport implements Transport {
   /** Ids already registered by `admit` (HTTP front): they pass straight through once. */
   readonly #admitted = new Set<string>();
   #clientName: string | undefined;
+  #initialize: { id: RequestId; client: unknown; authInfo?: AuthInfo } | undefined;
+  #started = false;
 
   constructor(inner: Transport, options: ReceiptTransportOptions) {
     this.#inner = inner;
     this.#options = options;
     this.#methods = new Set(['tools/call', ...(options.extraMethods ?? [])]);
-    inner.onclose = () => this.onclose?.();
+    inner.onclose = () => {
+      if (this.#started) {
+        this.#started = false;
+        this.#options.onSession?.({ kind: 'session_end', actor: this.#actorNow(), requestRef: this.sessionId ?? null });
+      }
+      this.onclose?.();
+    };
     inner.onerror = (error) => this.onerror?.(error);
     inner.onmessage = (message, extra) => this.#receive(message, extra);
   }
@@ -102,6 +112,19 @@ export class ReceiptTransport implements Transport {
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = (message as { id?: RequestId }).id;
+      if (this.#initialize && id === this.#initialize.id && isJSONRPCResultResponse(message)) {
+        this.#started = true;
+        this.#options.onSession?.({
+          kind: 'session_start',
+          actor: this.#actorNow(),
+          requestRef: this.sessionId ?? null,
+          detail: {
+            client: (this.#initialize.client ?? null) as never,
+            protocol_version: ((message.result as { protocolVersion?: string }).protocolVersion ?? null) as never,
+          },
+        });
+        this.#initialize = undefined;
+      }
       if (id !== undefined) {
         const pending = this.#pending.get(renderRequestId(id));
         // Settle before sending: if the first socket is gone, the resend still gets this reply.
@@ -114,14 +137,26 @@ export class ReceiptTransport implements Transport {
     return this.#inner.send(message, options);
   }
 
+  #actorNow(): string {
+    return this.#options.actorOf({
+      ...(this.#initialize?.authInfo ? { authInfo: this.#initialize.authInfo } : {}),
+      ...(this.#clientName ? { clientName: this.#clientName } : {}),
+    });
+  }
+
   #idScope(): IdScope {
     return this.#options.idScope ?? (this.#inner.sessionId !== undefined ? 'session' : 'connection');
   }
 
   #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
     if (isJSONRPCRequest(message) && message.method === 'initialize') {
-      const info = (message.params as { clientInfo?: { name?: unknown } } | undefined)?.clientInfo;
+      const info = (message.params as { clientInfo?: { name?: unknown; version?: unknown } } | undefined)?.clientInfo;
       if (typeof info?.name === 'string') this.#clientName = info.name;
+      this.#initialize = {
+        id: message.id,
+        client: info && typeof info.name === 'string' ? { name: info.name, version: String(info.version ?? '') } : null,
+        ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
+      };
     }
     if (isJSONRPCRequest(message) && this.#admitted.delete(renderRequestId(message.id))) {
       this.onmessage?.(message, extra);

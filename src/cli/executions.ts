@@ -1,0 +1,145 @@
+import { userInfo } from 'node:os';
+import type { Command } from 'commander';
+import { resolveExecution } from '../executions/operator.js';
+import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
+import { parseSince, printJson, printTable, time } from './format.js';
+import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+
+interface ListFlags extends StoreFlags {
+  state?: string;
+  tool?: string;
+  actor?: string;
+  since?: string;
+  limit: string;
+  json?: boolean;
+}
+
+const storeOptions = (command: Command) =>
+  command
+    .option(
+      '--db <file|postgres-url>',
+      'the store (default: --config, IDEM_STORE_URL, or the data directory)',
+    )
+    .option('-c, --config <file>', 'read the store location from an idem.yaml');
+
+export function registerExecutionCommands(program: Command): void {
+  const executions = program.command('executions').description('Inspect and resolve executions');
+
+  storeOptions(executions.command('list'))
+    .description('Executions, newest first')
+    .option('--state <states>', `comma-separated: ${EXECUTION_STATES.join(', ')}`)
+    .option('--tool <name>')
+    .option('--actor <actor>')
+    .option('--since <when>', 'a duration back from now (30m, 2h, 7d) or an ISO date')
+    .option('--limit <n>', 'at most this many', '50')
+    .option('--json', 'machine-readable')
+    .action(async (flags: ListFlags) => {
+      const states = flags.state?.split(',').map((s) => s.trim());
+      const bad = states?.filter((s) => !isExecutionState(s));
+      if (bad?.length)
+        throw new Error(`--state: unknown state ${bad.join(', ')} (one of ${EXECUTION_STATES.join(', ')})`);
+      const store = await openLocatedStore(locateStore(flags));
+      try {
+        const records = await store.list({
+          ...(states ? { state: states as ExecutionState[] } : {}),
+          ...(flags.tool ? { tool: flags.tool } : {}),
+          ...(flags.actor ? { actor: flags.actor } : {}),
+          ...(flags.since ? { since: parseSince(flags.since) } : {}),
+          limit: Number(flags.limit),
+        });
+        if (flags.json) return printJson(records);
+        printTable(
+          ['REF', 'STATE', 'TOOL', 'ACTOR', 'CREATED', 'DELIVERED', 'ARGUMENTS'],
+          records.map((r) => [
+            r.id,
+            r.state,
+            r.tool,
+            r.actor,
+            time(r.createdAt),
+            r.deliveredAt ? 'yes' : 'no',
+            r.argumentsPreview,
+          ]),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+
+  storeOptions(executions.command('show'))
+    .description('One execution and its timeline: who called, which request ids attached, what happened when')
+    .argument('<ref>', 'execution id (exe_…)')
+    .option('--json', 'machine-readable')
+    .action(async (ref: string, flags: StoreFlags & { json?: boolean }) => {
+      const store = await openLocatedStore(locateStore(flags));
+      try {
+        const record = await store.get(ref);
+        const timeline = await store.journalFor(ref);
+        if (!record && timeline.length === 0) throw new Error(`no execution ${ref}`);
+        const requests = [
+          ...new Set(timeline.map((e) => e.requestRef).filter((r): r is string => r !== null)),
+        ];
+        if (flags.json) return printJson({ execution: record ?? null, requests, timeline });
+        if (record) {
+          for (const [label, value] of [
+            ['ref', record.id],
+            ['state', record.state],
+            ['tool', record.tool],
+            ['actor', record.actor],
+            ['session', record.session ?? '-'],
+            ['replay', record.replay],
+            ['created', time(record.createdAt)],
+            ['dispatched', time(record.dispatchedAt)],
+            ['delivered', time(record.deliveredAt)],
+            ['arguments', record.argumentsPreview],
+            ['note', record.note ?? '-'],
+          ] as const) {
+            process.stdout.write(`${label.padEnd(11)}${value}\n`);
+          }
+        } else process.stdout.write(`${ref}: trimmed from the store (retention); its journal remains\n`);
+        process.stdout.write(`\n${requests.length} request(s) carried this execution:\n`);
+        for (const r of requests) process.stdout.write(`  ${r}\n`);
+        process.stdout.write('\ntimeline:\n');
+        printTable(
+          ['SEQ', 'WHEN', 'EVENT', 'ACTOR', 'REQUEST', 'DETAIL'],
+          timeline.map((e) => [
+            String(e.seq),
+            time(e.at),
+            e.kind,
+            e.actor ?? '-',
+            e.requestRef ?? '-',
+            JSON.stringify(e.detail),
+          ]),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+
+  storeOptions(executions.command('resolve'))
+    .description(
+      "The operator's answer to an unknown outcome or a review: it happened (completed) or not (failed)",
+    )
+    .argument('<ref>', 'execution id (exe_…)')
+    .requiredOption('--as <outcome>', 'completed or failed')
+    .requiredOption('--note <text>', 'what you checked, for the journal')
+    .option('--by <operator>', 'who resolves it (default: your OS user)')
+    .action(async (ref: string, flags: StoreFlags & { as: string; note: string; by?: string }) => {
+      if (flags.as !== 'completed' && flags.as !== 'failed')
+        throw new Error('--as must be completed or failed');
+      const by = flags.by ?? `operator:${userInfo().username}`;
+      const store = await openLocatedStore(locateStore(flags));
+      try {
+        const before = await store.get(ref);
+        if (!before) throw new Error(`no execution ${ref}`);
+        const after = await resolveExecution(store, ref, flags.as, by, flags.note);
+        if (!after) {
+          throw new Error(
+            `${ref} is ${before.state}: only an unknown outcome (or a dispatch whose holder is gone) can be resolved`,
+          );
+        }
+        process.stdout.write(`${ref}: ${before.state} → ${after.state} (by ${by})\n`);
+      } finally {
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import type { ActivityEntry } from '../journal/events.js';
+import { printJson, printTable, time } from './format.js';
+import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+
+interface SessionRow {
+  session: string;
+  actor: string | null;
+  client: string;
+  protocol: string;
+  started: number | null;
+  ended: number | null;
+}
+
+/** Groups the sessions journal into agent runs. */
+function sessionsOf(entries: ActivityEntry[]): SessionRow[] {
+  const byId = new Map<string, SessionRow>();
+  for (const e of entries) {
+    const id = e.requestRef ?? '(no session)';
+    const row = byId.get(id) ?? {
+      session: id,
+      actor: e.actor,
+      client: '-',
+      protocol: '-',
+      started: null,
+      ended: null,
+    };
+    if (e.kind === 'session_start') {
+      const client = e.detail.client as { name?: string; version?: string } | null | undefined;
+      row.started = e.at;
+      row.actor = e.actor;
+      row.client = client?.name ? `${client.name} ${client.version ?? ''}`.trim() : '-';
+      row.protocol = typeof e.detail.protocol_version === 'string' ? e.detail.protocol_version : '-';
+    } else if (e.kind === 'session_end') row.ended = e.at;
+    byId.set(id, row);
+  }
+  return [...byId.values()].sort((a, b) => (b.started ?? 0) - (a.started ?? 0));
+}
+
+export function registerSessionCommands(program: Command): void {
+  const sessions = program
+    .command('sessions')
+    .description('Agent runs: who connected, with which client and protocol, when');
+  const withStore = (c: Command) =>
+    c
+      .option('--db <file|postgres-url>', 'the store')
+      .option('-c, --config <file>', 'read the store location from an idem.yaml');
+
+  withStore(sessions.command('list'))
+    .option('--limit <n>', 'at most this many', '50')
+    .option('--json', 'machine-readable')
+    .action(async (flags: StoreFlags & { limit: string; json?: boolean }) => {
+      const store = await openLocatedStore(locateStore(flags));
+      try {
+        const rows = sessionsOf(await store.readJournal(0, 1_000_000, 'sessions')).slice(
+          0,
+          Number(flags.limit),
+        );
+        if (flags.json) return printJson(rows);
+        printTable(
+          ['SESSION', 'ACTOR', 'CLIENT', 'PROTOCOL', 'STARTED', 'ENDED'],
+          rows.map((r) => [r.session, r.actor ?? '-', r.client, r.protocol, time(r.started), time(r.ended)]),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+
+  withStore(sessions.command('show'))
+    .argument('<session>', 'session id')
+    .option('--json', 'machine-readable')
+    .action(async (session: string, flags: StoreFlags & { json?: boolean }) => {
+      const store = await openLocatedStore(locateStore(flags));
+      try {
+        const entries = (await store.readJournal(0, 1_000_000, 'sessions')).filter(
+          (e) => e.requestRef === session,
+        );
+        const executions = (await store.list({ limit: 10_000 })).filter((r) => r.session === session);
+        if (entries.length === 0 && executions.length === 0) throw new Error(`no session ${session}`);
+        if (flags.json) return printJson({ session: sessionsOf(entries)[0] ?? null, entries, executions });
+        printTable(
+          ['SEQ', 'WHEN', 'EVENT', 'ACTOR', 'DETAIL'],
+          entries.map((e) => [String(e.seq), time(e.at), e.kind, e.actor ?? '-', JSON.stringify(e.detail)]),
+        );
+        process.stdout.write(`\nexecutions started in this session:\n`);
+        printTable(
+          ['REF', 'STATE', 'TOOL', 'CREATED'],
+          executions.map((r) => [r.id, r.state, r.tool, time(r.createdAt)]),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+}

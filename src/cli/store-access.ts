@@ -1,0 +1,61 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { loadConfig } from '../gateway/config.js';
+import { resolveDataDir } from '../identity/data-dir.js';
+import { openStore } from '../store/index.js';
+import type { ExecutionStore } from '../store/types.js';
+
+/** Where the operator commands find the store. */
+export interface StoreLocation {
+  /** `sqlite:<path>` or a postgres URL, for messages. */
+  describe: string;
+  kind: 'sqlite' | 'postgres';
+  /** SQLite file path or postgres URL. */
+  target: string;
+  /** The data directory beside it (signing keys, signed heads). */
+  dataDir: string | undefined;
+}
+
+export interface StoreFlags {
+  db?: string;
+  config?: string;
+}
+
+/**
+ * `--db <file|postgres-url>`, else the store of `--config idem.yaml`, else
+ * IDEM_STORE_URL, else `<IDEM_DATA_DIR or per-user dir>/idem.db`. A SQLite
+ * file that does not exist is an error: operator commands never create a store.
+ */
+export function locateStore(flags: StoreFlags): StoreLocation {
+  const pick = (target: string, dataDir: string | undefined): StoreLocation =>
+    /^postgres(ql)?:\/\//i.test(target)
+      ? { describe: target.replace(/\/\/[^@/]*@/, '//***@'), kind: 'postgres', target, dataDir }
+      : { describe: `sqlite:${target}`, kind: 'sqlite', target, dataDir: dataDir ?? dirname(target) };
+  let location: StoreLocation;
+  if (flags.db) location = pick(flags.db, undefined);
+  else if (flags.config) {
+    const config = loadConfig(flags.config);
+    const dataDir = resolveDataDir(config.data_dir);
+    if (config.store?.kind === 'postgres') location = pick(config.store.url, dataDir);
+    else if (config.store?.kind === 'memory')
+      throw new Error('the config uses the memory store: nothing persists to inspect');
+    else location = pick(config.store?.path ?? join(dataDir, 'idem.db'), dataDir);
+  } else if (process.env.IDEM_STORE_URL)
+    location = pick(process.env.IDEM_STORE_URL, process.env.IDEM_DATA_DIR);
+  else {
+    const dataDir = resolveDataDir();
+    location = pick(join(dataDir, 'idem.db'), dataDir);
+  }
+  if (location.kind === 'sqlite' && !existsSync(location.target)) {
+    throw new Error(
+      `no store at ${location.target} (give --db <file|postgres-url>, --config, or IDEM_DATA_DIR)`,
+    );
+  }
+  return location;
+}
+
+export function openLocatedStore(location: StoreLocation): Promise<ExecutionStore> {
+  return openStore(
+    location.kind === 'postgres' ? location.target : { kind: 'sqlite', path: location.target },
+  );
+}

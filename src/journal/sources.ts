@@ -1,0 +1,91 @@
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import type { JournalStream } from './events.js';
+import type { StoredJournalRow } from './verify.js';
+
+const TABLES: Record<JournalStream, string> = { activity: 'activity_journal', sessions: 'sessions_journal' };
+
+type RawRow = [
+  number,
+  number,
+  string,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string,
+  string,
+  string,
+];
+
+function toStored(r: RawRow): StoredJournalRow {
+  return {
+    seq: r[0],
+    at: r[1],
+    kind: r[2],
+    executionId: r[3],
+    actor: r[4],
+    tool: r[5],
+    requestRef: r[6],
+    detailText: r[7],
+    prevHash: r[8],
+    hash: r[9],
+  };
+}
+
+const COLUMNS = 'seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash';
+
+/**
+ * The journal rows of a SQLite store file, exactly as stored, read-only and
+ * without the store code (no migration, no key): what an auditor runs on a
+ * copy of the file. Ordered by rowid — the physical order — so that a moved
+ * row shows up as moved.
+ */
+export function* sqliteJournalRows(
+  path: string,
+  stream: JournalStream = 'activity',
+): Generator<StoredJournalRow> {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const statement = db.prepare(`SELECT ${COLUMNS} FROM ${TABLES[stream]} ORDER BY rowid`).raw(true);
+    for (const row of statement.iterate() as Iterable<RawRow>) yield toStored(row);
+  } finally {
+    db.close();
+  }
+}
+
+export function sqliteJournalCount(path: string, stream: JournalStream = 'activity'): number {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare(`SELECT COUNT(*) AS n FROM ${TABLES[stream]}`).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** The journal rows of a PostgreSQL store, in pages of `pageSize`, by seq. */
+export async function* postgresJournalRows(
+  url: string,
+  stream: JournalStream = 'activity',
+  pageSize = 20_000,
+): AsyncGenerator<StoredJournalRow> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    // Whatever follows the last row read: a deleted row shows as a gap, a moved one out of place.
+    let after = -1;
+    for (;;) {
+      const { rows } = await client.query<RawRow>({
+        text: `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash
+               FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+        values: [after, pageSize],
+        rowMode: 'array',
+      });
+      for (const row of rows) yield toStored(row);
+      if (rows.length < pageSize) return;
+      after = (rows.at(-1) as RawRow)[0];
+    }
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,294 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveContract, type ToolContract } from '../src/contracts/contract.js';
+import { OutcomeUnknownError } from '../src/errors.js';
+import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
+import { Fingerprinter } from '../src/identity/fingerprint.js';
+import { chainHash } from '../src/journal/chain.js';
+import { rebuildStates } from '../src/journal/rebuild.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { sleep } from '../src/testing/counting-target.js';
+
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
+const db = join(dir, 'idem.db');
+const SECRET = 'sk_live_51Hxyz_never_log_me';
+const CARD = '4000002760003184';
+
+/** `idem …` as a user runs it; resolves with exit code and output, never throws on a non-zero exit. */
+async function idem(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '../src/cli/main.ts'), ...args],
+      {
+        env: { ...process.env, IDEM_DATA_DIR: dir },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** A copy of the store file, for one tamper case; the journal's append-only triggers dropped, as an attacker with the file would. */
+function tamperedCopy(name: string, tamper: (db: Database.Database) => void): string {
+  const path = join(dir, `${name}.db`);
+  copyFileSync(db, path);
+  const handle = new Database(path);
+  handle.exec('DROP TRIGGER activity_journal_no_update; DROP TRIGGER activity_journal_no_delete;');
+  tamper(handle);
+  handle.close();
+  return path;
+}
+
+type Row = {
+  seq: number;
+  at: number;
+  kind: string;
+  execution_id: string | null;
+  actor: string | null;
+  tool: string | null;
+  request_ref: string | null;
+  detail: string;
+  prev_hash: string;
+  hash: string;
+};
+const rehash = (r: Row, prev: string) =>
+  chainHash(
+    prev,
+    `${JSON.stringify([r.seq, r.at, r.kind, r.execution_id, r.actor, r.tool, r.request_ref])}\n${r.detail}`,
+  );
+
+let total = 0;
+let states: Map<string, string>;
+
+beforeAll(async () => {
+  const store = await SqliteStore.open({ path: db });
+  const engine = new ExecutionEngine({
+    store,
+    fingerprinter: Fingerprinter.forDataDir(dir),
+    approver: async (r) => (r.argumentsPreview.includes('deny') ? 'denied' : 'pending'),
+  });
+  const call = (contract: ToolContract, args: Record<string, unknown>, actor = 'token:alice'): ToolCall => ({
+    tool: 'charge_card',
+    channel: 'library',
+    target: 'local',
+    credentialRef: null,
+    method: 'tools/call',
+    arguments: args,
+    contract: resolveContract(contract, undefined, ['card_number']),
+    caller: { actor, session: 's1', requestRef: `req-${Math.random()}` },
+  });
+  const keyed: ToolContract = {
+    replay: 'keyed',
+    scope: { business_key: 'order_id' },
+    fingerprint: { secrets: ['api_key'] },
+  };
+  const ok = async () => ({ content: [{ type: 'text' as const, text: 'charged' }] });
+  // Enough calls for a journal of well over 10 000 entries, with every kind of outcome in it.
+  for (let i = 0; i < 2_200; i++) {
+    const args = { order_id: `o-${i}`, amount_cents: 100 + i, card_number: CARD, api_key: SECRET };
+    await engine.execute(call(keyed, args), ok);
+    if (i % 10 === 0) await engine.execute(call(keyed, args), ok); // a retry attaches
+  }
+  await engine.execute(call(keyed, { order_id: 'fail', card_number: CARD, api_key: SECRET }), async () => ({
+    isError: true,
+    content: [{ type: 'text', text: 'declined' }],
+  }));
+  const unknown = await engine.execute(
+    call({ replay: 'review' }, { order_id: 'lost', card_number: CARD, api_key: SECRET }),
+    async () => {
+      throw new OutcomeUnknownError('connection reset');
+    },
+  );
+  await engine.execute(
+    call({ ...keyed, approval: 'every_call' }, { order_id: 'wait', card_number: CARD, api_key: SECRET }),
+    ok,
+  );
+  await engine.execute(
+    call({ ...keyed, approval: 'every_call' }, { order_id: 'deny', card_number: CARD, api_key: SECRET }),
+    ok,
+  );
+  const resolvedRef = (unknown.structuredContent as { idem: { ref: string } }).idem.ref;
+  await engine.resolve(resolvedRef, 'completed', 'operator:bob', 'found it in the ledger');
+  // A dispatch whose process died: the sweeper turns it unknown.
+  await store.claim(
+    {
+      id: 'exe_dead',
+      fingerprint: `fp_${randomBytes(32).toString('base64url')}`,
+      actor: 'token:carol',
+      tool: 'deploy',
+      session: null,
+      replay: 'status',
+      state: 'dispatched',
+      dispatchTimeoutMs: 60_000,
+      attachWindowMs: 60_000,
+      claimToken: 't',
+      leaseOwner: 'dead',
+      leaseMs: 20,
+      argumentsPreview: '{}',
+    },
+    {
+      events: [
+        { kind: 'accepted', executionId: 'exe_dead' },
+        { kind: 'dispatched', executionId: 'exe_dead' },
+      ],
+    },
+  );
+  await sleep(40);
+  await store.sweep({ retentionMs: 3_600_000 });
+  total = (await store.readJournal(0, 1_000_000)).length;
+  states = new Map((await store.list({ limit: 100_000 })).map((r) => [r.id, r.state]));
+  await store.close();
+  const signed = await idem('audit', 'sign', '--db', db);
+  expect(signed.code).toBe(0);
+}, 120_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('the activity journal of a real run', () => {
+  it('is long enough to matter, and the untouched journal verifies with its signed head', async () => {
+    expect(total).toBeGreaterThanOrEqual(10_000);
+    const result = await idem(
+      'audit',
+      'verify',
+      '--db',
+      db,
+      '--public-key',
+      join(dir, 'journal-signing.pub'),
+    );
+    expect(result.stdout).toContain(`OK: ${total} activity entries`);
+    expect(result.stdout).toContain('verified');
+    expect(result.code).toBe(0);
+  });
+
+  it("rebuilding every execution from the journal alone gives exactly the store's states", async () => {
+    const store = await SqliteStore.open({ path: db });
+    const rebuilt = rebuildStates(await store.readJournal(0, 1_000_000));
+    await store.close();
+    expect(new Set(states.values())).toEqual(
+      new Set(['completed', 'failed', 'awaiting_approval', 'denied', 'unknown']),
+    );
+    expect(Object.fromEntries(rebuilt)).toEqual(Object.fromEntries(states));
+  });
+
+  it('secret values and raw arguments appear nowhere in the store file, the journal or its export', async () => {
+    const exported = await idem('audit', 'export', '--db', db);
+    expect(exported.code).toBe(0);
+    for (const text of [exported.stdout, readFileSync(db).toString('latin1')]) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(CARD);
+    }
+    expect(exported.stdout.split('\n').filter(Boolean).length).toBeGreaterThan(total);
+  });
+});
+
+describe('idem audit verify names the first bad seq (exit 1)', () => {
+  const middle = 5_000;
+  const cases: [string, (db: Database.Database) => void, number | (() => number), string][] = [
+    [
+      'edit one field of a middle entry',
+      (h) => h.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = ?").run(middle),
+      middle,
+      'edited',
+    ],
+    [
+      'delete one entry',
+      (h) => h.prepare('DELETE FROM activity_journal WHERE seq = ?').run(middle),
+      middle,
+      'missing',
+    ],
+    [
+      'swap two entries',
+      (h) => {
+        const a = h.prepare('SELECT * FROM activity_journal WHERE seq = ?').get(middle) as Row;
+        const b = h.prepare('SELECT * FROM activity_journal WHERE seq = ?').get(middle + 1) as Row;
+        const put = h.prepare(
+          'UPDATE activity_journal SET at=@at, kind=@kind, execution_id=@execution_id, actor=@actor, tool=@tool, request_ref=@request_ref, detail=@detail, prev_hash=@prev_hash, hash=@hash WHERE seq=@target',
+        );
+        put.run({ ...b, target: middle });
+        put.run({ ...a, target: middle + 1 });
+      },
+      middle,
+      'reordered',
+    ],
+    [
+      'truncate the tail',
+      (h) => h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100),
+      () => total - 99,
+      'truncated',
+    ],
+    [
+      'edit and re-hash the tail',
+      (h) => {
+        const rows = h
+          .prepare('SELECT * FROM activity_journal WHERE seq >= ? ORDER BY seq')
+          .all(total - 50) as Row[];
+        let prev = (
+          h.prepare('SELECT hash FROM activity_journal WHERE seq = ?').get(total - 51) as { hash: string }
+        ).hash;
+        const put = h.prepare(
+          'UPDATE activity_journal SET actor = @actor, prev_hash = @prev_hash, hash = @hash WHERE seq = @seq',
+        );
+        for (const row of rows) {
+          if (row.seq === total - 50) row.actor = 'token:mallory';
+          row.prev_hash = prev;
+          row.hash = rehash(row, prev);
+          put.run(row);
+          prev = row.hash;
+        }
+      },
+      () => total,
+      'rehashed',
+    ],
+  ];
+
+  for (const [name, tamper, seq, problem] of cases) {
+    it(name, async () => {
+      const path = tamperedCopy(name.replaceAll(' ', '-'), tamper);
+      const result = await idem(
+        'audit',
+        'verify',
+        '--db',
+        path,
+        '--head',
+        join(dir, 'journal-head.json'),
+        '--public-key',
+        join(dir, 'journal-signing.pub'),
+        '--json',
+      );
+      const report = JSON.parse(result.stdout) as { ok: boolean; firstBad: { seq: number; problem: string } };
+      expect(report.firstBad).toMatchObject({ seq: typeof seq === 'function' ? seq() : seq, problem });
+      expect(result.code).toBe(1);
+    });
+  }
+
+  it('an export with one edited line fails too, naming its seq', async () => {
+    const out = join(dir, 'export.jsonl');
+    expect((await idem('audit', 'export', '--db', db, '--stream', 'activity', '--out', out)).code).toBe(0);
+    const lines = readFileSync(out, 'utf8').split('\n');
+    const index = lines.findIndex((l) => l.includes(`"seq":${middle},`));
+    lines[index] = (lines[index] as string).replace('"token:alice"', '"token:mallory"');
+    const edited = join(dir, 'edited.jsonl');
+    (await import('node:fs')).writeFileSync(edited, lines.join('\n'));
+    expect((await idem('audit', 'verify', '--file', out)).code).toBe(0);
+    const result = await idem('audit', 'verify', '--file', edited);
+    expect(result.stdout).toContain(`first bad seq ${middle} (edited)`);
+    expect(result.code).toBe(1);
+  });
+
+  it('a missing store is an error (exit 2), not a verdict', async () => {
+    const result = await idem('audit', 'verify', '--db', join(dir, 'nope.db'));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('no store at');
+  });
+});
