@@ -58,6 +58,8 @@ export const MIGRATIONS: readonly Migration[] = [
       -- The sweeper's two scans: dispatched ones, and finished ones by age.
       CREATE INDEX executions_state_updated ON executions (state, updated_at);
 
+      -- Two hash-chained journals of the same shape: one row per event of a call or
+      -- execution, and one per agent-run event (session start and end).
       CREATE TABLE activity_journal (
         seq          bigint PRIMARY KEY,
         at           bigint NOT NULL,
@@ -66,29 +68,38 @@ export const MIGRATIONS: readonly Migration[] = [
         actor        text,
         tool         text,
         request_ref  text,
+        -- The canonical JSON text the hash covers, so a verifier hashes the bytes as stored.
         detail       text NOT NULL,
         prev_hash    text NOT NULL,
         hash         text NOT NULL
       );
+      CREATE TABLE sessions_journal (LIKE activity_journal INCLUDING ALL);
+      -- One execution's timeline.
+      CREATE INDEX activity_journal_execution ON activity_journal (execution_id) WHERE execution_id IS NOT NULL;
 
-      -- The chain's end, one row: appenders lock it, so writers in any number
-      -- of processes extend one chain, one at a time, without gaps or forks.
+      -- Each chain's end, one row per journal: appenders lock it, so writers in any
+      -- number of processes extend one chain, one at a time, without gaps or forks.
       CREATE TABLE journal_head (
-        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
-        seq      bigint NOT NULL,
-        hash     text NOT NULL,
-        at       bigint NOT NULL
+        stream text PRIMARY KEY CHECK (stream IN ('activity', 'sessions')),
+        seq    bigint NOT NULL,
+        hash   text NOT NULL,
+        at     bigint NOT NULL
       );
-      INSERT INTO journal_head (seq, hash, at) VALUES (0, '${GENESIS_HASH}', 0);
+      INSERT INTO journal_head (stream, seq, hash, at)
+        VALUES ('activity', 0, '${GENESIS_HASH}', 0), ('sessions', 0, '${GENESIS_HASH}', 0);
 
       -- The hash chain detects tampering after the fact; these stop our own code from doing it.
-      CREATE FUNCTION activity_journal_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'activity_journal is append-only'; END
+      CREATE FUNCTION journal_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END
       $$;
       CREATE TRIGGER activity_journal_no_change BEFORE UPDATE OR DELETE ON activity_journal
-        FOR EACH ROW EXECUTE FUNCTION activity_journal_append_only();
+        FOR EACH ROW EXECUTE FUNCTION journal_append_only();
       CREATE TRIGGER activity_journal_no_truncate BEFORE TRUNCATE ON activity_journal
-        FOR EACH STATEMENT EXECUTE FUNCTION activity_journal_append_only();
+        FOR EACH STATEMENT EXECUTE FUNCTION journal_append_only();
+      CREATE TRIGGER sessions_journal_no_change BEFORE UPDATE OR DELETE ON sessions_journal
+        FOR EACH ROW EXECUTE FUNCTION journal_append_only();
+      CREATE TRIGGER sessions_journal_no_truncate BEFORE TRUNCATE ON sessions_journal
+        FOR EACH STATEMENT EXECUTE FUNCTION journal_append_only();
     `,
   },
 ];

@@ -2,8 +2,8 @@ import pg from 'pg';
 import type { ReplayClass } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
-import { nextEntry } from '../../journal/chain.js';
-import type { ActivityEntry, ActivityEventInput, ActivityKind } from '../../journal/events.js';
+import { buildEntry } from '../../journal/chain.js';
+import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -135,7 +135,9 @@ const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_a
  */
 function headLockedAfter(changed: string): string {
   return `head AS (
-    SELECT seq, hash, at FROM journal_head WHERE $1::boolean AND EXISTS (SELECT FROM ${changed}) FOR UPDATE
+    SELECT seq, hash, at FROM journal_head
+    WHERE stream = 'activity' AND $1::boolean AND EXISTS (SELECT FROM ${changed})
+    FOR UPDATE
   )`;
 }
 
@@ -194,7 +196,8 @@ const SQL = {
           deadline_at = CASE WHEN $11::bigint IS NULL THEN deadline_at ELSE c.now + $11::bigint END,
           outcome = COALESCE($12, outcome),
           delivered_at = CASE WHEN $13::boolean THEN COALESCE(delivered_at, c.now) ELSE delivered_at END,
-          note = COALESCE($14, note)
+          note = COALESCE($14, note),
+          active = active AND NOT $15::boolean
         FROM c
         WHERE id = $2
           AND state = ANY($4::execution_state[])
@@ -235,22 +238,15 @@ const SQL = {
     LIMIT $5`,
   lockHead: {
     name: 'idem_lock_head',
-    text: `SELECT seq AS head_seq, hash AS head_hash, at AS head_at, ${CLOCK} AS read_at FROM journal_head FOR UPDATE`,
-  },
-  append: {
-    name: 'idem_append',
     text: `
-      WITH entries AS (
-        INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-        SELECT e.seq, $1::bigint, e.kind, e.execution_id, e.actor, e.tool, e.request_ref, e.detail, e.prev_hash, e.hash
-        FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-          $9::text[], $10::text[]) AS e(seq, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-      )
-      UPDATE journal_head SET seq = $11::bigint, hash = $12, at = $1::bigint`,
+      SELECT seq AS head_seq, hash AS head_hash, at AS head_at, ${CLOCK} AS read_at
+      FROM journal_head WHERE stream = $1
+      FOR UPDATE`,
   },
-  readJournal: {
-    name: 'idem_read_journal',
-    text: 'SELECT * FROM activity_journal WHERE seq > $1 ORDER BY seq LIMIT $2',
+  journal: { activity: journalStatements('activity'), sessions: journalStatements('sessions') },
+  journalFor: {
+    name: 'idem_journal_for',
+    text: 'SELECT * FROM activity_journal WHERE execution_id = $1 ORDER BY seq',
   },
   // Sweepers in several processes run at once: each skips the rows another holds rather than
   // queue behind it, so two sweeps never wait on each other (and cannot deadlock).
@@ -280,8 +276,43 @@ const SQL = {
         FOR UPDATE OF executions SKIP LOCKED
       )`,
   },
+  wouldExpire: {
+    name: 'idem_would_expire',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
+      SELECT ${COLUMNS}, c.now AS read_at FROM executions, c WHERE state = 'dispatched' AND ${STALE}`,
+  },
+  wouldTrim: {
+    name: 'idem_would_trim',
+    text: `
+      SELECT count(*)::int AS n FROM executions
+      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= ${CLOCK} - $1::bigint`,
+  },
   now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
 } as const;
+
+/** One journal's statements; the table name is one of two constants, never input. */
+function journalStatements(stream: JournalStream) {
+  const table = `${stream}_journal`;
+  return {
+    append: {
+      name: `idem_append_${stream}`,
+      text: `
+        WITH entries AS (
+          INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+          SELECT e.seq, $1::bigint, e.kind, e.execution_id, e.actor, e.tool, e.request_ref, e.detail, e.prev_hash,
+            e.hash
+          FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+            $9::text[], $10::text[]) AS e(seq, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+        )
+        UPDATE journal_head SET seq = $11::bigint, hash = $12, at = $1::bigint WHERE stream = '${stream}'`,
+    },
+    read: {
+      name: `idem_read_${stream}`,
+      text: `SELECT * FROM ${table} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+    },
+  };
+}
 
 type Statement = { name: string; text: string };
 
@@ -416,6 +447,7 @@ export class PostgresStore implements ExecutionStore {
       t.outcome === undefined ? null : JSON.stringify(t.outcome),
       t.delivered === true,
       t.note ?? null,
+      t.release === true,
     ]);
     const apply = async (db: Db, tx?: Transaction) => {
       const [row] = (await transition(db)).rows;
@@ -469,25 +501,48 @@ export class PostgresStore implements ExecutionStore {
     });
   }
 
-  async appendEvents(events: ActivityEventInput[]): Promise<void> {
+  async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     if (events.length === 0) return;
     await this.#transaction(async (tx) => {
-      const [head] = (await query<HeadColumns & { read_at: number }>(SQL.lockHead, [])(tx.db)).rows;
-      this.#append(tx, events, head!.read_at, head!);
+      const [head] = (await query<HeadColumns & { read_at: number }>(SQL.lockHead, [stream])(tx.db)).rows;
+      this.#append(tx, events, head!.read_at, head!, stream);
     });
   }
 
-  async readJournal(afterSeq = 0, limit = 1000): Promise<ActivityEntry[]> {
+  async readJournal(
+    afterSeq = 0,
+    limit = 1000,
+    stream: JournalStream = 'activity',
+  ): Promise<ActivityEntry[]> {
     return this.#use(async (db) =>
-      (await query<JournalRow>(SQL.readJournal, [afterSeq, limit])(db)).rows.map(toEntry),
+      (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows.map(toEntry),
     );
   }
 
-  async sweep(options: { retentionMs: number }): Promise<SweepResult> {
+  async journalFor(executionId: string): Promise<ActivityEntry[]> {
+    return this.#use(async (db) =>
+      (await query<JournalRow>(SQL.journalFor, [executionId])(db)).rows.map(toEntry),
+    );
+  }
+
+  async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
+    const retentionMs = wholeMs(options.retentionMs);
+    if (options.dryRun) {
+      return this.#use(async (db) => {
+        const [stale, trimmable] = await Promise.all([
+          query<ExecutionRow>(SQL.wouldExpire, [])(db),
+          query<{ n: number }>(SQL.wouldTrim, [retentionMs])(db),
+        ]);
+        return {
+          expired: stale.rows.map((row) => ({ ...toRecord(row), state: 'unknown' as const })),
+          trimmed: trimmable.rows[0]?.n ?? 0,
+        };
+      });
+    }
     return this.#transaction(async (tx) => {
       const { db } = tx;
       // Trimming first, so the journal's lock (taken by the expiry) is not held while it deletes.
-      const trim = query(SQL.trim, [wholeMs(options.retentionMs)])(db);
+      const trim = query(SQL.trim, [retentionMs])(db);
       const expire = query<ExecutionRow & HeadColumns>(SQL.expire, [true])(db);
       const [trimmed, expired] = await Promise.all([trim, expire]);
       // RETURNING gives no order; by id is creation order, as the journal should read.
@@ -529,7 +584,13 @@ export class PostgresStore implements ExecutionStore {
    * same round trip. `at` never goes below the previous entry's, so the chain's
    * times read in order even when another process's clock read came later.
    */
-  #append(tx: Transaction, events: ActivityEventInput[], now: number, head: HeadColumns): void {
+  #append(
+    tx: Transaction,
+    events: ActivityEventInput[],
+    now: number,
+    head: HeadColumns,
+    stream: JournalStream = 'activity',
+  ): void {
     if (events.length === 0) return;
     if (head.head_seq === null || head.head_hash === null || head.head_at === null) {
       throw new Error('journal head was not locked');
@@ -537,25 +598,26 @@ export class PostgresStore implements ExecutionStore {
     const at = Math.max(now, head.head_at);
     let seq = head.head_seq;
     let prevHash = head.head_hash;
-    const entries: ActivityEntry[] = [];
+    const entries: { entry: ActivityEntry; detailText: string }[] = [];
     for (const event of events) {
-      const entry = nextEntry(event, ++seq, at, prevHash);
-      entries.push(entry);
-      prevHash = entry.hash;
+      const built = buildEntry(event, ++seq, at, prevHash);
+      entries.push(built);
+      prevHash = built.entry.hash;
     }
     // One array per column: all entries go in with one statement.
     const columns = [
-      entries.map((e) => e.seq),
-      entries.map((e) => e.kind),
-      entries.map((e) => e.executionId),
-      entries.map((e) => e.actor),
-      entries.map((e) => e.tool),
-      entries.map((e) => e.requestRef),
-      entries.map((e) => JSON.stringify(e.detail)),
-      entries.map((e) => e.prevHash),
-      entries.map((e) => e.hash),
+      entries.map(({ entry }) => entry.seq),
+      entries.map(({ entry }) => entry.kind),
+      entries.map(({ entry }) => entry.executionId),
+      entries.map(({ entry }) => entry.actor),
+      entries.map(({ entry }) => entry.tool),
+      entries.map(({ entry }) => entry.requestRef),
+      // Stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
+      entries.map(({ detailText }) => detailText),
+      entries.map(({ entry }) => entry.prevHash),
+      entries.map(({ entry }) => entry.hash),
     ];
-    tx.defer(query(SQL.append, [at, ...columns, seq, prevHash])(tx.db));
+    tx.defer(query(SQL.journal[stream].append, [at, ...columns, seq, prevHash])(tx.db));
   }
 
   /** One statement (or a few that need no transaction) on a pooled connection. */
