@@ -4,19 +4,12 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import type { JournalStream } from '../journal/events.js';
 import { entryLine, readExport, signedHeadLine } from '../journal/export.js';
-import {
-  loadOrCreateSigningKey,
-  PUBLIC_KEY_FILE,
-  readSignedHeads,
-  SIGNED_HEAD_FILE,
-  type SignedHead,
-  signHead,
-  writeSignedHeads,
-} from '../journal/signing.js';
+import { signJournalHeads } from '../journal/head-signer.js';
+import { PUBLIC_KEY_FILE, readSignedHeads, SIGNED_HEAD_FILE, type SignedHead } from '../journal/signing.js';
 import { postgresJournalRows, sqliteJournalCount, sqliteJournalRows } from '../journal/sources.js';
 import { type StoredJournalRow, type VerifyReport, verifyJournal } from '../journal/verify.js';
 import { printJson } from './format.js';
-import { locateStore, type StoreFlags, type StoreLocation } from './store-access.js';
+import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } from './store-access.js';
 
 /** `idem audit verify` exit codes (docs/audit.md). */
 export const VERIFY_EXIT = { ok: 0, tampered: 1, error: 2 } as const;
@@ -82,28 +75,12 @@ export function registerAuditCommands(program: Command): void {
       const location = locateStore(flags);
       if (!location.dataDir)
         throw new Error('no data directory to keep the key in: give --config or IDEM_DATA_DIR');
-      const heads = await signCurrentHeads(location, location.dataDir);
+      const store = await openLocatedStore(location);
+      const heads = await signJournalHeads(store, location.dataDir).finally(() => store.close());
       for (const head of heads)
         process.stdout.write(`signed ${head.stream} head: seq ${head.seq} ${head.hash}\n`);
       process.stdout.write(`public key: ${join(location.dataDir, PUBLIC_KEY_FILE)}\n`);
     });
-}
-
-/** Signs the current head of each non-empty stream and stores them in `<dataDir>/journal-head.json`. */
-export async function signCurrentHeads(
-  location: StoreLocation,
-  dataDir: string,
-  now = Date.now(),
-): Promise<SignedHead[]> {
-  const { privateKeyPem } = loadOrCreateSigningKey(dataDir);
-  const heads: SignedHead[] = [];
-  for (const stream of ['activity', 'sessions'] as const) {
-    let last: StoredJournalRow | undefined;
-    for await (const row of rowsOf(location, stream)) last = row;
-    if (last) heads.push(signHead({ stream, seq: last.seq, hash: last.hash, signedAt: now }, privateKeyPem));
-  }
-  writeSignedHeads(join(dataDir, SIGNED_HEAD_FILE), heads);
-  return heads;
 }
 
 async function runVerify(flags: VerifyFlags): Promise<number> {

@@ -11,6 +11,7 @@ import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import { type ServedHttp, serveHttpFront } from '../front/http.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
+import { signJournalHeads } from '../journal/head-signer.js';
 import { defaultActorOf } from '../library/actor.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
@@ -135,6 +136,8 @@ export class Gateway {
     clearInterval(this.#sweeper);
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
+    // What was journaled up to now leaves covered by a signature.
+    await signJournalHeads(this.store, this.dataDir).catch(() => {});
     await this.store.close();
   }
 
@@ -176,7 +179,10 @@ export class Gateway {
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store
-          .appendEvents([{ kind, actor: actor ?? null, requestRef: session ?? null, detail: rest as never }], 'sessions')
+          .appendEvents(
+            [{ kind, actor: actor ?? null, requestRef: session ?? null, detail: rest as never }],
+            'sessions',
+          )
           .catch(() => {});
       },
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),

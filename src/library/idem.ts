@@ -10,11 +10,13 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
+import { durationMs } from '../contracts/duration.js';
 import { type Approver, type DispatchContext, ExecutionEngine, type Logger } from '../executions/engine.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { requestKey } from '../identity/request-key.js';
+import { signJournalHeads } from '../journal/head-signer.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
@@ -41,6 +43,14 @@ export interface IdemOptions {
   idScope?: IdScope;
   approver?: Approver;
   logger?: Logger;
+  /**
+   * Housekeeping every this many ms: expired leases → unknown, finished
+   * executions past `retention` trimmed, receipts past retention dropped,
+   * journal heads signed. Default 30 000; 0 turns it off.
+   */
+  maintenanceIntervalMs?: number;
+  /** How long finished executions are kept (default 48 h). */
+  retention?: string | number;
 }
 
 type ZodShape = Record<string, z.ZodType>;
@@ -79,14 +89,18 @@ export class Idem {
   readonly #statusRegistered = new WeakSet<McpServer>();
   readonly #effectful = new Set<string>();
   readonly #ownsStore: boolean;
+  readonly #dataDir: string;
+  readonly #maintenance: NodeJS.Timeout | undefined;
 
   private constructor(
     store: ExecutionStore,
     fingerprinter: Fingerprinter,
     options: IdemOptions,
     ownsStore: boolean,
+    dataDir: string,
   ) {
     this.store = store;
+    this.#dataDir = dataDir;
     this.fingerprinter = fingerprinter;
     this.#ownsStore = ownsStore;
     this.#actorOf = options.actorOf ?? defaultActorOf;
@@ -99,6 +113,18 @@ export class Idem {
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
+    const interval = options.maintenanceIntervalMs ?? 30_000;
+    if (interval > 0) {
+      const retentionMs = durationMs(options.retention ?? '48h', 'retention');
+      this.#maintenance = setInterval(() => {
+        this.receipts.trim();
+        store
+          .sweep({ retentionMs })
+          .then(() => signJournalHeads(store, dataDir))
+          .catch((error: unknown) => options.logger?.warn('maintenance failed', { error: String(error) }));
+      }, interval);
+      this.#maintenance.unref();
+    }
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
@@ -107,7 +133,7 @@ export class Idem {
     const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, 'idem.db') };
     const owns = !isStore(spec);
     const store = isStore(spec) ? spec : await openStore(spec);
-    return new Idem(store, fingerprinter, options, owns);
+    return new Idem(store, fingerprinter, options, owns, dataDir);
   }
 
   /**
@@ -185,7 +211,11 @@ export class Idem {
   }
 
   async close(): Promise<void> {
-    if (this.#ownsStore) await this.store.close();
+    clearInterval(this.#maintenance);
+    if (this.#ownsStore) {
+      await signJournalHeads(this.store, this.#dataDir).catch(() => {});
+      await this.store.close();
+    }
   }
 
   #callerActor(server: McpServer, extra: ToolExtra): string {

@@ -947,6 +947,16 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         verifyChain(activity);
       });
 
+      it('journalHead is the last entry of each stream', async () => {
+        expect(await store.journalHead()).toBeUndefined();
+        await store.appendEvents([{ kind: 'received' }, { kind: 'attached' }]);
+        await store.appendEvents([{ kind: 'session_start' }], 'sessions');
+        const activity = await store.readJournal();
+        expect(await store.journalHead()).toEqual({ seq: 2, hash: activity[1]?.hash });
+        const sessions = await store.readJournal(0, 10, 'sessions');
+        expect(await store.journalHead('sessions')).toEqual({ seq: 1, hash: sessions[0]?.hash });
+      });
+
       it("journalFor gives one execution's entries, in order, and no other's", async () => {
         const a = await claimWon({}, [{ kind: 'received', executionId: 'exe_a' }]);
         await store.appendEvents([{ kind: 'attached', executionId: 'exe_b' }]);

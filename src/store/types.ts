@@ -152,6 +152,8 @@ export interface ExecutionStore {
   readJournal(afterSeq?: number, limit?: number, stream?: JournalStream): Promise<ActivityEntry[]>;
   /** Every activity entry of one execution, in order: its timeline. */
   journalFor(executionId: string): Promise<ActivityEntry[]>;
+  /** The last entry's seq and hash (what a signed head covers), if the stream has any. */
+  journalHead(stream?: JournalStream): Promise<{ seq: number; hash: string } | undefined>;
 
   /**
    * Sweeper: dispatched executions whose lease expired or whose deadline passed

@@ -174,6 +174,11 @@ export class MemoryStore implements ExecutionStore {
       .map((e) => structuredClone(e));
   }
 
+  async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
+    const last = this.#journals[stream].at(-1);
+    return last && { seq: last.seq, hash: last.hash };
+  }
+
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
     return this.#journals.activity
       .filter((e) => e.executionId === executionId)

@@ -4,7 +4,7 @@ import type { ReplayClass } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
-import type { ActivityEntry, ActivityEventInput, ActivityKind } from '../../journal/events.js';
+import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -186,6 +186,10 @@ export class SqliteStore implements ExecutionStore {
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
     return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(toEntry));
+  }
+
+  async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
+    return this.#guard(() => this.#sql.journal[stream].head.get());
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
