@@ -291,7 +291,18 @@ export class ProxySession {
       return this.#forward({ ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
     }
 
-    const args = structuredClone(params.arguments ?? {}) as Record<string, unknown>;
+    let args: Record<string, unknown>;
+    try {
+      args = structuredClone(params.arguments ?? {}) as Record<string, unknown>;
+    } catch {
+      // Nesting deep enough to overflow the stack (JSON.parse accepts it): not an action anyone can identify.
+      return this.#reply(
+        request.id,
+        idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
+          detail: `Invalid arguments for ${name}: nested too deeply to process.`,
+        }),
+      );
+    }
     if (entry.validate && !entry.validate(args)) {
       const why = entry.validate.errors
         ?.map((e) => `${e.instancePath || '(arguments)'} ${e.message}`)
