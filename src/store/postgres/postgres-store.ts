@@ -244,6 +244,10 @@ const SQL = {
       FOR UPDATE`,
   },
   journal: { activity: journalStatements('activity'), sessions: journalStatements('sessions') },
+  journalHead: {
+    name: 'idem_journal_head',
+    text: 'SELECT seq, hash FROM journal_head WHERE stream = $1',
+  },
   journalFor: {
     name: 'idem_journal_for',
     text: 'SELECT * FROM activity_journal WHERE execution_id = $1 ORDER BY seq',
@@ -517,6 +521,14 @@ export class PostgresStore implements ExecutionStore {
     return this.#use(async (db) =>
       (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows.map(toEntry),
     );
+  }
+
+  async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
+    return this.#use(async (db) => {
+      const [head] = (await query<{ seq: number; hash: string }>(SQL.journalHead, [stream])(db)).rows;
+      // The head row exists from the start; seq 0 is the empty chain.
+      return head && head.seq > 0 ? { seq: head.seq, hash: head.hash } : undefined;
+    });
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
