@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { ActivityEntry, ActivityEventInput } from './events.js';
 
@@ -27,7 +27,8 @@ export function entryBody(entry: Omit<ActivityEntry, 'hash' | 'prevHash'>): stri
 
 /** hash = SHA-256(prev_hash ‖ "\n" ‖ canonical entry), hex. */
 export function chainHash(prevHash: string, body: string): string {
-  return createHash('sha256').update(prevHash).update('\n').update(body).digest('hex');
+  // One-shot hash(): a third of createHash()'s cost on rows this small, and verify hashes millions of them.
+  return hash('sha256', `${prevHash}\n${body}`, 'hex');
 }
 
 /**

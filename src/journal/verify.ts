@@ -70,7 +70,8 @@ export async function verifyJournal(
   // A seq that jumps ahead is either a deleted row or a row moved later: the
   // next row tells which, so the decision waits one row.
   let gapAt: number | undefined;
-  for await (const row of rows) {
+  /** Checks one row; returns a failed report, or undefined to go on. */
+  const check = (row: StoredJournalRow): VerifyReport | undefined => {
     entries++;
     if (gapAt !== undefined) {
       if (row.seq === gapAt) return fail(gapAt, 'reordered', `seq ${gapAt} appears after seq ${gapAt + 1}`);
@@ -79,7 +80,7 @@ export async function verifyJournal(
     if (row.seq !== expectedSeq) {
       if (row.seq > expectedSeq) {
         gapAt = expectedSeq;
-        continue;
+        return undefined;
       }
       return fail(row.seq, 'reordered', `seq ${row.seq} appears after seq ${expectedSeq - 1}`);
     }
@@ -93,6 +94,19 @@ export async function verifyJournal(
     prevHash = row.hash;
     expectedSeq++;
     if (options.onProgress && (entries & 0xffff) === 0) options.onProgress(entries);
+    return undefined;
+  };
+  // A synchronous source (a SQLite file) is read without a promise per row: that alone is a third of the time.
+  if (Symbol.iterator in rows) {
+    for (const row of rows as Iterable<StoredJournalRow>) {
+      const failed = check(row);
+      if (failed) return failed;
+    }
+  } else {
+    for await (const row of rows) {
+      const failed = check(row);
+      if (failed) return failed;
+    }
   }
   options.onProgress?.(entries);
   if (gapAt !== undefined) return fail(gapAt, 'missing', `seq ${gapAt} is missing`);
