@@ -72,6 +72,7 @@ export class ProxySession {
   #nextFrontId = 1;
   #clientInfo: CallerInfo = {};
   #initialized = false;
+  #initializing = false;
   #closed = false;
 
   constructor(ctx: SessionContext, front: Transport) {
@@ -163,6 +164,12 @@ export class ProxySession {
   }
 
   async #initialize(request: JSONRPCRequest): Promise<void> {
+    // A second initialize would start a second set of upstreams (leaking the first) and could
+    // change the client name, and with it the actor, in the middle of a session.
+    if (this.#initialized || this.#initializing) {
+      return this.#replyError(request.id, -32600, 'Invalid Request: the session is already initialized');
+    }
+    this.#initializing = true;
     const params = request.params as
       | { clientInfo?: { name?: string; version?: string }; protocolVersion?: string }
       | undefined;
@@ -178,11 +185,16 @@ export class ProxySession {
         results.push([spec.name, await connection.start(request.params)]);
       }
     } catch (error) {
+      // The client may try again: nothing of this attempt stays running.
+      await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
+      this.#upstreams.clear();
       return this.#replyError(
         request.id,
         -32603,
         `an upstream could not be started: ${error instanceof Error ? error.message : String(error)}`,
       );
+    } finally {
+      this.#initializing = false;
     }
     this.#initialized = true;
     this.#ctx.onSessionEvent?.('session_start', {
