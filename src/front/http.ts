@@ -117,6 +117,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
         // GET/DELETE need a session; the SDK transport answers with the spec's error.
         const session = await openSession();
         await session.http.handleRequest(req, res);
+        await discardUnlessInitialized(session);
         return;
       }
       await existing.http.handleRequest(req, res);
@@ -137,6 +138,13 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     const session = existing ?? (await openSession());
     await session.http.handleRequest(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
+    else if (!existing) await discardUnlessInitialized(session);
+  };
+
+  // A session opened for a request that did not initialize it (no session id, not an
+  // initialize) is never reachable again: without this, every such request leaked one.
+  const discardUnlessInitialized = async (session: Session) => {
+    if (session.http.sessionId === undefined) await session.receipts.close().catch(() => {});
   };
 
   const server: Server = createServer((req, res) => {
