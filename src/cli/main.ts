@@ -5,6 +5,7 @@ import { runDemo } from '../demo/demo.js';
 import { registerAuditCommands } from './audit.js';
 import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
+import { registerLintCommand } from './lint.js';
 import { registerSessionCommands } from './sessions.js';
 import { registerSweepCommand } from './sweep.js';
 
@@ -33,6 +34,7 @@ program
   });
 
 registerGatewayCommand(program, version);
+registerLintCommand(program, version);
 registerExecutionCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);

@@ -90,7 +90,12 @@ export class Gateway {
   }
 
   get upstreams(): UpstreamSpec[] {
-    return Object.entries(this.#config.upstreams).map(([name, spec]) =>
+    return Gateway.upstreamSpecs(this.#config);
+  }
+
+  /** The upstreams of a config, with `${VAR}` in HTTP header values taken from the environment. */
+  static upstreamSpecs(config: GatewayConfig): UpstreamSpec[] {
+    return Object.entries(config.upstreams).map(([name, spec]) =>
       'url' in spec
         ? {
             name,

@@ -1,0 +1,122 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ConfigError, configJsonSchema, loadConfig } from '../../src/gateway/config.js';
+
+const root = join(import.meta.dirname, '../..');
+const dir = mkdtempSync(join(tmpdir(), 'idem-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const run = promisify(execFile);
+
+async function idem(...args: string[]) {
+  try {
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args],
+      { cwd: root, env: { ...process.env, IDEM_DATA_DIR: dir } },
+    );
+    return { code: 0, stdout };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('gateway config', () => {
+  it('the published JSON Schema is the one the code validates with (npm run schema regenerates it)', () => {
+    const published = JSON.parse(readFileSync(join(root, 'schema/idem-config.schema.json'), 'utf8'));
+    expect(published).toEqual({ title: 'Idem gateway config', ...(configJsonSchema() as object) });
+  });
+
+  it('the annotated example loads, and validates against the published schema', () => {
+    const config = loadConfig(join(root, 'examples/idem.yaml'));
+    expect(Object.keys(config.upstreams)).toEqual(['payments', 'files']);
+    expect(config.tools?.payments__charge_card?.replay).toBe('keyed');
+    expect(config.data_dir).toBe(join(root, '.idem-data'));
+    const ajv = new Ajv2020({ strict: false });
+    const validate = ajv.compile(
+      JSON.parse(readFileSync(join(root, 'schema/idem-config.schema.json'), 'utf8')),
+    );
+    expect(
+      validate(parse(readFileSync(join(root, 'examples/idem.yaml'), 'utf8'))),
+      JSON.stringify(validate.errors),
+    ).toBe(true);
+  });
+
+  it('a wrong config is refused with every problem named', () => {
+    const path = join(dir, 'bad.yaml');
+    writeFileSync(
+      path,
+      'upstreams:\n  "bad name!": { command: x }\ntools:\n  t: { replay: sometimes }\nlisten: { http: { port: 99999 } }\nsurprise: 1\n',
+    );
+    expect(() => loadConfig(path)).toThrow(ConfigError);
+    try {
+      loadConfig(path);
+    } catch (error) {
+      const message = (error as Error).message;
+      for (const part of ['upstreams', 'tools.t.replay', 'listen.http.port', 'surprise'])
+        expect(message).toContain(part);
+    }
+    writeFileSync(path, 'upstreams: {}\n');
+    expect(() => loadConfig(path)).toThrow(/at least one upstream/);
+  });
+});
+
+describe('idem lint', () => {
+  const upstream = {
+    command: process.execPath,
+    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/annotated-server.ts')],
+    cwd: root,
+  };
+
+  it('reports each annotation no contract backs, and contracts naming no tool; exit 1', async () => {
+    const path = join(dir, 'lint.yaml');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        upstreams: { annotated: upstream },
+        tools: {
+          send_email: { replay: 'review', after_completion: 'new' },
+          get_flag: { replay: 'read_only' },
+          no_such_tool: { replay: 'keyed' },
+        },
+      }),
+    );
+    const result = await idem('lint', '--config', path, '--json');
+    const findings = JSON.parse(result.stdout) as { tool: string; message: string }[];
+    const byTool = (t: string) =>
+      findings
+        .filter((f) => f.tool === t)
+        .map((f) => f.message)
+        .join(' | ');
+    expect(byTool('set_flag')).toContain('no contract backs it');
+    expect(byTool('send_email')).toContain('after_completion: new');
+    expect(byTool('no_such_tool')).toContain('no upstream offers');
+    expect(byTool('get_flag')).toBe('');
+    expect(byTool('delete_all')).toBe('');
+    expect(result.code).toBe(1);
+  });
+
+  it('a config whose contracts back every annotation passes; exit 0', async () => {
+    const path = join(dir, 'clean.yaml');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        upstreams: { annotated: upstream },
+        tools: {
+          set_flag: { replay: 'keyed' },
+          send_email: { replay: 'keyed', scope: { business_key: 'to' } },
+          get_flag: { replay: 'read_only' },
+        },
+      }),
+    );
+    const result = await idem('lint', '--config', path);
+    expect(result.stdout).toContain('OK');
+    expect(result.code).toBe(0);
+  });
+});
