@@ -3,7 +3,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { BoundedEventStore } from './event-store.js';
 
@@ -125,6 +129,12 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     }
     const body = await readJsonBody(req, res);
     if (body === undefined) return;
+    // JSON that is not a JSON-RPC message is an Invalid Request (-32600), not a Parse error (the SDK's answer).
+    const invalid = invalidRequest(body);
+    if (invalid) {
+      sendJson(res, 400, invalid);
+      return;
+    }
     if (existing && !Array.isArray(body) && body !== null && typeof body === 'object') {
       const admission = existing.receipts.admit(
         body as JSONRPCMessage,
@@ -170,8 +180,21 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   };
 }
 
-function rpcError(code: number, message: string) {
-  return { jsonrpc: '2.0', error: { code, message }, id: null };
+function rpcError(code: number, message: string, id: RequestId | null = null) {
+  return { jsonrpc: '2.0', error: { code, message }, id };
+}
+
+/** The JSON-RPC error for a body that is not a message or a non-empty batch of them; undefined if it is. */
+function invalidRequest(body: unknown) {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  // An empty batch is invalid too.
+  const bad =
+    messages.length === 0 ? 0 : messages.findIndex((m) => !JSONRPCMessageSchema.safeParse(m).success);
+  if (bad < 0) return undefined;
+  // The request's own id when it can be read (so the client can match the error), else null.
+  const id = (messages[bad] as { id?: unknown } | null | undefined)?.id;
+  const usable = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
+  return rpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message', usable ? (id as RequestId) : null);
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, sessionId?: string): void {
