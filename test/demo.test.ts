@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo/demo.js';
 
-describe('idem demo', () => {
+describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
   it('every scenario has the right counts on the embedded SQLite store', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-test-'));
     const lines: string[] = [];
     try {
-      const reports = await runDemo({ dataDir, out: (line) => lines.push(line) });
+      const reports = await runDemo({ dataDir, via, out: (line) => lines.push(line) });
       expect(reports.map((r) => [r.name.slice(0, 3), r.charges])).toEqual([
         ['1. ', 1],
         ['1b.', 1],

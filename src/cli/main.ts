@@ -26,10 +26,19 @@ const program = new Command('idem')
 
 program
   .command('demo')
-  .description('Run the charge_card demo on the embedded SQLite store; exits 0 only if every count is right')
+  .description(
+    'Run the charge_card demo through idem gateway on the embedded SQLite store; exits 0 only if every count is right',
+  )
   .option('--data-dir <dir>', 'data directory (default: IDEM_DATA_DIR, else a fresh temporary directory)')
-  .action(async (options: { dataDir?: string }) => {
-    const reports = await runDemo(options.dataDir ? { dataDir: options.dataDir } : {});
+  .option(
+    '--library',
+    'the agent talks to the example server directly (Idem inside it) instead of through idem gateway',
+  )
+  .action(async (options: { dataDir?: string; library?: boolean }) => {
+    const reports = await runDemo({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      via: options.library ? 'library' : 'gateway',
+    });
     process.exitCode = reports.every((r) => r.ok) ? 0 : 1;
   });
 

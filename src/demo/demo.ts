@@ -5,6 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { idemCodeOf } from '../executions/answers.js';
+import { GatewayConfigSchema } from '../gateway/config.js';
+import { Gateway } from '../gateway/gateway.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { createChargeCardServer } from './charge-card-server.js';
@@ -22,6 +24,67 @@ export interface ScenarioReport {
 export interface DemoOptions {
   dataDir?: string;
   out?: (line: string) => void;
+  /**
+   * `gateway` (default): the example server is a stdio upstream behind `idem gateway`,
+   * and the agent talks to the gateway. `library`: the agent talks to the example
+   * server directly, Idem inside it.
+   */
+  via?: 'gateway' | 'library';
+}
+
+/** The upstream entry point beside this module: TypeScript under tsx (tests), JavaScript from dist/. */
+function upstreamCommand(): { command: string; args: string[] } {
+  const here = new URL(import.meta.url);
+  const ts = here.pathname.endsWith('.ts');
+  const entry = new URL(`./charge-card-upstream.${ts ? 'ts' : 'js'}`, here).pathname;
+  return { command: process.execPath, args: ts ? ['--import', 'tsx', entry] : [entry] };
+}
+
+/** The agent's endpoint: the gateway in front of the example server, or the example server itself. */
+async function startTarget(via: 'gateway' | 'library', dataDir: string, processorUrl: string) {
+  if (via === 'library') {
+    const idem = await Idem.open({ dataDir });
+    const http = await serveStreamableHttp(idem, () =>
+      createChargeCardServer({ idem, processorUrl, timeout: '600ms' }),
+    );
+    return {
+      url: http.url,
+      describe: 'the example MCP server (Idem as a library inside it)',
+      close: async () => {
+        await http.close();
+        await idem.close();
+      },
+    };
+  }
+  const upstream = upstreamCommand();
+  const gateway = await Gateway.start(
+    GatewayConfigSchema.parse({
+      data_dir: dataDir,
+      listen: { http: { host: '127.0.0.1', port: 0 } },
+      upstreams: {
+        payments: {
+          ...upstream,
+          env: { PROCESSOR_URL: processorUrl, IDEM_DATA_DIR: join(dataDir, 'upstream') },
+        },
+      },
+      tools: {
+        charge_card: {
+          replay: 'keyed',
+          scope: { business_key: 'order_id' },
+          attach_window: '24h',
+          timeout: '600ms',
+          fingerprint: { secrets: ['card_number'] },
+        },
+      },
+    }),
+    { version: 'demo', upstreamStderr: 'ignore' },
+  );
+  const http = await gateway.serveHttp();
+  return {
+    url: http.url,
+    describe: 'idem gateway, with the example MCP server as its stdio upstream',
+    close: () => gateway.close(),
+  };
 }
 
 const CARD = '4242424242424242';
@@ -37,12 +100,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
   const dataDir = options.dataDir ?? process.env.IDEM_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'idem-demo-'));
   const processor = new PaymentProcessor();
   const processorUrl = await processor.start();
-  const idem = await Idem.open({ dataDir });
-  const http = await serveStreamableHttp(idem, () =>
-    createChargeCardServer({ idem, processorUrl, timeout: '600ms' }),
-  );
+  const http = await startTarget(options.via ?? 'gateway', dataDir, processorUrl);
   out(`Idem demo — store: SQLite in ${dataDir}`);
-  out(`charge_card server: ${http.url}   payment processor: ${processorUrl}\n`);
+  out(`the agent talks to ${http.describe}: ${http.url}`);
+  out(`payment processor (counts charges): ${processorUrl}\n`);
 
   const reports: ScenarioReport[] = [];
   const run = async (
@@ -159,7 +220,6 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
   } finally {
     await http.close();
     await processor.stop();
-    await idem.close();
   }
   const failed = reports.filter((r) => !r.ok).length;
   out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);

@@ -39,6 +39,12 @@ export interface ToolCall {
   arguments: unknown;
   contract: ResolvedContract;
   caller: Caller;
+  /**
+   * The caller's own idempotency key for this action, when it sent one (a
+   * gateway in front passes its execution id in `_meta`). It then is the
+   * intent scope: the same key is the same action, whatever the window.
+   */
+  idempotencyKey?: string;
 }
 
 export interface DispatchContext {
@@ -211,10 +217,13 @@ export class ExecutionEngine {
   /** The intent fingerprint and the redacted preview of a call. Throws InvalidInputError. */
   identify(call: ToolCall): { fingerprint: string; preview: string } {
     const prepared = prepareArguments(call.arguments, call.contract.argumentRules, this.fingerprinter);
-    const intentScope = intentScopeValue(call.contract.scope, prepared.forFingerprint, {
-      session: call.caller.session,
-      now: this.#clock(),
-    });
+    const intentScope =
+      call.idempotencyKey !== undefined
+        ? { kind: 'idempotency_key', key: call.idempotencyKey }
+        : intentScopeValue(call.contract.scope, prepared.forFingerprint, {
+            session: call.caller.session,
+            now: this.#clock(),
+          });
     const fingerprint = this.fingerprinter.intent({
       actor: call.caller.actor,
       tool: call.tool,

@@ -11,6 +11,7 @@ import type {
 import { z } from 'zod';
 import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
+import { META } from '../executions/answers.js';
 import { type Approver, type DispatchContext, ExecutionEngine, type Logger } from '../executions/engine.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -171,6 +172,10 @@ export class Idem {
             method: 'tools/call',
             arguments: args,
             contract,
+            // A gateway in front (or any caller) that names the action with its own key: same key, same action.
+            ...(typeof extra._meta?.[META.executionId] === 'string'
+              ? { idempotencyKey: extra._meta[META.executionId] as string }
+              : {}),
             caller: {
               actor,
               session,
