@@ -53,10 +53,31 @@ export const GatewayConfigSchema = z
       .describe(
         'Directory of keys (and the SQLite store by default). Default: IDEM_DATA_DIR or a per-user directory.',
       ),
+    fingerprint_key_file: z
+      .string()
+      .optional()
+      .describe(
+        "The installation's fingerprint key (32 bytes, 0600), created if missing. Every gateway on one store must use the same key. Default: <data_dir>/fingerprint.key, or IDEM_FINGERPRINT_KEY_FILE.",
+      ),
     store: z
       .union([
         z.object({ kind: z.literal('sqlite'), path: z.string().optional() }).strict(),
-        z.object({ kind: z.literal('postgres'), url: z.string().min(1) }).strict(),
+        z
+          .object({
+            kind: z.literal('postgres'),
+            url: z.string().min(1).describe('postgres://…; `${NAME}` is taken from the environment'),
+            schema: z.string().optional(),
+            pool: z
+              .object({
+                max: z.number().int().positive().optional(),
+                connection_timeout: duration.optional(),
+                idle_timeout: duration.optional(),
+              })
+              .strict()
+              .optional(),
+            statement_timeout: duration.optional(),
+          })
+          .strict(),
         z.object({ kind: z.literal('memory') }).strict(),
       ])
       .optional()
@@ -142,6 +163,7 @@ export function loadConfig(path: string): GatewayConfig {
   const config = parsed.data;
   const rel = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
   if (config.data_dir) config.data_dir = rel(config.data_dir);
+  if (config.fingerprint_key_file) config.fingerprint_key_file = rel(config.fingerprint_key_file);
   if (config.store?.kind === 'sqlite' && config.store.path) config.store.path = rel(config.store.path);
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);

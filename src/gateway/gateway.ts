@@ -56,7 +56,10 @@ export class Gateway {
     this.#options = options;
     this.store = store;
     this.dataDir = dataDir;
-    this.#fingerprinter = Fingerprinter.forDataDir(dataDir);
+    this.#fingerprinter = Fingerprinter.forDataDir(
+      dataDir,
+      config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
+    );
     this.engine = new ExecutionEngine({
       store,
       fingerprinter: this.#fingerprinter,
@@ -226,15 +229,41 @@ export class Gateway {
 }
 
 function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
-  if (config.store?.kind === 'memory') return { kind: 'memory' };
-  if (config.store?.kind === 'postgres')
-    return { kind: 'postgres', url: expandEnv(config.store.url) } as unknown as StoreSpec;
+  const store = config.store;
+  if (store?.kind === 'memory') return { kind: 'memory' };
+  if (store?.kind === 'postgres') {
+    return {
+      kind: 'postgres',
+      url: expandEnv(store.url),
+      ...(store.schema ? { schema: store.schema } : {}),
+      ...(store.statement_timeout !== undefined
+        ? { statementTimeoutMs: durationMs(store.statement_timeout, 'store.statement_timeout') }
+        : {}),
+      ...(store.pool
+        ? {
+            pool: {
+              ...(store.pool.max ? { max: store.pool.max } : {}),
+              ...(store.pool.connection_timeout !== undefined
+                ? {
+                    connectionTimeoutMs: durationMs(
+                      store.pool.connection_timeout,
+                      'store.pool.connection_timeout',
+                    ),
+                  }
+                : {}),
+              ...(store.pool.idle_timeout !== undefined
+                ? { idleTimeoutMs: durationMs(store.pool.idle_timeout, 'store.pool.idle_timeout') }
+                : {}),
+            },
+          }
+        : {}),
+    };
+  }
   const url = process.env.IDEM_STORE_URL;
-  if (!config.store && url && /^postgres(ql)?:\/\//.test(url))
-    return { kind: 'postgres', url } as unknown as StoreSpec;
+  if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
   return {
     kind: 'sqlite',
-    path: config.store?.kind === 'sqlite' && config.store.path ? config.store.path : join(dataDir, 'idem.db'),
+    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, 'idem.db'),
   };
 }
 

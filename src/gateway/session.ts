@@ -96,7 +96,11 @@ export class ProxySession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#initialized) this.#ctx.onSessionEvent?.('session_end', { session: this.#front.sessionId ?? null, actor: this.#actor() });
+    if (this.#initialized)
+      this.#ctx.onSessionEvent?.('session_end', {
+        session: this.#front.sessionId ?? null,
+        actor: this.#actor(),
+      });
     await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
     await this.#front.close().catch(() => {});
   }

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { basename, dirname, resolve } from 'node:path';
 import {
   type CanonicalLimits,
   canonicalJson,
@@ -46,8 +47,21 @@ export class Fingerprinter {
     this.#key = Buffer.from(key);
   }
 
-  static forDataDir(dataDir: string, limits?: CanonicalLimits): Fingerprinter {
-    return new Fingerprinter(loadOrCreateSecret(dataDir, FINGERPRINT_KEY_FILE), limits);
+  /**
+   * The installation's fingerprinter: the key at `keyFile`, else
+   * IDEM_FINGERPRINT_KEY_FILE, else `<dataDir>/fingerprint.key` — created on
+   * first use. Processes that share a store must share this key, or the same
+   * call gets different fingerprints in each.
+   */
+  static forDataDir(
+    dataDir: string,
+    options: { keyFile?: string; limits?: CanonicalLimits } = {},
+  ): Fingerprinter {
+    const keyFile = options.keyFile ?? process.env.IDEM_FINGERPRINT_KEY_FILE;
+    const key = keyFile
+      ? loadOrCreateSecret(dirname(resolve(keyFile)), basename(keyFile))
+      : loadOrCreateSecret(dataDir, FINGERPRINT_KEY_FILE);
+    return new Fingerprinter(key, options.limits);
   }
 
   /** `fp_` + base64url(HMAC-SHA-256(key, "intent\0" ‖ JCS(record))). */
