@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export const REPO_ROOT = join(import.meta.dirname, '../..');
+
+export interface GatewayProcess {
+  url: string;
+  child: ChildProcess;
+  /** Everything it wrote to stderr so far. */
+  stderr(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * `idem gateway --config <file> --listen 127.0.0.1:0` as its own process (the
+ * CLI, as an operator runs it); resolves with the URL it prints.
+ */
+export async function startGatewayProcess(
+  config: unknown,
+  configPath: string,
+  options: { env?: Record<string, string>; preload?: string[] } = {},
+): Promise<GatewayProcess> {
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const args = [
+    '--import',
+    'tsx',
+    ...(options.preload ?? []).flatMap((p) => ['--import', p]),
+    join(REPO_ROOT, 'src/cli/main.ts'),
+    'gateway',
+    '--config',
+    configPath,
+    '--listen',
+    '127.0.0.1:0',
+  ];
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${stderr}`)), 60_000);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /Streamable HTTP on (http:\S+)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${stderr}`));
+    });
+  });
+  return {
+    url,
+    child,
+    stderr: () => stderr,
+    kill: async (signal = 'SIGTERM') => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+export async function mcpClient(url: string, name = 'pg-test-agent'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
