@@ -19,7 +19,7 @@ import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { ToolCatalog } from './catalog.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
-import { ProxySession, type SessionContext } from './session.js';
+import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 
 export interface GatewayOptions {
   version: string;
@@ -134,7 +134,7 @@ export class Gateway {
       ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
       attach: async (transport) => {
-        await this.#attach(transport);
+        await this.#attach(transport, stateless ? await this.#sharedUpstreams() : undefined);
       },
     });
     return this.#http;
@@ -144,6 +144,8 @@ export class Gateway {
     clearInterval(this.#sweeper);
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
+    const shared = await this.#shared?.catch(() => undefined);
+    if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     // What was journaled up to now leaves covered by a signature.
     await signJournalHeads(this.store, this.dataDir).catch(() => {});
     await this.store.close();
@@ -163,8 +165,18 @@ export class Gateway {
     });
   }
 
-  async #attach(transport: ReceiptTransport): Promise<ProxySession> {
-    const session = new ProxySession(this.#sessionContext(), transport);
+  /** Stateless fronts share one set of upstream connections, opened on first use. */
+  #shared: Promise<SharedUpstreams> | undefined;
+  #sharedUpstreams(): Promise<SharedUpstreams> {
+    this.#shared ??= startSharedUpstreams(this.#sessionContext()).catch((error: unknown) => {
+      this.#shared = undefined;
+      throw error;
+    });
+    return this.#shared;
+  }
+
+  async #attach(transport: ReceiptTransport, shared?: SharedUpstreams): Promise<ProxySession> {
+    const session = new ProxySession({ ...this.#sessionContext(), ...(shared ? { shared } : {}) }, transport);
     this.#sessions.add(session);
     const closed = transport.onclose;
     transport.onclose = () => {

@@ -44,6 +44,17 @@ export interface SessionContext {
   upstreamWaitMs: number;
   onSessionEvent?(kind: 'session_start' | 'session_end', detail: Record<string, unknown>): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+  /**
+   * Stateless fronts: every request is a session of its own, so they all use
+   * these upstream connections and this catalog, initialized once by the gateway.
+   */
+  shared?: SharedUpstreams;
+}
+
+export interface SharedUpstreams {
+  upstreams: Map<string, UpstreamConnection>;
+  catalog: ToolCatalog;
+  initializeResult: InitializeResult;
 }
 
 interface ForwardedRequest {
@@ -63,7 +74,7 @@ interface ForwardedRequest {
 export class ProxySession {
   readonly #ctx: SessionContext;
   readonly #front: Transport;
-  readonly #upstreams = new Map<string, UpstreamConnection>();
+  readonly #upstreams: Map<string, UpstreamConnection>;
   readonly #catalog: ToolCatalog;
   /** Client requests in flight, by rendered front id. */
   readonly #inFlight = new Map<string, ForwardedRequest>();
@@ -78,7 +89,10 @@ export class ProxySession {
   constructor(ctx: SessionContext, front: Transport) {
     this.#ctx = ctx;
     this.#front = front;
-    this.#catalog = ctx.newCatalog();
+    this.#upstreams = ctx.shared?.upstreams ?? new Map();
+    this.#catalog = ctx.shared?.catalog ?? ctx.newCatalog();
+    // Without sessions there is no handshake per request: the shared upstreams are already initialized.
+    this.#initialized = ctx.shared !== undefined;
   }
 
   async start(): Promise<void> {
@@ -101,7 +115,7 @@ export class ProxySession {
         session: this.#front.sessionId ?? null,
         actor: this.#actor(),
       });
-    await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
+    if (!this.#ctx.shared) await Promise.all([...this.#upstreams.values()].map((u) => u.close()));
     await this.#front.close().catch(() => {});
   }
 
@@ -168,6 +182,7 @@ export class ProxySession {
   }
 
   async #initialize(request: JSONRPCRequest): Promise<void> {
+    if (this.#ctx.shared) return this.#reply(request.id, this.#mergeInitialize([...this.#sharedResults()]));
     // A second initialize would start a second set of upstreams (leaking the first) and could
     // change the client name, and with it the actor, in the middle of a session.
     if (this.#initialized || this.#initializing) {
@@ -208,6 +223,12 @@ export class ProxySession {
       protocol_version: results[0]?.[1].protocolVersion ?? params?.protocolVersion ?? null,
     });
     return this.#reply(request.id, this.#mergeInitialize(results));
+  }
+
+  *#sharedResults(): Iterable<[string, InitializeResult]> {
+    for (const [name, upstream] of this.#upstreams) {
+      if (upstream.initializeResult) yield [name, upstream.initializeResult];
+    }
   }
 
   /** One upstream: its own answer, with tools ensured (the status tool is ours). Several: a union. */
@@ -580,4 +601,45 @@ export class ProxySession {
       this.#front.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
+}
+
+/**
+ * The upstream connections of a stateless front, opened once with the
+ * gateway's own identity. Nothing can be asked of a client without a session:
+ * an upstream's sampling or elicitation request is answered with an error.
+ */
+export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedUpstreams> {
+  const upstreams = new Map<string, UpstreamConnection>();
+  const catalog = ctx.newCatalog();
+  let first: InitializeResult | undefined;
+  for (const spec of ctx.upstreams) {
+    const connection = new UpstreamConnection(
+      spec,
+      {
+        onRequest: async (request) =>
+          request.method === 'ping'
+            ? { jsonrpc: '2.0', id: request.id, result: {} }
+            : {
+                jsonrpc: '2.0',
+                id: request.id,
+                error: {
+                  code: -32601,
+                  message: `${request.method} needs a client session; this gateway front is stateless`,
+                },
+              },
+        onNotification: (notification) => {
+          if (notification.method === 'notifications/tools/list_changed') catalog.clear(spec.name);
+        },
+      },
+      ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {},
+    );
+    upstreams.set(spec.name, connection);
+    const result = await connection.start({
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 'idem-gateway', version: ctx.version },
+    });
+    first ??= result;
+  }
+  return { upstreams, catalog, initializeResult: first as InitializeResult };
 }
