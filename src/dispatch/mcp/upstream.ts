@@ -170,6 +170,7 @@ export class UpstreamConnection {
     this.#closed = true;
     this.#available = false;
     clearTimeout(this.#restartTimer);
+    this.#restartTimer = undefined;
     const transport = this.#transport;
     this.#transport = undefined;
     this.#failPending(new UpstreamClosedError(`upstream ${this.name} closed`));
@@ -264,17 +265,19 @@ export class UpstreamConnection {
     this.#scheduleRestart();
   }
 
+  /** One restart attempt at a time, with doubling delays: a crash-looping upstream is not hammered. */
   #scheduleRestart(): void {
+    if (this.#restartTimer !== undefined || this.#closed) return;
     const delay = this.#restartDelay;
     this.#restartDelay = Math.min(this.#restartDelay * 2, this.#options.maxRestartDelayMs);
     this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
       if (this.#closed) return;
       this.#connect().catch(() => {
-        if (!this.#closed && !this.#transport) this.#scheduleRestart();
-        else if (!this.#closed && this.#transport && !this.#available) {
-          const t = this.#transport;
-          this.#lost(t, undefined);
-        }
+        // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
+        const transport = this.#transport;
+        if (transport) this.#lost(transport, undefined);
+        else this.#scheduleRestart();
       });
     }, delay);
     this.#restartTimer.unref();

@@ -1,0 +1,83 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { idemCodeOf } from '../../src/executions/answers.js';
+import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { sleep } from '../../src/testing/counting-target.js';
+import { REPO_ROOT } from '../support/gateway-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'idem-upstream-failure-'));
+const lines = (file: string) =>
+  existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean) : [];
+let gateway: Gateway | undefined;
+afterAll(async () => {
+  await gateway?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('an upstream that dies', () => {
+  it('mid-call: that execution is unknown (never failed); while it is down calls get IDEM_NOT_EXECUTED; it is restarted and serves again', async () => {
+    gateway = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: dir,
+        listen: { http: { host: '127.0.0.1', port: 0 } },
+        upstreams: {
+          flaky: {
+            command: process.execPath,
+            args: [
+              '--import',
+              'tsx',
+              join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'),
+              '--dir',
+              dir,
+            ],
+            cwd: REPO_ROOT,
+          },
+        },
+        tools: { act: { replay: 'status', scope: { business_key: 'key' } } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    const url = (await gateway.serveHttp()).url;
+    const client = new Client({ name: 'agent', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const act = (args: Record<string, unknown>) =>
+      client.callTool({ name: 'act', arguments: args }) as Promise<CallToolResult>;
+
+    expect((await act({ key: 'before' })).isError).toBeFalsy();
+    // From now on the upstream cannot come back until we say so.
+    writeFileSync(join(dir, 'refuse-start'), '');
+    const crashed = await act({ key: 'crash-1', crash: true });
+    expect(idemCodeOf(crashed)).toBe('IDEM_OUTCOME_UNKNOWN');
+    const ref = (crashed.structuredContent as { idem: { ref: string } }).idem.ref;
+    expect((await gateway.store.get(ref))?.state).toBe('unknown');
+    expect(lines('effects.log')).toContain('crash-1');
+
+    const whileDown = await act({ key: 'while-down' });
+    expect(idemCodeOf(whileDown)).toBe('IDEM_NOT_EXECUTED');
+    expect(lines('effects.log')).not.toContain('while-down');
+    // A retry of the crashed call does not run it again: its outcome is unknown, and stays so.
+    expect(idemCodeOf(await act({ key: 'crash-1', crash: true }))).toBe('IDEM_OUTCOME_UNKNOWN');
+
+    unlinkSync(join(dir, 'refuse-start'));
+    let answer: CallToolResult | undefined;
+    for (let i = 0; i < 40; i++) {
+      answer = await act({ key: 'after' });
+      if (!answer.isError) break;
+      expect(idemCodeOf(answer)).toBe('IDEM_NOT_EXECUTED');
+      await sleep(500);
+    }
+    expect(answer?.isError).toBeFalsy();
+    // The refused call was not executed, so retrying it now runs it — once.
+    expect((await act({ key: 'while-down' })).isError).toBeFalsy();
+    expect(lines('effects.log').filter((k) => k === 'crash-1')).toHaveLength(1);
+    expect(lines('effects.log').filter((k) => k === 'while-down')).toHaveLength(1);
+    expect(lines('starts.log').length).toBe(2);
+    await client.close();
+  }, 120_000);
+});
