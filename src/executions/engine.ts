@@ -45,6 +45,8 @@ export interface ToolCall {
    * intent scope: the same key is the same action, whatever the window.
    */
   idempotencyKey?: string;
+  /** The caller cancelled the call: after dispatch, the outcome becomes unknown (not failed). */
+  signal?: AbortSignal;
 }
 
 export interface DispatchContext {
@@ -472,13 +474,19 @@ export class ExecutionEngine {
     });
 
     let timer: NodeJS.Timeout | undefined;
+    let reason: 'timeout' | 'cancelled' = 'timeout';
     const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => {
+      const giveUp = (why: 'timeout' | 'cancelled') => {
         if (decided) return;
         decided = 'timeout';
+        reason = why;
         resolve('timeout');
-      }, timeoutMs);
+      };
+      timer = setTimeout(() => giveUp('timeout'), timeoutMs);
       timer.unref();
+      // The caller cancelled after dispatch (DESIGN §11): the effect may happen anyway, so the
+      // outcome is unknown — not failed — and is recorded when (if) the target answers.
+      call.signal?.addEventListener('abort', () => giveUp('cancelled'), { once: true });
     });
     const first = await Promise.race([settled, deadline]);
     clearTimeout(timer);
@@ -490,7 +498,7 @@ export class ExecutionEngine {
           from: ['dispatched'],
           to: 'unknown',
           token,
-          events: [this.#event('outcome', call, record.id, { state: 'unknown', reason: 'timeout' })],
+          events: [this.#event('outcome', call, record.id, { state: 'unknown', reason })],
         })
         .catch(() => undefined);
       settled.catch(() => {});

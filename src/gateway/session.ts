@@ -62,6 +62,8 @@ interface ForwardedRequest {
   upstream: string;
   upstreamId?: RequestId;
   progressToken?: string | number;
+  /** Aborted when the client cancels: the engine then records the outcome as unknown. */
+  cancelled?: AbortController;
 }
 
 /**
@@ -166,6 +168,7 @@ export class ProxySession {
       case 'notifications/cancelled': {
         const frontId = (notification.params as { requestId?: RequestId } | undefined)?.requestId;
         const forwarded = frontId === undefined ? undefined : this.#inFlight.get(renderRequestId(frontId));
+        forwarded?.cancelled?.abort();
         if (forwarded?.upstreamId !== undefined) {
           await this.#upstreams.get(forwarded.upstream)?.notify('notifications/cancelled', {
             ...notification.params,
@@ -364,7 +367,11 @@ export class ProxySession {
 
     const actor = this.#actor();
     const session = this.#front.sessionId ?? null;
-    const forwarded: ForwardedRequest = { frontId: request.id, upstream: entry.upstream };
+    const forwarded: ForwardedRequest = {
+      frontId: request.id,
+      upstream: entry.upstream,
+      cancelled: new AbortController(),
+    };
     const progressToken = params._meta?.progressToken;
     if (typeof progressToken === 'string' || typeof progressToken === 'number')
       forwarded.progressToken = progressToken;
@@ -372,6 +379,7 @@ export class ProxySession {
     try {
       const result = await this.#ctx.engine.execute(
         {
+          signal: forwarded.cancelled?.signal,
           tool: name,
           channel: 'mcp',
           target: entry.upstream,
@@ -388,6 +396,8 @@ export class ProxySession {
         ({ executionId }) =>
           this.#dispatchToolCall(upstream, entry, params, args, executionId as string, forwarded),
       );
+      // A cancelled request gets no response (the client said it will not use one).
+      if (forwarded.cancelled?.signal.aborted) return;
       const error = result._meta?.[JSONRPC_ERROR_META] as
         | { code: number; message: string; data?: unknown }
         | undefined;
@@ -408,13 +418,20 @@ export class ProxySession {
   ): Promise<CallToolResult> {
     let reply: UpstreamReply;
     try {
-      reply = await upstream.request('tools/call', {
-        ...params,
-        name: entry.upstreamName,
-        arguments: args,
-        // An upstream built with the Idem library deduplicates on this across the boundary.
-        _meta: { ...params._meta, [META.executionId]: executionId },
-      });
+      reply = await upstream.request(
+        'tools/call',
+        {
+          ...params,
+          name: entry.upstreamName,
+          arguments: args,
+          // An upstream built with the Idem library deduplicates on this across the boundary.
+          _meta: { ...params._meta, [META.executionId]: executionId },
+        },
+        undefined,
+        (upstreamId) => {
+          forwarded.upstreamId = upstreamId;
+        },
+      );
     } catch (error) {
       // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
       if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
@@ -481,7 +498,14 @@ export class ProxySession {
       forwarded.progressToken = progressToken;
     this.#inFlight.set(renderRequestId(request.id), forwarded);
     try {
-      const reply = await upstream.request(request.method, this.#unprefixed(request));
+      const reply = await upstream.request(
+        request.method,
+        this.#unprefixed(request),
+        undefined,
+        (upstreamId) => {
+          forwarded.upstreamId = upstreamId;
+        },
+      );
       return this.#send({ ...reply, id: request.id } as JSONRPCMessage);
     } catch (error) {
       return this.#replyError(request.id, -32603, error instanceof Error ? error.message : String(error));

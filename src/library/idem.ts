@@ -172,6 +172,7 @@ export class Idem {
             method: 'tools/call',
             arguments: args,
             contract,
+            signal: extra.signal,
             // A gateway in front (or any caller) that names the action with its own key: same key, same action.
             ...(typeof extra._meta?.[META.executionId] === 'string'
               ? { idempotencyKey: extra._meta[META.executionId] as string }

@@ -136,6 +136,8 @@ export class UpstreamConnection {
     method: string,
     params: JSONRPCRequest['params'],
     signal?: AbortSignal,
+    /** Called with the upstream-side id once sent, so a client's cancellation can be passed on. */
+    onSent?: (upstreamId: RequestId) => void,
   ): Promise<UpstreamReply> {
     const transport = this.#transport;
     const allowed = this.available || (this.#initializing && this.#available && method === 'initialize');
@@ -148,6 +150,7 @@ export class UpstreamConnection {
       this.#pending.delete(id);
       throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${String(error)}`);
     }
+    onSent?.(id);
     if (signal) {
       const cancel = () => {
         void this.notify('notifications/cancelled', {

@@ -1,0 +1,79 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { idemCodeOf } from '../../src/executions/answers.js';
+import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { sleep } from '../../src/testing/counting-target.js';
+import { REPO_ROOT } from '../support/gateway-process.js';
+import { executionsOf } from './fixtures/counting-server.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'idem-cancel-'));
+const counts = join(dir, 'counts');
+mkdirSync(counts);
+let gateway: Gateway | undefined;
+afterAll(async () => {
+  writeFileSync(join(counts, 'hold-c'), '');
+  await gateway?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a client that cancels after dispatch (DESIGN §11)', () => {
+  it('makes the outcome unknown, not failed, and passes the cancellation on to the upstream', async () => {
+    gateway = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: dir,
+        listen: { http: { host: '127.0.0.1', port: 0 } },
+        upstreams: {
+          counter: {
+            command: process.execPath,
+            args: [
+              '--import',
+              'tsx',
+              join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
+              '--dir',
+              counts,
+            ],
+            cwd: REPO_ROOT,
+          },
+        },
+        tools: { count: { replay: 'status', scope: { business_key: 'key' } } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    const url = (await gateway.serveHttp()).url;
+    const client = new Client({ name: 'agent', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const controller = new AbortController();
+    const cancelled = client.callTool(
+      { name: 'count', arguments: { key: 'c-1', hold_file: 'hold-c' } },
+      undefined,
+      { signal: controller.signal },
+    );
+    for (let i = 0; i < 200 && executionsOf(counts, 'c-1') === 0; i++) await sleep(25);
+    controller.abort('the user changed their mind');
+    await expect(cancelled).rejects.toThrow();
+    let record = (await gateway.store.list({ tool: 'count' }))[0];
+    for (let i = 0; i < 100 && record?.state !== 'unknown'; i++) {
+      await sleep(20);
+      record = (await gateway.store.list({ tool: 'count' }))[0];
+    }
+    expect(record?.state).toBe('unknown');
+    const retry = (await client.callTool({
+      name: 'count',
+      arguments: { key: 'c-1', hold_file: 'hold-c' },
+    })) as CallToolResult;
+    expect(idemCodeOf(retry)).toBe('IDEM_OUTCOME_UNKNOWN');
+    // The upstream's handler finishes anyway, but (as the spec says) answers nothing to a
+    // cancelled request: the gateway cannot know, so it stays unknown — never "failed".
+    writeFileSync(join(counts, 'hold-c'), '');
+    await sleep(300);
+    expect((await gateway.store.get(record?.id as string))?.state).toBe('unknown');
+    expect(executionsOf(counts, 'c-1')).toBe(1);
+    await client.close();
+  }, 60_000);
+});
