@@ -1,0 +1,188 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveContract } from '../src/contracts/contract.js';
+import { OutcomeUnknownError } from '../src/errors.js';
+import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
+import { Fingerprinter } from '../src/identity/fingerprint.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { sleep } from '../src/testing/counting-target.js';
+
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'idem-cli-'));
+const db = join(dir, 'idem.db');
+const refs: Record<string, string> = {};
+
+async function idem(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '../src/cli/main.ts'), ...args, '--db', db],
+      {
+        env: { ...process.env, IDEM_DATA_DIR: dir },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+const json = async (...args: string[]) => JSON.parse((await idem(...args, '--json')).stdout);
+
+beforeAll(async () => {
+  const store = await SqliteStore.open({ path: db });
+  const engine = new ExecutionEngine({ store, fingerprinter: new Fingerprinter(randomBytes(32)) });
+  const call = (tool: string, args: object, replay: 'keyed' | 'review', requestRef: string): ToolCall => ({
+    tool,
+    channel: 'mcp',
+    target: 'up',
+    credentialRef: null,
+    method: 'tools/call',
+    arguments: args,
+    contract: resolveContract({ replay, lease: 50 }, undefined),
+    caller: { actor: 'token:alice', session: 'ses-1', requestRef },
+  });
+  const done = await engine.execute(call('deploy', { v: 1 }, 'keyed', 'req-1'), async () => ({
+    content: [{ type: 'text', text: 'deployed' }],
+  }));
+  await engine.execute(call('deploy', { v: 1 }, 'keyed', 'req-2'), async () => ({ content: [] })); // a retry attaches
+  refs.completed = done._meta?.['io.idem/execution-id'] as string;
+  const lost = await engine.execute(call('wire_money', { amount: 5 }, 'review', 'req-3'), async () => {
+    throw new OutcomeUnknownError('timeout after send');
+  });
+  refs.unknown = (lost.structuredContent as { idem: { ref: string } }).idem.ref;
+  // A dispatch whose process died: stale for the sweeper.
+  await store.claim({
+    id: 'exe_stale',
+    fingerprint: `fp_${randomBytes(32).toString('base64url')}`,
+    actor: 'token:bob',
+    tool: 'deploy',
+    session: null,
+    replay: 'status',
+    state: 'dispatched',
+    dispatchTimeoutMs: 60_000,
+    attachWindowMs: 60_000,
+    claimToken: 't',
+    leaseOwner: 'dead',
+    leaseMs: 20,
+    argumentsPreview: '{}',
+  });
+  await store.appendEvents(
+    [
+      {
+        kind: 'session_start',
+        actor: 'token:alice',
+        requestRef: 'ses-1',
+        detail: { client: { name: 'claude-code', version: '2.1' }, protocol_version: '2025-11-25' },
+      },
+    ],
+    'sessions',
+  );
+  await sleep(40);
+  await store.close();
+}, 60_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('idem executions', () => {
+  it('list, with filters', async () => {
+    const all = (await json('executions', 'list')) as { id: string; state: string }[];
+    expect(all.map((r) => r.state).sort()).toEqual(['completed', 'dispatched', 'unknown']);
+    expect(
+      ((await json('executions', 'list', '--state', 'unknown')) as { id: string }[]).map((r) => r.id),
+    ).toEqual([refs.unknown]);
+    expect(
+      ((await json('executions', 'list', '--tool', 'deploy', '--actor', 'token:alice')) as unknown[]).length,
+    ).toBe(1);
+    const table = await idem('executions', 'list');
+    expect(table.stdout).toMatch(/^REF\s+STATE\s+TOOL/);
+    expect((await idem('executions', 'list', '--state', 'bogus')).code).toBe(2);
+  });
+
+  it('show: one execution with two requests attached is one execution, and its timeline says so', async () => {
+    const shown = (await json('executions', 'show', refs.completed as string)) as {
+      execution: { state: string };
+      requests: string[];
+      timeline: { kind: string }[];
+    };
+    expect(shown.execution.state).toBe('completed');
+    expect(shown.requests).toEqual(['req-1', 'req-2']);
+    expect(shown.timeline.map((e) => e.kind)).toEqual([
+      'received',
+      'accepted',
+      'dispatched',
+      'outcome',
+      'delivered',
+      'attached',
+    ]);
+  });
+
+  it('resolve: the operator answers an unknown outcome, journaled with who; a finished one cannot be resolved', async () => {
+    const resolved = await idem(
+      'executions',
+      'resolve',
+      refs.unknown as string,
+      '--as',
+      'failed',
+      '--note',
+      'bank says no transfer',
+      '--by',
+      'operator:dana',
+    );
+    expect(resolved.code).toBe(0);
+    expect(resolved.stdout).toContain('unknown → failed');
+    const shown = (await json('executions', 'show', refs.unknown as string)) as {
+      execution: { state: string; note: string };
+      timeline: { kind: string; detail: Record<string, string> }[];
+    };
+    expect(shown.execution).toMatchObject({ state: 'failed', note: 'bank says no transfer' });
+    expect(shown.timeline.at(-1)).toMatchObject({
+      kind: 'operator_resolution',
+      detail: { by: 'operator:dana', as: 'failed' },
+    });
+    const refused = await idem(
+      'executions',
+      'resolve',
+      refs.completed as string,
+      '--as',
+      'failed',
+      '--note',
+      'x',
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('is completed');
+  });
+});
+
+describe('idem sessions', () => {
+  it('lists agent runs from the sessions journal', async () => {
+    const sessions = (await json('sessions', 'list')) as {
+      session: string;
+      client: string;
+      protocol: string;
+    }[];
+    expect(sessions).toEqual([
+      expect.objectContaining({ session: 'ses-1', client: 'claude-code 2.1', protocol: '2025-11-25' }),
+    ]);
+    const shown = (await json('sessions', 'show', 'ses-1')) as { executions: unknown[] };
+    expect(shown.executions.length).toBe(2);
+  });
+});
+
+describe('idem sweep', () => {
+  it('--dry-run reports the stale dispatch and changes nothing; then the sweep turns it unknown', async () => {
+    const preview = (await json('sweep', '--dry-run')) as { expired: { id: string }[] };
+    expect(preview.expired.map((r) => r.id)).toEqual(['exe_stale']);
+    expect(((await json('executions', 'list', '--state', 'dispatched')) as unknown[]).length).toBe(1);
+    const swept = (await json('sweep')) as { expired: { id: string }[] };
+    expect(swept.expired.map((r) => r.id)).toEqual(['exe_stale']);
+    expect(
+      ((await json('executions', 'list', '--state', 'unknown')) as { id: string }[]).map((r) => r.id),
+    ).toEqual(['exe_stale']);
+  });
+});
