@@ -16,6 +16,7 @@ import { buildEntry, GENESIS_HASH } from '../src/journal/chain.js';
 import type { ActivityEventInput } from '../src/journal/events.js';
 import { sqliteJournalRows } from '../src/journal/sources.js';
 import { verifyJournal } from '../src/journal/verify.js';
+import { verifySqliteJournal } from '../src/journal/verify-parallel.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
 
@@ -75,14 +76,21 @@ export async function benchVerify(entries: number): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-bench-journal-'));
   try {
     const path = await buildJournalFile(dir, entries);
-    const start = process.hrtime.bigint();
-    const report = await verifyJournal(sqliteJournalRows(path));
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    if (!report.ok || report.entries !== entries)
-      throw new Error(`verify failed on the bench journal: ${JSON.stringify(report)}`);
-    return [
-      `| audit verify, SQLite file, ${entries.toLocaleString('en')} entries | ${seconds.toFixed(2)} s | ${Math.round(entries / seconds).toLocaleString('en')} entries/s |`,
-    ];
+    const lines: string[] = [];
+    for (const [label, run] of [
+      ['sequential scan', () => verifyJournal(sqliteJournalRows(path))],
+      ['`idem audit verify --db` (rowid ranges on every core)', () => verifySqliteJournal(path, 'activity')],
+    ] as const) {
+      const start = process.hrtime.bigint();
+      const report = await run();
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      if (!report.ok || report.entries !== entries)
+        throw new Error(`verify failed on the bench journal: ${JSON.stringify(report)}`);
+      lines.push(
+        `| audit verify, ${label}, SQLite file, ${entries.toLocaleString('en')} entries | ${seconds.toFixed(2)} s | ${Math.round(entries / seconds).toLocaleString('en')} entries/s |`,
+      );
+    }
+    return lines;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@ import { signJournalHeads } from '../journal/head-signer.js';
 import { PUBLIC_KEY_FILE, readSignedHeads, SIGNED_HEAD_FILE, type SignedHead } from '../journal/signing.js';
 import { postgresJournalRows, sqliteJournalCount, sqliteJournalRows } from '../journal/sources.js';
 import { type StoredJournalRow, type VerifyReport, verifyJournal } from '../journal/verify.js';
+import { verifySqliteJournal } from '../journal/verify-parallel.js';
 import { printJson } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } from './store-access.js';
 
@@ -91,6 +92,7 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
     let rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>;
     let heads: SignedHead[];
     let total: number | undefined;
+    let sqlitePath: string | undefined;
     let publicKeyPem = flags.publicKey ? readFileSync(flags.publicKey, 'utf8') : undefined;
     if (flags.file) {
       source = flags.file;
@@ -102,7 +104,10 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
       source = location.describe;
       rows = rowsOf(location, flags.stream);
       heads = flags.head ? readSignedHeads(flags.head) : headsFor(location);
-      if (location.kind === 'sqlite') total = sqliteJournalCount(location.target, flags.stream);
+      if (location.kind === 'sqlite') {
+        total = sqliteJournalCount(location.target, flags.stream);
+        sqlitePath = location.target;
+      }
       const besideKey = location.dataDir ? join(location.dataDir, PUBLIC_KEY_FILE) : undefined;
       if (!publicKeyPem && heads.length > 0 && besideKey && existsSync(besideKey)) {
         publicKeyPem = readFileSync(besideKey, 'utf8');
@@ -115,11 +120,16 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
         ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
         : undefined;
     bar?.start(total ?? 0, 0);
-    report = await verifyJournal(rows, {
+    const verifyOptions = {
       ...(signedHead ? { signedHead } : {}),
       ...(publicKeyPem ? { publicKeyPem } : {}),
       ...(bar ? { onProgress: (n: number) => bar.update(n) } : {}),
-    });
+    };
+    // A SQLite file is checked on every core (same verdict as the sequential scan, which runs on any anomaly).
+    report =
+      sqlitePath !== undefined
+        ? await verifySqliteJournal(sqlitePath, flags.stream, verifyOptions)
+        : await verifyJournal(rows, verifyOptions);
     bar?.stop();
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -111,46 +111,54 @@ export async function verifyJournal(
   options.onProgress?.(entries);
   if (gapAt !== undefined) return fail(gapAt, 'missing', `seq ${gapAt} is missing`);
 
-  const report: VerifyReport = { ok: true, entries, lastSeq: expectedSeq - 1, headHash: prevHash };
-  if (signed) {
-    const verified = options.publicKeyPem ? verifySignedHead(signed, options.publicKeyPem) : false;
-    report.signedHead = { seq: signed.seq, verified };
-    if (options.publicKeyPem && !verified) {
-      return {
-        ...fail(
-          signed.seq,
-          'bad_signature',
-          `the signed head at seq ${signed.seq} does not verify with the given public key`,
-        ),
-        entries,
-      };
-    }
-    if (signed.seq > report.lastSeq) {
-      return {
-        ...fail(
-          report.lastSeq + 1,
-          'truncated',
-          `the journal ends at seq ${report.lastSeq}; the signed head is at seq ${signed.seq}`,
-        ),
-        entries,
-      };
-    }
-    if (signedHashSeen !== signed.hash) {
-      return {
-        ...fail(
-          signed.seq,
-          'rehashed',
-          `seq ${signed.seq}: hash differs from the signed head's — rows up to it were rewritten and re-hashed`,
-        ),
-        entries,
-      };
-    }
+  return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashSeen }, options);
+}
+
+/** An intact chain, checked against the signed head (if any): truncation, re-hashing, a forged signature. */
+export function withSignedHead(
+  chain: { entries: number; lastSeq: number; headHash: string; signedHashSeen: string | undefined },
+  options: { signedHead?: SignedHead; publicKeyPem?: string },
+): VerifyReport {
+  const { entries, lastSeq, headHash } = chain;
+  const report: VerifyReport = { ok: true, entries, lastSeq, headHash };
+  const signed = options.signedHead;
+  if (!signed) return report;
+  const bad = (seq: number, problem: JournalProblem, message: string): VerifyReport => ({
+    ok: false,
+    entries,
+    lastSeq,
+    headHash,
+    firstBad: { seq, problem, message },
+    signedHead: report.signedHead,
+  });
+  const verified = options.publicKeyPem ? verifySignedHead(signed, options.publicKeyPem) : false;
+  report.signedHead = { seq: signed.seq, verified };
+  if (options.publicKeyPem && !verified) {
+    return bad(
+      signed.seq,
+      'bad_signature',
+      `the signed head at seq ${signed.seq} does not verify with the given public key`,
+    );
+  }
+  if (signed.seq > lastSeq) {
+    return bad(
+      lastSeq + 1,
+      'truncated',
+      `the journal ends at seq ${lastSeq}; the signed head is at seq ${signed.seq}`,
+    );
+  }
+  if (chain.signedHashSeen !== signed.hash) {
+    return bad(
+      signed.seq,
+      'rehashed',
+      `seq ${signed.seq}: hash differs from the signed head's — rows up to it were rewritten and re-hashed`,
+    );
   }
   return report;
 }
 
 /** Fast path: the stored detail text is already canonical (as Idem writes it); else canonicalize it first. */
-function hashMatches(row: StoredJournalRow): boolean {
+export function hashMatches(row: StoredJournalRow): boolean {
   const envelope = JSON.stringify([
     row.seq,
     row.at,

@@ -1,0 +1,85 @@
+/**
+ * One worker of the parallel verifier: checks the rows of one rowid range of
+ * a SQLite journal — every row's hash, and the links between consecutive rows
+ * — and reports its two ends so the main thread can stitch the ranges.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { hashMatches, type StoredJournalRow } from './verify.js';
+
+export interface RangeTask {
+  path: string;
+  table: 'activity_journal' | 'sessions_journal';
+  fromRowid: number;
+  toRowid: number;
+  /** Report the hash seen at this seq (the signed head's), if it falls in the range. */
+  signedSeq: number | undefined;
+}
+
+export interface RangeResult {
+  count: number;
+  first: { seq: number; prevHash: string } | undefined;
+  last: { seq: number; hash: string } | undefined;
+  /** Something is wrong inside the range: the exact diagnosis is left to the sequential scan. */
+  anomaly: boolean;
+  signedHashSeen: string | undefined;
+}
+
+type Raw = [
+  number,
+  number,
+  string,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string,
+  string,
+  string,
+];
+
+function checkRange(task: RangeTask): RangeResult {
+  const db = new Database(task.path, { readonly: true, fileMustExist: true });
+  const result: RangeResult = {
+    count: 0,
+    first: undefined,
+    last: undefined,
+    anomaly: false,
+    signedHashSeen: undefined,
+  };
+  try {
+    const rows = db
+      .prepare(
+        `SELECT seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash FROM ${task.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
+      )
+      .raw(true)
+      .iterate(task.fromRowid, task.toRowid) as Iterable<Raw>;
+    for (const r of rows) {
+      const row: StoredJournalRow = {
+        seq: r[0],
+        at: r[1],
+        kind: r[2],
+        executionId: r[3],
+        actor: r[4],
+        tool: r[5],
+        requestRef: r[6],
+        detailText: r[7],
+        prevHash: r[8],
+        hash: r[9],
+      };
+      if (result.last && (row.seq !== result.last.seq + 1 || row.prevHash !== result.last.hash))
+        result.anomaly = true;
+      else if (!hashMatches(row)) result.anomaly = true;
+      if (result.anomaly) break;
+      result.first ??= { seq: row.seq, prevHash: row.prevHash };
+      result.last = { seq: row.seq, hash: row.hash };
+      if (row.seq === task.signedSeq) result.signedHashSeen = row.hash;
+      result.count++;
+    }
+  } finally {
+    db.close();
+  }
+  return result;
+}
+
+if (parentPort) parentPort.postMessage(checkRange(workerData as RangeTask));
