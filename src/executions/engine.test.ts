@@ -489,6 +489,25 @@ describe('ExecutionEngine — identity and fail-closed', () => {
     expect(target.invocations).toBe(1);
   });
 
+  it('store down while attaching to an execution that was dispatched: unknown, never "not executed"', async () => {
+    const store = new MemoryStore();
+    const c = call(statusClass, order);
+    const { engine: healthy } = setup({ store });
+    const id = await orphan(store, healthy, c, 'dispatched');
+    await sleep(150);
+    const broken = withFaults(store, {
+      transition: async () => {
+        throw new StoreUnavailableError('database is locked');
+      },
+    });
+    const { engine } = setup({ store: broken });
+    const target = new CountingTarget();
+    const result = await engine.execute(c, target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
+    expect(ref(result)).toBe(id);
+    expect(target.invocations).toBe(0);
+  });
+
   it('a dispatch that provably sent nothing: IDEM_NOT_EXECUTED, retired, and a retry is a fresh attempt', async () => {
     const { engine, store } = setup();
     let down = true;

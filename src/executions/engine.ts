@@ -18,6 +18,7 @@ import { idemAnswer, markExecuted, markReplayed } from './answers.js';
 import { isStale } from './leases.js';
 import { approveExecution, denyExecution, resolveExecution } from './operator.js';
 import type { StoredOutcome, ToolResult } from './outcome.js';
+import { NOT_YET_DISPATCHED } from './states.js';
 
 /** Who is calling, as the transport and auth established it — never from the arguments. */
 export interface Caller {
@@ -151,9 +152,13 @@ export class ExecutionEngine {
       throw error;
     }
 
+    // The last record of this intent we saw: if the store fails while we deal with one that
+    // may already have been dispatched, "not executed" would be a lie.
+    let seen: ExecutionRecord | undefined;
     try {
       for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
         const prior = await this.store.findActive(identity.fingerprint);
+        seen = prior;
         if (prior && this.#attachable(prior, contract)) {
           const answer = await this.#attach(prior, call, dispatch);
           if (answer !== RETRY) return answer;
@@ -197,6 +202,7 @@ export class ExecutionEngine {
           if (answer !== RETRY) return answer;
           continue;
         }
+        seen = claim.record;
         if (claim.record && this.#attachable(claim.record, contract)) {
           const answer = await this.#attach(claim.record, call, dispatch);
           if (answer !== RETRY) return answer;
@@ -207,6 +213,15 @@ export class ExecutionEngine {
       });
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
+        if (seen && !NOT_YET_DISPATCHED.includes(seen.state)) {
+          this.#logger.error('store unavailable while attaching to a dispatched execution', { ref: seen.id });
+          return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, {
+            ref: seen.id,
+            state: seen.state,
+            statusTool: this.statusTool,
+            detail: 'An earlier attempt was sent, and the execution record cannot be read right now.',
+          });
+        }
         this.#logger.error('store unavailable before dispatch; not executed', { tool: call.tool });
         return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
           detail: 'The execution record could not be written, so nothing was sent.',
