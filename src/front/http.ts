@@ -206,24 +206,47 @@ function sendJson(res: ServerResponse, status: number, body: unknown, sessionId?
     .end(JSON.stringify(body));
 }
 
+/**
+ * 413, then a lingering close: the rest of the body is read and dropped for a
+ * moment before the connection goes. Destroying it at once, with the client
+ * still sending, resets the connection and the client never sees the answer.
+ */
+function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
+  req.resume();
+  setTimeout(() => req.destroy(), 2_000).unref();
+}
+
 /** Reads and parses the body; on a bad body answers with the JSON-RPC error itself and returns undefined. */
 async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > MAX_BODY_BYTES) {
-    sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
-    req.resume();
+    refuseTooLarge(req, res);
     return undefined;
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
-      req.destroy();
-      return undefined;
-    }
-    chunks.push(chunk);
+  const complete = await new Promise<boolean>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      resolve(false);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(true));
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new Error('the request was aborted'));
+    });
+  });
+  if (!complete) {
+    refuseTooLarge(req, res);
+    return undefined;
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
