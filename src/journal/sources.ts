@@ -5,7 +5,8 @@ import type { StoredJournalRow } from './verify.js';
 
 const TABLES: Record<JournalStream, string> = { activity: 'activity_journal', sessions: 'sessions_journal' };
 
-type RawRow = [
+/** A journal row as `SELECT ${COLUMNS}` returns it in raw (array) mode. */
+export type RawRow = [
   number,
   number,
   string,
@@ -18,7 +19,7 @@ type RawRow = [
   string,
 ];
 
-function toStored(r: RawRow): StoredJournalRow {
+export function toStored(r: RawRow): StoredJournalRow {
   return {
     seq: r[0],
     at: r[1],
@@ -33,7 +34,7 @@ function toStored(r: RawRow): StoredJournalRow {
   };
 }
 
-const COLUMNS = 'seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash';
+export const COLUMNS = 'seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash';
 
 /**
  * The journal rows of a SQLite store file, exactly as stored, read-only and

@@ -5,7 +5,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { hashMatches, type StoredJournalRow } from './verify.js';
+import { COLUMNS, type RawRow, toStored } from './sources.js';
+import { hashMatches } from './verify.js';
 
 export interface RangeTask {
   path: string;
@@ -25,19 +26,6 @@ export interface RangeResult {
   signedHashSeen: string | undefined;
 }
 
-type Raw = [
-  number,
-  number,
-  string,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string,
-  string,
-  string,
-];
-
 function checkRange(task: RangeTask): RangeResult {
   const db = new Database(task.path, { readonly: true, fileMustExist: true });
   const result: RangeResult = {
@@ -49,24 +37,11 @@ function checkRange(task: RangeTask): RangeResult {
   };
   try {
     const rows = db
-      .prepare(
-        `SELECT seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash FROM ${task.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
-      )
+      .prepare(`SELECT ${COLUMNS} FROM ${task.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`)
       .raw(true)
-      .iterate(task.fromRowid, task.toRowid) as Iterable<Raw>;
-    for (const r of rows) {
-      const row: StoredJournalRow = {
-        seq: r[0],
-        at: r[1],
-        kind: r[2],
-        executionId: r[3],
-        actor: r[4],
-        tool: r[5],
-        requestRef: r[6],
-        detailText: r[7],
-        prevHash: r[8],
-        hash: r[9],
-      };
+      .iterate(task.fromRowid, task.toRowid) as Iterable<RawRow>;
+    for (const raw of rows) {
+      const row = toStored(raw);
       if (result.last && (row.seq !== result.last.seq + 1 || row.prevHash !== result.last.hash))
         result.anomaly = true;
       else if (!hashMatches(row)) result.anomaly = true;

@@ -1,9 +1,9 @@
 import pg from 'pg';
-import type { ReplayClass } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
+import { type ExecutionColumns, recordFromColumns } from '../execution-columns.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -59,25 +59,8 @@ export const POSTGRES_DEFAULTS = {
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 const MIGRATION_TIMEOUT_MS = 15 * 60_000;
 
-interface ExecutionRow {
-  id: string;
+interface ExecutionRow extends ExecutionColumns {
   fingerprint: Buffer;
-  actor: string;
-  tool: string;
-  session: string | null;
-  replay: ReplayClass;
-  state: ExecutionState;
-  created_at: number;
-  updated_at: number;
-  attach_until: number;
-  dispatched_at: number | null;
-  deadline_at: number | null;
-  lease_owner: string | null;
-  lease_expires_at: number | null;
-  outcome: string | null;
-  delivered_at: number | null;
-  arguments_preview: string;
-  note: string | null;
   read_at: number;
 }
 
@@ -716,27 +699,7 @@ async function last<T>(before: Promise<unknown>[], final: Promise<T>): Promise<T
 }
 
 function toRecord(row: ExecutionRow): ExecutionRecord {
-  return {
-    id: row.id,
-    fingerprint: decodeFingerprint(row.fingerprint),
-    actor: row.actor,
-    tool: row.tool,
-    session: row.session,
-    replay: row.replay,
-    state: row.state,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    attachUntil: row.attach_until,
-    dispatchedAt: row.dispatched_at,
-    deadlineAt: row.deadline_at,
-    leaseOwner: row.lease_owner,
-    leaseExpiresAt: row.lease_expires_at,
-    outcome: row.outcome === null ? null : JSON.parse(row.outcome),
-    deliveredAt: row.delivered_at,
-    argumentsPreview: row.arguments_preview,
-    note: row.note,
-    readAt: row.read_at,
-  };
+  return recordFromColumns(row, decodeFingerprint(row.fingerprint), row.read_at);
 }
 
 function toEntry(row: JournalRow): ActivityEntry {

@@ -1,10 +1,10 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { ReplayClass } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
+import { type ExecutionColumns, recordFromColumns } from '../execution-columns.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -29,27 +29,10 @@ export interface SqliteStoreOptions {
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
-interface ExecutionRow {
-  id: string;
+interface ExecutionRow extends ExecutionColumns {
   fingerprint: Buffer | string;
   active: 0 | 1;
-  actor: string;
-  tool: string;
-  session: string | null;
-  replay: ReplayClass;
-  state: ExecutionState;
-  created_at: number;
-  updated_at: number;
-  attach_until: number;
-  dispatched_at: number | null;
-  deadline_at: number | null;
   claim_token: string | null;
-  lease_owner: string | null;
-  lease_expires_at: number | null;
-  delivered_at: number | null;
-  arguments_preview: string;
-  note: string | null;
-  outcome: string | null;
 }
 
 interface JournalRow {
@@ -423,27 +406,7 @@ function journalStatements(db: Database.Database, table: 'activity_journal' | 's
 }
 
 function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
-  return {
-    id: row.id,
-    fingerprint: decodeFingerprint(row.fingerprint),
-    actor: row.actor,
-    tool: row.tool,
-    session: row.session,
-    replay: row.replay,
-    state: row.state,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    attachUntil: row.attach_until,
-    dispatchedAt: row.dispatched_at,
-    deadlineAt: row.deadline_at,
-    leaseOwner: row.lease_owner,
-    leaseExpiresAt: row.lease_expires_at,
-    outcome: row.outcome === null ? null : JSON.parse(row.outcome),
-    deliveredAt: row.delivered_at,
-    argumentsPreview: row.arguments_preview,
-    note: row.note,
-    readAt,
-  };
+  return recordFromColumns(row, decodeFingerprint(row.fingerprint), readAt);
 }
 
 function toEntry(row: JournalRow): ActivityEntry {

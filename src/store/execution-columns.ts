@@ -1,0 +1,56 @@
+import type { ReplayClass } from '../contracts/contract.js';
+import type { ExecutionState } from '../executions/states.js';
+import type { ExecutionRecord } from './types.js';
+
+/**
+ * An execution row as both SQL stores lay it out (snake_case columns,
+ * times in ms, outcome as JSON text); each store adds its own fingerprint
+ * encoding and bookkeeping columns.
+ */
+export interface ExecutionColumns {
+  id: string;
+  actor: string;
+  tool: string;
+  session: string | null;
+  replay: ReplayClass;
+  state: ExecutionState;
+  created_at: number;
+  updated_at: number;
+  attach_until: number;
+  dispatched_at: number | null;
+  deadline_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  outcome: string | null;
+  delivered_at: number | null;
+  arguments_preview: string;
+  note: string | null;
+}
+
+export function recordFromColumns(
+  row: ExecutionColumns,
+  fingerprint: string,
+  readAt: number,
+): ExecutionRecord {
+  return {
+    id: row.id,
+    fingerprint,
+    actor: row.actor,
+    tool: row.tool,
+    session: row.session,
+    replay: row.replay,
+    state: row.state,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    attachUntil: row.attach_until,
+    dispatchedAt: row.dispatched_at,
+    deadlineAt: row.deadline_at,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    outcome: row.outcome === null ? null : JSON.parse(row.outcome),
+    deliveredAt: row.delivered_at,
+    argumentsPreview: row.arguments_preview,
+    note: row.note,
+    readAt,
+  };
+}
