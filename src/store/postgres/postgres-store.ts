@@ -2,8 +2,13 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
-import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
-import { type ExecutionColumns, recordFromColumns } from '../execution-columns.js';
+import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
+import {
+  type ExecutionColumns,
+  entryFromColumns,
+  type JournalColumns,
+  recordFromColumns,
+} from '../sql-columns.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -71,18 +76,7 @@ interface HeadColumns {
   head_at: number | null;
 }
 
-interface JournalRow {
-  seq: number;
-  at: number;
-  kind: ActivityKind;
-  execution_id: string | null;
-  actor: string | null;
-  tool: string | null;
-  request_ref: string | null;
-  detail: string;
-  prev_hash: string;
-  hash: string;
-}
+type JournalRow = JournalColumns;
 
 /**
  * The database's clock in epoch milliseconds. Every time the store records or
@@ -502,7 +496,7 @@ export class PostgresStore implements ExecutionStore {
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
     return this.#use(async (db) =>
-      (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows.map(toEntry),
+      (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows.map(entryFromColumns),
     );
   }
 
@@ -516,7 +510,7 @@ export class PostgresStore implements ExecutionStore {
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
     return this.#use(async (db) =>
-      (await query<JournalRow>(SQL.journalFor, [executionId])(db)).rows.map(toEntry),
+      (await query<JournalRow>(SQL.journalFor, [executionId])(db)).rows.map(entryFromColumns),
     );
   }
 
@@ -700,21 +694,6 @@ async function last<T>(before: Promise<unknown>[], final: Promise<T>): Promise<T
 
 function toRecord(row: ExecutionRow): ExecutionRecord {
   return recordFromColumns(row, decodeFingerprint(row.fingerprint), row.read_at);
-}
-
-function toEntry(row: JournalRow): ActivityEntry {
-  return {
-    seq: row.seq,
-    at: row.at,
-    kind: row.kind,
-    executionId: row.execution_id,
-    actor: row.actor,
-    tool: row.tool,
-    requestRef: row.request_ref,
-    detail: JSON.parse(row.detail),
-    prevHash: row.prev_hash,
-    hash: row.hash,
-  };
 }
 
 const INT8_OID = 20;

@@ -3,8 +3,13 @@ import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
-import type { ActivityEntry, ActivityEventInput, ActivityKind, JournalStream } from '../../journal/events.js';
-import { type ExecutionColumns, recordFromColumns } from '../execution-columns.js';
+import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
+import {
+  type ExecutionColumns,
+  entryFromColumns,
+  type JournalColumns,
+  recordFromColumns,
+} from '../sql-columns.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -35,18 +40,7 @@ interface ExecutionRow extends ExecutionColumns {
   claim_token: string | null;
 }
 
-interface JournalRow {
-  seq: number;
-  at: number;
-  kind: ActivityKind;
-  execution_id: string | null;
-  actor: string | null;
-  tool: string | null;
-  request_ref: string | null;
-  detail: string;
-  prev_hash: string;
-  hash: string;
-}
+type JournalRow = JournalColumns;
 
 type Fingerprint = Buffer | string;
 
@@ -168,7 +162,7 @@ export class SqliteStore implements ExecutionStore {
     limit = 1000,
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(toEntry));
+    return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(entryFromColumns));
   }
 
   async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
@@ -176,7 +170,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journalFor.all(executionId).map(toEntry));
+    return this.#guard(() => this.#sql.journalFor.all(executionId).map(entryFromColumns));
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
@@ -407,21 +401,6 @@ function journalStatements(db: Database.Database, table: 'activity_journal' | 's
 
 function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
   return recordFromColumns(row, decodeFingerprint(row.fingerprint), readAt);
-}
-
-function toEntry(row: JournalRow): ActivityEntry {
-  return {
-    seq: row.seq,
-    at: row.at,
-    kind: row.kind,
-    executionId: row.execution_id,
-    actor: row.actor,
-    tool: row.tool,
-    requestRef: row.request_ref,
-    detail: JSON.parse(row.detail),
-    prevHash: row.prev_hash,
-    hash: row.hash,
-  };
 }
 
 /** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */

@@ -1,5 +1,6 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { ExecutionState } from '../executions/states.js';
+import type { ActivityEntry, ActivityKind } from '../journal/events.js';
 import type { ExecutionRecord } from './types.js';
 
 /**
@@ -52,5 +53,34 @@ export function recordFromColumns(
     argumentsPreview: row.arguments_preview,
     note: row.note,
     readAt,
+  };
+}
+
+/** A journal row as both SQL stores keep it: detail as the canonical JSON text its hash covers. */
+export interface JournalColumns {
+  seq: number;
+  at: number;
+  kind: ActivityKind;
+  execution_id: string | null;
+  actor: string | null;
+  tool: string | null;
+  request_ref: string | null;
+  detail: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export function entryFromColumns(row: JournalColumns): ActivityEntry {
+  return {
+    seq: row.seq,
+    at: row.at,
+    kind: row.kind,
+    executionId: row.execution_id,
+    actor: row.actor,
+    tool: row.tool,
+    requestRef: row.request_ref,
+    detail: JSON.parse(row.detail),
+    prevHash: row.prev_hash,
+    hash: row.hash,
   };
 }
