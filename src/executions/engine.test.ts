@@ -430,10 +430,14 @@ describe('ExecutionEngine — identity and fail-closed', () => {
   });
 
   it('store down: IDEM_NOT_EXECUTED, safe to retry, nothing dispatched', async () => {
+    const down = async (): Promise<never> => {
+      throw new StoreUnavailableError('disk I/O error');
+    };
     const broken = withFaults(new MemoryStore(), {
-      findActive: async () => {
-        throw new StoreUnavailableError('disk I/O error');
-      },
+      findActive: down,
+      claim: down,
+      transition: down,
+      appendEvents: down,
     });
     const { engine } = setup({ store: broken });
     const target = new CountingTarget();

@@ -156,14 +156,11 @@ export class ExecutionEngine {
     // may already have been dispatched, "not executed" would be a lie.
     let seen: ExecutionRecord | undefined;
     try {
+      // Claim first: for a new intent (the common case) the one INSERT is the whole lookup.
+      // On a conflict the store hands back the holder, which this call then attaches to — or,
+      // if it can no longer be attached to, replaces in the next claim.
+      let replacing: string | undefined;
       for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
-        const prior = await this.store.findActive(identity.fingerprint);
-        seen = prior;
-        if (prior && this.#attachable(prior, contract)) {
-          const answer = await this.#attach(prior, call, dispatch);
-          if (answer !== RETRY) return answer;
-          continue;
-        }
         const token = newToken();
         const id = `exe_${this.#newId()}`;
         const needsApproval = this.#needsApproval(call);
@@ -186,7 +183,7 @@ export class ExecutionEngine {
             argumentsPreview: identity.preview,
           },
           {
-            ...(prior ? { replacing: prior.id } : {}),
+            ...(replacing ? { replacing } : {}),
             events: [
               this.#event('received', call, id, { preview: identity.preview }),
               this.#event('accepted', call, id),
@@ -200,12 +197,17 @@ export class ExecutionEngine {
               ? await this.#runDispatch(claim.record, token, call, dispatch, false)
               : await this.#runClaimed(claim.record, token, call, dispatch);
           if (answer !== RETRY) return answer;
+          replacing = undefined;
           continue;
         }
         seen = claim.record;
-        if (claim.record && this.#attachable(claim.record, contract)) {
+        replacing = undefined;
+        if (!claim.record) continue;
+        if (this.#attachable(claim.record, contract)) {
           const answer = await this.#attach(claim.record, call, dispatch);
           if (answer !== RETRY) return answer;
+        } else {
+          replacing = claim.record.id;
         }
       }
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
