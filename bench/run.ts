@@ -7,7 +7,17 @@
  *      every call a new intent, on the memory and SQLite stores;
  *   2. MCP: an SDK client calling a plain tool vs the same tool wrapped by
  *      Idem, over the SDK's in-memory transport, on SQLite;
- *   3. bytes per stored execution row (SQLite, without the result payload).
+ *   3. bytes per stored execution row (SQLite, without the result payload);
+ *   4. journal: offline verify speed, and the journal's cost per call (bench/journal.ts);
+ *   5. PostgreSQL store: claim and complete latency, bytes per row (bench/postgres-store.ts);
+ *   6. gateway: idem gateway against direct, mcp-proxy and supergateway (bench/gateway.ts);
+ *   7. fleet: 1, 2 and 4 gateway processes on one PostgreSQL database (bench/fleet.ts).
+ *
+ * BENCH_CALLS (default 20,000) scales every section: engine series N calls,
+ * MCP, journal cost, PostgreSQL, gateway and fleet N/4, journal verify N×50
+ * entries (BENCH_JOURNAL_ENTRIES overrides). BENCH_SECTIONS=engine,mcp,journal,
+ * postgres,gateway,fleet picks sections (default: all). PostgreSQL: IDEM_PG_URL,
+ * or else a throwaway server (fsync on) for the two sections that need it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +35,12 @@ import { Idem } from '../src/library/idem.js';
 import { MemoryStore } from '../src/store/memory/memory-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
+import { PG_URL_VARIABLE, startThrowawayPostgres, type ThrowawayPostgres } from '../test/support/postgres.js';
+import { benchFleet } from './fleet.js';
+import { benchGateway } from './gateway.js';
+import { reason } from './harness.js';
+import { benchJournalCost, benchVerify } from './journal.js';
+import { benchPostgresStore } from './postgres-store.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 20_000);
 const WARMUP = Math.min(2_000, Math.floor(N / 10));
@@ -114,26 +130,107 @@ async function mcpBench() {
   await idem.close();
 }
 
+const SECTIONS = ['engine', 'mcp', 'journal', 'postgres', 'gateway', 'fleet'] as const;
+const chosen = new Set(
+  (process.env.BENCH_SECTIONS ?? SECTIONS.join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
+for (const name of chosen) {
+  if (!(SECTIONS as readonly string[]).includes(name))
+    throw new Error(`BENCH_SECTIONS: unknown section "${name}" (known: ${SECTIONS.join(', ')})`);
+}
+const QUARTER = Math.max(1, Math.floor(N / 4));
+let failed = false;
+
+/** One section: its heading and lines; a section that throws is reported and fails the run, the rest still run. */
+async function section(title: string, run: () => Promise<string[]>): Promise<void> {
+  console.log(`\n## ${title}\n`);
+  try {
+    for (const line of await run()) console.log(line);
+  } catch (error) {
+    failed = true;
+    console.log(`failed: ${reason(error)}`);
+  }
+}
+
+let postgres: Promise<ThrowawayPostgres> | undefined;
+/** IDEM_PG_URL, or one throwaway server (fsync on) for every section that needs PostgreSQL. */
+async function postgresUrl(): Promise<string> {
+  const given = process.env[PG_URL_VARIABLE];
+  if (given) return given;
+  postgres ??= startThrowawayPostgres({ durable: true });
+  return (await postgres).url;
+}
+
 try {
   console.log(
-    `idem bench — ${N} calls per series (+${WARMUP} warm-up), node ${process.version}, ${new Date().toISOString()}\n`,
+    `idem bench — ${N} calls per engine series (+${WARMUP} warm-up), node ${process.version}, ${new Date().toISOString()}; ` +
+      `sections: ${SECTIONS.filter((name) => chosen.has(name)).join(', ')}`,
   );
-  await engineBench('engine, memory store', new MemoryStore());
-  const sqlite = await SqliteStore.open({ path: join(dir, 'engine.db') });
-  await engineBench('engine, SQLite store (WAL, synchronous=NORMAL)', sqlite);
-  const bytes = sqlite.measureRowBytes();
-  await sqlite.close();
-  await mcpBench();
-
-  console.log(
-    '| series | baseline p50 µs | baseline p99 µs | Idem p50 µs | Idem p99 µs | p50 overhead µs | p50 ratio |',
-  );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const row of rows) console.log(row);
-  console.log(
-    `\nSQLite bytes per execution row, result payload excluded (${bytes.method}, ${bytes.rows} rows): ` +
-      `${bytes.bytesPerRow.toFixed(0)} B in the table + ${bytes.indexBytesPerRow.toFixed(0)} B in its indexes`,
-  );
+  if (chosen.has('engine') || chosen.has('mcp')) {
+    await section('engine and MCP: per-call overhead against a same-process baseline', async () => {
+      let bytes: ReturnType<SqliteStore['measureRowBytes']> | undefined;
+      if (chosen.has('engine')) {
+        await engineBench('engine, memory store', new MemoryStore());
+        const sqlite = await SqliteStore.open({ path: join(dir, 'engine.db') });
+        await engineBench('engine, SQLite store (WAL, synchronous=NORMAL)', sqlite);
+        bytes = sqlite.measureRowBytes();
+        await sqlite.close();
+      }
+      if (chosen.has('mcp')) await mcpBench();
+      return [
+        '| series | baseline p50 µs | baseline p99 µs | Idem p50 µs | Idem p99 µs | p50 overhead µs | p50 ratio |',
+        '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+        ...rows,
+        ...(bytes
+          ? [
+              '',
+              `SQLite bytes per execution row, result payload excluded (${bytes.method}, ${bytes.rows} rows): ` +
+                `${bytes.bytesPerRow.toFixed(0)} B in the table + ${bytes.indexBytesPerRow.toFixed(0)} B in its indexes`,
+            ]
+          : []),
+      ];
+    });
+  }
+  if (chosen.has('journal')) {
+    await section('journal: verify speed and cost per call', async () => [
+      '| series | measured | result |',
+      '| --- | ---: | ---: |',
+      ...(await benchVerify(Number(process.env.BENCH_JOURNAL_ENTRIES ?? N * 50))),
+      ...(await benchJournalCost(QUARTER)),
+    ]);
+  }
+  if (chosen.has('postgres')) {
+    await section('PostgreSQL store: latency per call and bytes per row', async () => {
+      let url: string;
+      try {
+        url = await postgresUrl();
+      } catch (error) {
+        return [`unavailable: no PostgreSQL (${reason(error)})`];
+      }
+      return benchPostgresStore(url, QUARTER);
+    });
+  }
+  if (chosen.has('gateway')) {
+    await section('gateway: idem gateway against plain MCP bridges', () =>
+      benchGateway({ calls: QUARTER, concurrency: [1, 16] }),
+    );
+  }
+  if (chosen.has('fleet')) {
+    await section('fleet: idem gateway processes on one PostgreSQL database', async () => {
+      let url: string;
+      try {
+        url = await postgresUrl();
+      } catch (error) {
+        return [`unavailable: no PostgreSQL (${reason(error)})`];
+      }
+      return benchFleet({ calls: QUARTER, gateways: [1, 2, 4], url });
+    });
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
+  await (await postgres?.catch(() => undefined))?.dispose();
 }
+if (failed) process.exitCode = 1;

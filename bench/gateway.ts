@@ -1,0 +1,411 @@
+/**
+ * `idem gateway` against plain MCP bridges, as ratios within one run.
+ *
+ * One client (the official SDK `Client` over `StreamableHTTPClientTransport`,
+ * one session per series) calls one trivial tool (`echo`, no annotations:
+ * bench/fixtures/trivial-server.ts) through:
+ *
+ *   1. direct — the same server served over Streamable HTTP by itself;
+ *   2. mcp-proxy — stdio → Streamable HTTP bridge, its own process;
+ *   3. supergateway — `--stdio … --outputTransport streamableHttp --stateful`, its own process;
+ *   4. idem gateway — the CLI as its own process, SQLite store in a fresh data
+ *      directory; the tool's contract (replay: keyed, business key `id`) and a
+ *      new `id` per call make every call a new execution: claimed, dispatched,
+ *      recorded and journaled.
+ *
+ * Each series runs sequentially (1 in flight) and with N calls in flight, after
+ * a warm-up on its own session. The measured calls are split into rounds and
+ * the series alternate within each round, so that a change in the machine's
+ * load falls on all of them alike. A bridge that cannot start is reported as
+ * "unavailable: <reason>"; a series that runs out of its time budget reports
+ * what it measured.
+ *
+ * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
+ * 5,000; BENCH_GATEWAY_PROFILE=<dir> writes a V8 CPU profile of each series'
+ * server process into <dir>/<series>/).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import Database from 'better-sqlite3';
+import {
+  CLI,
+  connectClient,
+  drive,
+  freePort,
+  type Load,
+  perSec,
+  REPO_ROOT,
+  ratio,
+  reason,
+  type ServerProcess,
+  type Summary,
+  startServerProcess,
+  summarize,
+  TRIVIAL_SERVER,
+  trivialUpstream,
+  us,
+} from './harness.js';
+
+const ROUNDS = 3;
+const EXECUTION_ID = 'io.idem/execution-id';
+const REPLAYED = 'io.idem/replayed';
+
+interface Target {
+  key: 'direct' | 'mcp-proxy' | 'supergateway' | 'idem' | 'idem-memory' | 'idem-passthrough';
+  label: string;
+  start(): Promise<ServerProcess>;
+  /** Throws when a result is not what this series must return. */
+  check?(result: CallToolResult): void;
+}
+
+function packageBin(name: string): { path: string; version: string } {
+  const dir = join(REPO_ROOT, 'node_modules', name);
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    version: string;
+    bin?: string | Record<string, string>;
+  };
+  const bin = typeof manifest.bin === 'string' ? manifest.bin : manifest.bin?.[name];
+  if (!bin) throw new Error(`${name} declares no bin "${name}"`);
+  return { path: join(dir, bin), version: manifest.version };
+}
+
+/** `idem gateway --config … --listen 127.0.0.1:0` (the CLI, from src through tsx) with one contract for `echo`. */
+function idemTarget(options: {
+  key: Target['key'];
+  label: string;
+  dir: string;
+  contract: Record<string, unknown>;
+  store?: Record<string, unknown>;
+  profileDir?: string | undefined;
+}): Target {
+  const newExecution = options.contract.replay !== 'read_only';
+  return {
+    key: options.key,
+    label: options.label,
+    start: () => {
+      mkdirSync(options.dir, { recursive: true });
+      const configPath = join(options.dir, 'idem.json');
+      writeFileSync(
+        configPath,
+        JSON.stringify({
+          data_dir: options.dir,
+          ...(options.store ? { store: options.store } : {}),
+          upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
+          tools: { echo: options.contract },
+        }),
+      );
+      return startServerProcess({
+        name: options.key,
+        command: process.execPath,
+        args: [
+          ...profileFlags(options.profileDir, options.key),
+          '--import',
+          'tsx',
+          CLI,
+          'gateway',
+          '--config',
+          configPath,
+          '--listen',
+          '127.0.0.1:0',
+        ],
+        ready: (out) => /Streamable HTTP on (http:\S+)/.exec(out)?.[1],
+      });
+    },
+    ...(newExecution
+      ? {
+          check: (result: CallToolResult) => {
+            // A new intent per call: each answer must come from a new execution, never a replay.
+            const meta = result._meta as Record<string, unknown> | undefined;
+            if (typeof meta?.[EXECUTION_ID] !== 'string' || meta[REPLAYED] === true)
+              throw new Error(`not a new execution: ${JSON.stringify(result).slice(0, 200)}`);
+          },
+        }
+      : {}),
+  };
+}
+
+/** `--cpu-prof` into `<dir>/<series>/` when profiling (each process writes its profile when it exits). */
+function profileFlags(dir: string | undefined, key: string): string[] {
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, key)}`] : [];
+}
+
+function targets(work: string, profileDir: string | undefined, diagnostics: boolean): Target[] {
+  const upstream = trivialUpstream();
+  const upstreamLine = [upstream.command, ...upstream.args].join(' ');
+  const version = (name: string) => {
+    try {
+      return ` ${packageBin(name).version}`;
+    } catch {
+      return '';
+    }
+  };
+  return [
+    {
+      key: 'direct',
+      label: 'direct (the SDK server on Streamable HTTP)',
+      start: () =>
+        startServerProcess({
+          name: 'direct',
+          command: process.execPath,
+          args: [...profileFlags(profileDir, 'direct'), '--import', 'tsx', TRIVIAL_SERVER, '--http'],
+          ready: (out) => /listening on (http:\S+)/.exec(out)?.[1],
+        }),
+    },
+    {
+      key: 'mcp-proxy',
+      label: `mcp-proxy${version('mcp-proxy')}`,
+      start: async () => {
+        const port = await freePort();
+        return startServerProcess({
+          name: 'mcp-proxy',
+          command: process.execPath,
+          args: [
+            ...profileFlags(profileDir, 'mcp-proxy'),
+            packageBin('mcp-proxy').path,
+            '--host',
+            '127.0.0.1',
+            '--port',
+            String(port),
+            '--server',
+            'stream',
+            '--',
+            upstream.command,
+            ...upstream.args,
+          ],
+          // It prints "starting server on port" before it listens: ready when it accepts connections.
+          listensOn: port,
+          ready: () => `http://127.0.0.1:${port}/mcp`,
+        });
+      },
+    },
+    {
+      key: 'supergateway',
+      label: `supergateway${version('supergateway')} (--stateful)`,
+      start: async () => {
+        const port = await freePort();
+        return startServerProcess({
+          name: 'supergateway',
+          command: process.execPath,
+          args: [
+            ...profileFlags(profileDir, 'supergateway'),
+            packageBin('supergateway').path,
+            '--stdio',
+            upstreamLine,
+            '--outputTransport',
+            'streamableHttp',
+            // Stateless mode starts a new upstream process for every POST; stateful keeps one per session.
+            '--stateful',
+            '--port',
+            String(port),
+            '--logLevel',
+            'none',
+          ],
+          // Quiet, like the other series: at "info" it logs every message, which costs it time.
+          listensOn: port,
+          ready: () => `http://127.0.0.1:${port}/mcp`,
+        });
+      },
+    },
+    idemTarget({
+      key: 'idem',
+      label: 'idem gateway (SQLite; every call claimed + journaled)',
+      dir: join(work, 'idem'),
+      contract: { replay: 'keyed', scope: { business_key: 'id' } },
+      profileDir,
+    }),
+    ...(diagnostics
+      ? [
+          idemTarget({
+            key: 'idem-memory',
+            label: 'diagnostic: idem gateway, memory store (claimed + journaled in memory)',
+            dir: join(work, 'idem-memory'),
+            contract: { replay: 'keyed', scope: { business_key: 'id' } },
+            store: { kind: 'memory' },
+            profileDir,
+          }),
+          idemTarget({
+            key: 'idem-passthrough',
+            label: 'diagnostic: idem gateway, tool declared read_only (passed through: no execution)',
+            dir: join(work, 'idem-passthrough'),
+            contract: { replay: 'read_only' },
+            profileDir,
+          }),
+        ]
+      : []),
+  ];
+}
+
+interface Running {
+  target: Target;
+  server?: ServerProcess;
+  unavailable?: string;
+}
+
+/** Rows of one concurrency level; Idem's ratios against every other series. */
+function tableRows(
+  inFlight: number,
+  results: Map<Target['key'], Summary | string>,
+  running: Running[],
+): string[] {
+  const idem = results.get('idem');
+  return running.map(({ target }) => {
+    const result = results.get(target.key);
+    if (typeof result === 'string' || result === undefined)
+      return `| ${target.label} | ${inFlight} | unavailable: ${result ?? 'not run'} | | | | | |`;
+    const idemSummary = typeof idem === 'object' ? idem : undefined;
+    const p50Ratio = idemSummary ? idemSummary.p50 / result.p50 : Number.NaN;
+    const throughputRatio = idemSummary ? idemSummary.perSecond / result.perSecond : Number.NaN;
+    const notes = [
+      result.errors > 0 ? `${result.errors} errors (${reason(result.firstError)})` : '',
+      result.cut ? 'time budget ran out' : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
+    const self = target.key === 'idem';
+    return `| ${target.label} | ${inFlight} | ${result.calls.toLocaleString('en')}${notes ? ` (${notes})` : ''} | ${us(result.p50)} | ${us(result.p99)} | ${perSec(result.perSecond)} | ${self ? '—' : ratio(p50Ratio)} | ${self ? '—' : ratio(throughputRatio)} |`;
+  });
+}
+
+/** What Idem's store holds after the run: one execution per call, and its journal rows. */
+function idemStoreCounts(dbPath: string): string {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    const executions = (db.prepare('SELECT count(*) AS n FROM executions').get() as { n: number }).n;
+    const completed = (
+      db.prepare("SELECT count(*) AS n FROM executions WHERE state = 'completed'").get() as { n: number }
+    ).n;
+    const kinds = db
+      .prepare('SELECT kind, count(*) AS n FROM activity_journal GROUP BY kind ORDER BY kind')
+      .all() as { kind: string; n: number }[];
+    const journal = kinds.reduce((sum, k) => sum + k.n, 0);
+    return (
+      `Idem's store after the run: ${executions.toLocaleString('en')} executions (${completed.toLocaleString('en')} completed), ` +
+      `${journal.toLocaleString('en')} activity journal rows (${kinds.map((k) => `${k.kind} ${k.n.toLocaleString('en')}`).join(', ')})`
+    );
+  } finally {
+    db.close();
+  }
+}
+
+export async function benchGateway(options: {
+  calls: number;
+  concurrency: number[];
+  /** Time budget of one series (all its rounds), ms; default 120 s. */
+  budgetMs?: number;
+  /** Write a V8 CPU profile of every series' server process into `<dir>/<series>/`. */
+  profileDir?: string;
+  /** Also run Idem with a memory store and with the tool passed through (read_only): where the time goes. */
+  diagnostics?: boolean;
+}): Promise<string[]> {
+  const work = mkdtempSync(join(tmpdir(), 'idem-bench-gateway-'));
+  const budgetMs = options.budgetMs ?? Number(process.env.BENCH_GATEWAY_BUDGET_MS ?? 120_000);
+  const running: Running[] = targets(work, options.profileDir, options.diagnostics ?? true).map((target) => ({
+    target,
+  }));
+  const lines: string[] = [];
+  const callsIssued = { idem: 0 };
+  try {
+    for (const entry of running) {
+      try {
+        entry.server = await entry.target.start();
+      } catch (error) {
+        entry.unavailable = reason(error);
+      }
+    }
+    const warmup = Math.min(1_000, Math.max(50, Math.floor(options.calls / 5)));
+    const perRound = Math.ceil(options.calls / ROUNDS);
+    lines.push(
+      `${options.calls.toLocaleString('en')} calls per series in ${ROUNDS} rounds, series alternating within each round ` +
+        `(+${warmup} warm-up calls per series on its own session); node ${process.version}; every series starts ` +
+        `its upstream as \`node --import tsx bench/fixtures/trivial-server.ts\`. Ratios are Idem's figure ÷ the row's ` +
+        '(p50 ratio ≤ 1.00 and throughput ratio ≥ 1.00 mean Idem is no slower).',
+      '',
+      '| series | in flight | calls | p50 µs | p99 µs | calls/s | Idem p50 ÷ this | Idem calls/s ÷ this |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    );
+    for (const inFlight of options.concurrency) {
+      const sessions = new Map<Target['key'], Client>();
+      const loads = new Map<Target['key'], Load[]>();
+      const results = new Map<Target['key'], Summary | string>();
+      let counter = 0;
+      const callOn = (target: Target, client: Client) => async (i: number) => {
+        if (target.key === 'idem') callsIssued.idem++;
+        const result = (await client.callTool({
+          name: 'echo',
+          arguments: { id: `c${inFlight}-${counter++}-${i}` },
+        })) as CallToolResult;
+        target.check?.(result);
+        return result;
+      };
+      for (const { target, server, unavailable } of running) {
+        if (!server) {
+          results.set(target.key, unavailable ?? 'did not start');
+          continue;
+        }
+        try {
+          const client = await connectClient(server.url);
+          sessions.set(target.key, client);
+          const warm = await drive({
+            calls: warmup,
+            concurrency: inFlight,
+            call: callOn(target, client),
+            budgetMs,
+          });
+          if (warm.errors > 0) throw new Error(`warm-up: ${warm.errors} errors: ${warm.firstError}`);
+          loads.set(target.key, []);
+        } catch (error) {
+          results.set(target.key, reason(error));
+        }
+      }
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = [...loads.keys()];
+        // Rotate the order each round: no series always runs first (or last).
+        for (let k = 0; k < round; k++) order.push(order.shift() as Target['key']);
+        for (const key of order) {
+          const target = running.find((r) => r.target.key === key)?.target as Target;
+          const load = await drive({
+            calls: perRound,
+            concurrency: inFlight,
+            call: callOn(target, sessions.get(key) as Client),
+            budgetMs: budgetMs / ROUNDS,
+          });
+          loads.get(key)?.push(load);
+        }
+      }
+      for (const [key, series] of loads) results.set(key, summarize(series));
+      for (const client of sessions.values()) await client.close().catch(() => {});
+      lines.push(...tableRows(inFlight, results, running));
+    }
+  } finally {
+    for (const { server } of running) await server?.stop().catch(() => {});
+  }
+  try {
+    const idem = running.find((r) => r.target.key === 'idem');
+    if (idem?.server) {
+      lines.push(
+        '',
+        `${idemStoreCounts(join(work, 'idem', 'idem.db'))}; Idem calls sent: ${callsIssued.idem.toLocaleString('en')}.`,
+      );
+    }
+  } catch (error) {
+    lines.push('', `Idem's store could not be read after the run: ${reason(error)}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return lines;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const calls = Number(process.env.BENCH_CALLS ?? 5_000);
+  const profileDir = process.env.BENCH_GATEWAY_PROFILE;
+  for (const line of await benchGateway({
+    calls,
+    concurrency: [1, 16],
+    ...(profileDir ? { profileDir } : {}),
+  }))
+    console.log(line);
+}
