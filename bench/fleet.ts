@@ -18,7 +18,7 @@
  * 5,000; IDEM_PG_URL, or else a throwaway server with fsync on).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -52,6 +52,8 @@ interface Fleet {
   clients: { client: Client; inFlight: number }[];
   loads: Load[];
   issued: number;
+  /** Where the time goes, summed over the measured rounds. */
+  probe: Probe;
   unavailable?: string;
 }
 
@@ -91,6 +93,76 @@ async function startFleet(options: {
     throw failed.reason;
   }
   return started;
+}
+
+interface Probe {
+  /** Sum over samples of the server's backends waiting for a lock (a row lock, mostly). */
+  lockWaiters: number;
+  samples: number;
+  /** CPU of the gateway processes themselves (not their upstreams), clock ticks. */
+  gatewayTicks: number;
+  /** The whole machine's busy and total CPU, clock ticks (every core). */
+  busyTicks: number;
+  totalTicks: number;
+}
+
+/** Linux clock ticks per second (USER_HZ): 100 on every mainstream kernel. */
+const TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, in clock ticks; 0 where /proc cannot be read. */
+function processTicks(pid: number): number {
+  try {
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The machine's busy and total CPU ticks since boot (/proc/stat); zeros where it cannot be read. */
+function machineTicks(): { busy: number; total: number } {
+  try {
+    const [, ...values] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] as string).trim().split(/\s+/);
+    const ticks = values.slice(0, 8).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    // idle and iowait are not busy.
+    return { busy: total - (ticks[3] ?? 0) - (ticks[4] ?? 0), total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
+/**
+ * Runs `work` while sampling, every 20 ms, how many of the server's backends
+ * wait for a lock, and measuring the CPU the gateways and the machine spend.
+ */
+async function probed<T>(fleet: Fleet, admin: pg.Client, work: () => Promise<T>): Promise<T> {
+  const gatewayBefore = fleet.gateways.reduce((sum, g) => sum + processTicks(g.pid), 0);
+  const machineBefore = machineTicks();
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+      );
+      fleet.probe.lockWaiters += rows[0]?.n ?? 0;
+      fleet.probe.samples++;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  try {
+    return await work();
+  } finally {
+    sampling = false;
+    await sampler.catch(() => {});
+    const machineAfter = machineTicks();
+    fleet.probe.gatewayTicks +=
+      fleet.gateways.reduce((sum, g) => sum + processTicks(g.pid), 0) - gatewayBefore;
+    fleet.probe.busyTicks += machineAfter.busy - machineBefore.busy;
+    fleet.probe.totalTicks += machineAfter.total - machineBefore.total;
+  }
 }
 
 /** `total` split into `parts` as evenly as integers allow. */
@@ -151,7 +223,7 @@ export async function benchFleet(options: {
   try {
     server = given ? undefined : await startThrowawayPostgres({ durable: true });
   } catch (error) {
-    return [`| fleet | unavailable: no PostgreSQL (${reason(error)}) | | | | | |`];
+    return [`unavailable: no PostgreSQL (${reason(error)})`];
   }
   const url = given ?? (server?.url as string);
   const work = mkdtempSync(join(tmpdir(), 'idem-bench-fleet-'));
@@ -165,6 +237,7 @@ export async function benchFleet(options: {
     clients: [],
     loads: [],
     issued: 0,
+    probe: { lockWaiters: 0, samples: 0, gatewayTicks: 0, busyTicks: 0, totalTicks: 0 },
   }));
   const lines: string[] = [];
   try {
@@ -201,8 +274,12 @@ export async function benchFleet(options: {
     for (let round = 0; round < ROUNDS; round++) {
       const order = [...ready];
       for (let k = 0; k < round; k++) order.push(order.shift() as Fleet);
-      for (const fleet of order)
-        fleet.loads.push(await runFleet(fleet, perRound, budgetMs / ROUNDS, `r${round}-${tag}`));
+      for (const fleet of order) {
+        const load = await probed(fleet, admin, () =>
+          runFleet(fleet, perRound, budgetMs / ROUNDS, `r${round}-${tag}`),
+        );
+        fleet.loads.push(load);
+      }
     }
     const one = fleets.find((f) => f.size === 1 && !f.unavailable);
     const base = one ? summarize(one.loads).perSecond : Number.NaN;
@@ -212,15 +289,16 @@ export async function benchFleet(options: {
         `${inFlight} calls in flight in total, over the client sessions spread evenly across the fleet's gateways; ` +
         'every call a new execution (claimed, dispatched, completed, delivered, 5 journal rows).',
       '',
-      '| gateways | client sessions × in flight | calls | p50 µs | p99 µs | calls/s | calls/s ÷ 1 gateway |',
-      '| ---: | --- | ---: | ---: | ---: | ---: | ---: |',
+      '| gateways | client sessions × in flight | calls | p50 µs | p99 µs | calls/s | calls/s ÷ 1 gateway | backends waiting for a lock (mean) | gateway CPU per call, µs (all gateways) | machine CPU busy |',
+      '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     );
     for (const fleet of fleets) {
       if (fleet.unavailable) {
-        lines.push(`| ${fleet.size} | unavailable: ${fleet.unavailable} | | | | | |`);
+        lines.push(`| ${fleet.size} | unavailable: ${fleet.unavailable} | | | | | | | | |`);
         continue;
       }
       const s = summarize(fleet.loads);
+      const p = fleet.probe;
       const notes = [
         s.errors > 0 ? `${s.errors} errors (${reason(s.firstError)})` : '',
         s.cut ? 'time budget ran out' : '',
@@ -232,7 +310,9 @@ export async function benchFleet(options: {
         ? `${shape.length} × ${shape[0]}`
         : shape.join(' + ');
       lines.push(
-        `| ${fleet.size} | ${sessions} | ${s.calls.toLocaleString('en')}${notes ? ` (${notes})` : ''} | ${us(s.p50)} | ${us(s.p99)} | ${perSec(s.perSecond)} | ${ratio(s.perSecond / base)} |`,
+        `| ${fleet.size} | ${sessions} | ${s.calls.toLocaleString('en')}${notes ? ` (${notes})` : ''} | ${us(s.p50)} | ${us(s.p99)} | ${perSec(s.perSecond)} | ${ratio(s.perSecond / base)} | ` +
+          `${p.samples ? (p.lockWaiters / p.samples).toFixed(1) : '–'} | ${p.gatewayTicks ? us((p.gatewayTicks / TICKS_PER_SECOND / s.calls) * 1e6) : '–'} | ` +
+          `${p.totalTicks ? `${((100 * p.busyTicks) / p.totalTicks).toFixed(0)}%` : '–'} |`,
       );
     }
     const counts: string[] = [];
