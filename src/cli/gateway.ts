@@ -77,7 +77,14 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
     config.listen = {
       ...config.listen,
       stdio: flags.stdio ?? config.listen?.stdio ?? false,
-      http: { path: '/mcp', stateless: false, ...config.listen?.http, host, port: Number(match[2]) },
+      http: {
+        path: '/mcp',
+        stateless: false,
+        session_idle_timeout: '30m',
+        ...config.listen?.http,
+        host,
+        port: Number(match[2]),
+      },
     };
   }
   return config;

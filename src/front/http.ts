@@ -26,6 +26,11 @@ export interface HttpFrontOptions {
   allowedOrigins?: string[];
   /** Bearer auth: undefined = no auth required; returns undefined for a bad token. */
   authenticate?: (token: string) => AuthInfo | undefined;
+  /**
+   * A session with no request for this long is closed (clients seldom send
+   * DELETE). Default 30 minutes; 0 keeps sessions until DELETE or shutdown.
+   */
+  sessionIdleTimeoutMs?: number;
   /** Puts receipts around the transport (layer 1). */
   wrap(transport: StreamableHTTPServerTransport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
@@ -41,6 +46,10 @@ export interface ServedHttp {
 interface Session {
   http: StreamableHTTPServerTransport;
   receipts: ReceiptTransport;
+  /** End of the last request on the session (ms); an idle one is closed, and its upstreams with it. */
+  lastSeen: number;
+  /** Requests (and open GET streams) in progress: a session busy with one is not idle. */
+  busy: number;
 }
 
 /**
@@ -55,15 +64,33 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const path = options.path ?? '/mcp';
   const sessions = new Map<string, Session>();
   const eventStore = new BoundedEventStore();
+  const idleMs = options.sessionIdleTimeoutMs ?? 30 * 60_000;
+  const reaper =
+    idleMs > 0
+      ? setInterval(
+          () => {
+            const cutoff = Date.now() - idleMs;
+            for (const [id, session] of sessions) {
+              if (session.busy > 0 || session.lastSeen > cutoff) continue;
+              sessions.delete(id);
+              void session.receipts.close().catch(() => {});
+            }
+          },
+          Math.min(Math.max(idleMs / 2, 10), 60_000),
+        )
+      : undefined;
+  reaper?.unref();
   let allowedHosts: Set<string> | undefined = options.allowedHosts
     ? new Set(options.allowedHosts)
     : undefined;
   // A page served from the gateway's own address is not a rebinding attack; any other origin is.
   const allowedOrigins = () =>
-    new Set(options.allowedOrigins ?? [...(allowedHosts ?? [])].flatMap((h) => [`http://${h}`, `https://${h}`]));
+    new Set(
+      options.allowedOrigins ?? [...(allowedHosts ?? [])].flatMap((h) => [`http://${h}`, `https://${h}`]),
+    );
 
   const openSession = async (): Promise<Session> => {
-    const session = {} as Session;
+    const session = { lastSeen: Date.now(), busy: 0 } as Session;
     session.http = new StreamableHTTPServerTransport(
       options.stateless
         ? { sessionIdGenerator: undefined }
@@ -83,6 +110,15 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       if (session.http.sessionId) sessions.delete(session.http.sessionId);
     };
     return session;
+  };
+
+  /** The session is busy until this response ends (a GET stream: until the client leaves). */
+  const busyUntilDone = (session: Session, res: ServerResponse) => {
+    session.busy++;
+    res.once('close', () => {
+      session.busy--;
+      session.lastSeen = Date.now();
+    });
   };
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
@@ -124,6 +160,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
         await discardUnlessInitialized(session);
         return;
       }
+      busyUntilDone(existing, res);
       await existing.http.handleRequest(req, res);
       return;
     }
@@ -135,6 +172,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       sendJson(res, 400, invalid);
       return;
     }
+    if (existing) busyUntilDone(existing, res);
     if (existing && !Array.isArray(body) && body !== null && typeof body === 'object') {
       const admission = existing.receipts.admit(
         body as JSONRPCMessage,
@@ -146,6 +184,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       }
     }
     const session = existing ?? (await openSession());
+    if (!existing) busyUntilDone(session, res);
     await session.http.handleRequest(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
     else if (!existing) await discardUnlessInitialized(session);
@@ -173,6 +212,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
     server,
     close: async () => {
+      clearInterval(reaper);
       for (const session of sessions.values()) await session.receipts.close().catch(() => {});
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

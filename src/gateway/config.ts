@@ -65,7 +65,13 @@ export const GatewayConfigSchema = z
         z
           .object({
             kind: z.literal('postgres'),
-            url: z.string().min(1).describe('postgres://…; `${NAME}` is taken from the environment'),
+            url: z
+              .string()
+              .min(1)
+              .describe(
+                'postgres://…; a $' +
+                  '{NAME} in it is taken from the environment (keep passwords out of the file)',
+              ),
             schema: z.string().optional(),
             pool: z
               .object({
@@ -91,6 +97,11 @@ export const GatewayConfigSchema = z
             port: z.number().int().min(0).max(65535).default(8787),
             path: z.string().startsWith('/').default('/mcp'),
             stateless: z.boolean().default(false),
+            session_idle_timeout: duration
+              .default('30m')
+              .describe(
+                'A session with no request for this long is closed, with its upstream connections (0: never).',
+              ),
             allowed_hosts: z
               .array(z.string())
               .optional()

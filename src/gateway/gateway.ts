@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
@@ -117,7 +117,28 @@ export class Gateway {
 
   /** Serves one client over stdio (this process's stdin/stdout). */
   async serveStdio(transport: Transport = new StdioServerTransport()): Promise<ProxySession> {
-    return this.#attach(this.#wrap(transport, 'connection'));
+    const wrapped = this.#wrap(transport, 'connection');
+    const session = await this.#attach(wrapped);
+    // The SDK's stdio transport drops a line that is not a JSON-RPC message and only reports it;
+    // JSON-RPC 2.0 wants an answer with id null: -32700 for bad JSON, -32600 for a bad message.
+    const reported = wrapped.onerror;
+    wrapped.onerror = (error) => {
+      const parse = error instanceof SyntaxError;
+      if (parse || error.name === 'ZodError') {
+        const message = parse
+          ? 'Parse error: the line is not valid JSON'
+          : 'Invalid Request: not a JSON-RPC 2.0 message';
+        void transport
+          .send({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: parse ? -32700 : -32600, message },
+          } as unknown as JSONRPCMessage)
+          .catch(() => {});
+      }
+      reported?.(error);
+    };
+    return session;
   }
 
   /** Serves clients over Streamable HTTP. */
@@ -129,6 +150,10 @@ export class Gateway {
       port: http?.port ?? 8787,
       path: http?.path ?? '/mcp',
       stateless,
+      sessionIdleTimeoutMs: durationMs(
+        http?.session_idle_timeout ?? '30m',
+        'listen.http.session_idle_timeout',
+      ),
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),

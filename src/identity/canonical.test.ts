@@ -363,9 +363,9 @@ describe('canonicalJson: values without a stable identity are refused', () => {
   });
 
   it('refuses too many bytes', () => {
-    expectRejected({ blob: 'x'.repeat(2 * 1024 * 1024) }, 'too_large', 'blob');
+    expectRejected({ blob: 'x'.repeat(5 * 1024 * 1024) }, 'too_large', 'blob');
     // Under the limit in UTF-16 units, over it in UTF-8 bytes: caught on the encoding.
-    const wide = 'é'.repeat(600 * 1024);
+    const wide = 'é'.repeat(2.2 * 1024 * 1024);
     const error = rejection(() => canonicalJson({ wide }));
     expect(error.reason).toBe('too_large');
     expect(error.path).toBe('');

@@ -17,7 +17,8 @@ export interface CanonicalLimits {
 
 export const DEFAULT_CANONICAL_LIMITS: CanonicalLimits = Object.freeze({
   maxDepth: 64,
-  maxBytes: 1024 * 1024,
+  // As large as the HTTP front accepts a whole request: an argument that may be sent may be identified.
+  maxBytes: 4 * 1024 * 1024,
   maxNodes: 100_000,
 });
 

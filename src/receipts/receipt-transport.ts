@@ -85,7 +85,11 @@ export class ReceiptTransport implements Transport {
     inner.onclose = () => {
       if (this.#started) {
         this.#started = false;
-        this.#options.onSession?.({ kind: 'session_end', actor: this.#actorNow(), requestRef: this.sessionId ?? null });
+        this.#options.onSession?.({
+          kind: 'session_end',
+          actor: this.#actorNow(),
+          requestRef: this.sessionId ?? null,
+        });
       }
       this.onclose?.();
     };
@@ -120,7 +124,8 @@ export class ReceiptTransport implements Transport {
           requestRef: this.sessionId ?? null,
           detail: {
             client: (this.#initialize.client ?? null) as never,
-            protocol_version: ((message.result as { protocolVersion?: string }).protocolVersion ?? null) as never,
+            protocol_version: ((message.result as { protocolVersion?: string }).protocolVersion ??
+              null) as never,
           },
         });
         this.#initialize = undefined;
@@ -149,12 +154,23 @@ export class ReceiptTransport implements Transport {
   }
 
   #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
-    if (isJSONRPCRequest(message) && message.method === 'initialize') {
-      const info = (message.params as { clientInfo?: { name?: unknown; version?: unknown } } | undefined)?.clientInfo;
+    // Only the first initialize names the client: a second one is refused by the server, and
+    // must not change who the calls on this connection belong to.
+    if (
+      isJSONRPCRequest(message) &&
+      message.method === 'initialize' &&
+      this.#clientName === undefined &&
+      !this.#started
+    ) {
+      const info = (message.params as { clientInfo?: { name?: unknown; version?: unknown } } | undefined)
+        ?.clientInfo;
       if (typeof info?.name === 'string') this.#clientName = info.name;
       this.#initialize = {
         id: message.id,
-        client: info && typeof info.name === 'string' ? { name: info.name, version: String(info.version ?? '') } : null,
+        client:
+          info && typeof info.name === 'string'
+            ? { name: info.name, version: String(info.version ?? '') }
+            : null,
         ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
       };
     }
