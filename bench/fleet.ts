@@ -26,6 +26,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { PG_URL_VARIABLE, startThrowawayPostgres } from '../test/support/postgres.js';
+import { BENCH_RECEIPTS_MAX } from './gateway.js';
 import {
   CLI,
   connectClient,
@@ -76,6 +77,8 @@ async function startFleet(options: {
         store: { kind: 'postgres', url: options.url, schema: options.schema },
         upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
         tools: { echo: { replay: 'keyed', scope: { business_key: 'id' } } },
+        // As in bench/gateway.ts: the default refuses calls past 10,000 in 10 minutes.
+        receipts: { max: BENCH_RECEIPTS_MAX },
       }),
     );
     return startServerProcess({
@@ -186,6 +189,7 @@ async function runFleet(fleet: Fleet, calls: number, budgetMs: number, tag: stri
             name: 'echo',
             arguments: { id: `${tag}-c${c}-${i}` },
           })) as CallToolResult;
+          if (result.isError) return result; // counted as an error by drive()
           const meta = result._meta as Record<string, unknown> | undefined;
           if (typeof meta?.['io.idem/execution-id'] !== 'string' || meta['io.idem/replayed'] === true)
             throw new Error(`not a new execution: ${JSON.stringify(result).slice(0, 200)}`);

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -172,10 +173,21 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * POSTs without the transport's session-long AbortSignal. Node's fetch hangs
+ * one abort listener per request on that signal and lets it go only when the
+ * request is garbage-collected; over thousands of calls on one session they
+ * pile up (MaxListenersExceededWarning past 1,500), and every new request
+ * walks the pile. The signal only serves close(), and a series closes its
+ * session when no call is in flight. The GET stream keeps it.
+ */
+const fetchWithoutPostSignal: FetchLike = (url, init) =>
+  fetch(url, init?.method === 'POST' ? { ...init, signal: null } : init);
+
 /** The official SDK client over Streamable HTTP: one session. */
 export async function connectClient(url: string, name = 'idem-bench'): Promise<Client> {
   const client = new Client({ name, version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: fetchWithoutPostSignal }));
   return client;
 }
 
