@@ -102,6 +102,8 @@ export interface CatalogOptions {
   separator: string;
   /** Builds the function that runs a declarative status probe for `name`. */
   probeFor(name: string, probe: NonNullable<GatewayToolContractConfig['status_probe']>): StatusProbe;
+  /** Told of every tool listed, e.g. so the receipt layer can leave read-only tools alone. */
+  onAdd?(entries: CatalogEntry[]): void;
 }
 
 /** The tools of one session's upstreams, by the name the client sees. */
@@ -116,6 +118,12 @@ export class ToolCatalog {
 
   /** Records tools listed by an upstream; returns their entries in order. */
   add(upstream: string, tools: Tool[]): CatalogEntry[] {
+    const entries = this.#add(upstream, tools);
+    this.options.onAdd?.(entries);
+    return entries;
+  }
+
+  #add(upstream: string, tools: Tool[]): CatalogEntry[] {
     return tools.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
       const declaredConfig = this.options.contracts[name];

@@ -44,6 +44,8 @@ export class Gateway {
   readonly #sessions = new Set<ProxySession>();
   readonly #sweeper: NodeJS.Timeout;
   readonly #tokens: Map<string, string>;
+  /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
+  readonly #readOnlyTools = new Set<string>();
   #http: ServedHttp | undefined;
 
   private constructor(
@@ -183,7 +185,8 @@ export class Gateway {
       actorOf: defaultActorOf,
       idScope,
       // The receipt layer cannot see contracts; the status tool is the one call it knows is read-only.
-      hasEffects: (tool) => tool !== this.#config.status_tool,
+      // Reads pass straight through (DESIGN §3): the status tool, and tools whose contract is read-only.
+      hasEffects: (tool) => tool !== this.#config.status_tool && !this.#readOnlyTools.has(tool),
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
       },
@@ -237,6 +240,13 @@ export class Gateway {
           prefixed: upstreams.length > 1,
           separator: NAME_SEPARATOR,
           probeFor: (name, probe) => this.#probe(name, probe),
+          onAdd: (entries) => {
+            // Contracts come from the config and the upstream's annotations, the same for every session.
+            for (const entry of entries) {
+              if (entry.contract.replay === 'read_only') this.#readOnlyTools.add(entry.name);
+              else this.#readOnlyTools.delete(entry.name);
+            }
+          },
         }),
     };
   }
