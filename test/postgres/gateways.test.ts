@@ -35,7 +35,9 @@ function gatewayConfig(name: string, url: string, lease: string) {
     data_dir: dataDir,
     // One installation: every gateway must fingerprint alike.
     fingerprint_key_file: join(work, 'fingerprint.key'),
-    store: { kind: 'postgres', url, pool: { max: 8 } },
+    // A burst of 1000 claims on a loaded two-core machine may queue for a connection longer than the
+    // fail-fast defaults (5 s); here a slow answer is fine, a refused one would hide what is tested.
+    store: { kind: 'postgres', url, pool: { max: 8, connection_timeout: '60s' }, statement_timeout: '60s' },
     upstreams: {
       counter: {
         command: process.execPath,
