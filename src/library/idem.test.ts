@@ -209,6 +209,43 @@ describe('Idem library over real Streamable HTTP', () => {
     }
   });
 
+  it("a caller's own key in _meta (a gateway's execution id) names the action: same key, one execution; another key, another", async () => {
+    const idem = await Idem.open({
+      dataDir: mkdtempSync(join(tmpdir(), 'idem-key-')),
+      store: new MemoryStore(),
+    });
+    cleanups.push(() => idem.close());
+    let runs = 0;
+    const server = new McpServer({ name: 'keyed', version: '1.0.0' });
+    idem.tool(
+      server,
+      'ship',
+      { inputSchema: { sku: z.string() }, contract: { replay: 'keyed' } },
+      async () => {
+        runs++;
+        return { content: [{ type: 'text', text: `shipment ${runs}` }] };
+      },
+    );
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await idem.connect(server, serverSide);
+    const client = new Client({ name: 'gateway-like', version: '1' });
+    await client.connect(clientSide);
+    cleanups.push(() => client.close());
+    const ship = (key: string) =>
+      client.callTool({
+        name: 'ship',
+        arguments: { sku: 'A-1' },
+        _meta: { 'io.idem/execution-id': key },
+      }) as Promise<CallToolResult>;
+    const first = await ship('exe_gateway_1');
+    const resent = await ship('exe_gateway_1');
+    expect(resent.content).toEqual(first.content);
+    expect(resent._meta?.['io.idem/replayed']).toBe(true);
+    const other = await ship('exe_gateway_2');
+    expect(other._meta?.['io.idem/replayed']).toBeUndefined();
+    expect(runs).toBe(2);
+  });
+
   it('ids without session scope: a reused id with new content is a new request, journaled as id_reused', async () => {
     const idem = await Idem.open({
       dataDir: mkdtempSync(join(tmpdir(), 'idem-nosess-')),
