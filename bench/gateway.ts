@@ -22,7 +22,9 @@
  *
  * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
  * 5,000; BENCH_GATEWAY_PROFILE=<dir> writes a V8 CPU profile of each series'
- * server process into <dir>/<series>/).
+ * server process into <dir>/<series>/; BENCH_GATEWAY_TIMING=<dir> writes the
+ * median time each server spends on the way in, at the upstream and on the way
+ * back (bench/timing-hooks.mjs) into <dir>/<series>/).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -82,7 +84,7 @@ function idemTarget(options: {
   dir: string;
   contract: Record<string, unknown>;
   store?: Record<string, unknown>;
-  profileDir?: string | undefined;
+  instruments: Instruments;
 }): Target {
   const newExecution = options.contract.replay !== 'read_only';
   return {
@@ -105,9 +107,10 @@ function idemTarget(options: {
       );
       return startServerProcess({
         name: options.key,
+        env: instrumentEnv(options.instruments, options.key),
         command: process.execPath,
         args: [
-          ...profileFlags(options.profileDir, options.key),
+          ...profileFlags(options.instruments, options.key),
           '--import',
           'tsx',
           CLI,
@@ -133,12 +136,30 @@ function idemTarget(options: {
   };
 }
 
-/** `--cpu-prof` into `<dir>/<series>/` when profiling (each process writes its profile when it exits). */
-function profileFlags(dir: string | undefined, key: string): string[] {
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, key)}`] : [];
+/** Optional instruments on every series' server process (see benchGateway's options). */
+interface Instruments {
+  profileDir?: string | undefined;
+  timingDir?: string | undefined;
 }
 
-function targets(work: string, profileDir: string | undefined, diagnostics: boolean): Target[] {
+const TIMING_HOOKS = join(REPO_ROOT, 'bench/timing-hooks.mjs');
+
+/**
+ * Node flags for a series' server process: `--cpu-prof` into `<profileDir>/<series>/`,
+ * the timing hooks (bench/timing-hooks.mjs) writing into `<timingDir>/<series>/`.
+ */
+function profileFlags(instruments: Instruments, key: string): string[] {
+  return [
+    ...(instruments.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(instruments.profileDir, key)}`] : []),
+    ...(instruments.timingDir ? ['--import', TIMING_HOOKS] : []),
+  ];
+}
+
+function instrumentEnv(instruments: Instruments, key: string): Record<string, string> {
+  return instruments.timingDir ? { IDEM_BENCH_TIMING_DIR: join(instruments.timingDir, key) } : {};
+}
+
+function targets(work: string, instruments: Instruments, diagnostics: boolean): Target[] {
   const upstream = trivialUpstream();
   const upstreamLine = [upstream.command, ...upstream.args].join(' ');
   const version = (name: string) => {
@@ -156,7 +177,8 @@ function targets(work: string, profileDir: string | undefined, diagnostics: bool
         startServerProcess({
           name: 'direct',
           command: process.execPath,
-          args: [...profileFlags(profileDir, 'direct'), '--import', 'tsx', TRIVIAL_SERVER, '--http'],
+          args: [...profileFlags(instruments, 'direct'), '--import', 'tsx', TRIVIAL_SERVER, '--http'],
+          env: instrumentEnv(instruments, 'direct'),
           ready: (out) => /listening on (http:\S+)/.exec(out)?.[1],
         }),
     },
@@ -167,9 +189,10 @@ function targets(work: string, profileDir: string | undefined, diagnostics: bool
         const port = await freePort();
         return startServerProcess({
           name: 'mcp-proxy',
+          env: instrumentEnv(instruments, 'mcp-proxy'),
           command: process.execPath,
           args: [
-            ...profileFlags(profileDir, 'mcp-proxy'),
+            ...profileFlags(instruments, 'mcp-proxy'),
             packageBin('mcp-proxy').path,
             '--host',
             '127.0.0.1',
@@ -194,9 +217,10 @@ function targets(work: string, profileDir: string | undefined, diagnostics: bool
         const port = await freePort();
         return startServerProcess({
           name: 'supergateway',
+          env: instrumentEnv(instruments, 'supergateway'),
           command: process.execPath,
           args: [
-            ...profileFlags(profileDir, 'supergateway'),
+            ...profileFlags(instruments, 'supergateway'),
             packageBin('supergateway').path,
             '--stdio',
             upstreamLine,
@@ -220,7 +244,7 @@ function targets(work: string, profileDir: string | undefined, diagnostics: bool
       label: 'idem gateway (SQLite; every call claimed + journaled)',
       dir: join(work, 'idem'),
       contract: { replay: 'keyed', scope: { business_key: 'id' } },
-      profileDir,
+      instruments,
     }),
     ...(diagnostics
       ? [
@@ -230,14 +254,14 @@ function targets(work: string, profileDir: string | undefined, diagnostics: bool
             dir: join(work, 'idem-memory'),
             contract: { replay: 'keyed', scope: { business_key: 'id' } },
             store: { kind: 'memory' },
-            profileDir,
+            instruments,
           }),
           idemTarget({
             key: 'idem-passthrough',
             label: 'diagnostic: idem gateway, tool declared read_only (passed through: no execution)',
             dir: join(work, 'idem-passthrough'),
             contract: { replay: 'read_only' },
-            profileDir,
+            instruments,
           }),
         ]
       : []),
@@ -303,12 +327,18 @@ export async function benchGateway(options: {
   budgetMs?: number;
   /** Write a V8 CPU profile of every series' server process into `<dir>/<series>/`. */
   profileDir?: string;
+  /** Write where each server's latency goes (bench/timing-hooks.mjs) into `<dir>/<series>/`. */
+  timingDir?: string;
   /** Also run Idem with a memory store and with the tool passed through (read_only): where the time goes. */
   diagnostics?: boolean;
 }): Promise<string[]> {
   const work = mkdtempSync(join(tmpdir(), 'idem-bench-gateway-'));
   const budgetMs = options.budgetMs ?? Number(process.env.BENCH_GATEWAY_BUDGET_MS ?? 120_000);
-  const running: Running[] = targets(work, options.profileDir, options.diagnostics ?? true).map((target) => ({
+  const running: Running[] = targets(
+    work,
+    { profileDir: options.profileDir, timingDir: options.timingDir },
+    options.diagnostics ?? true,
+  ).map((target) => ({
     target,
   }));
   const lines: string[] = [];
@@ -407,10 +437,12 @@ export async function benchGateway(options: {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const calls = Number(process.env.BENCH_CALLS ?? 5_000);
   const profileDir = process.env.BENCH_GATEWAY_PROFILE;
+  const timingDir = process.env.BENCH_GATEWAY_TIMING;
   for (const line of await benchGateway({
     calls,
     concurrency: [1, 16],
     ...(profileDir ? { profileDir } : {}),
+    ...(timingDir ? { timingDir } : {}),
   }))
     console.log(line);
 }
