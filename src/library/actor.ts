@@ -13,13 +13,20 @@ export function defaultActorOf(info: CallerInfo): string {
       (auth.extra as { subject?: unknown; actor?: unknown } | undefined)?.actor ?? auth.extra?.subject;
     return `token:${typeof subject === 'string' && subject ? subject : auth.clientId}`;
   }
-  return `local:${localUser()}@${hostname()}/${info.clientName ?? 'unknown-client'}`;
+  return `local:${localIdentity()}/${info.clientName ?? 'unknown-client'}`;
 }
 
-function localUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return `uid-${process.getuid?.() ?? 'unknown'}`;
+/** user@host of this process: asked of the OS once (it was a measurable part of every call). */
+let local: string | undefined;
+function localIdentity(): string {
+  if (local === undefined) {
+    let user: string;
+    try {
+      user = userInfo().username;
+    } catch {
+      user = `uid-${process.getuid?.() ?? 'unknown'}`;
+    }
+    local = `${user}@${hostname()}`;
   }
+  return local;
 }

@@ -26,8 +26,15 @@ export type ReceiptDecision =
   /** At the bound: refuse (nothing runs). */
   | { kind: 'full' };
 
-export const DEFAULT_MAX_RECEIPTS = 10_000;
-export const DEFAULT_RECEIPT_RETENTION_MS = 10 * 60_000;
+/**
+ * A receipt answers a resend of the very same message, which a transport or a
+ * retrying HTTP client sends within seconds; later repeats are the intent
+ * layer's. So receipts are kept 2 minutes, and up to 100 000 of them: the bound
+ * refuses new calls only past ~800 calls/s sustained (the earlier 10 000 for
+ * 10 minutes refused past ~17/s).
+ */
+export const DEFAULT_MAX_RECEIPTS = 100_000;
+export const DEFAULT_RECEIPT_RETENTION_MS = 2 * 60_000;
 
 /**
  * Layer 1 (DESIGN §3): request-id receipts. The reply *promise* is stored
