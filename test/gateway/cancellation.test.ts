@@ -6,11 +6,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
-import { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/gateway.js';
 import { sleep } from '../../src/testing/counting-target.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
 import { executionsOf } from './fixtures/counting-server.js';
+import { countingUpstream, startHttpGateway } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-cancel-'));
 const counts = join(dir, 'counts');
@@ -24,28 +23,12 @@ afterAll(async () => {
 
 describe('a client that cancels after dispatch (DESIGN §11)', () => {
   it('makes the outcome unknown, not failed, and passes the cancellation on to the upstream', async () => {
-    gateway = await Gateway.start(
-      GatewayConfigSchema.parse({
-        data_dir: dir,
-        listen: { http: { host: '127.0.0.1', port: 0 } },
-        upstreams: {
-          counter: {
-            command: process.execPath,
-            args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-              '--dir',
-              counts,
-            ],
-            cwd: REPO_ROOT,
-          },
-        },
-        tools: { count: { replay: 'status', scope: { business_key: 'key' } } },
-      }),
-      { version: 'test', upstreamStderr: 'ignore' },
-    );
-    const url = (await gateway.serveHttp()).url;
+    const running = await startHttpGateway({
+      upstreams: { counter: countingUpstream(counts) },
+      tools: { count: { replay: 'status', scope: { business_key: 'key' } } },
+    });
+    gateway = running.gateway;
+    const url = running.url;
     const client = new Client({ name: 'agent', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const controller = new AbortController();

@@ -5,11 +5,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
-import { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/gateway.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
 import { executionsOf } from './fixtures/counting-server.js';
+import { countingUpstream, startHttpGateway } from './support.js';
 
 /** Two upstreams behind one gateway: names prefixed, every call routed to its own upstream. */
 describe('idem gateway with several upstreams', () => {
@@ -20,30 +19,13 @@ describe('idem gateway with several upstreams', () => {
   let client: Client;
 
   beforeAll(async () => {
-    gateway = await Gateway.start(
-      GatewayConfigSchema.parse({
-        data_dir: dir,
-        listen: { http: { host: '127.0.0.1', port: 0 } },
-        upstreams: {
-          counter: {
-            command: process.execPath,
-            args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-              '--dir',
-              counts,
-            ],
-            cwd: REPO_ROOT,
-          },
-          fixture: fixtureStdioCommand(),
-        },
-        tools: { counter__count: { replay: 'keyed', scope: { business_key: 'key' } } },
-      }),
-      { version: 'test', upstreamStderr: 'ignore' },
-    );
+    const running = await startHttpGateway({
+      upstreams: { counter: countingUpstream(counts), fixture: fixtureStdioCommand() },
+      tools: { counter__count: { replay: 'keyed', scope: { business_key: 'key' } } },
+    });
+    gateway = running.gateway;
     client = new Client({ name: 'agent', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL((await gateway.serveHttp()).url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(running.url)));
   }, 60_000);
 
   afterAll(async () => {

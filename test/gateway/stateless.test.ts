@@ -6,11 +6,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
-import { Gateway } from '../../src/gateway/gateway.js';
+import type { Gateway } from '../../src/gateway/gateway.js';
 import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
 import { executionsOf } from './fixtures/counting-server.js';
+import { countingUpstream, startHttpGateway } from './support.js';
 
 /** The stateless HTTP front: no sessions, every POST stands alone (the 2026-07-28 style). */
 describe('idem gateway, stateless Streamable HTTP front', () => {
@@ -21,28 +20,13 @@ describe('idem gateway, stateless Streamable HTTP front', () => {
   let url: string;
 
   beforeAll(async () => {
-    gateway = await Gateway.start(
-      GatewayConfigSchema.parse({
-        data_dir: dir,
-        listen: { http: { host: '127.0.0.1', port: 0, stateless: true } },
-        upstreams: {
-          counter: {
-            command: process.execPath,
-            args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-              '--dir',
-              counts,
-            ],
-            cwd: REPO_ROOT,
-          },
-        },
-        tools: { count: { replay: 'keyed', scope: { business_key: 'key' } } },
-      }),
-      { version: 'test', upstreamStderr: 'ignore' },
-    );
-    url = (await gateway.serveHttp()).url;
+    const running = await startHttpGateway({
+      http: { stateless: true },
+      upstreams: { counter: countingUpstream(counts) },
+      tools: { count: { replay: 'keyed', scope: { business_key: 'key' } } },
+    });
+    gateway = running.gateway;
+    url = running.url;
   }, 60_000);
 
   afterAll(async () => {
