@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveContract } from '../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../src/errors.js';
@@ -11,27 +9,13 @@ import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { sleep } from '../src/testing/counting-target.js';
+import { runIdem } from './support/run-cli.js';
 
-const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'idem-cli-'));
 const db = join(dir, 'idem.db');
 const refs: Record<string, string> = {};
 
-async function idem(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, '../src/cli/main.ts'), ...args, '--db', db],
-      {
-        env: { ...process.env, IDEM_DATA_DIR: dir },
-      },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const idem = (...args: string[]) => runIdem([...args, '--db', db], { dataDir: dir });
 const json = async (...args: string[]) => JSON.parse((await idem(...args, '--json')).stdout);
 
 beforeAll(async () => {

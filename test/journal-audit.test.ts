@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../src/contracts/contract.js';
@@ -14,30 +12,14 @@ import { chainHash } from '../src/journal/chain.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { sleep } from '../src/testing/counting-target.js';
+import { runIdem } from './support/run-cli.js';
 
-const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
 const db = join(dir, 'idem.db');
 const SECRET = 'sk_live_51Hxyz_never_log_me';
 const CARD = '4000002760003184';
 
-/** `idem …` as a user runs it; resolves with exit code and output, never throws on a non-zero exit. */
-async function idem(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, '../src/cli/main.ts'), ...args],
-      {
-        env: { ...process.env, IDEM_DATA_DIR: dir },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const idem = (...args: string[]) => runIdem(args, { dataDir: dir });
 
 /** A copy of the store file, for one tamper case; the journal's append-only triggers dropped, as an attacker with the file would. */
 function tamperedCopy(name: string, tamper: (db: Database.Database) => void): string {

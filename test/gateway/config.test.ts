@@ -1,31 +1,17 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ConfigError, configJsonSchema, loadConfig } from '../../src/gateway/config.js';
+import { runIdem } from '../support/run-cli.js';
 
 const root = join(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'idem-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const run = promisify(execFile);
 
-async function idem(...args: string[]) {
-  try {
-    const { stdout } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args],
-      { cwd: root, env: { ...process.env, IDEM_DATA_DIR: dir } },
-    );
-    return { code: 0, stdout };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const idem = (...args: string[]) => runIdem(args, { dataDir: dir });
 
 describe('gateway config', () => {
   it('the published JSON Schema is the one the code validates with (npm run schema regenerates it)', () => {
