@@ -8,6 +8,7 @@ import { OutcomeUnknownError } from '../src/errors.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { deadDispatch } from '../src/testing/claim-input.js';
 import { sleep } from '../src/testing/counting-target.js';
 import { runIdem } from './support/run-cli.js';
 
@@ -41,21 +42,7 @@ beforeAll(async () => {
   });
   refs.unknown = (lost.structuredContent as { idem: { ref: string } }).idem.ref;
   // A dispatch whose process died: stale for the sweeper.
-  await store.claim({
-    id: 'exe_stale',
-    fingerprint: `fp_${randomBytes(32).toString('base64url')}`,
-    actor: 'token:bob',
-    tool: 'deploy',
-    session: null,
-    replay: 'status',
-    state: 'dispatched',
-    dispatchTimeoutMs: 60_000,
-    attachWindowMs: 60_000,
-    claimToken: 't',
-    leaseOwner: 'dead',
-    leaseMs: 20,
-    argumentsPreview: '{}',
-  });
+  await store.claim(deadDispatch({ id: 'exe_stale', actor: 'token:bob', tool: 'deploy' }));
   await store.appendEvents(
     [
       {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { chainHash } from '../src/journal/chain.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { deadDispatch } from '../src/testing/claim-input.js';
 import { sleep } from '../src/testing/counting-target.js';
 import { runIdem } from './support/run-cli.js';
 
@@ -103,29 +103,12 @@ beforeAll(async () => {
   const resolvedRef = (unknown.structuredContent as { idem: { ref: string } }).idem.ref;
   await engine.resolve(resolvedRef, 'completed', 'operator:bob', 'found it in the ledger');
   // A dispatch whose process died: the sweeper turns it unknown.
-  await store.claim(
-    {
-      id: 'exe_dead',
-      fingerprint: `fp_${randomBytes(32).toString('base64url')}`,
-      actor: 'token:carol',
-      tool: 'deploy',
-      session: null,
-      replay: 'status',
-      state: 'dispatched',
-      dispatchTimeoutMs: 60_000,
-      attachWindowMs: 60_000,
-      claimToken: 't',
-      leaseOwner: 'dead',
-      leaseMs: 20,
-      argumentsPreview: '{}',
-    },
-    {
-      events: [
-        { kind: 'accepted', executionId: 'exe_dead' },
-        { kind: 'dispatched', executionId: 'exe_dead' },
-      ],
-    },
-  );
+  await store.claim(deadDispatch({ id: 'exe_dead', actor: 'token:carol', tool: 'deploy' }), {
+    events: [
+      { kind: 'accepted', executionId: 'exe_dead' },
+      { kind: 'dispatched', executionId: 'exe_dead' },
+    ],
+  });
   await sleep(40);
   await store.sweep({ retentionMs: 3_600_000 });
   total = (await store.readJournal(0, 1_000_000)).length;

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import pgDriver from 'pg';
-import { monotonicFactory } from 'ulid';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   findPostgresBinaries,
@@ -16,6 +15,7 @@ import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
 import { chainHash, entryBody, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
+import { claimInput, newFingerprint } from '../../testing/claim-input.js';
 import { CountingTarget } from '../../testing/counting-target.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
@@ -23,28 +23,8 @@ import type { ClaimInput, ExecutionStore } from '../types.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
-const nextUlid = monotonicFactory();
-const fingerprint = () => `fp_${randomBytes(32).toString('base64url')}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const LONG_MS = 10 * 60_000;
-
-function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
-  return {
-    id: `exe_${nextUlid()}`,
-    fingerprint: fingerprint(),
-    actor: 'user:alice@example.com',
-    tool: 'payments.charge',
-    session: 'ses_01J9Z8Q4',
-    replay: 'keyed',
-    state: 'accepted',
-    attachWindowMs: 60_000,
-    claimToken: randomBytes(24).toString('base64url'),
-    leaseOwner: 'gw-a:4242',
-    leaseMs: 60_000,
-    argumentsPreview: '{"amount":1200}',
-    ...overrides,
-  };
-}
 
 /** The three events the engine journals with a claim. */
 function claimEvents(input: ClaimInput): ActivityEventInput[] {
@@ -224,7 +204,7 @@ describe('PostgresStore', () => {
   describe('several processes on one database', () => {
     it('4 stores × 250 concurrent claims of one fingerprint: exactly one winner, seen by every loser', async () => {
       const stores = await Promise.all(Array.from({ length: 4 }, () => open()));
-      const fp = fingerprint();
+      const fp = newFingerprint();
       const inputs = Array.from({ length: 1000 }, () => claimInput({ fingerprint: fp, state: 'dispatched' }));
       const results = await Promise.all(
         inputs.map((input, i) => stores[i % 4]!.claim(input, { events: claimEvents(input) })),
@@ -611,7 +591,7 @@ describe('PostgresStore', () => {
   describe('fingerprints', () => {
     it('stores an fp_ fingerprint as its 32 bytes and keeps any other spelling verbatim', async () => {
       const store = await open();
-      const canonical = fingerprint();
+      const canonical = newFingerprint();
       const lastIsA = `fp_${Buffer.alloc(32).toString('base64url')}`;
       const nonCanonical = `${lastIsA.slice(0, -1)}B`;
       const others = [nonCanonical, 'legacy:abc', 'x'.repeat(31), 'é'.repeat(16), '', lastIsA];

@@ -5,38 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { monotonicFactory } from 'ulid';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../errors.js';
 import { chainHash, entryBody, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry } from '../../journal/events.js';
+import { claimInput, newFingerprint } from '../../testing/claim-input.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
-import type { ClaimInput } from '../types.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { bytesPerExecutionRow } from './row-bytes.js';
 import { SqliteStore } from './sqlite-store.js';
-
-const nextUlid = monotonicFactory();
-const fingerprint = () => `fp_${randomBytes(32).toString('base64url')}`;
-
-function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
-  return {
-    id: `exe_${nextUlid()}`,
-    fingerprint: fingerprint(),
-    actor: 'user:alice@example.com',
-    tool: 'payments.charge',
-    session: 'ses_01J9Z8Q4',
-    replay: 'keyed',
-    state: 'accepted',
-    attachWindowMs: 60_000,
-    claimToken: randomBytes(24).toString('base64url'),
-    leaseOwner: 'gw-a:4242',
-    leaseMs: 60_000,
-    argumentsPreview: '{"amount":1200}',
-    ...overrides,
-  };
-}
 
 function expectValidChain(entries: ActivityEntry[]): void {
   let prev = GENESIS_HASH;
@@ -152,7 +130,7 @@ describe('SqliteStore', () => {
 
     it('stores an fp_ fingerprint as 32 bytes and keeps any other spelling verbatim', async () => {
       const store = await open();
-      const canonical = fingerprint();
+      const canonical = newFingerprint();
       // Same bytes as some canonical fingerprint, but the last character's spare bits are set.
       const lastIsA = `fp_${Buffer.alloc(32).toString('base64url')}`;
       const nonCanonical = `${lastIsA.slice(0, -1)}B`;
@@ -182,7 +160,7 @@ describe('SqliteStore', () => {
   describe('several processes on one file', () => {
     it('two stores on one file give exactly one winner of 200 concurrent claims', async () => {
       const [a, b] = [await open(), await open()];
-      const fp = fingerprint();
+      const fp = newFingerprint();
       const results = await Promise.all(
         Array.from({ length: 200 }, (_, i) => {
           const input = claimInput({ fingerprint: fp });
@@ -198,7 +176,7 @@ describe('SqliteStore', () => {
 
     it('real processes racing on one file: one winner per fingerprint and one valid journal chain', async () => {
       await (await open()).close();
-      const fingerprints = Array.from({ length: 100 }, fingerprint);
+      const fingerprints = Array.from({ length: 100 }, newFingerprint);
       const storeModule = new URL('./sqlite-store.ts', import.meta.url).href;
       // .mts: the temp dir has no package.json to make a .ts file an ES module.
       const script = join(tmp.dir, 'claimer.mts');
