@@ -6,7 +6,29 @@ import type { ExecutionState } from './states.js';
 export const META = {
   executionId: 'io.idem/execution-id',
   replayed: 'io.idem/replayed',
+  /** On a replay: when the stored result was produced (ISO 8601). */
+  executedAt: 'io.idem/executed-at',
+  /** On a replay: the status-tool call that runs the action again on purpose. */
+  repeat: 'io.idem/repeat',
+  /** On the result of a deliberate repeat: the execution it repeated. */
+  repeatOf: 'io.idem/repeat-of',
 } as const;
+
+/** The status tool, as the gateway and the library both publish it. */
+export const STATUS_TOOL_DESCRIPTION =
+  'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL: ' +
+  'pass the "ref" from that answer; returns the stored result once the action has finished. ' +
+  'A result marked as replayed is a stored one: nothing ran again. To run a finished action again on purpose ' +
+  '(a fresh result of a read, or the action done again), pass its "ref" with "action": "repeat"; it runs as a new execution.';
+
+export const STATUS_ACTION_DESCRIPTION =
+  '"status" (default): look the action up. "repeat": run a finished (completed or failed) action again, as a new execution; refused while it runs, awaits approval or has an unknown outcome.';
+
+/**
+ * Not read-only: `action: "repeat"` runs an action again, and that action may
+ * be destructive. Idempotent: repeating one ref twice runs it once.
+ */
+export const STATUS_TOOL_ANNOTATIONS = { readOnlyHint: false, idempotentHint: true, openWorldHint: true };
 
 /** What `structuredContent.idem` holds on every answer that is not a plain result (DESIGN §10). */
 export interface IdemAnswerInfo {
@@ -38,7 +60,7 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
     case IDEM_CODES.IDEM_IN_FLIGHT:
       return {
         advice: `Do not repeat the call. Wait a few seconds, then ${check} to get its result.`,
-        text: `This action is already being executed (ref ${ref}). It was not started a second time.`,
+        text: `This action is already being executed (ref ${ref}). It was not started a second time.${detail}`,
       };
     case IDEM_CODES.IDEM_OUTCOME_UNKNOWN:
       return {
@@ -53,7 +75,7 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
     case IDEM_CODES.IDEM_AWAITING_APPROVAL:
       return {
         advice: `Do not call it again; it is queued. Ask the user to approve ${ref}, then ${check}.`,
-        text: `The action is waiting for a human's approval (ref ${ref}). Nothing has been executed yet.`,
+        text: `The action is waiting for a human's approval (ref ${ref}). Nothing has been executed yet.${detail}`,
       };
     case IDEM_CODES.IDEM_DENIED:
       return {
@@ -110,12 +132,56 @@ export function idemCodeOf(result: ToolResult): IdemCode | undefined {
   return idem?.code;
 }
 
-/** A stored result as handed back again: marked in `_meta` as a replay of `ref`. */
-export function markReplayed(result: ToolResult, ref: string): ToolResult {
-  return { ...result, _meta: { ...result._meta, [META.executionId]: ref, [META.replayed]: true } };
+/** What a replayed result says about where it came from. */
+export interface ReplayInfo {
+  ref: string;
+  /** When the stored result was produced (store clock, ms since the epoch). */
+  executedAt: number;
+  /** The store's clock now, for "how long ago". */
+  now: number;
+  statusTool: string;
 }
 
-/** A fresh result, tagged with the execution that produced it. */
-export function markExecuted(result: ToolResult, ref: string): ToolResult {
-  return { ...result, _meta: { ...result._meta, [META.executionId]: ref } };
+/**
+ * A stored result as handed back again. A model cannot tell a stored answer
+ * from a fresh one unless it is told: a text item goes AFTER the original
+ * content (which, like `structuredContent`, stays as it was, so clients that
+ * parse it still can) saying when it ran, that nothing ran now, and how to
+ * run it again on purpose; `_meta` says the same for programs.
+ */
+export function markReplayed(result: ToolResult, info: ReplayInfo): ToolResult {
+  const repeat = { tool: info.statusTool, arguments: { ref: info.ref, action: 'repeat' } };
+  const at = new Date(info.executedAt).toISOString();
+  const note =
+    `[idem] Replayed: this is the stored result of execution ${info.ref}, which ran at ${at} ` +
+    `(${ago(info.now - info.executedAt)}). Nothing was run again now. If you need a fresh result, ` +
+    `or the action done again, call ${info.statusTool} with ${JSON.stringify(repeat.arguments)}.`;
+  return {
+    ...result,
+    content: [...(result.content ?? []), { type: 'text', text: note }],
+    _meta: {
+      ...result._meta,
+      [META.executionId]: info.ref,
+      [META.replayed]: true,
+      [META.executedAt]: at,
+      [META.repeat]: repeat,
+    },
+  };
+}
+
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 1) return 'less than a second ago';
+  if (s < 120) return `${s} s ago`;
+  const min = Math.round(s / 60);
+  if (min < 120) return `${min} min ago`;
+  return `${Math.round(min / 60)} h ago`;
+}
+
+/** A fresh result, tagged with the execution that produced it (and the one it repeats, if deliberate). */
+export function markExecuted(result: ToolResult, ref: string, repeatOf?: string): ToolResult {
+  return {
+    ...result,
+    _meta: { ...result._meta, [META.executionId]: ref, ...(repeatOf ? { [META.repeatOf]: repeatOf } : {}) },
+  };
 }

@@ -14,10 +14,11 @@ import { prepareArguments } from '../identity/arguments.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
-import { idemAnswer, markExecuted, markReplayed } from './answers.js';
+import { idemAnswer, idemCodeOf, META, markExecuted, markReplayed } from './answers.js';
 import { isStale } from './leases.js';
 import { approveExecution, denyExecution, resolveExecution } from './operator.js';
 import type { StoredOutcome, ToolResult } from './outcome.js';
+import { RecentCalls, type RepeatableCall } from './recent-calls.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 
 /** Who is calling, as the transport and auth established it — never from the arguments. */
@@ -63,6 +64,16 @@ export interface DispatchContext {
  * known whether the effect happened. Any other throw is recorded as `failed`.
  */
 export type Dispatch = (ctx: DispatchContext) => Promise<ToolResult>;
+
+/**
+ * How a surface (gateway session, library) runs a remembered call again: the
+ * call as it would make it now (current contract, this caller) and how to
+ * dispatch it; or an answer when it cannot run it now (nothing is run); or
+ * undefined when it no longer knows the tool.
+ */
+export type Rerun = (
+  call: RepeatableCall,
+) => Promise<{ call: ToolCall; dispatch: Dispatch } | { answer: ToolResult } | undefined>;
 
 export interface Logger {
   warn(message: string, fields?: Record<string, unknown>): void;
@@ -122,6 +133,8 @@ export class ExecutionEngine {
   readonly #contracts = new Map<string, ResolvedContract>();
   /** Sessions a human approved, for `approval: session`: actor ‖ session ‖ tool. */
   readonly #approvedSessions = new Set<string>();
+  /** Arguments of recent calls, in memory only, so that a finished one can be repeated on purpose. */
+  readonly #recent = new RecentCalls();
 
   constructor(options: ExecutionEngineOptions) {
     this.store = options.store;
@@ -139,6 +152,25 @@ export class ExecutionEngine {
 
   /** Runs one tool call under its contract and returns what the caller should see. */
   async execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
+    if (call.contract.replay === 'read_only') return this.#execute(call, dispatch);
+    // Copied before the handler runs: a handler that changes its arguments does not change the repeat.
+    const repeatable = this.#repeatable(call);
+    const result = await this.#execute(call, dispatch);
+    const ref = result._meta?.[META.executionId];
+    // A replay is remembered too: the model may want to repeat what it was handed, even from another process.
+    if (repeatable && typeof ref === 'string') this.#recent.remember(ref, repeatable);
+    return result;
+  }
+
+  #repeatable(call: ToolCall): RepeatableCall | undefined {
+    try {
+      return { tool: call.tool, arguments: structuredClone(call.arguments), actor: call.caller.actor };
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     const contract = call.contract;
     if (contract.replay === 'read_only') return dispatch({ executionId: null, redispatch: false });
 
@@ -275,13 +307,203 @@ export class ExecutionEngine {
     }
     // Another actor's execution is not theirs to see: answer as if it did not exist.
     if (!record || record.actor !== actor) return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
-    if (record.state === 'dispatched' && isStale(record)) record = (await this.#expire(record)) ?? record;
-    if (record.state === 'unknown') {
-      const probed = await this.#probe(record);
-      if (probed) record = probed;
-    }
     // Handing the stored result to the agent here is a delivery too.
-    return this.#describe(record, true);
+    return this.#describe(await this.#current(record), true);
+  }
+
+  /** A stale dispatch is `unknown` by now; an unknown one is probed, if its tool has a status probe. */
+  async #current(record: ExecutionRecord): Promise<ExecutionRecord> {
+    let current = record;
+    if (current.state === 'dispatched' && isStale(current))
+      current = (await this.#expire(current)) ?? current;
+    if (current.state === 'unknown') current = (await this.#probe(current)) ?? current;
+    return current;
+  }
+
+  /**
+   * A deliberate repeat (the status tool's `action: "repeat"`): runs the intent
+   * of `ref` again as a NEW execution, journaled as a repeat of it (`repeat`
+   * events: `repeat_of` on the new one, `repeated_by` on the old). Only for the
+   * actor it belongs to, and only once it has finished: while it runs, awaits
+   * approval or has an unknown outcome, a repeat could make it happen twice, and
+   * the answer says so. Repeating one ref twice (a lost answer, a resent request)
+   * runs it once: the second gets the repeat's own execution.
+   */
+  async repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
+    let seen: ExecutionRecord | undefined;
+    try {
+      const record = await this.store.get(ref);
+      if (!record || record.actor !== caller.actor)
+        return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
+      const repeatedAs = await this.#latestRepeat(record.id);
+      if (repeatedAs) return this.status(repeatedAs, caller.actor);
+      const prior = await this.#current(record);
+      if (prior.state !== 'completed' && prior.state !== 'failed') return this.#repeatRefused(prior);
+      const remembered = this.#recent.get(prior.id);
+      const plan = remembered?.actor === caller.actor ? await rerun(remembered) : undefined;
+      if (plan === undefined) return await this.#retireForRepeat(prior, caller);
+      if ('answer' in plan) return plan.answer;
+      const { call, dispatch } = plan;
+      let identity: { fingerprint: string; preview: string };
+      try {
+        identity = this.identify(call);
+      } catch (error) {
+        if (error instanceof InvalidInputError) {
+          return idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` });
+        }
+        throw error;
+      }
+      const repeatable = this.#repeatable(call);
+      // The old execution is retired in the claim itself, so that of two racing repeats one runs.
+      let replacing: string | undefined = prior.id;
+      for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
+        const token = newToken();
+        const id = `exe_${this.#newId()}`;
+        const needsApproval = this.#needsApproval(call);
+        const claim = await this.store.claim(
+          {
+            id,
+            fingerprint: identity.fingerprint,
+            actor: call.caller.actor,
+            tool: call.tool,
+            session: call.caller.session,
+            replay: call.contract.replay,
+            state: needsApproval ? 'awaiting_approval' : 'dispatched',
+            ...(needsApproval ? {} : { dispatchTimeoutMs: call.contract.timeoutMs }),
+            attachWindowMs: call.contract.attachWindowMs,
+            claimToken: token,
+            leaseOwner: this.owner,
+            leaseMs: call.contract.leaseMs,
+            argumentsPreview: identity.preview,
+          },
+          {
+            ...(replacing ? { replacing } : {}),
+            events: [
+              this.#event('received', call, id, { preview: identity.preview }),
+              this.#event('accepted', call, id),
+              this.#event('repeat', call, id, { repeat_of: prior.id }),
+              this.#event('repeat', call, prior.id, { repeated_by: id }),
+              this.#event(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
+            ],
+          },
+        );
+        replacing = undefined;
+        if (claim.won) {
+          if (repeatable) this.#recent.remember(id, repeatable);
+          const answer =
+            claim.record.state === 'dispatched'
+              ? await this.#runDispatch(claim.record, token, call, dispatch, false)
+              : await this.#runClaimed(claim.record, token, call, dispatch);
+          if (answer === RETRY) continue;
+          return answer._meta?.[META.executionId] === id && !idemCodeOf(answer)
+            ? markExecuted(answer, id, prior.id)
+            : answer;
+        }
+        // Someone else holds the intent now (another repeat, or a newer call): the usual rules.
+        seen = claim.record;
+        if (!claim.record) continue;
+        if (this.#attachable(claim.record, call.contract)) {
+          const answer = await this.#attach(claim.record, call, dispatch);
+          if (answer !== RETRY) return answer;
+        } else {
+          replacing = claim.record.id;
+        }
+      }
+      return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+        detail: 'Too many concurrent changes to this action; the repeat was not started.',
+      });
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      if (seen && !NOT_YET_DISPATCHED.includes(seen.state)) {
+        return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, {
+          ref: seen.id,
+          state: seen.state,
+          statusTool: this.statusTool,
+          detail: 'An attempt was sent, and the execution record cannot be read right now.',
+        });
+      }
+      return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+        ref,
+        detail: 'The execution record cannot be read or written right now, so nothing was repeated.',
+      });
+    }
+  }
+
+  /** The newest execution that repeats `id` (following repeats of repeats), if it was repeated. */
+  async #latestRepeat(id: string): Promise<string | undefined> {
+    let latest: string | undefined;
+    let current = id;
+    for (let hop = 0; hop < 64; hop++) {
+      let next: string | undefined;
+      for (const entry of await this.store.journalFor(current)) {
+        const by = entry.kind === 'repeat' ? entry.detail.repeated_by : undefined;
+        if (typeof by === 'string') next = by;
+      }
+      if (next === undefined) break;
+      latest = current = next;
+    }
+    return latest;
+  }
+
+  /** Why an execution that has not finished is not repeated: its own state's answer, and the reason. */
+  #repeatRefused(record: ExecutionRecord): ToolResult {
+    const ctx = { ref: record.id, state: record.state, statusTool: this.statusTool };
+    switch (record.state) {
+      case 'awaiting_approval':
+        return idemAnswer(IDEM_CODES.IDEM_AWAITING_APPROVAL, {
+          ...ctx,
+          detail: 'It cannot be repeated before it has run.',
+        });
+      case 'denied':
+        return idemAnswer(IDEM_CODES.IDEM_DENIED, {
+          ...ctx,
+          detail: `A denied action is not repeated.${record.note ? ` Reason: ${record.note}` : ''}`,
+        });
+      case 'unknown':
+        return idemAnswer(
+          record.replay === 'review' ? IDEM_CODES.IDEM_REVIEW_REQUIRED : IDEM_CODES.IDEM_OUTCOME_UNKNOWN,
+          {
+            ...ctx,
+            detail:
+              'A repeat is refused while the outcome is unknown: it may already have happened, and a repeat could make it happen twice.',
+          },
+        );
+      default:
+        return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, {
+          ...ctx,
+          detail:
+            'A repeat is refused while it runs, so that it does not happen twice; once it has finished, it can be repeated.',
+        });
+    }
+  }
+
+  /**
+   * This process does not hold the arguments of `record` (another process ran
+   * it, or this one restarted): the stored result is retired from matching, so
+   * the model's next identical call runs as a new execution.
+   */
+  async #retireForRepeat(record: ExecutionRecord, caller: Caller): Promise<ToolResult> {
+    await this.store.transition({
+      id: record.id,
+      from: [record.state],
+      to: record.state,
+      release: true,
+      events: [
+        {
+          kind: 'repeat',
+          executionId: record.id,
+          actor: caller.actor,
+          tool: record.tool,
+          requestRef: caller.requestRef ?? null,
+          detail: { released: true },
+        },
+      ],
+    });
+    return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+      ref: record.id,
+      state: record.state,
+      detail: `This process does not hold the arguments of ${record.id} (it ran in another process, or before a restart), so it cannot repeat it by itself. Its stored result is retired instead: call ${record.tool} again with the same arguments, and it will run as a new execution.`,
+    });
   }
 
   /** A human approved an execution waiting for approval; the next matching call dispatches it. */
@@ -609,7 +831,12 @@ export class ExecutionEngine {
       case 'failed': {
         if (!record.outcome) return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, ctx);
         if (deliver && record.deliveredAt === null) await this.#delivered(record.id);
-        return markReplayed(record.outcome.result, record.id);
+        return markReplayed(record.outcome.result, {
+          ref: record.id,
+          executedAt: record.dispatchedAt ?? record.createdAt,
+          now: record.readAt,
+          statusTool: this.statusTool,
+        });
       }
       case 'accepted':
       case 'authorized':

@@ -21,7 +21,13 @@ import {
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
-import { idemAnswer, META } from '../executions/answers.js';
+import {
+  idemAnswer,
+  META,
+  STATUS_ACTION_DESCRIPTION,
+  STATUS_TOOL_ANNOTATIONS,
+  STATUS_TOOL_DESCRIPTION,
+} from '../executions/answers.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { CallerInfo } from '../receipts/receipt-transport.js';
@@ -308,7 +314,7 @@ export class ProxySession {
     };
     const name = typeof params.name === 'string' ? params.name : '';
     if (name === this.#ctx.statusTool) {
-      const ref = (params.arguments as { ref?: unknown } | undefined)?.ref;
+      const { ref, action } = (params.arguments ?? {}) as { ref?: unknown; action?: unknown };
       if (typeof ref !== 'string' || ref.length === 0 || ref.length > 128) {
         return this.#reply(
           request.id,
@@ -317,6 +323,15 @@ export class ProxySession {
           }),
         );
       }
+      if (action !== undefined && action !== 'status' && action !== 'repeat') {
+        return this.#reply(
+          request.id,
+          idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
+            detail: '"action" is "status" (the default) or "repeat".',
+          }),
+        );
+      }
+      if (action === 'repeat') return this.#repeat(request, ref, params._meta);
       return this.#reply(request.id, await this.#ctx.engine.status(ref, this.#actor()));
     }
     let entry = this.#catalog.get(name);
@@ -396,13 +411,102 @@ export class ProxySession {
         ({ executionId }) =>
           this.#dispatchToolCall(upstream, entry, params, args, executionId as string, forwarded),
       );
-      // A cancelled request gets no response (the client said it will not use one).
-      if (forwarded.cancelled?.signal.aborted) return;
-      const error = result._meta?.[JSONRPC_ERROR_META] as
-        | { code: number; message: string; data?: unknown }
-        | undefined;
-      if (error) return this.#send({ jsonrpc: '2.0', id: request.id, error });
-      return this.#reply(request.id, result);
+      return this.#replyWithResult(request.id, result, forwarded);
+    } finally {
+      this.#inFlight.delete(renderRequestId(request.id));
+    }
+  }
+
+  #replyWithResult(id: RequestId, result: CallToolResult, forwarded: ForwardedRequest): Promise<void> {
+    // A cancelled request gets no response (the client said it will not use one).
+    if (forwarded.cancelled?.signal.aborted) return Promise.resolve();
+    const error = result._meta?.[JSONRPC_ERROR_META] as
+      | { code: number; message: string; data?: unknown }
+      | undefined;
+    if (error) return this.#send({ jsonrpc: '2.0', id, error });
+    return this.#reply(id, result);
+  }
+
+  /**
+   * The status tool's `action: "repeat"`: the engine decides whether `ref` may
+   * run again; this session runs it through its own upstream connection, as
+   * the tool call it was, under this status request's id (so progress and
+   * cancellation follow it).
+   */
+  async #repeat(
+    request: JSONRPCRequest,
+    ref: string,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<void> {
+    const actor = this.#actor();
+    const session = this.#front.sessionId ?? null;
+    const forwarded: ForwardedRequest = {
+      frontId: request.id,
+      upstream: '',
+      cancelled: new AbortController(),
+    };
+    const progressToken = meta?.progressToken;
+    if (typeof progressToken === 'string' || typeof progressToken === 'number')
+      forwarded.progressToken = progressToken;
+    this.#inFlight.set(renderRequestId(request.id), forwarded);
+    try {
+      const caller = {
+        actor,
+        session,
+        requestRef: requestKey({
+          actor,
+          session,
+          id: request.id,
+          method: 'tools/call',
+          tool: this.#ctx.statusTool,
+        }),
+      };
+      const result = await this.#ctx.engine.repeat(ref, caller, async (remembered) => {
+        let entry = this.#catalog.get(remembered.tool);
+        if (!entry) {
+          await this.#refreshCatalog();
+          entry = this.#catalog.get(remembered.tool);
+        }
+        if (!entry) return undefined;
+        const upstream = this.#upstreams.get(entry.upstream) as UpstreamConnection;
+        if (!upstream.available) {
+          try {
+            await upstream.whenReady(this.#ctx.upstreamWaitMs);
+          } catch {
+            return {
+              answer: idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+                detail: `The upstream "${entry.upstream}" is down (restarting); nothing was repeated.`,
+              }),
+            };
+          }
+        }
+        forwarded.upstream = entry.upstream;
+        const args = remembered.arguments as Record<string, unknown>;
+        const found = entry;
+        return {
+          call: {
+            signal: forwarded.cancelled?.signal,
+            tool: found.name,
+            channel: 'mcp',
+            target: found.upstream,
+            credentialRef: null,
+            method: 'tools/call',
+            arguments: args,
+            contract: found.contract,
+            caller,
+          },
+          dispatch: ({ executionId }) =>
+            this.#dispatchToolCall(
+              upstream,
+              found,
+              meta ? { _meta: meta } : {},
+              args,
+              executionId as string,
+              forwarded,
+            ),
+        };
+      });
+      return this.#replyWithResult(request.id, result, forwarded);
     } finally {
       this.#inFlight.delete(renderRequestId(request.id));
     }
@@ -581,10 +685,8 @@ export class ProxySession {
   #statusToolDefinition(): Tool {
     return {
       name: this.#ctx.statusTool,
-      title: 'Status of an earlier action',
-      description:
-        'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
-        'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
+      title: 'Status of an earlier action, or a deliberate repeat',
+      description: STATUS_TOOL_DESCRIPTION,
       inputSchema: {
         type: 'object',
         properties: {
@@ -594,10 +696,16 @@ export class ProxySession {
             maxLength: 128,
             description: 'The execution ref (exe_…) from an earlier answer',
           },
+          action: {
+            type: 'string',
+            enum: ['status', 'repeat'],
+            default: 'status',
+            description: STATUS_ACTION_DESCRIPTION,
+          },
         },
         required: ['ref'],
       },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      annotations: STATUS_TOOL_ANNOTATIONS,
     };
   }
 

@@ -18,6 +18,8 @@ export const ACTIVITY_KINDS = [
   'id_reused',
   'lease_expired',
   'operator_resolution',
+  /** A deliberate repeat: on the new execution `{repeat_of}`, on the repeated one `{repeated_by}` (or `{released}`). */
+  'repeat',
 ] as const;
 
 /** Agent runs (DESIGN §8 "sessions" stream): start (client info, actor, protocol revision) and end. */

@@ -11,8 +11,21 @@ import type {
 import { z } from 'zod';
 import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
-import { META } from '../executions/answers.js';
-import { type Approver, type DispatchContext, ExecutionEngine, type Logger } from '../executions/engine.js';
+import {
+  META,
+  STATUS_ACTION_DESCRIPTION,
+  STATUS_TOOL_ANNOTATIONS,
+  STATUS_TOOL_DESCRIPTION,
+} from '../executions/answers.js';
+import {
+  type Approver,
+  type Caller,
+  type Dispatch,
+  type DispatchContext,
+  ExecutionEngine,
+  type Logger,
+  type ToolCall,
+} from '../executions/engine.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
@@ -89,6 +102,11 @@ export class Idem {
   readonly #idScope: IdScope | undefined;
   readonly #statusRegistered = new WeakSet<McpServer>();
   readonly #effectful = new Set<string>();
+  /** How to run each idempotent tool again (a deliberate repeat through the status tool), by name. */
+  readonly #runners = new Map<
+    string,
+    (args: unknown, extra: ToolExtra, caller: Caller) => { call: ToolCall; dispatch: Dispatch }
+  >();
   readonly #ownsStore: boolean;
   readonly #dataDir: string;
   readonly #maintenance: NodeJS.Timeout | undefined;
@@ -156,40 +174,35 @@ export class Idem {
     this.#ensureStatusTool(server);
 
     const { contract: _contract, ...sdkConfig } = config;
+    const runner = (args: unknown, extra: ToolExtra, caller: Caller) => ({
+      call: {
+        tool: name,
+        channel: 'library',
+        // One server process: the tool name already says where the effect lands.
+        target: 'local',
+        credentialRef: null,
+        method: 'tools/call',
+        arguments: args,
+        contract,
+        signal: extra.signal,
+        caller,
+      } satisfies ToolCall,
+      dispatch: ((dispatch) =>
+        Promise.resolve(
+          handler(args as z.output<z.ZodObject<Shape>>, { ...extra, idem: dispatch }),
+        )) satisfies Dispatch,
+    });
+    this.#runners.set(name, runner);
     return server.registerTool(
       name,
       { ...sdkConfig, annotations: honestAnnotations(config.annotations, contract) },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
-        const actor = this.#callerActor(server, extra);
-        const session = extra.sessionId ?? null;
+        const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
+        // A gateway in front (or any caller) that names the action with its own key: same key, same action.
+        const key = extra._meta?.[META.executionId];
         return this.engine.execute(
-          {
-            tool: name,
-            channel: 'library',
-            // One server process: the tool name already says where the effect lands.
-            target: 'local',
-            credentialRef: null,
-            method: 'tools/call',
-            arguments: args,
-            contract,
-            signal: extra.signal,
-            // A gateway in front (or any caller) that names the action with its own key: same key, same action.
-            ...(typeof extra._meta?.[META.executionId] === 'string'
-              ? { idempotencyKey: extra._meta[META.executionId] as string }
-              : {}),
-            caller: {
-              actor,
-              session,
-              requestRef: requestKey({
-                actor,
-                session,
-                id: extra.requestId,
-                method: 'tools/call',
-                tool: name,
-              }),
-            },
-          },
-          (dispatch) => Promise.resolve(handler(args, { ...extra, idem: dispatch })),
+          typeof key === 'string' ? { ...call, idempotencyKey: key } : call,
+          dispatch,
         );
       }) as never,
     );
@@ -232,22 +245,39 @@ export class Idem {
     });
   }
 
+  #caller(server: McpServer, extra: ToolExtra, tool: string): Caller {
+    const actor = this.#callerActor(server, extra);
+    const session = extra.sessionId ?? null;
+    return {
+      actor,
+      session,
+      requestRef: requestKey({ actor, session, id: extra.requestId, method: 'tools/call', tool }),
+    };
+  }
+
   #ensureStatusTool(server: McpServer): void {
     if (this.#statusRegistered.has(server)) return;
     this.#statusRegistered.add(server);
+    const statusTool = this.engine.statusTool;
     server.registerTool(
-      this.engine.statusTool,
+      statusTool,
       {
-        title: 'Status of an earlier action',
-        description:
-          'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
-          'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
+        title: 'Status of an earlier action, or a deliberate repeat',
+        description: STATUS_TOOL_DESCRIPTION,
         inputSchema: {
           ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer'),
+          action: z.enum(['status', 'repeat']).optional().describe(STATUS_ACTION_DESCRIPTION),
         },
-        annotations: { readOnlyHint: true, openWorldHint: false },
+        annotations: STATUS_TOOL_ANNOTATIONS,
       },
-      async ({ ref }, extra) => this.engine.status(ref, this.#callerActor(server, extra)),
+      async ({ ref, action }, extra) => {
+        if (action !== 'repeat') return this.engine.status(ref, this.#callerActor(server, extra));
+        const caller = this.#caller(server, extra, statusTool);
+        return this.engine.repeat(ref, caller, async (remembered) => {
+          const runner = this.#runners.get(remembered.tool);
+          return runner?.(remembered.arguments, extra, caller);
+        });
+      },
     );
   }
 }
