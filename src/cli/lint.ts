@@ -7,15 +7,22 @@ export function registerLintCommand(program: Command, version: string): void {
   program
     .command('lint')
     .description(
-      'List every tool annotation the contracts do not back (e.g. idempotentHint without a contract); exit 1 if any',
+      'List every tool annotation the contracts do not back (e.g. idempotentHint without a contract), and every tool with neither annotations nor a contract (with the config line that settles it); exit 1 if any',
     )
     .requiredOption('-c, --config <file>', 'the gateway config')
     .option('--json', 'machine-readable')
     .action(async (flags: { config: string; json?: boolean }) => {
       const findings = await lintGateway(loadConfig(flags.config), version);
       if (flags.json) printJson(findings);
-      else if (findings.length === 0) process.stdout.write('OK: every annotation is backed by a contract.\n');
-      else for (const f of findings) process.stdout.write(`${f.tool}: ${f.message}\n`);
+      else if (findings.length === 0)
+        process.stdout.write(
+          'OK: every annotation is backed by a contract, and every tool has one or the other.\n',
+        );
+      else
+        for (const f of findings)
+          process.stdout.write(
+            f.message.startsWith(`${f.tool}: `) ? `${f.message}\n` : `${f.tool}: ${f.message}\n`,
+          );
       process.exitCode = findings.length === 0 ? 0 : 1;
     });
 }

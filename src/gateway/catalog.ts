@@ -8,7 +8,15 @@ import {
   type ToolContract,
 } from '../contracts/contract.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
-import type { GatewayToolContractConfig } from './config.js';
+import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
+
+/**
+ * Where an entry's contract comes from: a contract under `tools`, the
+ * upstream's annotations, the config's `defaults:` (tools with neither), or —
+ * with none of these — the cautious default (`review`, scope actor, 15-minute
+ * window), which the gateway names at start-up and `idem lint` lists.
+ */
+export type ContractSource = 'declared' | 'annotations' | 'defaults' | 'cautious_default';
 
 /** One tool as the gateway serves it. */
 export interface CatalogEntry {
@@ -22,6 +30,7 @@ export interface CatalogEntry {
   contract: ResolvedContract;
   /** True when the config declares a contract for it (not just defaults). */
   declared: boolean;
+  source: ContractSource;
   /** Validates and fills in defaults (mutates its argument); undefined if the schema cannot be compiled. */
   validate: ValidateFunction | undefined;
 }
@@ -43,6 +52,33 @@ function validatorFor(schema: Tool['inputSchema']): ValidateFunction | undefined
   }
   compiled.set(schema, validate);
   return validate;
+}
+
+/**
+ * Whether the upstream said anything about the tool's effects. A title, or
+ * `openWorldHint` alone, says nothing about whether a call changes anything.
+ */
+export function hasEffectHints(annotations: ToolAnnotations | undefined): boolean {
+  return (
+    annotations?.readOnlyHint !== undefined ||
+    annotations?.destructiveHint !== undefined ||
+    annotations?.idempotentHint !== undefined
+  );
+}
+
+/** The config line that settles a tool that has neither annotations nor a contract (for a tool that only reads). */
+export function settlingLine(name: string): string {
+  const key = /^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name) ? name : JSON.stringify(name);
+  return `tools: { ${key}: { replay: read_only } }`;
+}
+
+/** Tools on the cautious default, as the gateway names them once at start-up (one line). */
+export function cautiousDefaultNotice(names: readonly string[]): string {
+  return (
+    `${names.length} tool${names.length === 1 ? ' has' : 's have'} neither annotations nor a contract, so ${names.length === 1 ? 'it is' : 'they are'} treated as having effects ` +
+    `(replay: review, 15-minute attach window: an identical call within it gets the stored result, marked as a replay): ${names.join(', ')}. ` +
+    `To settle one that only reads: ${settlingLine(names[0] as string)}; for all of them: defaults: { replay: read_only }. \`idem lint\` lists them.`
+  );
 }
 
 /**
@@ -81,7 +117,9 @@ export function annotationMismatches(entry: CatalogEntry): string[] {
       `${entry.name}: the upstream says readOnlyHint: true, but the contract declares replay: ${entry.contract.replay}`,
     );
   }
+  // An upstream that says nothing does not disagree: declaring read_only is how such a tool is settled.
   if (
+    hasEffectHints(entry.tool.annotations) &&
     a.readOnlyHint !== true &&
     entry.declared &&
     entry.contract.replay === 'read_only' &&
@@ -97,6 +135,8 @@ export function annotationMismatches(entry: CatalogEntry): string[] {
 export interface CatalogOptions {
   /** Declared contracts by gateway-visible name. */
   contracts: Record<string, GatewayToolContractConfig>;
+  /** The contract of tools with neither annotations nor a declared contract (config `defaults:`). */
+  defaults?: GatewayDefaultsConfig | undefined;
   /** Whether names are prefixed with the upstream name. */
   prefixed: boolean;
   separator: string;
@@ -135,13 +175,24 @@ export class ToolCatalog {
           ...(status_probe ? { status_probe: this.options.probeFor(name, status_probe) } : {}),
         } as ToolContract;
       }
+      const defaults = this.options.defaults;
+      const source: ContractSource = declared
+        ? 'declared'
+        : hasEffectHints(tool.annotations)
+          ? 'annotations'
+          : defaults
+            ? 'defaults'
+            : 'cautious_default';
+      const contract =
+        declared ?? (source === 'defaults' ? ({ replay: 'review', ...defaults } as ToolContract) : undefined);
       const entry: CatalogEntry = {
         name,
         upstream,
         upstreamName: tool.name,
         tool,
-        contract: resolveContract(declared, tool.annotations, secretPathsFromSchema(tool.inputSchema)),
+        contract: resolveContract(contract, tool.annotations, secretPathsFromSchema(tool.inputSchema)),
         declared: declared !== undefined,
+        source,
         validate: validatorFor(tool.inputSchema),
       };
       this.#entries.set(name, entry);

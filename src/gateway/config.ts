@@ -23,6 +23,23 @@ const GatewayToolContract = ToolContractSchema.omit({ status_probe: true })
   .extend({ status_probe: StatusProbeConfig.optional() })
   .strict();
 
+/**
+ * The contract of tools that have neither annotations nor a contract of their
+ * own. No status probe or business key: those name one tool's specifics.
+ */
+const GatewayDefaults = ToolContractSchema.pick({
+  attach_window: true,
+  after_completion: true,
+  timeout: true,
+  lease: true,
+  approval: true,
+})
+  .extend({
+    replay: ToolContractSchema.shape.replay.optional(),
+    scope: z.union([z.enum(['session', 'actor']), z.object({ window: duration }).strict()]).optional(),
+  })
+  .strict();
+
 const StdioUpstream = z
   .object({
     command: z.string().min(1),
@@ -132,6 +149,9 @@ export const GatewayConfigSchema = z
       .record(z.string(), GatewayToolContract)
       .optional()
       .describe('Contracts by gateway-visible tool name.'),
+    defaults: GatewayDefaults.optional().describe(
+      'The contract of tools that have neither annotations nor a contract under tools (most published servers annotate nothing), e.g. { replay: read_only }, or { replay: review, attach_window: 1m }. Without it they get replay: review, scope: actor, attach_window: 15m, and the gateway names them at start-up. Per-tool contracts win; annotated tools follow their annotations.',
+    ),
     status_tool: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
@@ -147,6 +167,7 @@ export const GatewayConfigSchema = z
 
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type GatewayToolContractConfig = z.output<typeof GatewayToolContract>;
+export type GatewayDefaultsConfig = z.output<typeof GatewayDefaults>;
 
 /** Separator between upstream and tool name when there are several upstreams; valid in every major client's tool-name rules ([A-Za-z0-9_-]). */
 export const NAME_SEPARATOR = '__';

@@ -17,7 +17,7 @@ import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
-import { ToolCatalog } from './catalog.js';
+import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 
@@ -46,6 +46,8 @@ export class Gateway {
   readonly #tokens: Map<string, string>;
   /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
   readonly #readOnlyTools = new Set<string>();
+  /** Tools already named as on the cautious default: each is named once per process. */
+  readonly #namedCautious = new Set<string>();
   #http: ServedHttp | undefined;
 
   private constructor(
@@ -240,15 +242,32 @@ export class Gateway {
           prefixed: upstreams.length > 1,
           separator: NAME_SEPARATOR,
           probeFor: (name, probe) => this.#probe(name, probe),
+          defaults: this.#config.defaults,
           onAdd: (entries) => {
             // Contracts come from the config and the upstream's annotations, the same for every session.
             for (const entry of entries) {
               if (entry.contract.replay === 'read_only') this.#readOnlyTools.add(entry.name);
               else this.#readOnlyTools.delete(entry.name);
             }
+            this.#nameCautiousDefaults(entries);
           },
         }),
     };
+  }
+
+  /**
+   * "Start-up" is the first time the catalog learns a tool (the first
+   * tools/list of the first session: upstreams start with a session). Tools
+   * with neither annotations nor a contract are named then, once per process,
+   * so that whoever runs the gateway sees which calls will be replayed.
+   */
+  #nameCautiousDefaults(entries: CatalogEntry[]): void {
+    const fresh = entries
+      .filter((e) => e.source === 'cautious_default' && !this.#namedCautious.has(e.name))
+      .map((e) => e.name);
+    if (fresh.length === 0) return;
+    for (const name of fresh) this.#namedCautious.add(name);
+    this.#options.logger?.warn(cautiousDefaultNotice(fresh));
   }
 
   /** A declarative status probe: call an upstream tool of some live session with the execution id. */

@@ -1,23 +1,27 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
-import { annotationMismatches, ToolCatalog } from './catalog.js';
+import { annotationMismatches, settlingLine, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { Gateway } from './gateway.js';
 
 export interface LintFinding {
   tool: string;
   message: string;
+  /** A config line that would settle the finding, where there is one. */
+  settle?: string;
 }
 
 /**
  * `idem lint`: connects to every upstream, lists its tools, and reports every
- * annotation the contracts do not back (DESIGN §5), and every contract that
- * names no tool.
+ * annotation the contracts do not back (DESIGN §5), every tool on the cautious
+ * default (neither annotations nor a contract, no `defaults:`) with the line
+ * that would settle it, and every contract that names no tool.
  */
 export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
   const upstreams = Gateway.upstreamSpecs(config);
   const catalog = new ToolCatalog({
     contracts: config.tools ?? {},
+    defaults: config.defaults,
     prefixed: upstreams.length > 1,
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
@@ -49,6 +53,14 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
         const page = reply.result as { tools?: Tool[]; nextCursor?: string };
         for (const entry of catalog.add(spec.name, page.tools ?? [])) {
           for (const message of annotationMismatches(entry)) findings.push({ tool: entry.name, message });
+          if (entry.source === 'cautious_default') {
+            const settle = settlingLine(entry.name);
+            findings.push({
+              tool: entry.name,
+              message: `${entry.name}: neither annotations nor a contract, so it is treated as having effects (replay: review, scope: actor, attach_window: 15m): an identical call within 15 minutes gets the stored result, marked as a replay. If it only reads: ${settle}; if it has effects, declare its contract under tools.${entry.name}; or set defaults: for every such tool.`,
+              settle,
+            });
+          }
         }
         cursor = page.nextCursor;
       } while (cursor);
