@@ -66,7 +66,8 @@ describe.each<[string, () => Promise<Target>]>([
       expect(byName.has(name), name).toBe(true);
     expect(byName.get('idem_execution_status')).toMatchObject({
       inputSchema: { type: 'object', required: ['ref'] },
-      annotations: { readOnlyHint: true },
+      // Not read-only: its `action: "repeat"` runs an action again.
+      annotations: { readOnlyHint: false, idempotentHint: true },
     });
     expect(byName.get('increment_counter')?.annotations).toMatchObject({
       readOnlyHint: false,
