@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
+import { SqliteStore } from '../store/sqlite/index.js';
 import { CountingTarget } from '../testing/counting-target.js';
+import { repeatRace } from '../testing/repeat-race.js';
 import { idemCodeOf, META } from './answers.js';
 import { type Caller, type Dispatch, ExecutionEngine, type Rerun, type ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';
@@ -236,5 +241,18 @@ describe('a deliberate repeat', () => {
       },
     }));
     expect(seen).toEqual([{ city: 'Chicago' }, { city: 'Chicago' }]);
+  });
+
+  it('racing repeats of one ref through two connections to one SQLite file run it once (full count: scripts/repeat-race.ts)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-repeat-race-'));
+    try {
+      const path = join(dir, 'idem.db');
+      const stores = [await SqliteStore.open({ path }), await SqliteStore.open({ path })];
+      const result = await repeatRace({ stores, rounds: 40, repeatsPerRound: 8 });
+      for (const store of stores) await store.close();
+      expect(result.violations).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
