@@ -158,14 +158,18 @@ export class ExecutionEngine {
     const result = await this.#execute(call, dispatch);
     const ref = result._meta?.[META.executionId];
     // A replay is remembered too: the model may want to repeat what it was handed, even from another process.
-    if (repeatable && typeof ref === 'string') this.#recent.remember(ref, repeatable);
+    if (repeatable && typeof ref === 'string') this.#recent.remember(ref, repeatable.call, repeatable.size);
     return result;
   }
 
-  #repeatable(call: ToolCall): RepeatableCall | undefined {
+  #repeatable(call: ToolCall): { call: RepeatableCall; size: number } | undefined {
     try {
-      return { tool: call.tool, arguments: structuredClone(call.arguments), actor: call.caller.actor };
+      const size = JSON.stringify(call.arguments ?? {}).length;
+      // A clone, not the JSON: a library handler's arguments may hold what JSON cannot (a Date from zod).
+      const copy = { tool: call.tool, arguments: structuredClone(call.arguments), actor: call.caller.actor };
+      return { call: copy, size };
     } catch {
+      // Not cloneable (or not serializable): such a call is not repeated from memory.
       return undefined;
     }
   }
@@ -389,7 +393,7 @@ export class ExecutionEngine {
         );
         replacing = undefined;
         if (claim.won) {
-          if (repeatable) this.#recent.remember(id, repeatable);
+          if (repeatable) this.#recent.remember(id, repeatable.call, repeatable.size);
           const answer =
             claim.record.state === 'dispatched'
               ? await this.#runDispatch(claim.record, token, call, dispatch, false)

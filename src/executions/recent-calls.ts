@@ -12,26 +12,42 @@ export interface RepeatableCall {
 }
 
 /**
- * The most recent calls by execution ref, bounded: the oldest is forgotten
- * first. A ref that is no longer here (another process ran it, this one
- * restarted, or it was pushed out) can still be repeated: the engine then
- * retires its stored result, so the model's next identical call runs afresh.
+ * The most recent calls by execution ref, bounded by count and by size: the
+ * oldest is forgotten first, and a call whose arguments are larger than a
+ * tenth of the budget is not kept at all. A ref that is no longer here
+ * (another process ran it, this one restarted, or it was pushed out) can
+ * still be repeated: the engine then retires its stored result, so the
+ * model's next identical call runs afresh.
  */
 export class RecentCalls {
-  readonly #calls = new Map<string, RepeatableCall>();
+  readonly #calls = new Map<string, { call: RepeatableCall; size: number }>();
+  #size = 0;
 
-  constructor(readonly max = 256) {}
+  constructor(
+    readonly maxCalls = 256,
+    /** Budget for the arguments, in characters of their JSON. */
+    readonly maxSize = 16 * 1024 * 1024,
+  ) {}
 
-  remember(ref: string, call: RepeatableCall): void {
-    this.#calls.delete(ref);
-    this.#calls.set(ref, call);
-    while (this.#calls.size > this.max) {
-      const oldest = this.#calls.keys().next().value as string;
-      this.#calls.delete(oldest);
+  /** `size`: the length of the arguments' JSON (what they cost to keep). */
+  remember(ref: string, call: RepeatableCall, size: number): void {
+    this.#forget(ref);
+    if (size > this.maxSize / 10) return;
+    this.#calls.set(ref, { call, size });
+    this.#size += size;
+    while (this.#calls.size > this.maxCalls || this.#size > this.maxSize) {
+      this.#forget(this.#calls.keys().next().value as string);
     }
   }
 
   get(ref: string): RepeatableCall | undefined {
-    return this.#calls.get(ref);
+    return this.#calls.get(ref)?.call;
+  }
+
+  #forget(ref: string): void {
+    const entry = this.#calls.get(ref);
+    if (!entry) return;
+    this.#calls.delete(ref);
+    this.#size -= entry.size;
   }
 }
