@@ -1,32 +1,41 @@
 /**
- * npx tsx scripts/repeat-race.ts [--rounds 2000] [--repeats 16] [--connections 2]
+ * npx tsx scripts/repeat-race.ts [--store sqlite|postgres] [--rounds 2000] [--repeats 16] [--connections 2]
  *
- * Deliberate repeats of one ref racing on one SQLite file through several
- * store connections (as gateway processes sharing a data directory): each
- * round must run the action exactly twice (the call and one repeat). Prints
- * the figures; exits 1 on any violation. The test runs the same at a small count
- * (src/executions/repeat.test.ts).
+ * Deliberate repeats of one ref racing through several store connections on
+ * one SQLite file or one PostgreSQL schema (as gateway processes sharing one
+ * truth): each round must run the action exactly twice (the call and one
+ * repeat). Prints the figures; exits 1 on any violation. The tests run the
+ * same at a small count (src/executions/repeat.test.ts, test/postgres/repeats.test.ts).
+ * PostgreSQL: IDEM_PG_URL's server, or a throwaway one (test/support/postgres.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SqliteStore } from '../src/store/index.js';
+import { type ExecutionStore, PostgresStore, SqliteStore } from '../src/store/index.js';
 import { repeatRace } from '../src/testing/repeat-race.js';
+import { postgresForTests } from '../test/support/postgres.js';
 
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '2000' },
     repeats: { type: 'string', default: '16' },
     connections: { type: 'string', default: '2' },
+    store: { type: 'string', default: 'sqlite' },
   },
 });
+const connections = Number(values.connections);
 const dir = mkdtempSync(join(tmpdir(), 'idem-repeat-race-'));
+const pg = values.store === 'postgres' ? await postgresForTests() : undefined;
 try {
-  const path = join(dir, 'idem.db');
-  const stores = await Promise.all(
-    Array.from({ length: Number(values.connections) }, () => SqliteStore.open({ path })),
-  );
+  const stores: ExecutionStore[] = [];
+  for (let i = 0; i < connections; i++) {
+    stores.push(
+      pg
+        ? await PostgresStore.open({ url: pg.url, schema: 'repeat_race' })
+        : await SqliteStore.open({ path: join(dir, 'idem.db') }),
+    );
+  }
   const result = await repeatRace({
     stores,
     rounds: Number(values.rounds),
@@ -36,11 +45,13 @@ try {
   console.log(
     JSON.stringify({
       ...result,
-      connections: Number(values.connections),
+      store: values.store,
+      connections,
       msPerRound: Number((result.ms / result.rounds).toFixed(3)),
     }),
   );
   process.exitCode = result.violations === 0 ? 0 : 1;
 } finally {
+  await pg?.dispose();
   rmSync(dir, { recursive: true, force: true });
 }
