@@ -17,6 +17,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { runIdem } from '../support/run-cli.js';
 import {
   freshDir,
   idemOf,
@@ -202,5 +203,24 @@ describe('across gateway processes sharing a data directory', () => {
     expect(textOf(repeated)).toMatch(/^Stopped/);
     expect(repeated._meta?.['io.idem/repeat-of']).toBe(second);
     expect(await one.gw.store.list({ tool: TOGGLE.name })).toHaveLength(3);
+
+    // The repeats and the retired result leave a journal that verifies, states cross-checked.
+    await a.close();
+    await b.close();
+    await one.gw.close();
+    await two.gw.close();
+    const verified = await runIdem(
+      [
+        'audit',
+        'verify',
+        '--db',
+        join(dataDir, 'idem.db'),
+        '--public-key',
+        join(dataDir, 'journal-signing.pub'),
+      ],
+      { dataDir },
+    );
+    expect(verified.stdout).toContain('OK');
+    expect(verified.code).toBe(0);
   });
 });
