@@ -75,6 +75,11 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
         advice: 'Nothing was executed. Fix the arguments and call again.',
         text: `The arguments cannot be processed, so the action was not executed.${detail}`,
       };
+    case IDEM_CODES.IDEM_KEY_CONFLICT:
+      return {
+        advice: `Do not repeat this call: nothing will be sent under this key while ${ref} holds it. For a different action, call again with a new key. For the original's outcome, ${check} if you started it, or ask the user.`,
+        text: `This key already names another execution (ref ${ref}, state ${ctx.state ?? 'unknown'}), so this call was NOT executed.${detail}`,
+      };
     case IDEM_CODES.IDEM_UNKNOWN_EXECUTION:
       return {
         advice: 'Check the ref: use the exact "ref" value from an earlier answer.',
