@@ -240,7 +240,7 @@ export class Idem {
       {
         title: 'Status of an earlier action',
         description:
-          'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL. ' +
+          'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED, IDEM_AWAITING_APPROVAL or IDEM_KEY_CONFLICT. ' +
           'Pass the "ref" from that answer. Returns the stored result once the action has finished.',
         inputSchema: {
           ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer'),
