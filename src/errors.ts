@@ -22,6 +22,12 @@ export const IDEM_CODES = {
   IDEM_NOT_EXECUTED: 'IDEM_NOT_EXECUTED',
   /** The arguments cannot be given an identity (see the reason); nothing was run. */
   IDEM_INVALID_INPUT: 'IDEM_INVALID_INPUT',
+  /**
+   * The call's business key already names an execution of a different request
+   * (other arguments, or under a shared key another caller): nothing was sent;
+   * `ref` and `state` are the original's. Cf. the IETF Idempotency-Key draft's 422.
+   */
+  IDEM_KEY_CONFLICT: 'IDEM_KEY_CONFLICT',
   /** The status tool was asked about a ref that does not exist for this caller. */
   IDEM_UNKNOWN_EXECUTION: 'IDEM_UNKNOWN_EXECUTION',
 } as const;

@@ -69,7 +69,13 @@ describe('resolveContract: declared contracts', () => {
     ).toEqual({
       kind: 'business_key',
       path: 'order.id',
+      // Per actor unless the contract says the key is shared.
+      shared: false,
     });
+    expect(
+      resolveContract({ replay: 'keyed', scope: { business_key: 'order_id', shared: true } }, undefined)
+        .scope,
+    ).toEqual({ kind: 'business_key', path: 'order_id', shared: true });
     const windowed = resolveContract({ replay: 'review', scope: { window: '5m' } }, undefined);
     expect(windowed.scope).toEqual({ kind: 'window', ms: 5 * 60_000 });
     // The attach window follows the scope's window unless given.
@@ -151,6 +157,13 @@ describe('resolveContract: invalid contracts are refused', () => {
   it('refuses bad scopes and enums', () => {
     refused({ replay: 'keyed', scope: 'tenant' });
     refused({ replay: 'keyed', scope: { business_key: '' } });
+    refused({ replay: 'keyed', scope: { business_key: 'id', shared: 'yes' } });
+    refused({ replay: 'keyed', scope: { business_key: 'id', per: 'actor' } });
+    // The key would be removed before it is read.
+    refused(
+      { replay: 'keyed', scope: { business_key: 'order_id' }, fingerprint: { ignore: ['order_id'] } },
+      /business_key "order_id" is also in fingerprint.ignore/,
+    );
     refused({ replay: 'keyed', scope: { window: 0 } }, /scope\.window/);
     refused({ replay: 'keyed', scope: { window: '0s' } }, /scope\.window/);
     refused({ replay: 'keyed', after_completion: 'sometimes' });

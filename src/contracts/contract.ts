@@ -16,7 +16,12 @@ export type ReplayClass = 'read_only' | 'keyed' | 'status' | 'review';
 export type IntentScope =
   | { kind: 'session' }
   | { kind: 'actor' }
-  | { kind: 'business_key'; path: string }
+  /**
+   * The argument at `path` names the action: same tool + same key value is one
+   * execution, whatever the other arguments. `shared`: one name space for
+   * every actor (an order id from one system of record); otherwise per actor.
+   */
+  | { kind: 'business_key'; path: string; shared: boolean }
   | { kind: 'window'; ms: number };
 
 export type ApprovalPolicy = 'none' | 'session' | 'every_call';
@@ -39,7 +44,17 @@ export const ToolContractSchema = z
     scope: z
       .union([
         z.enum(['session', 'actor']),
-        z.object({ business_key: path }).strict(),
+        z
+          .object({
+            business_key: path,
+            shared: z
+              .boolean()
+              .optional()
+              .describe(
+                'true: one name space for every actor (the same key from another actor is the same action); default false: per actor',
+              ),
+          })
+          .strict(),
         z.object({ window: duration }).strict(),
       ])
       .optional(),
@@ -106,6 +121,12 @@ export function resolveContract(
   const parsed = declared === undefined ? undefined : ToolContractSchema.parse(declared);
   const replay: ReplayClass = parsed?.replay ?? (annotations?.readOnlyHint === true ? 'read_only' : 'review');
   const scope = resolveScope(parsed?.scope);
+  if (scope.kind === 'business_key' && parsed?.fingerprint?.ignore?.includes(scope.path)) {
+    // The key would be removed before it is read: every call would be refused as missing it.
+    throw new Error(
+      `scope.business_key "${scope.path}" is also in fingerprint.ignore; the key names the action`,
+    );
+  }
   return {
     replay,
     scope,
@@ -132,7 +153,11 @@ export function resolveContract(
 function resolveScope(scope: z.output<typeof ToolContractSchema>['scope']): IntentScope {
   if (scope === undefined || scope === 'actor') return { kind: 'actor' };
   if (scope === 'session') return { kind: 'session' };
-  if ('business_key' in scope) return { kind: 'business_key', path: scope.business_key };
+  if ('business_key' in scope) {
+    // Per actor unless said otherwise: a shared key lets any actor see, and hold, an action by
+    // its name, which must be a deliberate choice (docs/contracts.md, "Business keys").
+    return { kind: 'business_key', path: scope.business_key, shared: scope.shared ?? false };
+  }
   const windowMs = durationMs(scope.window, 'scope.window');
   if (windowMs <= 0) throw new Error('scope.window must be longer than zero');
   return { kind: 'window', ms: windowMs };

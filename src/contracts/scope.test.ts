@@ -78,7 +78,7 @@ describe('intentScopeValue', () => {
   });
 
   it('business_key: takes the value at the path', () => {
-    const scope = { kind: 'business_key', path: 'order.id' } as const;
+    const scope = { kind: 'business_key', path: 'order.id', shared: false } as const;
     const args: JsonValue = { order: { id: 'ord_42', amount: 3 }, note: 'x' };
     expect(intentScopeValue(scope, args, ctx)).toEqual({
       kind: 'business_key',
@@ -92,19 +92,23 @@ describe('intentScopeValue', () => {
     expect(intentScopeValue(scope, { order: { id: 'ord_43' } }, ctx)).not.toEqual(
       intentScopeValue(scope, args, ctx),
     );
-    expect(intentScopeValue({ kind: 'business_key', path: 'invoice' }, { invoice: 7 }, ctx)).toEqual({
+    expect(
+      intentScopeValue({ kind: 'business_key', path: 'invoice', shared: false }, { invoice: 7 }, ctx),
+    ).toEqual({
       kind: 'business_key',
       path: 'invoice',
       value: 7,
     });
     expect(
       intentScopeValue(
-        { kind: 'business_key', path: 'lines.1.sku' },
+        { kind: 'business_key', path: 'lines.1.sku', shared: false },
         { lines: [{ sku: 'a' }, { sku: 'b' }] },
         ctx,
       ),
     ).toEqual({ kind: 'business_key', path: 'lines.1.sku', value: 'b' });
-    expect(intentScopeValue({ kind: 'business_key', path: 'ref' }, { ref: { a: [1] } }, ctx)).toEqual({
+    expect(
+      intentScopeValue({ kind: 'business_key', path: 'ref', shared: false }, { ref: { a: [1] } }, ctx),
+    ).toEqual({
       kind: 'business_key',
       path: 'ref',
       value: { a: [1] },
@@ -113,11 +117,13 @@ describe('intentScopeValue', () => {
 
   it('business_key: falsy values are still keys', () => {
     for (const value of [0, '', false]) {
-      expect(intentScopeValue({ kind: 'business_key', path: 'k' }, { k: value }, ctx)).toEqual({
-        kind: 'business_key',
-        path: 'k',
-        value,
-      });
+      expect(intentScopeValue({ kind: 'business_key', path: 'k', shared: false }, { k: value }, ctx)).toEqual(
+        {
+          kind: 'business_key',
+          path: 'k',
+          value,
+        },
+      );
     }
   });
 
@@ -140,7 +146,9 @@ describe('intentScopeValue', () => {
       ['lines.01', { lines: [1, 2] }],
     ];
     for (const [path, args] of cases) {
-      const error = missingKey(() => intentScopeValue({ kind: 'business_key', path }, args, ctx));
+      const error = missingKey(() =>
+        intentScopeValue({ kind: 'business_key', path, shared: false }, args, ctx),
+      );
       expect(error.reason).toBe('missing_business_key');
       expect(error.path).toBe(path);
       expect(error.code).toBe('IDEM_INVALID_INPUT');
@@ -153,7 +161,7 @@ describe('intentScopeValue', () => {
       intentScopeValue({ kind: 'actor' }, { k: 1 }, ctx),
       intentScopeValue({ kind: 'session' }, { k: 1 }, ctx),
       intentScopeValue({ kind: 'window', ms: 60_000 }, { k: 1 }, ctx),
-      intentScopeValue({ kind: 'business_key', path: 'k' }, { k: 1 }, ctx),
+      intentScopeValue({ kind: 'business_key', path: 'k', shared: false }, { k: 1 }, ctx),
     ].map((v) => canonicalJson(v));
     expect(new Set(values).size).toBe(4);
   });

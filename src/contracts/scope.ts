@@ -21,18 +21,26 @@ export function intentScopeValue(scope: IntentScope, args: JsonValue, ctx: Scope
       return { kind: 'session', session: ctx.session };
     case 'window':
       return { kind: 'window', ms: scope.ms, bucket: Math.floor(ctx.now / scope.ms) };
-    case 'business_key': {
-      const value = valueAt(args, scope.path);
-      if (value === undefined || value === null) {
-        throw new InvalidInputError(
-          'missing_business_key',
-          scope.path,
-          `the tool's contract identifies an action by "${scope.path}", and the call does not give it`,
-        );
-      }
-      return { kind: 'business_key', path: scope.path, value };
-    }
+    case 'business_key':
+      return { kind: 'business_key', path: scope.path, value: businessKeyValue(scope.path, args) };
   }
+}
+
+/**
+ * The value that names the action under a `business_key` scope, read from the
+ * prepared arguments (so a key that is also a secret is already digested).
+ * Throws InvalidInputError when the call does not give it.
+ */
+export function businessKeyValue(path: string, args: JsonValue): JsonValue {
+  const value = valueAt(args, path);
+  if (value === undefined || value === null) {
+    throw new InvalidInputError(
+      'missing_business_key',
+      path,
+      `the tool's contract identifies an action by "${path}", and the call does not give it`,
+    );
+  }
+  return value;
 }
 
 function valueAt(root: JsonValue, path: string): JsonValue | undefined {

@@ -16,7 +16,7 @@ export const META = {
 
 /** The status tool, as the gateway and the library both publish it. */
 export const STATUS_TOOL_DESCRIPTION =
-  'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED or IDEM_AWAITING_APPROVAL: ' +
+  'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED, IDEM_AWAITING_APPROVAL or IDEM_KEY_CONFLICT: ' +
   'pass the "ref" from that answer; returns the stored result once the action has finished. ' +
   'A result marked as replayed is a stored one: nothing ran again. To run a finished action again on purpose ' +
   '(a fresh result of a read, or the action done again), pass its "ref" with "action": "repeat"; it runs as a new execution.';
@@ -96,6 +96,11 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
       return {
         advice: 'Nothing was executed. Fix the arguments and call again.',
         text: `The arguments cannot be processed, so the action was not executed.${detail}`,
+      };
+    case IDEM_CODES.IDEM_KEY_CONFLICT:
+      return {
+        advice: `Do not repeat this call: nothing will be sent under this key while ${ref} holds it. For a different action, call again with a new key. For the original's outcome, ${check} if you started it, or ask the user.`,
+        text: `This key already names another execution (ref ${ref}, state ${ctx.state ?? 'unknown'}), so this call was NOT executed.${detail}`,
       };
     case IDEM_CODES.IDEM_UNKNOWN_EXECUTION:
       return {

@@ -63,11 +63,12 @@ async function orphan(
   c: ToolCall,
   state: 'accepted' | 'dispatched',
 ) {
-  const { fingerprint } = engine.identify(c);
+  const { fingerprint, requestDigest } = engine.identify(c);
   const id = `exe_orphan_${state}`;
   const claim = await store.claim({
     id,
     fingerprint,
+    requestDigest,
     actor: c.caller.actor,
     tool: c.tool,
     session: c.caller.session,

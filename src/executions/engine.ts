@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { monotonicFactory } from 'ulid';
 import type { ResolvedContract } from '../contracts/contract.js';
-import { intentScopeValue } from '../contracts/scope.js';
+import { businessKeyValue, intentScopeValue } from '../contracts/scope.js';
 import {
   IDEM_CODES,
   InvalidInputError,
@@ -20,6 +20,15 @@ import { approveExecution, denyExecution, resolveExecution } from './operator.js
 import type { StoredOutcome, ToolResult } from './outcome.js';
 import { RecentCalls, type RepeatableCall } from './recent-calls.js';
 import { NOT_YET_DISPATCHED } from './states.js';
+
+/** What a call is, as the store knows it (see ExecutionEngine.identify). */
+export interface CallIdentity {
+  /** What is claimed: the whole request, or under a business key, the action the key names. */
+  fingerprint: string;
+  /** Under a business key, the whole request's fingerprint (ExecutionRecord.requestDigest); else null. */
+  requestDigest: string | null;
+  preview: string;
+}
 
 /** Who is calling, as the transport and auth established it — never from the arguments. */
 export interface Caller {
@@ -178,7 +187,7 @@ export class ExecutionEngine {
     const contract = call.contract;
     if (contract.replay === 'read_only') return dispatch({ executionId: null, redispatch: false });
 
-    let identity: { fingerprint: string; preview: string };
+    let identity: CallIdentity;
     try {
       identity = this.identify(call);
     } catch (error) {
@@ -206,6 +215,7 @@ export class ExecutionEngine {
           {
             id,
             fingerprint: identity.fingerprint,
+            requestDigest: identity.requestDigest,
             actor: call.caller.actor,
             tool: call.tool,
             session: call.caller.session,
@@ -239,11 +249,14 @@ export class ExecutionEngine {
         seen = claim.record;
         replacing = undefined;
         if (!claim.record) continue;
-        if (this.#attachable(claim.record, contract)) {
+        const match = this.#match(claim.record, call, identity);
+        if (match === 'attach') {
           const answer = await this.#attach(claim.record, call, dispatch);
           if (answer !== RETRY) return answer;
-        } else {
+        } else if (match === 'replace') {
           replacing = claim.record.id;
+        } else {
+          return this.#keyConflict(claim.record, call);
         }
       }
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
@@ -269,9 +282,10 @@ export class ExecutionEngine {
     }
   }
 
-  /** The intent fingerprint and the redacted preview of a call. Throws InvalidInputError. */
-  identify(call: ToolCall): { fingerprint: string; preview: string } {
+  /** The intent fingerprint, request digest and redacted preview of a call. Throws InvalidInputError. */
+  identify(call: ToolCall): CallIdentity {
     const prepared = prepareArguments(call.arguments, call.contract.argumentRules, this.fingerprinter);
+    const scope = call.contract.scope;
     const intentScope =
       call.idempotencyKey !== undefined
         ? { kind: 'idempotency_key', key: call.idempotencyKey }
@@ -289,7 +303,21 @@ export class ExecutionEngine {
       arguments: prepared.forFingerprint,
       intent_scope: intentScope,
     });
-    return { fingerprint, preview: prepared.preview };
+    if (scope.kind === 'business_key' && call.idempotencyKey === undefined) {
+      // The key names the action: the other arguments are left out of what is claimed, and the
+      // whole request's fingerprint goes with it to tell a repeat from another use of the key.
+      const named = this.fingerprinter.businessKey({
+        actor: scope.shared ? null : call.caller.actor,
+        tool: call.tool,
+        channel: call.channel,
+        target: call.target,
+        credential_ref: call.credentialRef,
+        method: call.method,
+        key: { path: scope.path, value: businessKeyValue(scope.path, prepared.forFingerprint) },
+      });
+      return { fingerprint: named, requestDigest: fingerprint, preview: prepared.preview };
+    }
+    return { fingerprint, requestDigest: null, preview: prepared.preview };
   }
 
   /**
@@ -348,7 +376,7 @@ export class ExecutionEngine {
       if (plan === undefined) return await this.#retireForRepeat(prior, caller);
       if ('answer' in plan) return plan.answer;
       const { call, dispatch } = plan;
-      let identity: { fingerprint: string; preview: string };
+      let identity: CallIdentity;
       try {
         identity = this.identify(call);
       } catch (error) {
@@ -368,6 +396,7 @@ export class ExecutionEngine {
           {
             id,
             fingerprint: identity.fingerprint,
+            requestDigest: identity.requestDigest,
             actor: call.caller.actor,
             tool: call.tool,
             session: call.caller.session,
@@ -406,11 +435,14 @@ export class ExecutionEngine {
         // Someone else holds the intent now (another repeat, or a newer call): the usual rules.
         seen = claim.record;
         if (!claim.record) continue;
-        if (this.#attachable(claim.record, call.contract)) {
+        const match = this.#match(claim.record, call, identity);
+        if (match === 'attach') {
           const answer = await this.#attach(claim.record, call, dispatch);
           if (answer !== RETRY) return answer;
-        } else {
+        } else if (match === 'replace') {
           replacing = claim.record.id;
+        } else {
+          return this.#keyConflict(claim.record, call);
         }
       }
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
@@ -528,6 +560,41 @@ export class ExecutionEngine {
     note: string,
   ): Promise<ExecutionRecord | undefined> {
     return resolveExecution(this.store, ref, as, by, note);
+  }
+
+  /**
+   * What a call does with the execution that holds its fingerprint: attach to it (DESIGN §4
+   * table), replace it with a new execution, or — a business key used for another request —
+   * get a conflict answer and send nothing.
+   */
+  #match(prior: ExecutionRecord, call: ToolCall, identity: CallIdentity): 'attach' | 'replace' | 'conflict' {
+    if (!this.#attachable(prior, call.contract)) return 'replace';
+    // The request digest covers the actor too: under a shared key, another actor's call is
+    // never "the same request", so it is never handed the original's result.
+    if (identity.requestDigest === null || prior.requestDigest === identity.requestDigest) return 'attach';
+    // The target said no, so nothing took effect: a corrected call is a new attempt of the
+    // action (DESIGN §4, row "failed"), not a second one.
+    if (prior.state === 'failed') return 'replace';
+    return 'conflict';
+  }
+
+  /** The key already names an execution of another request: say so, with its ref, and send nothing. */
+  async #keyConflict(prior: ExecutionRecord, call: ToolCall): Promise<ToolResult> {
+    const byOther = prior.actor !== call.caller.actor;
+    await this.#journal([
+      this.#event('attached', call, prior.id, {
+        state: prior.state,
+        conflict: byOther ? 'another_actor' : 'other_arguments',
+      }),
+    ]);
+    return idemAnswer(IDEM_CODES.IDEM_KEY_CONFLICT, {
+      ref: prior.id,
+      state: prior.state,
+      statusTool: this.statusTool,
+      detail: byOther
+        ? 'The key was used by another caller; only that caller (and an operator) can read its outcome.'
+        : 'The key was used with other arguments.',
+    });
   }
 
   #attachable(prior: ExecutionRecord, contract: ResolvedContract): boolean {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
 import { type ArgumentRules, NO_ARGUMENT_RULES, prepareArguments } from './arguments.js';
 import { canonicalJson, type JsonValue } from './canonical.js';
-import { type CanonicalActionRecord, FINGERPRINT_KEY_FILE, Fingerprinter } from './fingerprint.js';
+import {
+  type BusinessKeyRecord,
+  type CanonicalActionRecord,
+  FINGERPRINT_KEY_FILE,
+  Fingerprinter,
+} from './fingerprint.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));
 
@@ -320,6 +325,106 @@ describe('Fingerprinter: what the fingerprint reveals', () => {
     })();
     expect(error?.reason).toBe('too_deep');
     expect(error?.path).toBe('arguments.a.b');
+  });
+});
+
+describe('Fingerprinter: known answers (fingerprints are stored: what is hashed must not drift)', () => {
+  // A fixed key and fixed records. The canonical text is spelled out, and the digest checked
+  // both against a constant and against a plain HMAC over that text: a change to what is
+  // hashed — a field added, renamed or dropped, a domain tag — fails here.
+  const fixed = new Fingerprinter(Buffer.from(Array.from({ length: 32 }, (_, i) => i)));
+  const hmac = (domain: string, text: string) =>
+    createHmac('sha256', Buffer.from(Array.from({ length: 32 }, (_, i) => i)))
+      .update(`${domain}\0${text}`)
+      .digest('base64url');
+  const card = 'hmac:fIaJq9Bu36u3xAFMtvd61POdIn3b_B20RcnDnFeGmrE';
+  const action = {
+    actor: 'user:alice',
+    tool: 'charge_card',
+    channel: 'mcp',
+    target: 'payments',
+    credential_ref: null,
+    method: 'tools/call',
+  };
+
+  it('a secret argument', () => {
+    expect(fixed.secret('4242')).toBe(card);
+    expect(card).toBe(`hmac:${hmac('secret', '"4242"')}`);
+  });
+
+  it('the full canonical action record (also the request digest of a business-key call)', () => {
+    const record: CanonicalActionRecord = {
+      ...action,
+      arguments: { order_id: 'B1', amount: 10, card: { $idem_secret: card } },
+      intent_scope: { kind: 'business_key', path: 'order_id', value: 'B1' },
+    };
+    const text =
+      '{"actor":"user:alice","arguments":{"amount":10,"card":{"$idem_secret":"' +
+      card +
+      '"},"order_id":"B1"},"channel":"mcp","credential_ref":null,"intent_scope":{"kind":"business_key",' +
+      '"path":"order_id","value":"B1"},"method":"tools/call","target":"payments","tool":"charge_card"}';
+    expect(canonicalJson(record)).toBe(text);
+    expect(fixed.intent(record)).toBe('fp_3K_V4DJVkomoiO0JwAo9xZURLrL-89xJ7Wf-Nv_J0pk');
+    expect(fixed.intent(record)).toBe(`fp_${hmac('intent', text)}`);
+  });
+
+  it('an action named by a business key: per actor, and shared (actor null)', () => {
+    const record: BusinessKeyRecord = { ...action, key: { path: 'order_id', value: 'B1' } };
+    const text =
+      '{"actor":"user:alice","channel":"mcp","credential_ref":null,"key":{"path":"order_id","value":"B1"},' +
+      '"method":"tools/call","target":"payments","tool":"charge_card"}';
+    expect(canonicalJson(record)).toBe(text);
+    expect(fixed.businessKey(record)).toBe('fp_JOS76wnOHkcckg6INZ3HmkIH9g6yUZIVZkDtrYZ7WZ0');
+    expect(fixed.businessKey(record)).toBe(`fp_${hmac('business_key', text)}`);
+
+    const shared: BusinessKeyRecord = { ...record, actor: null };
+    const sharedText = text.replace('"actor":"user:alice"', '"actor":null');
+    expect(canonicalJson(shared)).toBe(sharedText);
+    expect(fixed.businessKey(shared)).toBe('fp_JRE1UTWCKsuK4m5ordpqT5-dJYw-eO0NwYmsH-0WHU8');
+    expect(fixed.businessKey(shared)).toBe(`fp_${hmac('business_key', sharedText)}`);
+  });
+
+  it('a business-key fingerprint never equals a full-record one over the same text', () => {
+    const text = canonicalJson(base);
+    expect(`fp_${fixed.digest('business_key', text)}`).not.toBe(`fp_${fixed.digest('intent', text)}`);
+  });
+});
+
+describe('Fingerprinter.businessKey: the key names the action', () => {
+  const named: BusinessKeyRecord = {
+    actor: 'user:alice',
+    tool: 'charge_card',
+    channel: 'mcp',
+    target: 'payments',
+    credential_ref: null,
+    method: 'tools/call',
+    key: { path: 'order_id', value: 'B1' },
+  };
+
+  it('changes when any member changes', () => {
+    const variants: BusinessKeyRecord[] = [
+      { ...named, actor: 'user:bob' },
+      { ...named, actor: null },
+      { ...named, tool: 'refund' },
+      { ...named, channel: 'http' },
+      { ...named, target: 'other' },
+      { ...named, credential_ref: 'vault:a' },
+      { ...named, method: 'POST' },
+      { ...named, key: { path: 'order.id', value: 'B1' } },
+      { ...named, key: { path: 'order_id', value: 'B2' } },
+      { ...named, key: { path: 'order_id', value: 1 } },
+    ];
+    const all = new Set([named, ...variants].map((r) => fingerprinter.businessKey(r)));
+    expect(all.size).toBe(variants.length + 1);
+  });
+
+  it('takes equal key values (1 and 1.0, reordered objects) as one action', () => {
+    expect(fingerprinter.businessKey({ ...named, key: { path: 'k', value: JSON.parse('1.0') } })).toBe(
+      fingerprinter.businessKey({ ...named, key: { path: 'k', value: 1 } }),
+    );
+    expect(fingerprinter.businessKey({ ...named, key: { path: 'k', value: { a: 1, b: 2 } } })).toBe(
+      fingerprinter.businessKey({ ...named, key: { path: 'k', value: { b: 2, a: 1 } } }),
+    );
   });
 });
 

@@ -29,6 +29,24 @@ export interface CanonicalActionRecord {
   intent_scope: JsonValue;
 }
 
+/**
+ * What one action is under a business-key scope (DESIGN §5): the key names
+ * the action, so the other arguments are not part of it. They are compared
+ * separately (the request digest, the full record's fingerprint) to tell a
+ * repeat from a conflicting use of the key.
+ */
+export interface BusinessKeyRecord {
+  /** The caller; null when the contract shares the key's name space across actors. */
+  actor: string | null;
+  tool: string;
+  channel: string;
+  target: string;
+  credential_ref: string | null;
+  method: string;
+  /** The argument path the contract names, and its value (secrets already digested). */
+  key: { path: string; value: JsonValue };
+}
+
 export const FINGERPRINT_KEY_FILE = 'fingerprint.key';
 
 /**
@@ -67,6 +85,14 @@ export class Fingerprinter {
   /** `fp_` + base64url(HMAC-SHA-256(key, "intent\0" ‖ JCS(record))). */
   intent(record: CanonicalActionRecord): string {
     return `fp_${this.#mac('intent', canonicalJson(record, this.limits))}`;
+  }
+
+  /**
+   * `fp_` + base64url(HMAC-SHA-256(key, "business_key\0" ‖ JCS(record))). Its own
+   * domain: an action named by a key never shares a fingerprint with a full record.
+   */
+  businessKey(record: BusinessKeyRecord): string {
+    return `fp_${this.#mac('business_key', canonicalJson(record, this.limits))}`;
   }
 
   /** Digest of an already-canonical text under a named domain (e.g. request receipts). */

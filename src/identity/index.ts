@@ -19,6 +19,11 @@ export {
   toJsonValue,
 } from './canonical.js';
 export { resolveDataDir } from './data-dir.js';
-export { type CanonicalActionRecord, FINGERPRINT_KEY_FILE, Fingerprinter } from './fingerprint.js';
+export {
+  type BusinessKeyRecord,
+  type CanonicalActionRecord,
+  FINGERPRINT_KEY_FILE,
+  Fingerprinter,
+} from './fingerprint.js';
 export { type RequestId, type RequestKeyParts, renderRequestId, requestKey } from './request-key.js';
 export { loadOrCreateSecret } from './secret-key.js';

@@ -6,7 +6,7 @@ import type { ExecutionRecord } from './types.js';
 /**
  * An execution row as both SQL stores lay it out (snake_case columns,
  * times in ms, outcome as JSON text); each store adds its own fingerprint
- * encoding and bookkeeping columns.
+ * encoding (of `fingerprint` and `request_digest`) and bookkeeping columns.
  */
 export interface ExecutionColumns {
   id: string;
@@ -31,11 +31,13 @@ export interface ExecutionColumns {
 export function recordFromColumns(
   row: ExecutionColumns,
   fingerprint: string,
+  requestDigest: string | null,
   readAt: number,
 ): ExecutionRecord {
   return {
     id: row.id,
     fingerprint,
+    requestDigest,
     actor: row.actor,
     tool: row.tool,
     session: row.session,

@@ -169,6 +169,8 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect(stable(record)).toEqual({
           id: input.id,
           fingerprint: input.fingerprint,
+          // None given: a scope whose fingerprint is the whole request.
+          requestDigest: null,
           actor: input.actor,
           tool: input.tool,
           session: input.session,
@@ -189,6 +191,34 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect(record.createdAt).toBeGreaterThanOrEqual(before);
         expect(record.createdAt).toBeLessThanOrEqual(after);
         expect(stable(await store.get(input.id))).toEqual(stable(record));
+      });
+
+      it('keeps the request digest of a business-key claim, and hands it to a losing claim with the holder', async () => {
+        const requestDigest = newFingerprint();
+        const { input, record } = await claimWon({ requestDigest });
+        expect(record.requestDigest).toBe(requestDigest);
+        expect((await store.get(input.id))?.requestDigest).toBe(requestDigest);
+        expect((await store.findActive(input.fingerprint))?.requestDigest).toBe(requestDigest);
+        expect((await store.list()).find((r) => r.id === input.id)?.requestDigest).toBe(requestDigest);
+        // A later use of the key with other arguments: it loses, and sees what the holder was claimed with.
+        const other = await store.claim(
+          claimInput({ fingerprint: input.fingerprint, requestDigest: newFingerprint() }),
+        );
+        expect(other.won).toBe(false);
+        expect(other.record?.requestDigest).toBe(requestDigest);
+        // It survives every state change.
+        const done = await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'completed',
+          holder: null,
+        });
+        expect(done?.requestDigest).toBe(requestDigest);
+        // Any spelling is kept as given, not only the compact one.
+        const odd = await claimWon({ requestDigest: 'rq:not-compact' });
+        expect((await store.get(odd.input.id))?.requestDigest).toBe('rq:not-compact');
+        const none = await claimWon({ requestDigest: null });
+        expect(none.record.requestDigest).toBeNull();
       });
 
       it('never hands out the claim token', async () => {

@@ -12,6 +12,13 @@ export interface ExecutionRecord {
   id: string;
   /** Intent fingerprint (keyed digest of the canonical action record). */
   fingerprint: string;
+  /**
+   * Under a business-key scope, where the fingerprint names the action by its
+   * key alone: the fingerprint of the whole request it was claimed with, so a
+   * later use of the key with other arguments is told apart (a conflict, not a
+   * repeat). Null for every other scope: there the fingerprint is the whole request.
+   */
+  requestDigest: string | null;
   actor: string;
   tool: string;
   /** Transport session that created it, if any. */
@@ -41,6 +48,8 @@ export interface ExecutionRecord {
 export interface ClaimInput {
   id: string;
   fingerprint: string;
+  /** See ExecutionRecord.requestDigest; omitted means null. */
+  requestDigest?: string | null;
   actor: string;
   tool: string;
   session: string | null;

@@ -59,6 +59,7 @@ export class MemoryStore implements ExecutionStore {
     const row: Row = {
       id: input.id,
       fingerprint: input.fingerprint,
+      requestDigest: input.requestDigest ?? null,
       actor: input.actor,
       tool: input.tool,
       session: input.session,

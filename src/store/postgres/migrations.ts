@@ -102,6 +102,15 @@ export const MIGRATIONS: readonly Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION journal_append_only();
     `,
   },
+  {
+    version: 2,
+    name: 'request digest of business-key executions',
+    sql: `
+      -- Same encoding as fingerprint. NULL outside business-key scopes, where it costs a
+      -- bit in the row's null bitmap; variable width, so its place at the end costs no padding.
+      ALTER TABLE executions ADD COLUMN request_digest bytea;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

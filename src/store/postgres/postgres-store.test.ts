@@ -20,7 +20,7 @@ import { CountingTarget } from '../../testing/counting-target.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
 import type { ClaimInput, ExecutionStore } from '../types.js';
-import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { MIGRATIONS, migrate, SCHEMA_VERSION } from './migrations.js';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -175,6 +175,25 @@ describe('PostgresStore', () => {
         await store.close();
         await pg.admin().query(`DROP SCHEMA ${name} CASCADE`);
       }
+    });
+
+    it('brings a schema from before request digests (version 1) up to date: its rows read with none', async () => {
+      const client = await pg.admin().connect();
+      try {
+        await client.query(`SET search_path TO ${schema.schema}`);
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 1) });
+        await client.query(`
+          INSERT INTO executions (created_at, updated_at, attach_until, state, replay, active, id, fingerprint,
+            actor, tool, arguments_preview)
+          VALUES (1, 1, 2, 'completed', 'keyed', true, 'exe_old', '\\xff6670', 'a', 't', '{}')`);
+      } finally {
+        client.release();
+      }
+      const store = await open();
+      expect(await store.get('exe_old')).toMatchObject({ id: 'exe_old', requestDigest: null });
+      const requestDigest = newFingerprint();
+      expect((await store.claim(claimInput({ requestDigest }))).record?.requestDigest).toBe(requestDigest);
+      expect(await sql('SELECT version FROM schema_migrations')).toHaveLength(MIGRATIONS.length);
     });
 
     it('refuses a schema newer than it knows', async () => {

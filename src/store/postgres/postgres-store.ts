@@ -66,6 +66,7 @@ const MIGRATION_TIMEOUT_MS = 15 * 60_000;
 
 interface ExecutionRow extends ExecutionColumns {
   fingerprint: Buffer;
+  request_digest: Buffer | null;
   read_at: number;
 }
 
@@ -103,7 +104,8 @@ function connectionConfig(options: PostgresStoreOptions): pg.ClientConfig {
 
 /** Every column but the claim token, which never leaves the store. */
 const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_at, updated_at, attach_until,
-  dispatched_at, deadline_at, lease_owner, lease_expires_at, outcome, delivered_at, arguments_preview, note`;
+  dispatched_at, deadline_at, lease_owner, lease_expires_at, outcome, delivered_at, arguments_preview, note,
+  request_digest`;
 
 /**
  * Locks the journal's head row only if the change (`changed`) happened and has
@@ -135,9 +137,9 @@ const SQL = {
       ins AS (
         INSERT INTO executions (created_at, updated_at, attach_until, dispatched_at, deadline_at,
           lease_expires_at, active, id, fingerprint, actor, tool, session, replay, state, claim_token,
-          lease_owner, arguments_preview)
+          lease_owner, arguments_preview, request_digest)
         SELECT c.now, c.now, c.now + $2::bigint, CASE WHEN $3::bigint IS NULL THEN NULL ELSE c.now END,
-          c.now + $3::bigint, c.now + $4::bigint, true, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
+          c.now + $3::bigint, c.now + $4::bigint, true, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
         FROM c
         ON CONFLICT (fingerprint) WHERE active DO NOTHING
         RETURNING ${COLUMNS}, created_at AS read_at
@@ -384,6 +386,7 @@ export class PostgresStore implements ExecutionStore {
       input.claimToken,
       input.leaseOwner,
       input.argumentsPreview,
+      input.requestDigest == null ? null : encodeFingerprint(input.requestDigest),
     ]);
     const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
 
@@ -693,7 +696,12 @@ async function last<T>(before: Promise<unknown>[], final: Promise<T>): Promise<T
 }
 
 function toRecord(row: ExecutionRow): ExecutionRecord {
-  return recordFromColumns(row, decodeFingerprint(row.fingerprint), row.read_at);
+  return recordFromColumns(
+    row,
+    decodeFingerprint(row.fingerprint),
+    row.request_digest === null ? null : decodeFingerprint(row.request_digest),
+    row.read_at,
+  );
 }
 
 const INT8_OID = 20;

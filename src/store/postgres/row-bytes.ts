@@ -22,7 +22,7 @@ export interface PostgresRowBytes {
 
 const WITHOUT_OUTCOME = `created_at, updated_at, attach_until, dispatched_at, deadline_at, lease_expires_at,
   delivered_at, state, replay, active, id, fingerprint, actor, tool, session, claim_token, lease_owner,
-  arguments_preview, note`;
+  arguments_preview, note, request_digest`;
 
 /**
  * Bytes per execution row without its outcome (the result payload), counted

@@ -94,6 +94,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX activity_journal_execution ON activity_journal (execution_id) WHERE execution_id IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: 'request digest of business-key executions',
+    sql: `
+      -- Same encoding as fingerprint: 32 bytes for an 'fp_' digest, the text otherwise.
+      -- NULL (and so nothing in the row but its header byte) outside business-key scopes.
+      ALTER TABLE executions ADD COLUMN request_digest ANY;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

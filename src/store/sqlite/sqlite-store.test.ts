@@ -293,6 +293,29 @@ describe('SqliteStore', () => {
       expect(db.prepare("SELECT name FROM sqlite_schema WHERE name = 'c'").get()).toBeUndefined();
     });
 
+    it('bring a file from before request digests (schema 2) up to date: its rows read with none', async () => {
+      const db = new Database(path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 2),
+      );
+      db.prepare(`
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, arguments_preview)
+        VALUES ('exe_old', 'fp_old', 1, 'a', 't', NULL, 'keyed', 'completed', 1, 1, 2, '{}')`).run();
+      db.close();
+
+      const store = await SqliteStore.open({ path });
+      try {
+        expect(await store.get('exe_old')).toMatchObject({ id: 'exe_old', requestDigest: null });
+        const requestDigest = newFingerprint();
+        const fresh = await store.claim(claimInput({ requestDigest }));
+        expect(fresh.record?.requestDigest).toBe(requestDigest);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('refuse a file whose schema is newer than this code knows', async () => {
       await (await SqliteStore.open({ path })).close();
       const db = new Database(path);

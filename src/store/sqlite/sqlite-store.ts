@@ -36,6 +36,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 interface ExecutionRow extends ExecutionColumns {
   fingerprint: Buffer | string;
+  request_digest: Buffer | string | null;
   active: 0 | 1;
   claim_token: string | null;
 }
@@ -197,6 +198,7 @@ export class SqliteStore implements ExecutionStore {
     const row = this.#sql.insert.get({
       id: input.id,
       fingerprint,
+      requestDigest: input.requestDigest == null ? null : encodeFingerprint(input.requestDigest),
       actor: input.actor,
       tool: input.tool,
       session: input.session,
@@ -316,10 +318,11 @@ function prepareStatements(db: Database.Database) {
   return {
     insert: db.prepare<Record<string, unknown>, ExecutionRow>(`
       INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
-        attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview)
+        attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview,
+        request_digest)
       VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
         @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
-        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview)
+        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
       RETURNING *`),
     retire: db.prepare<[string, Fingerprint]>(
@@ -400,7 +403,12 @@ function journalStatements(db: Database.Database, table: 'activity_journal' | 's
 }
 
 function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
-  return recordFromColumns(row, decodeFingerprint(row.fingerprint), readAt);
+  return recordFromColumns(
+    row,
+    decodeFingerprint(row.fingerprint),
+    row.request_digest === null ? null : decodeFingerprint(row.request_digest),
+    readAt,
+  );
 }
 
 /** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
