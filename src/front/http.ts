@@ -228,13 +228,12 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const server: Server = createServer(
     {
-      headersTimeout: timeouts.headersMs,
+      // Node refuses a headers timeout longer than the request's (0: no limit).
+      headersTimeout:
+        timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
       requestTimeout: timeouts.requestMs,
       // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
-      connectionsCheckingInterval: Math.max(
-        25,
-        Math.min(1_000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4)),
-      ),
+      connectionsCheckingInterval: checkingInterval(timeouts),
     },
     (req, res) => {
       handle(req, res).catch((error: unknown) => {
@@ -260,6 +259,12 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A quarter of the shortest timeout set, between 25 ms and 1 s. */
+function checkingInterval(timeouts: HttpTimeouts): number {
+  const set = [timeouts.headersMs, timeouts.requestMs].filter((ms) => ms > 0);
+  return set.length === 0 ? 30_000 : Math.max(25, Math.min(1_000, Math.floor(Math.min(...set) / 4)));
 }
 
 /** Who a request comes from, as far as the front can tell: the bearer principal, '' without auth. */

@@ -260,6 +260,19 @@ describe('connection timeouts (test-injected, short)', () => {
     }
   });
 
+  it('a headers timeout longer than the request timeout is taken as the request timeout (Node refuses it otherwise)', async () => {
+    const other = await startHttpGateway({
+      upstreams: { counter: countingUpstream(freshDir('counts')) },
+      http: { timeouts: { headers: '60s', request: '1s' } },
+    });
+    try {
+      const session = await rawSession(other.url, 'clamped');
+      expect(session.sessionId).toBeTruthy();
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a kept-alive connection left idle is closed after the idle timeout', async () => {
     const socket = await openSocket(port);
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
