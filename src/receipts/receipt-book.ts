@@ -23,8 +23,10 @@ interface Receipt {
   fingerprint: string;
   reply: Promise<ReceiptReply>;
   resolve: (reply: ReceiptReply) => void;
-  /** When the reply was settled; null while the request still runs. */
+  /** When the reply was settled (or the receipt released as a tombstone); null while the request still runs. */
   settledAt: number | null;
+  /** Released unanswered but kept as a tombstone: the same message runs anew, other content is still a reused id. */
+  released?: boolean;
 }
 
 /** What to do with an arriving request. */
@@ -32,12 +34,14 @@ export type ReceiptDecision =
   /**
    * First time: run it, then `settle` with the reply (results and errors alike).
    * `release` drops the receipt (a settled one: it is of no more use; an
-   * unsettled one: its waiting duplicates get `null` and decide again).
+   * unsettled one: its waiting duplicates get `null` and decide again). With
+   * `tombstone`, an unanswered receipt stays for its retention so the id is
+   * still taken: the same message runs anew, other content is a reused id.
    */
   | {
       kind: 'new';
       settle: (reply: JSONRPCMessage) => void;
-      release: () => void;
+      release: (tombstone?: boolean) => void;
       idReused: boolean;
     }
   /** The same message again: wait for the first one's reply (`null`: released unanswered). Nothing runs twice. */
@@ -113,8 +117,9 @@ export class ReceiptBook {
     const owner = holder.owner ?? '';
     const existing = this.#receipts.get(key);
     if (existing && !this.#expired(existing)) {
-      if (existing.fingerprint === fingerprint) return { kind: 'duplicate', reply: existing.reply };
-      if (sessionScoped) return { kind: 'id_reused' };
+      if (existing.fingerprint === fingerprint) {
+        if (!existing.released) return { kind: 'duplicate', reply: existing.reply };
+      } else if (sessionScoped) return { kind: 'id_reused' };
     }
     if (!existing && this.#atBound(owner)) {
       this.#trim();
@@ -134,17 +139,23 @@ export class ReceiptBook {
     }
     return {
       kind: 'new',
-      idReused: existing !== undefined && !this.#expired(existing),
+      idReused: existing !== undefined && !this.#expired(existing) && existing.fingerprint !== fingerprint,
       settle: (message) => {
         if (receipt.settledAt !== null) return;
         receipt.settledAt = this.#clock();
         if (this.#receipts.get(key) === receipt) this.#settled.push({ key, receipt });
         resolve(message);
       },
-      release: () => {
-        if (this.#receipts.get(key) === receipt) this.#delete(key, receipt);
-        // A waiter on an unanswered receipt decides again instead of waiting forever.
-        if (receipt.settledAt === null) resolve(null);
+      release: (tombstone = false) => {
+        if (this.#receipts.get(key) === receipt) {
+          if (tombstone && receipt.settledAt === null) {
+            receipt.released = true;
+            receipt.settledAt = this.#clock();
+            this.#settled.push({ key, receipt });
+          } else this.#delete(key, receipt);
+        }
+        // A waiter on an unanswered receipt decides again instead of waiting forever (no-op once answered).
+        resolve(null);
       },
     };
   }

@@ -51,6 +51,17 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
     await waitFor('the resend to arrive', () => calls(1) === 2);
   });
 
+  it('after a cancellation the id is still taken for other content (MCP_REQUEST_ID_REUSED)', async () => {
+    const { client, calls, replies } = await connected();
+    await client.send(call(3, 'first'));
+    await waitFor('the call to arrive', () => calls(3) === 1);
+    await client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } });
+    await client.send(call(3, 'other'));
+    await waitFor('the refusal', () => replies.length === 1);
+    expect(replies[0]).toMatchObject({ id: 3, error: { data: { code: 'MCP_REQUEST_ID_REUSED' } } });
+    expect(calls(3)).toBe(1);
+  });
+
   it('the transport closes: running receipts are released and settled ones dropped', async () => {
     const book = new ReceiptBook();
     const { client, receipts, calls } = await connected(book);

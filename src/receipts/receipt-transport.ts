@@ -84,7 +84,7 @@ export class ReceiptTransport implements Transport {
   /** Requests still running here: rendered id → the id as it came, and how to settle its receipt. */
   readonly #pending = new Map<
     string,
-    { id: RequestId; settle: (reply: JSONRPCMessage) => void; release: () => void }
+    { id: RequestId; settle: (reply: JSONRPCMessage) => void; release: (tombstone?: boolean) => void }
   >();
   /** Ids already registered by `admit` (HTTP front): they pass straight through once. */
   readonly #admitted = new Set<string>();
@@ -221,7 +221,8 @@ export class ReceiptTransport implements Transport {
   /**
    * A cancelled request gets no response (MCP), so its receipt would wait
    * forever: release it. A resend then runs as a new request, which the
-   * execution layer matches to the cancelled one's execution (nothing runs twice).
+   * execution layer matches to the cancelled one's execution (nothing runs
+   * twice); the id stays taken for other content (a tombstone).
    */
   #releaseCancelled(params: unknown): void {
     const requestId = (params as { requestId?: unknown } | undefined)?.requestId;
@@ -231,7 +232,7 @@ export class ReceiptTransport implements Transport {
     if (!pending) return;
     this.#pending.delete(rendered);
     this.#admitted.delete(rendered);
-    pending.release();
+    pending.release(true);
   }
 
   /**
