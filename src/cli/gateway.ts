@@ -7,6 +7,7 @@ interface GatewayFlags {
   config?: string;
   listen?: string;
   stdio?: boolean;
+  allowUnauthenticated?: boolean;
 }
 
 /** `idem gateway [--config idem.yaml] [--listen host:port] [-- command args…]` */
@@ -22,6 +23,10 @@ export function registerGatewayCommand(program: Command, version: string): void 
     )
     .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
     .option('--stdio', 'also serve on stdio when --listen or the config enables HTTP')
+    .option(
+      '--allow-unauthenticated',
+      'serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see docs/security.md',
+    )
     .argument('[command...]', 'an upstream MCP server command, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: GatewayFlags) => {
@@ -42,7 +47,11 @@ export function registerGatewayCommand(program: Command, version: string): void 
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       if (config.listen?.http) {
-        const http = await gateway.serveHttp();
+        const http = await gateway.serveHttp().catch(async (error: unknown) => {
+          // Refused (or could not listen): the store goes closed, not half-open.
+          await gateway.close().catch(() => {});
+          throw error;
+        });
         process.stderr.write(`idem gateway: Streamable HTTP on ${http.url}\n`);
       }
       if (config.listen?.stdio ?? !config.listen?.http) {
@@ -81,11 +90,13 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
         path: '/mcp',
         stateless: false,
         session_idle_timeout: '30m',
+        allow_unauthenticated: false,
         ...config.listen?.http,
         host,
         port: Number(match[2]),
       },
     };
   }
+  if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
   return config;
 }

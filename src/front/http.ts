@@ -3,16 +3,30 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { BoundedEventStore } from './event-store.js';
 
 /** Largest request body accepted, as the SDK's own limit. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** How long a connection may take, and sit idle (ms). */
+export interface HttpTimeouts {
+  /** From connect to the end of the request headers. */
+  headersMs: number;
+  /** From connect to the end of the request body: a body trickled in slower than this is cut off. */
+  requestMs: number;
+  /** A kept-alive connection with no request for this long is closed. */
+  idleMs: number;
+}
+
+/**
+ * Slow clients are cut off well before Node's defaults (60 s for headers,
+ * 300 s for a request): an MCP request is small, and a held connection is
+ * what a slow-body attack costs the server. Streams a response opens (SSE) are
+ * not bounded by these: they carry their own keep-alive.
+ */
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 5_000 };
 
 export interface HttpFrontOptions {
   host?: string;
@@ -31,6 +45,10 @@ export interface HttpFrontOptions {
    * DELETE). Default 30 minutes; 0 keeps sessions until DELETE or shutdown.
    */
   sessionIdleTimeoutMs?: number;
+  /** Connection timeouts; see DEFAULT_HTTP_TIMEOUTS. */
+  timeouts?: Partial<HttpTimeouts>;
+  /** Bounds of each session's replay buffer (events for `Last-Event-ID`). */
+  eventsPerSession?: { maxEvents?: number; maxBytes?: number };
   /** Puts receipts around the transport (layer 1). */
   wrap(transport: StreamableHTTPServerTransport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
@@ -46,6 +64,8 @@ export interface ServedHttp {
 interface Session {
   http: StreamableHTTPServerTransport;
   receipts: ReceiptTransport;
+  /** Who opened it (the bearer principal; '' without auth): nobody else may use it. */
+  owner: string;
   /** End of the last request on the session (ms); an idle one is closed, and its upstreams with it. */
   lastSeen: number;
   /** Requests (and open GET streams) in progress: a session busy with one is not idle. */
@@ -63,7 +83,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const host = options.host ?? '127.0.0.1';
   const path = options.path ?? '/mcp';
   const sessions = new Map<string, Session>();
-  const eventStore = new BoundedEventStore();
+  const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...options.timeouts };
   const idleMs = options.sessionIdleTimeoutMs ?? 30 * 60_000;
   const reaper =
     idleMs > 0
@@ -89,14 +109,18 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       options.allowedOrigins ?? [...(allowedHosts ?? [])].flatMap((h) => [`http://${h}`, `https://${h}`]),
     );
 
-  const openSession = async (): Promise<Session> => {
-    const session = { lastSeen: Date.now(), busy: 0 } as Session;
+  const openSession = async (owner: string): Promise<Session> => {
+    const session = { lastSeen: Date.now(), busy: 0, owner } as Session;
     session.http = new StreamableHTTPServerTransport(
       options.stateless
         ? { sessionIdGenerator: undefined }
         : {
             sessionIdGenerator: () => randomUUID(),
-            eventStore,
+            // Replay never crosses sessions: each has its own events.
+            eventStore: new BoundedEventStore(
+              options.eventsPerSession?.maxEvents,
+              options.eventsPerSession?.maxBytes,
+            ),
             onsessioninitialized: (id) => {
               sessions.set(id, session);
             },
@@ -123,16 +147,16 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== path) {
-      res.writeHead(404).end();
+      refuse(req, res, 404, undefined);
       return;
     }
     if (allowedHosts && !allowedHosts.has(req.headers.host ?? '')) {
-      sendJson(res, 403, rpcError(-32000, `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`));
+      refuse(req, res, 403, rpcError(-32000, `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`));
       return;
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins().has(origin)) {
-      sendJson(res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
+      refuse(req, res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
       return;
     }
     if (options.authenticate) {
@@ -140,22 +164,28 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       const auth = match ? options.authenticate(match[1] as string) : undefined;
       if (!auth) {
         res.setHeader('www-authenticate', 'Bearer realm="idem"');
-        sendJson(res, 401, rpcError(-32001, 'Unauthorized: a valid bearer token is required'));
+        refuse(req, res, 401, rpcError(-32001, 'Unauthorized: a valid bearer token is required'));
         return;
       }
       req.auth = auth;
     }
+    const owner = ownerOf(req.auth);
     const sessionId = req.headers['mcp-session-id'];
-    if (!options.stateless && typeof sessionId === 'string' && !sessions.has(sessionId)) {
-      sendJson(res, 404, rpcError(-32001, 'Session not found'));
-      return;
-    }
     const existing =
       !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    // Another actor's session does not exist for this caller (same answer as an unknown id).
+    if (
+      !options.stateless &&
+      typeof sessionId === 'string' &&
+      (existing === undefined || existing.owner !== owner)
+    ) {
+      refuse(req, res, 404, rpcError(-32001, 'Session not found'));
+      return;
+    }
     if (req.method !== 'POST') {
       if (!existing) {
         // GET/DELETE need a session; the SDK transport answers with the spec's error.
-        const session = await openSession();
+        const session = await openSession(owner);
         await session.http.handleRequest(req, res);
         await discardUnlessInitialized(session);
         return;
@@ -173,17 +203,17 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       return;
     }
     if (existing) busyUntilDone(existing, res);
-    if (existing && !Array.isArray(body) && body !== null && typeof body === 'object') {
-      const admission = existing.receipts.admit(
-        body as JSONRPCMessage,
-        req.auth ? { authInfo: req.auth } : undefined,
-      );
+    if (existing && !Array.isArray(body) && isJSONRPCRequest(body)) {
+      const admission = await existing.receipts.admit(body, req.auth ? { authInfo: req.auth } : undefined);
       if (admission.kind === 'answer') {
-        sendJson(res, 200, await admission.reply, existing.http.sessionId);
+        sendJson(res, 200, admission.reply, existing.http.sessionId);
         return;
       }
+      // Refused by the SDK transport (Accept, Content-Type, protocol version) or cut off before
+      // it reached the server: nothing ran, so the receipt must not wait for a reply.
+      res.once('close', () => existing.receipts.abandon(body.id));
     }
-    const session = existing ?? (await openSession());
+    const session = existing ?? (await openSession(owner));
     if (!existing) busyUntilDone(session, res);
     await session.http.handleRequest(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
@@ -196,12 +226,23 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     if (session.http.sessionId === undefined) await session.receipts.close().catch(() => {});
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
-      else res.end();
-    });
-  });
+  const server: Server = createServer(
+    {
+      // Node refuses a headers timeout longer than the request's (0: no limit).
+      headersTimeout:
+        timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
+      connectionsCheckingInterval: checkingInterval(timeouts),
+    },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
+        else res.end();
+      });
+    },
+  );
+  server.keepAliveTimeout = timeouts.idleMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => resolve());
@@ -218,6 +259,33 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A quarter of the shortest timeout set, between 25 ms and 1 s. */
+function checkingInterval(timeouts: HttpTimeouts): number {
+  const set = [timeouts.headersMs, timeouts.requestMs].filter((ms) => ms > 0);
+  return set.length === 0 ? 30_000 : Math.max(25, Math.min(1_000, Math.floor(Math.min(...set) / 4)));
+}
+
+/** Who a request comes from, as far as the front can tell: the bearer principal, '' without auth. */
+function ownerOf(auth: AuthInfo | undefined): string {
+  return auth ? `token:${auth.clientId}` : '';
+}
+
+/**
+ * An early refusal (before the body is read): answer, then close the
+ * connection, so a client that keeps trickling a body it was refused for does
+ * not keep the socket. The unread body is drained for a moment so the client
+ * sees the answer instead of a reset.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  res.setHeader('connection', 'close');
+  if (body === undefined) res.writeHead(status).end();
+  else sendJson(res, status, body);
+  if (!req.complete) {
+    req.resume();
+    setTimeout(() => req.destroy(), 1_000).unref();
+  }
 }
 
 function rpcError(code: number, message: string, id: RequestId | null = null) {

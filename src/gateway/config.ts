@@ -129,6 +129,23 @@ export const GatewayConfigSchema = z
               .array(z.string())
               .optional()
               .describe('Origin header values accepted when a browser sends one. Default: none.'),
+            allow_unauthenticated: z
+              .boolean()
+              .default(false)
+              .describe(
+                'Listen on a non-loopback address without auth.bearer. Every caller is then unauthenticated and its actor spoofable (docs/security.md); without this key the gateway refuses to start.',
+              ),
+            timeouts: z
+              .object({
+                headers: duration.optional().describe('From connect to the end of the headers. Default 10s.'),
+                request: duration
+                  .optional()
+                  .describe('From connect to the end of the request body. Default 30s.'),
+                idle: duration.optional().describe('A kept-alive connection with no request. Default 5s.'),
+              })
+              .strict()
+              .optional()
+              .describe('Connection timeouts: a slow or idle client is cut off (streams are not bounded).'),
           })
           .strict()
           .optional(),
@@ -157,7 +174,16 @@ export const GatewayConfigSchema = z
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
       .default('idem_execution_status'),
     receipts: z
-      .object({ max: z.number().int().positive().optional(), retention: duration.optional() })
+      .object({
+        max: z.number().int().positive().optional().describe('All actors together. Default 100000.'),
+        max_per_actor: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('One actor at most (so one actor cannot lock the others out). Default 10000.'),
+        retention: duration.optional(),
+      })
       .strict()
       .optional(),
     retention: duration.default('48h').describe('How long finished executions are kept.'),

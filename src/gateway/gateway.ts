@@ -18,7 +18,8 @@ import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js
 import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
-import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 
 export interface GatewayOptions {
@@ -72,6 +73,7 @@ export class Gateway {
     });
     this.receipts = new ReceiptBook({
       ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
+      ...(config.receipts?.max_per_actor ? { maxReceiptsPerActor: config.receipts.max_per_actor } : {}),
       ...(config.receipts?.retention !== undefined
         ? { retentionMs: durationMs(config.receipts.retention, 'receipts.retention') }
         : {}),
@@ -145,12 +147,42 @@ export class Gateway {
     return session;
   }
 
-  /** Serves clients over Streamable HTTP. */
+  /**
+   * Serves clients over Streamable HTTP. Without auth it warns (the actor is
+   * whatever the client says it is), and refuses a non-loopback address unless
+   * `listen.http.allow_unauthenticated` is set.
+   */
   async serveHttp(): Promise<ServedHttp> {
     const http = this.#config.listen?.http;
     const stateless = http?.stateless ?? false;
+    const host = http?.host ?? '127.0.0.1';
+    if (this.#tokens.size === 0) {
+      const exposure = unauthenticatedExposure({
+        host,
+        stateless,
+        allowed: http?.allow_unauthenticated ?? false,
+      });
+      if (exposure.refuse) throw new ConfigError(exposure.message);
+      // Said even without a logger: an operator must not miss it.
+      if (this.#options.logger) this.#options.logger.warn(exposure.message);
+      else process.stderr.write(`idem gateway: ${exposure.message}\n`);
+    }
+    const timeout = (key: 'headers' | 'request' | 'idle') => {
+      const value = http?.timeouts?.[key];
+      return value === undefined ? undefined : durationMs(value, `listen.http.timeouts.${key}`);
+    };
+    const timeouts = Object.fromEntries(
+      (
+        [
+          ['headersMs', timeout('headers')],
+          ['requestMs', timeout('request')],
+          ['idleMs', timeout('idle')],
+        ] as const
+      ).filter(([, ms]) => ms !== undefined),
+    );
     this.#http = await serveHttpFront({
-      host: http?.host ?? '127.0.0.1',
+      host,
+      timeouts,
       port: http?.port ?? 8787,
       path: http?.path ?? '/mcp',
       stateless,

@@ -70,4 +70,73 @@ describe('ReceiptBook', () => {
     now = 11;
     expect(book.begin('a', 'fp2', true).kind).toBe('new');
   });
+
+  it('the bound is per actor too: one actor at its limit does not lock the others out', () => {
+    const book = new ReceiptBook({ maxReceipts: 100, maxReceiptsPerActor: 2 });
+    expect(book.begin('m1', 'fp', true, { owner: 'mallory' }).kind).toBe('new');
+    expect(book.begin('m2', 'fp', true, { owner: 'mallory' }).kind).toBe('new');
+    expect(book.begin('m3', 'fp', true, { owner: 'mallory' }).kind).toBe('full');
+    expect(book.begin('a1', 'fp', true, { owner: 'alice' }).kind).toBe('new');
+    expect(book.sizeOf('mallory')).toBe(2);
+    expect(book.sizeOf('alice')).toBe(1);
+  });
+
+  it('a released unanswered receipt wakes its waiters with null and frees the id and the actor’s slot', async () => {
+    const book = new ReceiptBook({ maxReceiptsPerActor: 1 });
+    const first = book.begin('k', 'fp', true, { owner: 'alice' });
+    const dup = book.begin('k', 'fp', true, { owner: 'alice' });
+    if (first.kind !== 'new' || dup.kind !== 'duplicate') throw new Error('expected new, then duplicate');
+    first.release();
+    expect(await dup.reply).toBeNull();
+    expect(book.size).toBe(0);
+    expect(book.sizeOf('alice')).toBe(0);
+    // The id is free again: a resend now runs as a new request.
+    const again = book.begin('k', 'fp', true, { owner: 'alice' });
+    expect(again.kind).toBe('new');
+    // A settle after the release changes nothing for the new receipt.
+    first.settle(reply(1));
+    expect(book.begin('k', 'fp', true, { owner: 'alice' }).kind).toBe('duplicate');
+  });
+
+  it('releasing a settled receipt drops it (a closed session’s receipts can never match again)', async () => {
+    const book = new ReceiptBook();
+    const first = book.begin('k', 'fp', true, { owner: 'alice' });
+    if (first.kind !== 'new') throw new Error('expected new');
+    first.settle(reply(1));
+    first.release();
+    expect(book.size).toBe(0);
+  });
+
+  it('trimming drops expired receipts in settle order and keeps running ones', () => {
+    let now = 0;
+    const book = new ReceiptBook({ retentionMs: 10, clock: () => now });
+    const done = ['a', 'b', 'c'].map((k) => book.begin(k, 'fp', true, { owner: 'x' }));
+    book.begin('running', 'fp', true, { owner: 'x' });
+    for (const d of done) if (d.kind === 'new') d.settle(reply(1));
+    now = 10;
+    expect(book.trim()).toBe(3);
+    expect(book.size).toBe(1);
+    expect(book.sizeOf('x')).toBe(1);
+  });
+
+  it('a group’s session ends: its running receipts wake their waiters, its settled ones go (or stay, if asked)', async () => {
+    const book = new ReceiptBook();
+    const running = book.begin('r', 'fp', true, { group: 's1' });
+    const done = book.begin('d', 'fp', true, { group: 's1' });
+    const other = book.begin('o', 'fp', true, { group: 's2' });
+    const waiting = book.begin('r', 'fp', true);
+    if (running.kind !== 'new' || done.kind !== 'new' || other.kind !== 'new' || waiting.kind !== 'duplicate')
+      throw new Error('unexpected decisions');
+    done.settle(reply(1));
+    book.releaseGroup('s1');
+    expect(await waiting.reply).toBeNull();
+    expect(book.size).toBe(1);
+    const kept = book.begin('k', 'fp', false, { group: 's3' });
+    const dropped = book.begin('u', 'fp', false, { group: 's3' });
+    if (kept.kind !== 'new' || dropped.kind !== 'new') throw new Error('expected new');
+    kept.settle(reply(2));
+    book.releaseGroup('s3', true);
+    expect(book.begin('k', 'fp', false).kind).toBe('duplicate');
+    expect(book.begin('u', 'fp', false).kind).toBe('new');
+  });
 });

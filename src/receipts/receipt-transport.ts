@@ -3,6 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isJSONRPCErrorResponse,
+  isJSONRPCNotification,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
@@ -35,11 +36,21 @@ export interface CallerInfo {
 }
 
 /** What to do with an arriving request. */
-export type Admission =
+type Decision =
   /** Pass it on to the server (`registered`: a receipt now waits for its reply). */
   | { kind: 'forward'; registered: boolean }
-  /** Answer it from the receipt (`reply` carries the request's own id); the server never sees it. */
-  | { kind: 'answer'; reply: Promise<JSONRPCMessage>; sameIdRunning: boolean };
+  /**
+   * Answer it from the receipt (`reply` carries the request's own id; null: the
+   * receipt was released unanswered, decide again); the server never sees it.
+   */
+  | { kind: 'answer'; reply: Promise<JSONRPCMessage | null>; sameIdRunning: boolean };
+
+/** What an HTTP front does with a request (see `admit`). */
+export type Admission =
+  /** Pass it to the SDK transport; if that refuses it, call `abandon` with its id. */
+  | { kind: 'forward' }
+  /** Send this reply (it carries the request's own id); the server never sees the request. */
+  | { kind: 'answer'; reply: JSONRPCMessage };
 
 export interface ReceiptTransportOptions {
   book: ReceiptBook;
@@ -71,18 +82,28 @@ export class ReceiptTransport implements Transport {
   readonly #connectionId = randomUUID();
   readonly #methods: Set<string>;
   /** Requests still running here: rendered id → the id as it came, and how to settle its receipt. */
-  readonly #pending = new Map<string, { id: RequestId; settle: (reply: JSONRPCMessage) => void }>();
+  readonly #pending = new Map<
+    string,
+    { id: RequestId; settle: (reply: JSONRPCMessage) => void; release: (tombstone?: boolean) => void }
+  >();
   /** Ids already registered by `admit` (HTTP front): they pass straight through once. */
   readonly #admitted = new Set<string>();
   #clientName: string | undefined;
   #initialize: { id: RequestId; client: unknown; authInfo?: AuthInfo } | undefined;
   #started = false;
+  #closed = false;
 
   constructor(inner: Transport, options: ReceiptTransportOptions) {
     this.#inner = inner;
     this.#options = options;
     this.#methods = new Set(['tools/call', ...(options.extraMethods ?? [])]);
     inner.onclose = () => {
+      this.#closed = true;
+      // The session is gone: nothing will answer what still runs in it, and its ids can never
+      // come again. Without session scope a finished receipt may still answer a resend elsewhere.
+      this.#pending.clear();
+      this.#admitted.clear();
+      this.#options.book.releaseGroup(this.#connectionId, this.#idScope() === 'none');
       if (this.#started) {
         this.#started = false;
         this.#options.onSession?.({
@@ -178,33 +199,76 @@ export class ReceiptTransport implements Transport {
       this.onmessage?.(message, extra);
       return;
     }
-    const admission = this.#decide(message, extra);
-    if (admission.kind === 'forward') {
+    if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
+      this.#releaseCancelled(message.params);
+    }
+    this.#pass(message, extra);
+  }
+
+  #pass(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    const decision = this.#decide(message, extra);
+    if (decision.kind === 'forward') {
       this.onmessage?.(message, extra);
       return;
     }
     // The very same id still running here: the one reply reaches the pipe (stdio has
     // one), so sending a copy would answer twice.
-    if (admission.sameIdRunning) return;
+    if (decision.sameIdRunning) return;
     const id = (message as { id: RequestId }).id;
-    void admission.reply.then((reply) => this.#replyTo(id, reply));
+    void decision.reply.then((reply) => (reply ? this.#replyTo(id, reply) : this.#pass(message, extra)));
+  }
+
+  /**
+   * A cancelled request gets no response (MCP), so its receipt would wait
+   * forever: release it. A resend then runs as a new request, which the
+   * execution layer matches to the cancelled one's execution (nothing runs
+   * twice); the id stays taken for other content (a tombstone).
+   */
+  #releaseCancelled(params: unknown): void {
+    const requestId = (params as { requestId?: unknown } | undefined)?.requestId;
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const rendered = renderRequestId(requestId);
+    const pending = this.#pending.get(rendered);
+    if (!pending) return;
+    this.#pending.delete(rendered);
+    this.#admitted.delete(rendered);
+    pending.release(true);
   }
 
   /**
    * For HTTP fronts, before the SDK transport sees the request: a resend or a
    * refused id is answered here, so it never displaces the first request's
-   * stream; a new request is registered and will pass straight through.
+   * stream; a new request is registered and will pass straight through. A
+   * resend whose first copy is released unanswered is decided again.
    */
-  admit(message: JSONRPCMessage, extra?: MessageExtraInfo): Admission {
-    const admission = this.#decide(message, extra);
-    if (admission.kind === 'forward' && admission.registered) {
-      this.#admitted.add(renderRequestId((message as { id: RequestId }).id));
+  async admit(message: JSONRPCMessage, extra?: MessageExtraInfo): Promise<Admission> {
+    for (;;) {
+      const decision = this.#decide(message, extra);
+      if (decision.kind === 'forward') {
+        if (decision.registered) this.#admitted.add(renderRequestId((message as { id: RequestId }).id));
+        return { kind: 'forward' };
+      }
+      const reply = await decision.reply;
+      if (reply) return { kind: 'answer', reply };
     }
-    return admission;
   }
 
-  #decide(message: JSONRPCMessage, extra?: MessageExtraInfo): Admission {
-    if (!isJSONRPCRequest(message) || !this.#methods.has(message.method))
+  /**
+   * The HTTP transport refused a request that `admit` let through (bad
+   * Accept, content type, protocol version…) or the response ended before it
+   * reached the server: nothing ran, so its receipt goes (a resend is new).
+   * No-op for a request the server received.
+   */
+  abandon(id: RequestId): void {
+    const rendered = renderRequestId(id);
+    if (!this.#admitted.delete(rendered)) return;
+    const pending = this.#pending.get(rendered);
+    this.#pending.delete(rendered);
+    pending?.release();
+  }
+
+  #decide(message: JSONRPCMessage, extra?: MessageExtraInfo): Decision {
+    if (this.#closed || !isJSONRPCRequest(message) || !this.#methods.has(message.method))
       return { kind: 'forward', registered: false };
     const params = (message.params ?? {}) as { name?: unknown; _meta?: unknown };
     const tool = typeof params.name === 'string' ? params.name : '';
@@ -229,19 +293,26 @@ export class ReceiptTransport implements Transport {
     const scope = this.#idScope();
     const session = scope === 'none' ? null : (this.sessionId ?? null);
     const key = requestKey({ actor, session, id: message.id, method: message.method, tool });
-    const decision = this.#options.book.begin(key, fingerprint, scope !== 'none');
+    const decision = this.#options.book.begin(key, fingerprint, scope !== 'none', {
+      owner: actor,
+      group: this.#connectionId,
+    });
     const event = (kind: ActivityEventInput['kind']) =>
       this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
-    const answer = (reply: Promise<JSONRPCMessage>, sameIdRunning = false): Admission => ({
+    const answer = (reply: Promise<JSONRPCMessage | null>, sameIdRunning = false): Decision => ({
       kind: 'answer',
-      reply: reply.then((r) => ({ ...r, id: message.id }) as JSONRPCMessage),
+      reply: reply.then((r) => (r ? ({ ...r, id: message.id } as JSONRPCMessage) : null)),
       sameIdRunning,
     });
 
     switch (decision.kind) {
       case 'new':
         if (decision.idReused) event('id_reused');
-        this.#pending.set(renderRequestId(message.id), { id: message.id, settle: decision.settle });
+        this.#pending.set(renderRequestId(message.id), {
+          id: message.id,
+          settle: decision.settle,
+          release: decision.release,
+        });
         return { kind: 'forward', registered: true };
       case 'duplicate': {
         event('receipt_hit');

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
+
+describe('what serving HTTP without auth exposes', () => {
+  it.each([
+    ['127.0.0.1', true],
+    ['127.5.6.7', true],
+    ['::1', true],
+    ['[::1]', true],
+    ['::ffff:127.0.0.1', true],
+    ['localhost', true],
+    ['0.0.0.0', false],
+    ['::', false],
+    ['10.0.0.5', false],
+    ['::ffff:10.0.0.5', false],
+    ['gateway.internal', false],
+  ])('%s is loopback: %s', (host, loopback) => {
+    expect(isLoopbackHost(host)).toBe(loopback);
+  });
+
+  it('refuses a non-loopback address unless allowed; warns otherwise', () => {
+    expect(unauthenticatedExposure({ host: '0.0.0.0', stateless: false, allowed: false })).toMatchObject({
+      refuse: true,
+      message: expect.stringMatching(/allow_unauthenticated/),
+    });
+    expect(unauthenticatedExposure({ host: '0.0.0.0', stateless: false, allowed: true })).toMatchObject({
+      refuse: false,
+      message: expect.stringMatching(/^WARNING/),
+    });
+    expect(unauthenticatedExposure({ host: '127.0.0.1', stateless: true, allowed: false }).message).toMatch(
+      /EVERY client one and the same actor/,
+    );
+  });
+});

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { Fingerprinter } from '../identity/fingerprint.js';
+import { ReceiptBook } from './receipt-book.js';
+import { ReceiptTransport } from './receipt-transport.js';
+
+const call = (id: number, key = 'k'): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'act', arguments: { key } },
+});
+
+const waitFor = async (what: string, probe: () => boolean) => {
+  for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setImmediate(r));
+  if (!probe()) throw new Error(`never happened: ${what}`);
+};
+
+/** A client connected to a receipt-wrapped server end that records what reaches the server (and never answers by itself). */
+async function connected(book = new ReceiptBook()) {
+  const [client, server] = InMemoryTransport.createLinkedPair();
+  const receipts = new ReceiptTransport(server, {
+    book,
+    fingerprinter: new Fingerprinter(randomBytes(32)),
+    actorOf: () => 'alice',
+  });
+  const arrived: JSONRPCMessage[] = [];
+  const replies: JSONRPCMessage[] = [];
+  receipts.onmessage = (message) => arrived.push(message);
+  client.onmessage = (message) => replies.push(message);
+  await receipts.start();
+  await client.start();
+  const calls = (id: number) => arrived.filter((m) => 'id' in m && m.id === id && 'method' in m).length;
+  return { client, receipts, book, arrived, replies, calls };
+}
+
+describe('ReceiptTransport: a receipt settles on every path', () => {
+  it('a cancelled request’s receipt is released: the resend of its id reaches the server again instead of waiting forever', async () => {
+    const { client, calls } = await connected();
+    await client.send(call(1));
+    await waitFor('the call to arrive', () => calls(1) === 1);
+    await client.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 1, reason: 'changed my mind' },
+    });
+    await client.send(call(1));
+    // The server (the execution layer behind it) answers the resend; nothing waits on a reply that cannot come.
+    await waitFor('the resend to arrive', () => calls(1) === 2);
+  });
+
+  it('after a cancellation the id is still taken for other content (MCP_REQUEST_ID_REUSED)', async () => {
+    const { client, calls, replies } = await connected();
+    await client.send(call(3, 'first'));
+    await waitFor('the call to arrive', () => calls(3) === 1);
+    await client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } });
+    await client.send(call(3, 'other'));
+    await waitFor('the refusal', () => replies.length === 1);
+    expect(replies[0]).toMatchObject({ id: 3, error: { data: { code: 'MCP_REQUEST_ID_REUSED' } } });
+    expect(calls(3)).toBe(1);
+  });
+
+  it('the transport closes: running receipts are released and settled ones dropped', async () => {
+    const book = new ReceiptBook();
+    const { client, receipts, calls } = await connected(book);
+    await client.send(call(1, 'running'));
+    await client.send(call(2, 'done'));
+    await waitFor('both calls to arrive', () => calls(1) === 1 && calls(2) === 1);
+    await receipts.send({ jsonrpc: '2.0', id: 2, result: { content: [] } });
+    expect(book.size).toBe(2);
+    await receipts.close();
+    expect(book.size).toBe(0);
+  });
+
+  it('admit, then the transport refuses the request (abandon): no receipt left, the resend is admitted as new', async () => {
+    const book = new ReceiptBook();
+    const { receipts } = await connected(book);
+    expect(await receipts.admit(call(7))).toEqual({ kind: 'forward' });
+    expect(book.size).toBe(1);
+    // A resend while the first is undecided waits; the refusal wakes it and it is admitted in its place.
+    const resend = receipts.admit(call(7));
+    receipts.abandon(7);
+    expect(await resend).toEqual({ kind: 'forward' });
+    expect(book.size).toBe(1);
+  });
+});
