@@ -22,18 +22,20 @@ export function checkIntegrity(db: Database.Database): void {
   throw refusal('corrupt', db.name, `failed its integrity check: ${shown}${more}`);
 }
 
-/** SQLite's verdict on the file itself (damaged, not a database, not writable), as a refusal; else undefined. */
-export function refusalFromSqlite(error: unknown, path: string): StoreRefusedError | undefined {
-  if (!(error instanceof Database.SqliteError)) return undefined;
-  const reason = REASONS.find(([pattern]) => pattern.test(error.code))?.[1];
+/** SQLite's or the file system's verdict on the file itself (damaged, not a database, not writable), as a refusal; else undefined. */
+export function refusalFromError(error: unknown, path: string): StoreRefusedError | undefined {
+  const code = error instanceof Database.SqliteError ? error.code : (error as NodeJS.ErrnoException)?.code;
+  if (typeof code !== 'string') return undefined;
+  const reason = REASONS.find(([pattern]) => pattern.test(code))?.[1];
   if (!reason) return undefined;
-  return refusal(reason, path, `${error.message} (${error.code})`, error);
+  const message = error instanceof Error ? error.message : String(error);
+  return refusal(reason, path, message.includes(code) ? message : `${message} (${code})`, error);
 }
 
 const REASONS: readonly [RegExp, StoreRefusalReason][] = [
   [/^SQLITE_NOTADB/, 'not_a_database'],
   [/^SQLITE_CORRUPT/, 'corrupt'],
-  [/^SQLITE_READONLY/, 'read_only'],
+  [/^(SQLITE_READONLY|EACCES$|EROFS$|EPERM$)/, 'read_only'],
   [/^SQLITE_(CANTOPEN|PERM|AUTH)/, 'cannot_open'],
 ];
 

@@ -20,7 +20,7 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
-import { checkIntegrity, refusalFromSqlite } from './integrity.js';
+import { checkIntegrity, refusalFromError } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 
@@ -78,7 +78,7 @@ export class SqliteStore implements ExecutionStore {
     } catch (error) {
       db?.close();
       if (error instanceof StoreUnavailableError) throw error;
-      const refused = refusalFromSqlite(error, options.path);
+      const refused = refusalFromError(error, options.path);
       if (refused) throw refused;
       const message = `cannot open the SQLite store at ${options.path}: ${messageOf(error)}`;
       throw new StoreUnavailableError(message, { cause: error });
@@ -452,7 +452,7 @@ const UNAVAILABLE_CODES =
   /^SQLITE_(BUSY|LOCKED|FULL|CANTOPEN|IOERR|READONLY|NOTADB|CORRUPT|PERM|NOMEM|NOLFS|AUTH)/;
 
 function toStoreError(error: unknown, path: string): unknown {
-  const refused = refusalFromSqlite(error, path);
+  const refused = refusalFromError(error, path);
   if (refused) return refused;
   if (error instanceof Database.SqliteError && UNAVAILABLE_CODES.test(error.code)) {
     return new StoreUnavailableError(`SQLite store unavailable: ${error.message} (${error.code})`, {
