@@ -2,8 +2,8 @@
  * What the SQLite store's integrity check at open costs, on a store of N
  * executions (default 100 000): `npx tsx scripts/sqlite-open-check.ts [N]`.
  * Prints the file size, PRAGMA quick_check and integrity_check times, and the
- * time of a whole SqliteStore.open (which runs quick_check) against an open
- * without the check.
+ * time of a whole SqliteStore.open (which runs integrity_check) against an
+ * open without the check.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';

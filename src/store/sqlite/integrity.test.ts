@@ -122,6 +122,31 @@ describe('a damaged SQLite store is refused at open', () => {
     expect((await refusalOf(path)).reason).toBe('corrupt');
   });
 
+  it('refuses an index entry that no longer matches its row, which quick_check passes and a repeat would dispatch past', async () => {
+    await storeWithExecutions(path);
+    const [indexLeaf] = pagesOf(path, 'executions_active_fingerprint', 'leaf');
+    // One byte inside the last cell's key (cells fill a page from its end): one fingerprint changes.
+    overwrite(path, indexLeaf! * PAGE_SIZE - 8, Buffer.from([0x5a]));
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('quick_check', { simple: true })).toBe('ok');
+    const missing = db
+      .prepare<[], { id: string; fingerprint: Buffer }>('SELECT id, fingerprint FROM executions')
+      .all()
+      .filter(
+        (row) =>
+          db
+            .prepare('SELECT id FROM executions WHERE fingerprint = ? AND active = 1')
+            .get(row.fingerprint) === undefined,
+      );
+    db.close();
+    // That execution can no longer be found by its fingerprint: its repeat would be claimed anew.
+    expect(missing.length).toBe(1);
+
+    const error = await refusalOf(path);
+    expect(error.reason).toBe('corrupt');
+    expect(error.message).toMatch(/missing from index executions_active_fingerprint/);
+  });
+
   it('refuses a damaged interior page of the executions table', async () => {
     await storeWithExecutions(path);
     const [interior] = pagesOf(path, 'executions', 'internal');
@@ -158,6 +183,46 @@ describe('a damaged SQLite store is refused at open', () => {
     await store.close();
     const fresh = await SqliteStore.open({ path: join(dir, 'new.db') });
     await fresh.close();
+  });
+});
+
+describe('a damaged value inside a row', () => {
+  let dir: string;
+  let path: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'idem-integrity-'));
+    path = join(dir, 'idem.db');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses the reads of that row with the file named, and only those: SQLite keeps no checksums to find it at open', async () => {
+    const ids = await storeWithExecutions(path, 20);
+    const bytes = readFileSync(path);
+    // A flipped byte inside one stored result's JSON: `"text":"charged 7"` → `"text"X"charged 7"`.
+    // (Every copy of it: a page split can leave an old one in a free page.)
+    let copies = 0;
+    for (
+      let at = bytes.indexOf('"text":"charged 7"');
+      at >= 0;
+      at = bytes.indexOf('"text":"charged 7"', at + 1)
+    ) {
+      overwrite(path, at + 6, Buffer.from('X'));
+      copies++;
+    }
+    expect(copies).toBeGreaterThan(0);
+
+    const store = await SqliteStore.open({ path });
+    try {
+      const read = await store.get(ids[7]!).catch((e: unknown) => e);
+      expect(read).toBeInstanceOf(StoreRefusedError);
+      expect((read as StoreRefusedError).reason).toBe('corrupt');
+      expect((read as StoreRefusedError).message).toContain(path);
+      // The rest of the store is sound, and stays in use.
+      expect((await store.get(ids[6]!))?.state).toBe('completed');
+      expect((await store.claim(claimInput())).won).toBe(true);
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -1,20 +1,23 @@
 import Database from 'better-sqlite3';
 import { type StoreRefusalReason, StoreRefusedError } from '../../errors.js';
 
-/** How many of quick_check's findings a refusal quotes; the rest are in `sqlite3 <file> 'PRAGMA quick_check'`. */
+/** How many of integrity_check's findings a refusal quotes; the rest are in `sqlite3 <file> 'PRAGMA integrity_check'`. */
 const FINDINGS_QUOTED = 3;
 
 /**
- * Reads every page of the file once (PRAGMA quick_check: b-tree structure,
- * page and cell bounds, free list; not the index-against-table comparison of
- * integrity_check) and refuses the store when anything is wrong. About 0.6 s
- * per 100 000 executions (scripts/sqlite-open-check.ts), paid once per open:
- * without it a damaged file is used until a read happens to touch the damage,
- * and new claims keep dispatching while old executions cannot be found.
+ * Reads every page of the file once and refuses the store when anything is
+ * wrong: b-tree structure, page and cell bounds, the free list, and — what
+ * the cheaper quick_check leaves out — that every index entry matches its
+ * row. A damaged entry in the index that finds an earlier execution by its
+ * fingerprint passes quick_check and makes the next repeat dispatch again
+ * (scripts/sqlite-damage.ts counts such cases). About 0.9 s per 100 000
+ * executions (quick_check: 0.6 s; scripts/sqlite-open-check.ts), paid once
+ * per open: without it a damaged file is used until a read happens to touch
+ * the damage, and new claims keep dispatching while old ones cannot be found.
  */
 export function checkIntegrity(db: Database.Database): void {
-  const findings = (db.pragma('quick_check') as { quick_check: string }[]).map((row) =>
-    row.quick_check.replace(/\s*\n\s*/g, ' '),
+  const findings = (db.pragma('integrity_check') as { integrity_check: string }[]).map((row) =>
+    row.integrity_check.replace(/\s*\n\s*/g, ' '),
   );
   if (findings.length === 1 && findings[0] === 'ok') return;
   const shown = findings.slice(0, FINDINGS_QUOTED).join('; ');
@@ -30,6 +33,15 @@ export function refusalFromError(error: unknown, path: string): StoreRefusedErro
   if (!reason) return undefined;
   const message = error instanceof Error ? error.message : String(error);
   return refusal(reason, path, message.includes(code) ? message : `${message} (${code})`, error);
+}
+
+/**
+ * A stored value that no longer decodes (a flipped byte inside a result's
+ * JSON): SQLite keeps no checksums, so no check at open sees it. Only what
+ * reads that row is refused; the rest of the store is sound.
+ */
+export function undecodableValue(error: SyntaxError, path: string): StoreRefusedError {
+  return refusal('corrupt', path, `a stored value cannot be decoded (${error.message})`, error);
 }
 
 const REASONS: readonly [RegExp, StoreRefusalReason][] = [

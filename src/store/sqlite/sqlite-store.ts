@@ -20,7 +20,7 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
-import { checkIntegrity, refusalFromError } from './integrity.js';
+import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 
@@ -319,6 +319,8 @@ export class SqliteStore implements ExecutionStore {
     try {
       return work();
     } catch (error) {
+      // Only stored JSON is parsed in here: a SyntaxError is a damaged value, not a bug.
+      if (error instanceof SyntaxError) throw undecodableValue(error, this.#db.name);
       const mapped = toStoreError(error, this.#db.name);
       // Damage found by any read: what else the file holds cannot be trusted either.
       if (mapped instanceof StoreRefusedError && mapped.reason !== 'read_only') this.#refused = mapped;
