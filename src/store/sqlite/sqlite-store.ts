@@ -1,6 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { StoreRefusedError, StoreUnavailableError } from '../../errors.js';
+import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
@@ -323,11 +323,14 @@ export class SqliteStore implements ExecutionStore {
       if (error instanceof SyntaxError) throw undecodableValue(error, this.#db.name);
       const mapped = toStoreError(error, this.#db.name);
       // Damage found by any read: what else the file holds cannot be trusted either.
-      if (mapped instanceof StoreRefusedError && mapped.reason !== 'read_only') this.#refused = mapped;
+      if (mapped instanceof StoreRefusedError && DAMAGE.includes(mapped.reason)) this.#refused = mapped;
       throw mapped;
     }
   }
 }
+
+/** Refusals that say the file itself is damaged, as opposed to not accessible right now. */
+const DAMAGE: readonly StoreRefusalReason[] = ['corrupt', 'not_a_database'];
 
 const HOLDER_KEEP = 0;
 const HOLDER_SET = 1;
