@@ -56,6 +56,7 @@ try {
   const db = new Database(path);
   time('PRAGMA quick_check', () => db.pragma('quick_check'));
   time('PRAGMA integrity_check', () => db.pragma('integrity_check'));
+  time('PRAGMA integrity_check(executions)', () => db.pragma('integrity_check(executions)'));
   db.close();
   time('open + close without check (better-sqlite3, WAL pragma)', () => {
     const raw = new Database(path);
