@@ -54,6 +54,13 @@ describe('redactSecrets', () => {
     expect(result).toEqual(before);
   });
 
+  it('replaces a numeric secret echoed back as a number, and leaves other numbers', () => {
+    const secrets = secretValues({ card: 4111111111111111 }, { secrets: ['card'] });
+    expect(redactSecrets({ echoed: { card: 4111111111111111, amount: 1200 } }, secrets)).toEqual({
+      echoed: { card: SECRET_PLACEHOLDER, amount: 1200 },
+    });
+  });
+
   it('returns the same object when there is nothing to redact', () => {
     const result = { content: [{ type: 'text', text: 'nothing here' }] };
     expect(redactSecrets(result, ['s3cr3t-value'])).toBe(result);

@@ -49,6 +49,8 @@ const MAX_DEPTH = 256;
 
 function redactIn(node: unknown, secrets: readonly string[], depth: number): unknown {
   if (typeof node === 'string') return redactText(node, secrets);
+  // A numeric secret (a card number sent as a number) echoed back as a number.
+  if (typeof node === 'number') return secrets.includes(String(node)) ? SECRET_PLACEHOLDER : node;
   if (node === null || typeof node !== 'object') return node;
   if (depth >= MAX_DEPTH) return SECRET_PLACEHOLDER;
   if (Array.isArray(node)) {
