@@ -72,9 +72,32 @@ export class InvalidInputError extends IdemError {
  * IDEM_NOT_EXECUTED before dispatch (fail closed).
  */
 export class StoreUnavailableError extends IdemError {
-  override readonly name = 'StoreUnavailableError';
+  override readonly name: string = 'StoreUnavailableError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(IDEM_CODES.IDEM_NOT_EXECUTED, message, options);
+  }
+}
+
+/** Why a store's file was refused. Stable, documented in docs/errors.md. */
+export type StoreRefusalReason = 'corrupt' | 'not_a_database' | 'read_only' | 'cannot_open';
+
+/**
+ * The store's file cannot be trusted or written: it is refused (at open, or
+ * from the first read that finds damage on), never used half-way. A store
+ * that cannot read back what it holds cannot find an earlier execution, so
+ * using it would dispatch twice. Still a StoreUnavailableError: a call that
+ * meets it before dispatch gets IDEM_NOT_EXECUTED.
+ */
+export class StoreRefusedError extends StoreUnavailableError {
+  override readonly name = 'StoreRefusedError';
+  constructor(
+    readonly reason: StoreRefusalReason,
+    /** The file that was refused. */
+    readonly path: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
 }
 

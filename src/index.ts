@@ -20,6 +20,8 @@ export {
   InvalidInputError,
   type InvalidInputReason,
   OutcomeUnknownError,
+  type StoreRefusalReason,
+  StoreRefusedError,
   StoreUnavailableError,
 } from './errors.js';
 export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';

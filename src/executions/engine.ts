@@ -12,6 +12,7 @@ import {
 } from '../errors.js';
 import { prepareArguments } from '../identity/arguments.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
+import { redactSecrets, secretValues } from '../identity/redaction.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, idemCodeOf, META, markExecuted, markReplayed } from './answers.js';
@@ -720,6 +721,8 @@ export class ExecutionEngine {
     redispatch: boolean,
   ): Promise<ToolResult> {
     const { leaseMs, timeoutMs } = call.contract;
+    // Taken before the handler runs: it may consume (and clear) its secret arguments.
+    const secrets = secretValues(call.arguments, call.contract.argumentRules);
     const renewal = setInterval(
       () => {
         this.store.renewLease(record.id, token, leaseMs).catch((error) => {
@@ -756,7 +759,11 @@ export class ExecutionEngine {
       clearInterval(renewal);
       decided ??= 'outcome';
       const delivering = decided === 'outcome' && done.outcome !== 'unknown';
-      const outcome: StoredOutcome | undefined = done.result ? { result: done.result } : undefined;
+      // The caller who sent the secrets gets the result as the target gave it; what is kept, and
+      // replayed to whoever repeats the call later, never holds them (DESIGN §13).
+      const outcome: StoredOutcome | undefined = done.result
+        ? { result: redactSecrets(done.result, secrets) }
+        : undefined;
       try {
         await this.store.transition({
           id: record.id,

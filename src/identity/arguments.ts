@@ -1,5 +1,6 @@
 import { type JsonValue, toJsonValue } from './canonical.js';
 import type { Fingerprinter } from './fingerprint.js';
+import { redactSecrets, SECRET_PLACEHOLDER, secretValues } from './redaction.js';
 
 /**
  * Argument paths are dot-separated member names; `*` matches every member of
@@ -76,7 +77,9 @@ export function prepareArguments(
     forFingerprint = rewrite(forFingerprint, split(path), (v) => ({ $idem_secret: fingerprinter.secret(v) }));
   }
   let redacted = withDefaults;
-  for (const path of rules.secrets) redacted = rewrite(redacted, split(path), () => '[secret]');
+  for (const path of rules.secrets) redacted = rewrite(redacted, split(path), () => SECRET_PLACEHOLDER);
+  // A secret's value can also sit inside another argument (a command line, a URL).
+  redacted = redactSecrets(redacted, secretValues(withDefaults, rules));
   return { forFingerprint, preview: previewOf(redacted) };
 }
 
@@ -173,7 +176,7 @@ function scrub(value: JsonValue, depth: number): JsonValue {
   if (Array.isArray(value)) return value.slice(0, 8).map((v) => scrub(v, depth + 1));
   const out: Record<string, JsonValue> = {};
   for (const [key, member] of Object.entries(value).slice(0, 16)) {
-    out[key] = looksSecret(key) && member !== '[secret]' ? '[redacted]' : scrub(member, depth + 1);
+    out[key] = looksSecret(key) && member !== SECRET_PLACEHOLDER ? '[redacted]' : scrub(member, depth + 1);
   }
   return out;
 }

@@ -25,5 +25,11 @@ export {
   FINGERPRINT_KEY_FILE,
   Fingerprinter,
 } from './fingerprint.js';
+export {
+  MIN_REDACTED_SECRET_LENGTH,
+  redactSecrets,
+  SECRET_PLACEHOLDER,
+  secretValues,
+} from './redaction.js';
 export { type RequestId, type RequestKeyParts, renderRequestId, requestKey } from './request-key.js';
 export { loadOrCreateSecret } from './secret-key.js';

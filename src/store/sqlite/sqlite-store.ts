@@ -1,6 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { StoreUnavailableError } from '../../errors.js';
+import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
@@ -20,6 +20,7 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
+import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 
@@ -64,6 +65,8 @@ export class SqliteStore implements ExecutionStore {
   readonly #markDelivered;
   readonly #appendEvents;
   readonly #sweep;
+  /** Set once a read or write met damage in the file: from then on, every call is refused. */
+  #refused: StoreRefusedError | undefined;
 
   static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
     let db: Database.Database | undefined;
@@ -76,6 +79,8 @@ export class SqliteStore implements ExecutionStore {
     } catch (error) {
       db?.close();
       if (error instanceof StoreUnavailableError) throw error;
+      const refused = refusalFromError(error, options.path);
+      if (refused) throw refused;
       const message = `cannot open the SQLite store at ${options.path}: ${messageOf(error)}`;
       throw new StoreUnavailableError(message, { cause: error });
     }
@@ -94,6 +99,8 @@ export class SqliteStore implements ExecutionStore {
     // Durable at each checkpoint rather than each commit: with WAL, a power cut can lose
     // the last commits but never corrupt the file.
     db.pragma('synchronous = NORMAL');
+    // Before migrating: a damaged file is refused, never written to.
+    checkIntegrity(db);
     migrate(db);
 
     this.#sql = prepareStatements(db);
@@ -213,6 +220,14 @@ export class SqliteStore implements ExecutionStore {
       argumentsPreview: input.argumentsPreview,
     });
     if (row) {
+      // Read back through the index every later claim of this intent will use: a claim that
+      // could not be found again would let the next one dispatch a second time.
+      if (this.#sql.findActive.get(fingerprint)?.id !== input.id) {
+        throw new Database.SqliteError(
+          `the claim of ${input.id} was written but cannot be read back`,
+          'SQLITE_CORRUPT',
+        );
+      }
       this.#append(options.events, now);
       return { won: true, record: toRecord(row, now) };
     }
@@ -302,13 +317,22 @@ export class SqliteStore implements ExecutionStore {
   /** SQLite failures that mean "cannot read or write now" become StoreUnavailableError: the engine fails closed. */
   #guard<T>(work: () => T): T {
     if (!this.#db.open) throw new StoreUnavailableError('the SQLite store is closed');
+    if (this.#refused) throw this.#refused;
     try {
       return work();
     } catch (error) {
-      throw toStoreError(error);
+      // Only stored JSON is parsed in here: a SyntaxError is a damaged value, not a bug.
+      if (error instanceof SyntaxError) throw undecodableValue(error, this.#db.name);
+      const mapped = toStoreError(error, this.#db.name);
+      // Damage found by any read: what else the file holds cannot be trusted either.
+      if (mapped instanceof StoreRefusedError && DAMAGE.includes(mapped.reason)) this.#refused = mapped;
+      throw mapped;
     }
   }
 }
+
+/** Refusals that say the file itself is damaged, as opposed to not accessible right now. */
+const DAMAGE: readonly StoreRefusalReason[] = ['corrupt', 'not_a_database'];
 
 const HOLDER_KEEP = 0;
 const HOLDER_SET = 1;
@@ -434,12 +458,15 @@ function decodeFingerprint(stored: Fingerprint): string {
 
 /**
  * Codes for "the database cannot be used right now" — lock held too long,
- * disk full, file gone or read-only, I/O failure — as opposed to a bug.
+ * disk full, I/O failure — as opposed to a bug. Damage and a read-only file
+ * are refusals (integrity.ts) and are mapped before these.
  */
 const UNAVAILABLE_CODES =
   /^SQLITE_(BUSY|LOCKED|FULL|CANTOPEN|IOERR|READONLY|NOTADB|CORRUPT|PERM|NOMEM|NOLFS|AUTH)/;
 
-function toStoreError(error: unknown): unknown {
+function toStoreError(error: unknown, path: string): unknown {
+  const refused = refusalFromError(error, path);
+  if (refused) return refused;
   if (error instanceof Database.SqliteError && UNAVAILABLE_CODES.test(error.code)) {
     return new StoreUnavailableError(`SQLite store unavailable: ${error.message} (${error.code})`, {
       cause: error,
