@@ -15,10 +15,12 @@ import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } fr
 /** `idem audit verify` exit codes (docs/audit.md). */
 export const VERIFY_EXIT = { ok: 0, tampered: 1, error: 2 } as const;
 
-interface VerifyFlags extends StoreFlags {
+export interface VerifyFlags extends StoreFlags {
   file?: string;
   publicKey?: string;
   head?: string;
+  /** Heads shipped off the host earlier (`idem audit sign --json` output, or a journal-head.json copy). */
+  heads?: string[];
   stream: JournalStream;
   json?: boolean;
 }
@@ -84,59 +86,76 @@ export function registerAuditCommands(program: Command): void {
     });
 }
 
-async function runVerify(flags: VerifyFlags): Promise<number> {
-  let report: VerifyReport;
+/** What `idem audit verify` found, and the note on where its public key came from. */
+export interface VerifyOutcome {
+  source: string;
+  report: VerifyReport;
+  keyNote: string;
+}
+
+/** Everything `idem audit verify` checks, without the printing: the same flags, the same verdict. */
+export async function verifyFromFlags(
+  given: Omit<VerifyFlags, 'stream'> & { stream?: JournalStream },
+): Promise<VerifyOutcome> {
+  const flags = { ...given, stream: given.stream ?? 'activity' };
+  let rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>;
+  let heads: SignedHead[];
+  let total: number | undefined;
+  let sqlitePath: string | undefined;
   let source: string;
   let keyNote = '';
-  try {
-    let rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>;
-    let heads: SignedHead[];
-    let total: number | undefined;
-    let sqlitePath: string | undefined;
-    let publicKeyPem = flags.publicKey ? readFileSync(flags.publicKey, 'utf8') : undefined;
-    if (flags.file) {
-      source = flags.file;
-      const exported = await readExport(flags.file, flags.stream);
-      rows = exported.rows;
-      heads = flags.head ? readSignedHeads(flags.head) : exported.heads;
-    } else {
-      const location = locateStore(flags);
-      source = location.describe;
-      rows = rowsOf(location, flags.stream);
-      heads = flags.head ? readSignedHeads(flags.head) : headsFor(location);
-      if (location.kind === 'sqlite') {
-        total = sqliteJournalCount(location.target, flags.stream);
-        sqlitePath = location.target;
-      }
-      const besideKey = location.dataDir ? join(location.dataDir, PUBLIC_KEY_FILE) : undefined;
-      if (!publicKeyPem && heads.length > 0 && besideKey && existsSync(besideKey)) {
-        publicKeyPem = readFileSync(besideKey, 'utf8');
-        keyNote = ` (public key from ${besideKey}: pass --public-key to check against a key you keep elsewhere)`;
-      }
+  let publicKeyPem = flags.publicKey ? readFileSync(flags.publicKey, 'utf8') : undefined;
+  if (flags.file) {
+    source = flags.file;
+    const exported = await readExport(flags.file, flags.stream);
+    rows = exported.rows;
+    heads = flags.head ? readSignedHeads(flags.head) : exported.heads;
+  } else {
+    const location = locateStore(flags);
+    source = location.describe;
+    rows = rowsOf(location, flags.stream);
+    heads = flags.head ? readSignedHeads(flags.head) : headsFor(location);
+    if (location.kind === 'sqlite') {
+      total = sqliteJournalCount(location.target, flags.stream);
+      sqlitePath = location.target;
     }
-    const signedHead = heads.find((h) => h.stream === flags.stream);
-    const bar =
-      !flags.json && process.stderr.isTTY && total !== undefined && total > 100_000
-        ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
-        : undefined;
-    bar?.start(total ?? 0, 0);
-    const verifyOptions = {
-      ...(signedHead ? { signedHead } : {}),
-      ...(publicKeyPem ? { publicKeyPem } : {}),
-      ...(bar ? { onProgress: (n: number) => bar.update(n) } : {}),
-    };
-    // A SQLite file is checked on every core (same verdict as the sequential scan, which runs on any anomaly).
-    report =
-      sqlitePath !== undefined
-        ? await verifySqliteJournal(sqlitePath, flags.stream, verifyOptions)
-        : await verifyJournal(rows, verifyOptions);
-    bar?.stop();
+    const besideKey = location.dataDir ? join(location.dataDir, PUBLIC_KEY_FILE) : undefined;
+    if (!publicKeyPem && heads.length > 0 && besideKey && existsSync(besideKey)) {
+      publicKeyPem = readFileSync(besideKey, 'utf8');
+      keyNote = ` (public key from ${besideKey}: pass --public-key to check against a key you keep elsewhere)`;
+    }
+  }
+  const signedHead = heads.find((h) => h.stream === flags.stream);
+  const bar =
+    !flags.json && process.stderr.isTTY && total !== undefined && total > 100_000
+      ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
+      : undefined;
+  bar?.start(total ?? 0, 0);
+  const verifyOptions = {
+    ...(signedHead ? { signedHead } : {}),
+    ...(publicKeyPem ? { publicKeyPem } : {}),
+    ...(bar ? { onProgress: (n: number) => bar.update(n) } : {}),
+  };
+  // A SQLite file is checked on every core (same verdict as the sequential scan, which runs on any anomaly).
+  const report =
+    sqlitePath !== undefined
+      ? await verifySqliteJournal(sqlitePath, flags.stream, verifyOptions)
+      : await verifyJournal(rows, verifyOptions);
+  bar?.stop();
+  return { source, report, keyNote };
+}
+
+async function runVerify(flags: VerifyFlags): Promise<number> {
+  let outcome: VerifyOutcome;
+  try {
+    outcome = await verifyFromFlags(flags);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (flags.json) printJson({ ok: false, error: message });
     else process.stderr.write(`idem audit verify: ${message}\n`);
     return VERIFY_EXIT.error;
   }
+  const { source, report, keyNote } = outcome;
   if (flags.json) printJson({ source, stream: flags.stream, ...report });
   else if (report.ok) {
     const signed = report.signedHead
