@@ -81,7 +81,9 @@ export class Gateway {
         this.receipts.trim();
         this.store
           .sweep({ retentionMs })
-          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }));
+          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
+          // Each sweep leaves what was journaled so far covered by a signature (DESIGN §13).
+          .then(() => this.#signHeads());
       },
       durationMs(config.sweep_interval, 'sweep_interval'),
     );
@@ -174,8 +176,21 @@ export class Gateway {
     const shared = await this.#shared?.catch(() => undefined);
     if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     // What was journaled up to now leaves covered by a signature.
-    await signJournalHeads(this.store, this.dataDir).catch(() => {});
+    await this.#signHeads();
     await this.store.close();
+  }
+
+  /**
+   * Signs the journals' heads, when the key can be read: a key owned by
+   * another user (signing from its own `idem audit sign`) is not an error. A
+   * refusal (journal behind its last signed head) is logged every time.
+   */
+  async #signHeads(): Promise<void> {
+    const keyFile = this.#config.journal_signing_key_file;
+    await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
+      this.#options.logger?.warn('journal heads not signed', { error: String(error) });
+    });
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
