@@ -47,6 +47,8 @@ export class Gateway {
   /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
   readonly #readOnlyTools = new Set<string>();
   #http: ServedHttp | undefined;
+  /** The signing of the journal heads under way, if any. */
+  #signing: Promise<void> | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -175,7 +177,8 @@ export class Gateway {
     await Promise.all([...this.#sessions].map((s) => s.close()));
     const shared = await this.#shared?.catch(() => undefined);
     if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
-    // What was journaled up to now leaves covered by a signature.
+    // What was journaled up to now leaves covered by a signature (after any signing under way, which may predate it).
+    await this.#signing;
     await this.#signHeads();
     await this.store.close();
   }
@@ -186,6 +189,14 @@ export class Gateway {
    * refusal (journal behind its last signed head) is logged every time.
    */
   async #signHeads(): Promise<void> {
+    // A slow signing (a big store, a busy disk) is not run twice at once: both would write journal-head.json.
+    this.#signing ??= this.#signHeadsNow().finally(() => {
+      this.#signing = undefined;
+    });
+    return this.#signing;
+  }
+
+  async #signHeadsNow(): Promise<void> {
     const keyFile = this.#config.journal_signing_key_file;
     await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'EACCES') return;

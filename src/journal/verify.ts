@@ -72,7 +72,7 @@ export interface VerifyReport {
 }
 
 export interface SignedHeadOptions {
-  /** @deprecated one head: use `signedHeads`. */
+  /** One head (callers that have just one); with `signedHeads`, all are checked. */
   signedHead?: SignedHead;
   /** Every head known for this stream (local, and shipped off the host): each must match the chain. */
   signedHeads?: SignedHead[];
