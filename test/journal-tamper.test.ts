@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyFromFlags } from '../src/cli/audit.js';
+import { exportStore, verifyFromFlags } from '../src/cli/audit.js';
+import { locateStore } from '../src/cli/store-access.js';
 import { buildSqliteFixture, TAMPER_CASES, type TamperFixture, tamperedCopy } from './support/tamper.js';
 
 /**
@@ -45,4 +46,29 @@ describe('idem audit verify catches every tampering', () => {
       expect(report.firstBad).toMatchObject(outcome.expect);
     });
   }
+});
+
+describe('an export of the whole store', () => {
+  it('carries the executions table: verify --file cross-checks it, and a forged outcome digest is found', async () => {
+    const lines: string[] = [];
+    const db = join(fixture.dataDir, 'idem.db');
+    await exportStore(locateStore({ db }), 'all', async (line) => {
+      lines.push(line);
+    });
+    const file = join(root, 'export.jsonl');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const intact = await verifyFromFlags({ file, publicKey: fixture.offHost.publicKey });
+    expect(intact.report.ok).toBe(true);
+    expect(intact.report.executions?.outcomesChecked).toBeGreaterThan(200);
+
+    const id = fixture.ids.completed[10] as string;
+    const forged = lines.map((line) =>
+      line.includes(`"type":"execution","id":"${id}"`)
+        ? line.replace(/"outcomeSha256":"[0-9a-f]+"/, `"outcomeSha256":"${'0'.repeat(64)}"`)
+        : line,
+    );
+    writeFileSync(file, `${forged.join('\n')}\n`);
+    const { report } = await verifyFromFlags({ file, publicKey: fixture.offHost.publicKey });
+    expect(report.firstBad).toMatchObject({ executionId: id, problem: 'outcome_mismatch' });
+  });
 });

@@ -93,19 +93,7 @@ export function registerAuditCommands(program: Command): void {
       const out = flags.out ? createWriteStream(flags.out) : process.stdout;
       const write = (line: string) =>
         new Promise<void>((resolve) => (out.write(`${line}\n`) ? resolve() : out.once('drain', resolve)));
-      const streams: JournalStream[] = flags.stream === 'all' ? ['activity', 'sessions'] : [flags.stream];
-      for (const head of headsFor(location))
-        if (streams.includes(head.stream)) await write(signedHeadLine(head));
-      for (const stream of streams)
-        for await (const row of rowsOf(location, stream)) await write(entryLine(stream, row));
-      if (flags.stream === 'all') {
-        await write(EXECUTIONS_MARKER_LINE);
-        const executions =
-          location.kind === 'sqlite'
-            ? sqliteExecutionRows(location.target)
-            : postgresExecutionRows(location.target);
-        for await (const row of executions) await write(executionLine(row));
-      }
+      await exportStore(location, flags.stream, write);
       if (flags.out) await new Promise<void>((resolve) => out.end(resolve));
     });
 
@@ -139,6 +127,27 @@ export function registerAuditCommands(program: Command): void {
         process.stdout.write(`signed ${head.stream} head: seq ${head.seq} ${head.hash}\n`);
       process.stdout.write(`public key: ${signingKeyPaths(dataDir, keyFile).publicPath}\n`);
     });
+}
+
+/**
+ * `idem audit export`: the signed heads, the journals' rows, and — for every
+ * stream — the executions table (outcomes by digest), one JSON line each.
+ */
+export async function exportStore(
+  location: StoreLocation,
+  stream: JournalStream | 'all',
+  write: (line: string) => Promise<void>,
+): Promise<void> {
+  const streams: JournalStream[] = stream === 'all' ? [...JOURNAL_STREAMS] : [stream];
+  for (const head of headsFor(location)) if (streams.includes(head.stream)) await write(signedHeadLine(head));
+  for (const s of streams) for await (const row of rowsOf(location, s)) await write(entryLine(s, row));
+  if (stream !== 'all') return;
+  await write(EXECUTIONS_MARKER_LINE);
+  const executions =
+    location.kind === 'sqlite'
+      ? sqliteExecutionRows(location.target)
+      : postgresExecutionRows(location.target);
+  for await (const row of executions) await write(executionLine(row));
 }
 
 /** What `idem audit verify` found, and the note on where its public key came from. */
