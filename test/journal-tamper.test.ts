@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportStore, verifyFromFlags } from '../src/cli/audit.js';
 import { locateStore } from '../src/cli/store-access.js';
-import { buildSqliteFixture, TAMPER_CASES, type TamperFixture, tamperedCopy } from './support/tamper.js';
+import {
+  asJournalBeforeDigests,
+  buildSqliteFixture,
+  TAMPER_CASES,
+  type TamperFixture,
+  tamperedCopy,
+} from './support/tamper.js';
 
 /**
  * Every way of tampering in test/support/tamper.ts, on a copy of a real run's
@@ -70,5 +76,33 @@ describe('an export of the whole store', () => {
     writeFileSync(file, `${forged.join('\n')}\n`);
     const { report } = await verifyFromFlags({ file, publicKey: fixture.offHost.publicKey });
     expect(report.firstBad).toMatchObject({ executionId: id, problem: 'outcome_mismatch' });
+  });
+});
+
+describe('a journal written before outcome digests', () => {
+  it('still verifies (results checked by state only), and a forged state is still found', async () => {
+    const copy = tamperedCopy(fixture, join(root, 'before-digests'));
+    try {
+      asJournalBeforeDigests(copy.db);
+    } finally {
+      copy.close();
+    }
+    // Its heads and key belong to the chain before the re-hash: this store predates signing.
+    for (const file of ['journal-head.json', 'journal-signing.pub', 'journal-signing.key'])
+      rmSync(join(copy.dir, file));
+    const db = join(copy.dir, 'idem.db');
+    const { report } = await verifyFromFlags({ db });
+    expect(report.firstBad).toBeUndefined();
+    expect(report.executions).toMatchObject({ outcomesChecked: 0 });
+    expect(report.executions?.outcomesUnchecked).toBeGreaterThan(200);
+
+    const forged = tamperedCopy({ ...fixture, dataDir: copy.dir }, join(root, 'before-digests-forged'));
+    forged.db.prepare("UPDATE executions SET state = 'completed' WHERE id = ?").run(fixture.ids.unknown);
+    forged.close();
+    const after = await verifyFromFlags({ db: join(forged.dir, 'idem.db') });
+    expect(after.report.firstBad).toMatchObject({
+      executionId: fixture.ids.unknown,
+      problem: 'state_mismatch',
+    });
   });
 });

@@ -7,6 +7,7 @@
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import canonicalize from 'canonicalize';
 import { resolveContract, type ToolContract } from '../../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../../src/errors.js';
 import { META } from '../../src/executions/answers.js';
@@ -522,8 +523,8 @@ export function tamperedCopy(fixture: TamperFixture, into: string): TamperContex
   cpSync(fixture.dataDir, into, { recursive: true });
   const db = new Database(join(into, 'idem.db'));
   db.exec(`
-    DROP TRIGGER activity_journal_no_update; DROP TRIGGER activity_journal_no_delete;
-    DROP TRIGGER sessions_journal_no_update; DROP TRIGGER sessions_journal_no_delete;`);
+    DROP TRIGGER IF EXISTS activity_journal_no_update; DROP TRIGGER IF EXISTS activity_journal_no_delete;
+    DROP TRIGGER IF EXISTS sessions_journal_no_update; DROP TRIGGER IF EXISTS sessions_journal_no_delete;`);
   return { fixture, dir: into, db, close: () => db.close() };
 }
 
@@ -584,6 +585,20 @@ function rehashExport(lines: ExportedLine[]): void {
     line.hash = rowHash(row, p);
     prev[stream] = line.hash as string;
   }
+}
+
+/**
+ * Makes the copy's activity journal what a version before outcome digests
+ * wrote: the digests dropped from every detail, the chain hashed again.
+ */
+export function asJournalBeforeDigests(db: Database.Database): void {
+  const put = db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?');
+  for (const row of rows(db)) {
+    if (!row.detail.includes('outcomeSha256')) continue;
+    const { outcomeSha256: _digest, ...detail } = JSON.parse(row.detail) as Record<string, unknown>;
+    put.run(canonicalize(detail), row.seq);
+  }
+  rehashFrom(db, 1);
 }
 
 export { type Row, rowHash };
