@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,9 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../src/errors.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
+import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { Gateway } from '../src/gateway/gateway.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { chainHash } from '../src/journal/chain.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
+import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { deadDispatch } from '../src/testing/claim-input.js';
 import { sleep } from '../src/testing/counting-target.js';
@@ -133,6 +136,9 @@ describe('the activity journal of a real run', () => {
     );
     expect(result.stdout).toContain(`OK: ${total} activity entries`);
     expect(result.stdout).toContain('verified');
+    // Every stream and the executions table, without asking.
+    expect(result.stdout).toMatch(/OK: \d+ sessions entries/);
+    expect(result.stdout).toMatch(/OK: \d+ executions match the journal/);
     expect(result.code).toBe(0);
   });
 
@@ -251,9 +257,89 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
     expect(result.code).toBe(1);
   });
 
+  it('heads shipped off the host (`sign --json`) catch a truncation once the local heads are gone', async () => {
+    const signed = await idem('audit', 'sign', '--db', db, '--json');
+    expect(signed.code).toBe(0);
+    const shipped = join(dir, 'shipped-heads.jsonl');
+    writeFileSync(shipped, signed.stdout);
+    const path = tamperedCopy('truncated-unsigned', (h) =>
+      h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100),
+    );
+    const noLocalHeads = join(dir, 'no-such-head.json');
+    const pub = join(dir, 'journal-signing.pub');
+    const withShipped = await idem(
+      'audit',
+      'verify',
+      '--db',
+      path,
+      '--head',
+      noLocalHeads,
+      '--heads',
+      shipped,
+      '--public-key',
+      pub,
+      '--json',
+    );
+    expect(JSON.parse(withShipped.stdout).firstBad).toMatchObject({
+      seq: total - 99,
+      problem: 'truncated',
+      stream: 'activity',
+    });
+    expect(withShipped.code).toBe(1);
+  });
+
   it('a missing store is an error (exit 2), not a verdict', async () => {
     const result = await idem('audit', 'verify', '--db', join(dir, 'nope.db'));
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('no store at');
   });
 });
+
+describe('the gateway signs the journal heads on each sweep', () => {
+  it('with the key configured outside the data directory: heads appear and follow the journal, with no restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-audit-gw-'));
+    const keyDir = mkdtempSync(join(tmpdir(), 'idem-audit-gw-key-'));
+    const gateway = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: dataDir,
+        journal_signing_key_file: join(keyDir, 'journal-signing.key'),
+        sweep_interval: '50ms',
+        upstreams: { unused: { command: process.execPath, args: ['-e', ''] } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    const signedSeq = () => {
+      const heads = readSignedHeads(join(dataDir, 'journal-head.json'));
+      return heads.find((h) => h.stream === 'activity')?.seq ?? 0;
+    };
+    try {
+      for (const target of [3, 5]) {
+        const head = (await gateway.store.journalHead('activity'))?.seq ?? 0;
+        await gateway.store.appendEvents(
+          Array.from({ length: target - head }, (_, i) => ({
+            kind: 'receipt_hit' as const,
+            requestRef: `r${i}`,
+          })),
+        );
+        await waitFor(() => signedSeq() === target, `a signed head at seq ${target}`);
+      }
+      const publicKeyPem = readFileSync(join(keyDir, 'journal-signing.pub'), 'utf8');
+      for (const head of readSignedHeads(join(dataDir, 'journal-head.json')))
+        expect(verifySignedHead(head, publicKeyPem)).toBe(true);
+      expect(existsSync(join(dataDir, 'journal-signing.key'))).toBe(false);
+    } finally {
+      await gateway.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(keyDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Polls `condition` until it holds, failing after `ms`. */
+async function waitFor(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -2,26 +2,49 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import type { JournalStream } from '../journal/events.js';
-import { entryLine, readExport, signedHeadLine } from '../journal/export.js';
+import { loadConfig } from '../gateway/config.js';
+import { JOURNAL_STREAMS, type JournalStream } from '../journal/events.js';
+import {
+  EXECUTIONS_MARKER_LINE,
+  entryLine,
+  executionLine,
+  readExport,
+  signedHeadLine,
+} from '../journal/export.js';
 import { signJournalHeads } from '../journal/head-signer.js';
-import { PUBLIC_KEY_FILE, readSignedHeads, SIGNED_HEAD_FILE, type SignedHead } from '../journal/signing.js';
-import { postgresJournalRows, sqliteJournalCount, sqliteJournalRows } from '../journal/sources.js';
-import { type StoredJournalRow, type VerifyReport, verifyJournal } from '../journal/verify.js';
-import { verifySqliteJournal } from '../journal/verify-parallel.js';
+import {
+  readHeadsFile,
+  readSignedHeads,
+  SIGNED_HEAD_FILE,
+  type SignedHead,
+  signingKeyPaths,
+} from '../journal/signing.js';
+import {
+  postgresExecutionRows,
+  postgresJournalRows,
+  sqliteExecutionRows,
+  sqliteJournalCount,
+  sqliteJournalRows,
+} from '../journal/sources.js';
+import type { StoredJournalRow, VerifyReport } from '../journal/verify.js';
+import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
 import { printJson } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } from './store-access.js';
 
 /** `idem audit verify` exit codes (docs/audit.md). */
 export const VERIFY_EXIT = { ok: 0, tampered: 1, error: 2 } as const;
 
-interface VerifyFlags extends StoreFlags {
+export interface VerifyFlags extends StoreFlags {
   file?: string;
   publicKey?: string;
   head?: string;
-  stream: JournalStream;
+  /** Heads shipped off the host earlier (`idem audit sign --json` output, or a journal-head.json copy). */
+  heads?: string[];
+  stream?: JournalStream | 'all';
   json?: boolean;
 }
+
+const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerAuditCommands(program: Command): void {
   const audit = program
@@ -31,7 +54,7 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command('verify')
     .description(
-      'Check a journal offline (no gateway, no fingerprint key); names the first bad seq. Exit 0 ok, 1 tampered, 2 error.',
+      'Check the journals and the executions table offline (no gateway, no fingerprint key); names the first bad seq or execution. Exit 0 ok, 1 tampered, 2 error.',
     )
     .option(
       '--db <file|postgres-url>',
@@ -39,9 +62,18 @@ export function registerAuditCommands(program: Command): void {
     )
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option('--file <export.jsonl>', 'verify an export written by `idem audit export` instead')
-    .option('--public-key <pem>', 'Ed25519 public key (PEM) to check the signed head with')
+    .option(
+      '--public-key <pem>',
+      'Ed25519 public key (PEM) to check the signed heads with; then a journal no signed head covers fails',
+    )
     .option('--head <json>', 'signed heads file (default: journal-head.json beside the store)')
-    .option('--stream <stream>', 'activity or sessions', 'activity')
+    .option(
+      '--heads <file>',
+      'heads kept off the host (`idem audit sign --json` lines, or a journal-head.json copy); repeatable',
+      collect,
+      [],
+    )
+    .option('--stream <stream>', 'activity, sessions or all', 'all')
     .option('--json', 'machine-readable report')
     .action(async (flags: VerifyFlags) => {
       process.exitCode = await runVerify(flags);
@@ -49,7 +81,9 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command('export')
-    .description('Write a journal as JSONL: the signed heads first, then one entry per line')
+    .description(
+      'Write the journals as JSONL: the signed heads first, then one entry per line, then (all streams) the executions table',
+    )
     .option('--db <file|postgres-url>', 'the store to read')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option('-o, --out <file>', 'output file (default: stdout)')
@@ -59,99 +93,166 @@ export function registerAuditCommands(program: Command): void {
       const out = flags.out ? createWriteStream(flags.out) : process.stdout;
       const write = (line: string) =>
         new Promise<void>((resolve) => (out.write(`${line}\n`) ? resolve() : out.once('drain', resolve)));
-      const streams: JournalStream[] = flags.stream === 'all' ? ['activity', 'sessions'] : [flags.stream];
-      for (const head of headsFor(location))
-        if (streams.includes(head.stream)) await write(signedHeadLine(head));
-      for (const stream of streams)
-        for await (const row of rowsOf(location, stream)) await write(entryLine(stream, row));
+      await exportStore(location, flags.stream, write);
       if (flags.out) await new Promise<void>((resolve) => out.end(resolve));
     });
 
   audit
     .command('sign')
-    .description("Sign the journals' current heads with the data directory's Ed25519 key (journal-head.json)")
+    .description(
+      "Sign the journals' current heads (journal-head.json); refuses a journal shorter than, or rewritten under, its last signed head",
+    )
     .option('--db <file|postgres-url>', 'the store to read')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
-    .action(async (flags: StoreFlags) => {
+    .option(
+      '--key <file>',
+      'the Ed25519 private key (default: journal_signing_key_file, IDEM_JOURNAL_SIGNING_KEY_FILE, or <data dir>/journal-signing.key)',
+    )
+    .option('--json', 'print the signed heads as JSON lines, to append to a file kept off the host')
+    .action(async (flags: StoreFlags & { key?: string; json?: boolean }) => {
       const location = locateStore(flags);
       if (!location.dataDir)
-        throw new Error('no data directory to keep the key in: give --config or IDEM_DATA_DIR');
+        throw new Error('no data directory to keep the signed heads in: give --config or IDEM_DATA_DIR');
+      const dataDir = location.dataDir;
+      const keyFile = flags.key ?? configuredKeyFile(flags);
       const store = await openLocatedStore(location);
-      const heads = await signJournalHeads(store, location.dataDir).finally(() => store.close());
+      const heads = await signJournalHeads(store, dataDir, keyFile ? { keyFile } : {}).finally(() =>
+        store.close(),
+      );
+      if (flags.json) {
+        for (const head of heads) process.stdout.write(`${signedHeadLine(head)}\n`);
+        return;
+      }
       for (const head of heads)
         process.stdout.write(`signed ${head.stream} head: seq ${head.seq} ${head.hash}\n`);
-      process.stdout.write(`public key: ${join(location.dataDir, PUBLIC_KEY_FILE)}\n`);
+      process.stdout.write(`public key: ${signingKeyPaths(dataDir, keyFile).publicPath}\n`);
     });
 }
 
-async function runVerify(flags: VerifyFlags): Promise<number> {
-  let report: VerifyReport;
-  let source: string;
+/**
+ * `idem audit export`: the signed heads, the journals' rows, and — for every
+ * stream — the executions table (outcomes by digest), one JSON line each.
+ */
+export async function exportStore(
+  location: StoreLocation,
+  stream: JournalStream | 'all',
+  write: (line: string) => Promise<void>,
+): Promise<void> {
+  const streams: JournalStream[] = stream === 'all' ? [...JOURNAL_STREAMS] : [stream];
+  for (const head of headsFor(location)) if (streams.includes(head.stream)) await write(signedHeadLine(head));
+  for (const s of streams) for await (const row of rowsOf(location, s)) await write(entryLine(s, row));
+  if (stream !== 'all') return;
+  await write(EXECUTIONS_MARKER_LINE);
+  const executions =
+    location.kind === 'sqlite'
+      ? sqliteExecutionRows(location.target)
+      : postgresExecutionRows(location.target);
+  for await (const row of executions) await write(executionLine(row));
+}
+
+/** What `idem audit verify` found, and the note on where its public key came from. */
+export interface VerifyOutcome {
+  source: string;
+  report: StoreVerifyReport;
+  keyNote: string;
+  streams: JournalStream[];
+}
+
+/** Everything `idem audit verify` checks, without the printing: the same flags, the same verdict. */
+export async function verifyFromFlags(flags: VerifyFlags): Promise<VerifyOutcome> {
+  const streams: JournalStream[] =
+    !flags.stream || flags.stream === 'all' ? [...JOURNAL_STREAMS] : [flags.stream];
+  let source: JournalSource;
+  let describe: string;
+  let heads: SignedHead[];
   let keyNote = '';
-  try {
-    let rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>;
-    let heads: SignedHead[];
-    let total: number | undefined;
-    let sqlitePath: string | undefined;
-    let publicKeyPem = flags.publicKey ? readFileSync(flags.publicKey, 'utf8') : undefined;
-    if (flags.file) {
-      source = flags.file;
-      const exported = await readExport(flags.file, flags.stream);
-      rows = exported.rows;
-      heads = flags.head ? readSignedHeads(flags.head) : exported.heads;
-    } else {
-      const location = locateStore(flags);
-      source = location.describe;
-      rows = rowsOf(location, flags.stream);
-      heads = flags.head ? readSignedHeads(flags.head) : headsFor(location);
-      if (location.kind === 'sqlite') {
-        total = sqliteJournalCount(location.target, flags.stream);
-        sqlitePath = location.target;
-      }
-      const besideKey = location.dataDir ? join(location.dataDir, PUBLIC_KEY_FILE) : undefined;
-      if (!publicKeyPem && heads.length > 0 && besideKey && existsSync(besideKey)) {
-        publicKeyPem = readFileSync(besideKey, 'utf8');
-        keyNote = ` (public key from ${besideKey}: pass --public-key to check against a key you keep elsewhere)`;
-      }
+  let total: number | undefined;
+  let publicKeyPem = flags.publicKey ? readFileSync(flags.publicKey, 'utf8') : undefined;
+  if (flags.file) {
+    source = { kind: 'file', path: flags.file };
+    describe = flags.file;
+    heads = flags.head ? readSignedHeads(flags.head) : (await readExport(flags.file)).heads;
+  } else {
+    const location = locateStore(flags);
+    describe = location.describe;
+    source =
+      location.kind === 'sqlite'
+        ? { kind: 'sqlite', path: location.target }
+        : { kind: 'postgres', url: location.target };
+    heads = flags.head ? readSignedHeads(flags.head) : headsFor(location);
+    if (location.kind === 'sqlite') total = sqliteJournalCount(location.target, 'activity');
+    const besideKey = location.dataDir
+      ? signingKeyPaths(location.dataDir, configuredKeyFile(flags)).publicPath
+      : undefined;
+    if (!publicKeyPem && besideKey && existsSync(besideKey)) {
+      publicKeyPem = readFileSync(besideKey, 'utf8');
+      keyNote = ` (public key from ${besideKey}: pass --public-key to check against a key you keep elsewhere)`;
     }
-    const signedHead = heads.find((h) => h.stream === flags.stream);
-    const bar =
-      !flags.json && process.stderr.isTTY && total !== undefined && total > 100_000
-        ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
-        : undefined;
-    bar?.start(total ?? 0, 0);
-    const verifyOptions = {
-      ...(signedHead ? { signedHead } : {}),
-      ...(publicKeyPem ? { publicKeyPem } : {}),
-      ...(bar ? { onProgress: (n: number) => bar.update(n) } : {}),
-    };
-    // A SQLite file is checked on every core (same verdict as the sequential scan, which runs on any anomaly).
-    report =
-      sqlitePath !== undefined
-        ? await verifySqliteJournal(sqlitePath, flags.stream, verifyOptions)
-        : await verifyJournal(rows, verifyOptions);
-    bar?.stop();
+  }
+  // Heads shipped off the host: every one must still match the journal (heads only move forward).
+  for (const file of flags.heads ?? []) heads.push(...readHeadsFile(file));
+  const bar =
+    !flags.json && process.stderr.isTTY && total !== undefined && total > 100_000
+      ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
+      : undefined;
+  bar?.start(total ?? 0, 0);
+  const report = await verifyStore(source, {
+    streams,
+    heads,
+    ...(publicKeyPem ? { publicKeyPem, requireSignedHead: true } : {}),
+    ...(bar ? { onProgress: (stream, n) => stream === 'activity' && bar.update(n) } : {}),
+  });
+  bar?.stop();
+  return { source: describe, report, keyNote, streams };
+}
+
+async function runVerify(flags: VerifyFlags): Promise<number> {
+  let outcome: VerifyOutcome;
+  try {
+    outcome = await verifyFromFlags(flags);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (flags.json) printJson({ ok: false, error: message });
     else process.stderr.write(`idem audit verify: ${message}\n`);
     return VERIFY_EXIT.error;
   }
-  if (flags.json) printJson({ source, stream: flags.stream, ...report });
-  else if (report.ok) {
-    const signed = report.signedHead
-      ? report.signedHead.verified
-        ? `; signed head at seq ${report.signedHead.seq} verified${keyNote}`
-        : `; signed head at seq ${report.signedHead.seq} NOT checked (no public key given)`
+  const { source, report, keyNote, streams } = outcome;
+  if (flags.json) {
+    printJson({ source, stream: flags.stream ?? 'all', ...report });
+    return report.ok ? VERIFY_EXIT.ok : VERIFY_EXIT.tampered;
+  }
+  if (!report.ok) {
+    const bad = report.firstBad as NonNullable<VerifyReport['firstBad']>;
+    const where = bad.executionId
+      ? `execution ${bad.executionId}`
+      : `first bad seq ${bad.seq} (${bad.problem})${bad.stream ? ` in the ${bad.stream} journal` : ''}`;
+    const what = bad.executionId ? ` (${bad.problem})` : '';
+    process.stdout.write(`TAMPERED: ${where}${what}: ${bad.message}\n`);
+    return VERIFY_EXIT.tampered;
+  }
+  for (const stream of streams) {
+    const r = report.streams[stream] as VerifyReport;
+    const signed = r.signedHead
+      ? r.signedHead.verified
+        ? `; signed head at seq ${r.signedHead.seq} verified${keyNote}${r.lastSeq > r.signedHead.seq ? ` (seq ${r.signedHead.seq + 1}–${r.lastSeq} are protected by the chain only)` : ''}`
+        : `; signed head at seq ${r.signedHead.seq} NOT checked (no public key given)`
       : '; no signed head';
     process.stdout.write(
-      `OK: ${report.entries} ${flags.stream} entries, chain intact up to seq ${report.lastSeq}${signed}.\n`,
+      `OK: ${r.entries} ${stream} entries, chain intact up to seq ${r.lastSeq}${signed}.\n`,
     );
-  } else {
-    const bad = report.firstBad as NonNullable<VerifyReport['firstBad']>;
-    process.stdout.write(`TAMPERED: first bad seq ${bad.seq} (${bad.problem}): ${bad.message}\n`);
   }
-  return report.ok ? VERIFY_EXIT.ok : VERIFY_EXIT.tampered;
+  const e = report.executions;
+  if (e) {
+    process.stdout.write(
+      `OK: ${e.checked} executions match the journal (${e.outcomesChecked} outcomes by digest${e.outcomesUnchecked ? `, ${e.outcomesUnchecked} recorded before digests: state only` : ''}; ${e.trimmed} finished ones trimmed by retention).\n`,
+    );
+  }
+  return VERIFY_EXIT.ok;
+}
+
+/** journal_signing_key_file of `--config`, else IDEM_JOURNAL_SIGNING_KEY_FILE (read by signingKeyPaths). */
+function configuredKeyFile(flags: StoreFlags): string | undefined {
+  return flags.config ? loadConfig(flags.config).journal_signing_key_file : undefined;
 }
 
 function rowsOf(

@@ -76,6 +76,12 @@ export const GatewayConfigSchema = z
       .describe(
         "The installation's fingerprint key (32 bytes, 0600), created if missing. Every gateway on one store must use the same key. Default: <data_dir>/fingerprint.key, or IDEM_FINGERPRINT_KEY_FILE.",
       ),
+    journal_signing_key_file: z
+      .string()
+      .optional()
+      .describe(
+        "Ed25519 key that signs the journals' heads (PKCS#8 PEM, 0600; public key beside it as .pub), created if missing. Keep it outside the data directory, readable by another user, so that whoever can rewrite the store cannot re-sign it. Default: <data_dir>/journal-signing.key, or IDEM_JOURNAL_SIGNING_KEY_FILE.",
+      ),
     store: z
       .union([
         z.object({ kind: z.literal('sqlite'), path: z.string().optional() }).strict(),
@@ -222,6 +228,7 @@ export function loadConfig(path: string): GatewayConfig {
   const rel = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
   if (config.data_dir) config.data_dir = rel(config.data_dir);
   if (config.fingerprint_key_file) config.fingerprint_key_file = rel(config.fingerprint_key_file);
+  if (config.journal_signing_key_file) config.journal_signing_key_file = rel(config.journal_signing_key_file);
   if (config.store?.kind === 'sqlite' && config.store.path) config.store.path = rel(config.store.path);
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);

@@ -50,6 +50,8 @@ export class Gateway {
   /** Tools already named as on the cautious default: each is named once per process. */
   readonly #namedCautious = new Set<string>();
   #http: ServedHttp | undefined;
+  /** The signing of the journal heads under way, if any. */
+  #signing: Promise<void> | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -85,7 +87,9 @@ export class Gateway {
         this.receipts.trim();
         this.store
           .sweep({ retentionMs })
-          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }));
+          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
+          // Each sweep leaves what was journaled so far covered by a signature (DESIGN §13).
+          .then(() => this.#signHeads());
       },
       durationMs(config.sweep_interval, 'sweep_interval'),
     );
@@ -207,9 +211,31 @@ export class Gateway {
     await Promise.all([...this.#sessions].map((s) => s.close()));
     const shared = await this.#shared?.catch(() => undefined);
     if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
-    // What was journaled up to now leaves covered by a signature.
-    await signJournalHeads(this.store, this.dataDir).catch(() => {});
+    // What was journaled up to now leaves covered by a signature (after any signing under way, which may predate it).
+    await this.#signing;
+    await this.#signHeads();
     await this.store.close();
+  }
+
+  /**
+   * Signs the journals' heads, when the key can be read: a key owned by
+   * another user (signing from its own `idem audit sign`) is not an error. A
+   * refusal (journal behind its last signed head) is logged every time.
+   */
+  async #signHeads(): Promise<void> {
+    // A slow signing (a big store, a busy disk) is not run twice at once: both would write journal-head.json.
+    this.#signing ??= this.#signHeadsNow().finally(() => {
+      this.#signing = undefined;
+    });
+    return this.#signing;
+  }
+
+  async #signHeadsNow(): Promise<void> {
+    const keyFile = this.#config.journal_signing_key_file;
+    await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
+      this.#options.logger?.warn('journal heads not signed', { error: String(error) });
+    });
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {

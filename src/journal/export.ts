@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import canonicalize from 'canonicalize';
+import type { StoredExecutionRow } from './executions-check.js';
 import type { SignedHead } from './signing.js';
 import type { StoredJournalRow } from './verify.js';
 
@@ -12,7 +13,10 @@ export type ExportLine =
   | ({ type: 'entry'; stream: 'activity' | 'sessions' } & Omit<StoredJournalRow, 'detailText'> & {
         detail: unknown;
       })
-  | ({ type: 'signed_head' } & SignedHead);
+  | ({ type: 'signed_head' } & SignedHead)
+  /** Marks that the executions table follows (so that an export without it is not read as an empty table). */
+  | { type: 'executions' }
+  | ({ type: 'execution' } & StoredExecutionRow);
 
 export function entryLine(stream: 'activity' | 'sessions', row: StoredJournalRow): string {
   const { detailText, ...rest } = row;
@@ -21,6 +25,35 @@ export function entryLine(stream: 'activity' | 'sessions', row: StoredJournalRow
 
 export function signedHeadLine(head: SignedHead): string {
   return JSON.stringify({ type: 'signed_head', ...head });
+}
+
+export const EXECUTIONS_MARKER_LINE = JSON.stringify({ type: 'executions' });
+
+/** One execution row: what verify cross-checks against the journal (the outcome by its digest only). */
+export function executionLine(row: StoredExecutionRow): string {
+  return JSON.stringify({ type: 'execution', ...row });
+}
+
+/** The export's execution rows, if it has the executions table (an export of every stream does). */
+export async function readExportExecutions(
+  path: string,
+): Promise<AsyncIterable<StoredExecutionRow> | undefined> {
+  let marked = false;
+  for await (const { line } of lines(path)) {
+    if (line.type === 'executions') {
+      marked = true;
+      break;
+    }
+  }
+  if (!marked) return undefined;
+  async function* rows(): AsyncIterable<StoredExecutionRow> {
+    for await (const { line } of lines(path)) {
+      if (line.type !== 'execution') continue;
+      const { type: _type, ...row } = line;
+      yield row;
+    }
+  }
+  return rows();
 }
 
 /**

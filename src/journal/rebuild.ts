@@ -17,7 +17,10 @@ export function rebuildStates(entries: Iterable<ActivityEntry>): Map<string, Exe
   return states;
 }
 
-function stateAfter(entry: ActivityEntry, current: ExecutionState | undefined): ExecutionState | undefined {
+export function stateAfter(
+  entry: Pick<ActivityEntry, 'kind' | 'detail'>,
+  current: ExecutionState | undefined,
+): ExecutionState | undefined {
   switch (entry.kind) {
     case 'accepted':
       return 'accepted';

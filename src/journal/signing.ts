@@ -8,7 +8,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** A journal head (seq, hash) signed with the installation's Ed25519 key. */
 export interface SignedHead {
@@ -32,14 +32,33 @@ export function signedHeadMessage(head: Omit<SignedHead, 'signature'>): Buffer {
   );
 }
 
+/** Where the journal signing key is looked for: the given file, else IDEM_JOURNAL_SIGNING_KEY_FILE, else the data directory. */
+export function signingKeyPaths(
+  dataDir: string,
+  keyFile: string | undefined = process.env.IDEM_JOURNAL_SIGNING_KEY_FILE || undefined,
+): { privatePath: string; publicPath: string } {
+  if (!keyFile)
+    return { privatePath: join(dataDir, SIGNING_KEY_FILE), publicPath: join(dataDir, PUBLIC_KEY_FILE) };
+  // `journal-signing.key` → `journal-signing.pub`; any other name gets `.pub` added.
+  const publicPath = keyFile.endsWith('.key') ? `${keyFile.slice(0, -4)}.pub` : `${keyFile}.pub`;
+  return { privatePath: keyFile, publicPath };
+}
+
 /**
- * The data directory's Ed25519 key pair, created on first use (private key
- * 0600, PKCS#8 PEM; public key SPKI PEM beside it, to hand to auditors).
+ * The journal's Ed25519 key pair, created on first use (private key 0600,
+ * PKCS#8 PEM; public key SPKI PEM beside it, to hand to auditors). By default
+ * in the data directory; `keyFile` (or IDEM_JOURNAL_SIGNING_KEY_FILE) puts it
+ * elsewhere — e.g. owned by another user, so that whoever can rewrite the
+ * store cannot also re-sign it.
  */
-export function loadOrCreateSigningKey(dataDir: string): { privateKeyPem: string; publicKeyPem: string } {
-  const privatePath = join(dataDir, SIGNING_KEY_FILE);
-  const publicPath = join(dataDir, PUBLIC_KEY_FILE);
+export function loadOrCreateSigningKey(
+  dataDir: string,
+  keyFile?: string,
+): { privateKeyPem: string; publicKeyPem: string } {
+  const { privatePath, publicPath } = signingKeyPaths(dataDir, keyFile);
   if (!existsSync(privatePath)) {
+    if (!existsSync(dirname(privatePath)))
+      throw new Error(`no directory for the signing key: ${privatePath}`);
     const { privateKey } = generateKeyPairSync('ed25519');
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
     // Same race-free creation as the fingerprint key: write privately, then link into place.
@@ -88,6 +107,50 @@ export function readSignedHeads(path: string): SignedHead[] {
   if (!existsSync(path)) return [];
   const parsed = JSON.parse(readFileSync(path, 'utf8')) as { heads?: SignedHead[] };
   return parsed.heads ?? [];
+}
+
+/**
+ * Reads heads kept off the host: a `journal-head.json` copy, or JSON lines of
+ * signed heads (what `idem audit sign --json` prints, appended over time; an
+ * export's `signed_head` lines). A missing or unreadable file is an error:
+ * evidence that cannot be read must not count as "no heads".
+ */
+export function readHeadsFile(path: string): SignedHead[] {
+  const text = readFileSync(path, 'utf8');
+  const trimmed = text.trim();
+  if (trimmed === '') return [];
+  try {
+    const parsed = JSON.parse(trimmed) as { heads?: SignedHead[] } | SignedHead;
+    if ('heads' in parsed && Array.isArray(parsed.heads)) return parsed.heads.map(asHead);
+  } catch {
+    // Not one JSON document: JSON lines.
+  }
+  return trimmed
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, index) => {
+      try {
+        const parsed = JSON.parse(line) as { type?: string };
+        return parsed.type === 'entry' ? undefined : asHead(parsed);
+      } catch (error) {
+        throw new Error(`${path}:${index + 1}: not a signed head (${(error as Error).message})`);
+      }
+    })
+    .filter((head): head is SignedHead => head !== undefined);
+}
+
+function asHead(value: unknown): SignedHead {
+  const v = value as Partial<SignedHead> & { type?: string };
+  if (
+    (v.stream !== 'activity' && v.stream !== 'sessions') ||
+    typeof v.seq !== 'number' ||
+    typeof v.hash !== 'string' ||
+    typeof v.signedAt !== 'number' ||
+    typeof v.signature !== 'string'
+  ) {
+    throw new Error('expected {stream, seq, hash, signedAt, signature}');
+  }
+  return { stream: v.stream, seq: v.seq, hash: v.hash, signedAt: v.signedAt, signature: v.signature };
 }
 
 export function writeSignedHeads(path: string, heads: SignedHead[]): void {

@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { JournalStream } from './events.js';
+import type { StoredExecutionRow } from './executions-check.js';
+import { storedOutcomeDigest } from './outcome-digest.js';
 import type { StoredJournalRow } from './verify.js';
 
 const TABLES: Record<JournalStream, string> = { activity: 'activity_journal', sessions: 'sessions_journal' };
@@ -89,4 +91,55 @@ export async function* postgresJournalRows(
   } finally {
     await client.end();
   }
+}
+
+/** The execution rows of a SQLite store file, read-only, with each stored outcome's digest (executions-check.ts). */
+export function* sqliteExecutionRows(path: string): Generator<StoredExecutionRow> {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const statement = db
+      .prepare('SELECT id, actor, tool, state, updated_at, outcome FROM executions ORDER BY id')
+      .raw(true);
+    for (const r of statement.iterate() as Iterable<ExecutionRaw>) yield toExecution(r);
+  } finally {
+    db.close();
+  }
+}
+
+/** The execution rows of a PostgreSQL store, in pages of `pageSize`, by id. */
+export async function* postgresExecutionRows(
+  url: string,
+  pageSize = 20_000,
+): AsyncGenerator<StoredExecutionRow> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    let after = '';
+    for (;;) {
+      const { rows } = await client.query<ExecutionRaw>({
+        text: `SELECT id, actor, tool, state::text, updated_at::float8, outcome
+               FROM executions WHERE id > $1 ORDER BY id LIMIT $2`,
+        values: [after, pageSize],
+        rowMode: 'array',
+      });
+      for (const row of rows) yield toExecution(row);
+      if (rows.length < pageSize) return;
+      after = (rows.at(-1) as ExecutionRaw)[0];
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+type ExecutionRaw = [string, string, string, string, number, string | null];
+
+function toExecution(r: ExecutionRaw): StoredExecutionRow {
+  return {
+    id: r[0],
+    actor: r[1],
+    tool: r[2],
+    state: r[3],
+    updatedAt: r[4],
+    outcomeSha256: storedOutcomeDigest(r[5]),
+  };
 }

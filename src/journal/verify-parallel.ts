@@ -3,9 +3,14 @@ import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { GENESIS_HASH } from './chain.js';
 import type { JournalStream } from './events.js';
-import type { SignedHead } from './signing.js';
 import { sqliteJournalRows } from './sources.js';
-import { type VerifyReport, verifyJournal, withSignedHead } from './verify.js';
+import {
+  headsOf,
+  type SignedHeadOptions,
+  type VerifyReport,
+  verifyJournal,
+  withSignedHead,
+} from './verify.js';
 import type { RangeResult, RangeTask } from './verify-worker.js';
 
 const TABLES = { activity: 'activity_journal', sessions: 'sessions_journal' } as const;
@@ -23,9 +28,7 @@ export const PARALLEL_THRESHOLD = 200_000;
 export async function verifySqliteJournal(
   path: string,
   stream: JournalStream,
-  options: {
-    signedHead?: SignedHead;
-    publicKeyPem?: string;
+  options: SignedHeadOptions & {
     workers?: number;
     onProgress?: (entries: number) => void;
   } = {},
@@ -46,13 +49,13 @@ export async function verifySqliteJournal(
     table: TABLES[stream],
     fromRowid: (span.lo as number) + i * size,
     toRowid: Math.min(span.hi as number, (span.lo as number) + (i + 1) * size - 1),
-    signedSeq: options.signedHead?.seq,
+    signedSeqs: headsOf(options).map((h) => h.seq),
   }));
   const results = await Promise.all(tasks.map(runWorker));
   let expectedSeq = 1;
   let prevHash = GENESIS_HASH;
   let entries = 0;
-  let signedHashSeen: string | undefined;
+  const signedHashesSeen = new Map<number, string>();
   for (const r of results) {
     if (r.anomaly) return sequential();
     if (r.count === 0) continue;
@@ -60,10 +63,10 @@ export async function verifySqliteJournal(
     expectedSeq = (r.last?.seq as number) + 1;
     prevHash = r.last?.hash as string;
     entries += r.count;
-    signedHashSeen ??= r.signedHashSeen;
+    for (const [seq, hash] of r.signedHashesSeen) signedHashesSeen.set(seq, hash);
     options.onProgress?.(entries);
   }
-  return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashSeen }, options);
+  return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashesSeen }, options);
 }
 
 /** The worker module beside this one: TypeScript under tsx (tests), JavaScript from dist/. */

@@ -13,8 +13,8 @@ export interface RangeTask {
   table: 'activity_journal' | 'sessions_journal';
   fromRowid: number;
   toRowid: number;
-  /** Report the hash seen at this seq (the signed head's), if it falls in the range. */
-  signedSeq: number | undefined;
+  /** Report the hashes seen at these seqs (the signed heads'), where they fall in the range. */
+  signedSeqs: number[];
 }
 
 export interface RangeResult {
@@ -23,7 +23,7 @@ export interface RangeResult {
   last: { seq: number; hash: string } | undefined;
   /** Something is wrong inside the range: the exact diagnosis is left to the sequential scan. */
   anomaly: boolean;
-  signedHashSeen: string | undefined;
+  signedHashesSeen: [number, string][];
 }
 
 function checkRange(task: RangeTask): RangeResult {
@@ -33,8 +33,9 @@ function checkRange(task: RangeTask): RangeResult {
     first: undefined,
     last: undefined,
     anomaly: false,
-    signedHashSeen: undefined,
+    signedHashesSeen: [],
   };
+  const signedSeqs = new Set(task.signedSeqs);
   try {
     const rows = db
       .prepare(`SELECT ${COLUMNS} FROM ${task.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`)
@@ -48,7 +49,7 @@ function checkRange(task: RangeTask): RangeResult {
       if (result.anomaly) break;
       result.first ??= { seq: row.seq, prevHash: row.prevHash };
       result.last = { seq: row.seq, hash: row.hash };
-      if (row.seq === task.signedSeq) result.signedHashSeen = row.hash;
+      if (signedSeqs.has(row.seq)) result.signedHashesSeen.push([row.seq, row.hash]);
       result.count++;
     }
   } finally {

@@ -1,5 +1,6 @@
 import canonicalize from 'canonicalize';
 import { chainHash, GENESIS_HASH } from './chain.js';
+import type { JournalStream } from './events.js';
 import { type SignedHead, verifySignedHead } from './signing.js';
 
 /**
@@ -32,7 +33,22 @@ export type JournalProblem =
   /** The signed head's hash is not the journal's hash at that seq: the tail was rewritten and re-hashed. */
   | 'rehashed'
   /** The signed head's signature does not verify with the given public key. */
-  | 'bad_signature';
+  | 'bad_signature'
+  /** A public key is given but no signed head covers the journal: the heads were deleted or withheld. */
+  | 'unsigned';
+
+/** What is wrong with an execution row, checked against the journal (executions-check.ts). */
+export type ExecutionProblem =
+  /** The journal has the execution, the table does not, and no retention trim explains it. */
+  | 'execution_missing'
+  /** The table has an execution the journal never recorded. */
+  | 'unjournaled'
+  /** The row's state is not the state the journal's events lead to. */
+  | 'state_mismatch'
+  /** The row's stored outcome is not the one whose digest the journal recorded. */
+  | 'outcome_mismatch'
+  | 'actor_mismatch'
+  | 'tool_mismatch';
 
 export interface VerifyReport {
   ok: boolean;
@@ -40,9 +56,35 @@ export interface VerifyReport {
   entries: number;
   lastSeq: number;
   headHash: string;
-  firstBad?: { seq: number; problem: JournalProblem; message: string };
-  /** The signed head checked against, if any. */
+  firstBad?: {
+    seq: number;
+    problem: JournalProblem | ExecutionProblem;
+    message: string;
+    /** Which journal the bad row is in (reports of a whole store). */
+    stream?: JournalStream;
+    /** The bad execution, for a problem of the executions table. */
+    executionId?: string;
+  };
+  /** The latest signed head checked against, if any. */
   signedHead?: { seq: number; verified: boolean };
+  /** How many signed heads (local and shipped off the host) the chain was checked against. */
+  signedHeads?: number;
+}
+
+export interface SignedHeadOptions {
+  /** One head (callers that have just one); with `signedHeads`, all are checked. */
+  signedHead?: SignedHead;
+  /** Every head known for this stream (local, and shipped off the host): each must match the chain. */
+  signedHeads?: SignedHead[];
+  publicKeyPem?: string;
+  /** Fail when no signed head covers a non-empty journal (a public key is in use). */
+  requireSignedHead?: boolean;
+}
+
+/** The heads of `options`, highest seq last. */
+export function headsOf(options: SignedHeadOptions): SignedHead[] {
+  const heads = [...(options.signedHeads ?? []), ...(options.signedHead ? [options.signedHead] : [])];
+  return heads.sort((a, b) => a.seq - b.seq || a.signedAt - b.signedAt);
 }
 
 /**
@@ -52,7 +94,7 @@ export interface VerifyReport {
  */
 export async function verifyJournal(
   rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>,
-  options: { signedHead?: SignedHead; publicKeyPem?: string; onProgress?: (entries: number) => void } = {},
+  options: SignedHeadOptions & { onProgress?: (entries: number) => void } = {},
 ): Promise<VerifyReport> {
   let expectedSeq = 1;
   let prevHash = GENESIS_HASH;
@@ -64,8 +106,8 @@ export async function verifyJournal(
     headHash: prevHash,
     firstBad: { seq, problem, message },
   });
-  const signed = options.signedHead;
-  let signedHashSeen: string | undefined;
+  const signedSeqs = new Set(headsOf(options).map((h) => h.seq));
+  const signedHashesSeen = new Map<number, string>();
 
   // A seq that jumps ahead is either a deleted row or a row moved later: the
   // next row tells which, so the decision waits one row.
@@ -90,7 +132,7 @@ export async function verifyJournal(
     if (!hashMatches(row)) {
       return fail(row.seq, 'edited', `seq ${row.seq}: content does not match its hash`);
     }
-    if (signed && row.seq === signed.seq) signedHashSeen = row.hash;
+    if (signedSeqs.size > 0 && signedSeqs.has(row.seq)) signedHashesSeen.set(row.seq, row.hash);
     prevHash = row.hash;
     expectedSeq++;
     if (options.onProgress && (entries & 0xffff) === 0) options.onProgress(entries);
@@ -111,47 +153,65 @@ export async function verifyJournal(
   options.onProgress?.(entries);
   if (gapAt !== undefined) return fail(gapAt, 'missing', `seq ${gapAt} is missing`);
 
-  return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashSeen }, options);
+  return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashesSeen }, options);
 }
 
-/** An intact chain, checked against the signed head (if any): truncation, re-hashing, a forged signature. */
+/**
+ * An intact chain, checked against every signed head known for it: a forged
+ * signature, truncation (the chain ends before a head), re-hashing (the hash
+ * at a head's seq is not the signed one), and — with `requireSignedHead` —
+ * a non-empty chain no head covers at all.
+ */
 export function withSignedHead(
-  chain: { entries: number; lastSeq: number; headHash: string; signedHashSeen: string | undefined },
-  options: { signedHead?: SignedHead; publicKeyPem?: string },
+  chain: { entries: number; lastSeq: number; headHash: string; signedHashesSeen: Map<number, string> },
+  options: SignedHeadOptions,
 ): VerifyReport {
   const { entries, lastSeq, headHash } = chain;
   const report: VerifyReport = { ok: true, entries, lastSeq, headHash };
-  const signed = options.signedHead;
-  if (!signed) return report;
+  const heads = headsOf(options);
   const bad = (seq: number, problem: JournalProblem, message: string): VerifyReport => ({
+    ...report,
     ok: false,
-    entries,
-    lastSeq,
-    headHash,
     firstBad: { seq, problem, message },
-    signedHead: report.signedHead,
   });
-  const verified = options.publicKeyPem ? verifySignedHead(signed, options.publicKeyPem) : false;
-  report.signedHead = { seq: signed.seq, verified };
-  if (options.publicKeyPem && !verified) {
-    return bad(
-      signed.seq,
-      'bad_signature',
-      `the signed head at seq ${signed.seq} does not verify with the given public key`,
-    );
+  if (heads.length === 0) {
+    if (options.requireSignedHead && lastSeq > 0) {
+      return bad(
+        1,
+        'unsigned',
+        `no signed head covers this journal (${lastSeq} rows), yet a public key is given: the heads were deleted or withheld. Verify against heads kept off the host (--heads)`,
+      );
+    }
+    return report;
   }
-  if (signed.seq > lastSeq) {
+  const latest = heads.at(-1) as SignedHead;
+  const pem = options.publicKeyPem;
+  report.signedHead = { seq: latest.seq, verified: pem !== undefined };
+  report.signedHeads = heads.length;
+  if (pem) {
+    const forged = heads.find((h) => !verifySignedHead(h, pem));
+    if (forged) {
+      report.signedHead = { seq: latest.seq, verified: false };
+      return bad(
+        forged.seq,
+        'bad_signature',
+        `the signed head at seq ${forged.seq} does not verify with the given public key`,
+      );
+    }
+  }
+  if (latest.seq > lastSeq) {
     return bad(
       lastSeq + 1,
       'truncated',
-      `the journal ends at seq ${lastSeq}; the signed head is at seq ${signed.seq}`,
+      `the journal ends at seq ${lastSeq}; a signed head is at seq ${latest.seq}`,
     );
   }
-  if (chain.signedHashSeen !== signed.hash) {
+  const rewritten = heads.find((h) => chain.signedHashesSeen.get(h.seq) !== h.hash);
+  if (rewritten) {
     return bad(
-      signed.seq,
+      rewritten.seq,
       'rehashed',
-      `seq ${signed.seq}: hash differs from the signed head's — rows up to it were rewritten and re-hashed`,
+      `seq ${rewritten.seq}: hash differs from the signed head's — rows up to it were rewritten and re-hashed`,
     );
   }
   return report;

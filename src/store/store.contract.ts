@@ -5,6 +5,7 @@ import type { StoredOutcome } from '../executions/outcome.js';
 import type { ExecutionState } from '../executions/states.js';
 import { chainHash, entryBody, GENESIS_HASH } from '../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
+import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
 
 export interface OpenedStore {
@@ -816,6 +817,30 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
     });
 
     describe('journal', () => {
+      it("an outcome's event carries the digest of the outcome as stored (what audit verify checks)", async () => {
+        const input = claimInput();
+        await store.claim(input, { events: [{ kind: 'accepted', executionId: input.id }] });
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'completed',
+          token: input.claimToken,
+          outcome: AWKWARD_OUTCOME,
+          events: [
+            { kind: 'outcome', executionId: input.id, detail: { state: 'completed' } },
+            { kind: 'delivered', executionId: input.id },
+          ],
+        });
+        const [, outcome, delivered] = await store.journalFor(input.id);
+        const stored = (await store.get(input.id))?.outcome;
+        expect(outcome?.detail).toEqual({
+          state: 'completed',
+          [OUTCOME_DIGEST_FIELD]: outcomeDigest(stored),
+        });
+        expect(outcome?.detail[OUTCOME_DIGEST_FIELD]).toBe(storedOutcomeDigest(JSON.stringify(stored)));
+        expect(delivered?.detail).toEqual({});
+      });
+
       it('appends the events of every write in order, seq 1..n, hash-chained', async () => {
         const input = claimInput();
         await store.claim(input, {

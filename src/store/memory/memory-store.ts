@@ -1,6 +1,7 @@
 import type { ExecutionState } from '../../executions/states.js';
 import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
+import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -114,7 +115,7 @@ export class MemoryStore implements ExecutionStore {
         this.#activeByFingerprint.delete(row.fingerprint);
     }
     if (t.note !== undefined) row.note = t.note;
-    this.#append(t.events, now);
+    this.#append(withOutcomeDigest(t.id, t.outcome, t.events), now);
     return this.#view(row, now);
   }
 

@@ -3,6 +3,7 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
+import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
@@ -415,7 +416,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   async transition(t: TransitionInput): Promise<ExecutionRecord | undefined> {
-    const events = t.events ?? [];
+    const events = withOutcomeDigest(t.id, t.outcome, t.events) ?? [];
     const transition = query<ExecutionRow & HeadColumns>(SQL.transition, [
       events.length > 0,
       t.id,

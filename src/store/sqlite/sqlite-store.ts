@@ -4,6 +4,7 @@ import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } fro
 import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
+import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
@@ -255,7 +256,7 @@ export class SqliteStore implements ExecutionStore {
       note: t.note ?? null,
     });
     if (!row) return undefined;
-    this.#append(t.events, now);
+    this.#append(withOutcomeDigest(t.id, t.outcome, t.events), now);
     return toRecord(row, now);
   }
 

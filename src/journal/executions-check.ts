@@ -1,0 +1,219 @@
+import type { ExecutionState } from '../executions/states.js';
+import type { ActivityKind } from './events.js';
+import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
+import { stateAfter } from './rebuild.js';
+import type { ExecutionProblem, StoredJournalRow } from './verify.js';
+
+/** An execution row as verify reads it from the store (or an export): what the journal can vouch for. */
+export interface StoredExecutionRow {
+  id: string;
+  actor: string;
+  tool: string;
+  state: string;
+  updatedAt: number;
+  /** SHA-256 of the stored outcome's RFC 8785 form (outcome-digest.ts), or null when there is none. */
+  outcomeSha256: string | null;
+}
+
+/** One execution as the activity journal tells it. */
+interface JournaledExecution {
+  state: ExecutionState | undefined;
+  /** Who claimed it and for which tool: the claim's `accepted` event. */
+  actor: string | null;
+  tool: string | null;
+  /** Seq and time of its last state change. */
+  seq: number;
+  changedAt: number;
+  /** The recorded outcome's digest; null: recorded by a journal older than digests; undefined: none recorded. */
+  outcome: string | null | undefined;
+}
+
+export interface ExecutionsReport {
+  ok: boolean;
+  /** Rows of the executions table checked. */
+  checked: number;
+  /** Executions the journal knows. */
+  journaled: number;
+  /** Finished executions absent from the table in the way a retention trim removes them (oldest first). */
+  trimmed: number;
+  /** Stored outcomes matched against the digest the journal recorded. */
+  outcomesChecked: number;
+  /** Stored outcomes the journal recorded before it carried digests: their state is checked, their content cannot be. */
+  outcomesUnchecked: number;
+  firstBad?: { seq: number; executionId: string; problem: ExecutionProblem; message: string };
+}
+
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'denied']);
+
+/**
+ * A trimmed execution may finish up to this long after one still kept: the
+ * journal's time of a change can trail the row's own by the wait for the
+ * journal lock (PostgreSQL, several writers). On SQLite the two are equal.
+ */
+export const TRIM_ORDER_SLACK_MS = 1_000;
+
+/** Every execution's state, claimer, last change and recorded outcome, from the activity journal alone. */
+export async function journaledExecutions(
+  rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>,
+): Promise<Map<string, JournaledExecution>> {
+  const executions = new Map<string, JournaledExecution>();
+  for await (const row of rows) {
+    if (!row.executionId) continue;
+    let known = executions.get(row.executionId);
+    if (!known) {
+      known = {
+        state: undefined,
+        actor: null,
+        tool: null,
+        seq: row.seq,
+        changedAt: row.at,
+        outcome: undefined,
+      };
+      executions.set(row.executionId, known);
+    }
+    if (row.kind === 'accepted' && known.actor === null) {
+      known.actor = row.actor;
+      known.tool = row.tool;
+    }
+    // Only the kinds that change state or carry an outcome need their detail parsed.
+    const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
+    if (STATE_KINDS.has(row.kind)) {
+      known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
+      known.seq = row.seq;
+      known.changedAt = row.at;
+    }
+    if (recordsOutcome(row.kind, detail.state)) {
+      const digest = detail[OUTCOME_DIGEST_FIELD];
+      known.outcome = typeof digest === 'string' ? digest : null;
+    }
+  }
+  return executions;
+}
+
+const STATE_KINDS: ReadonlySet<string> = new Set([
+  'accepted',
+  'awaiting_approval',
+  'authorized',
+  'dispatched',
+  'denied',
+  'lease_expired',
+  'outcome',
+  'operator_resolution',
+]);
+
+function needsDetail(kind: string): boolean {
+  return kind === 'outcome' || kind === 'operator_resolution';
+}
+
+/**
+ * Checks the executions table against the journal: each row must be an
+ * execution the journal recorded, in the state its events lead to, claimed by
+ * the same actor for the same tool, with the outcome whose digest was
+ * journaled. Each execution the journal has must still be in the table —
+ * except finished ones a retention trim removed, which go oldest first: a
+ * finished execution missing while one that finished earlier is kept was
+ * deleted. (`accepted`…`unknown` are never trimmed.)
+ */
+export async function checkExecutions(
+  journal: Map<string, JournaledExecution>,
+  rows: AsyncIterable<StoredExecutionRow> | Iterable<StoredExecutionRow>,
+): Promise<ExecutionsReport> {
+  const report: ExecutionsReport = {
+    ok: true,
+    checked: 0,
+    journaled: [...journal.values()].filter((e) => e.state !== undefined).length,
+    trimmed: 0,
+    outcomesChecked: 0,
+    outcomesUnchecked: 0,
+  };
+  const seen = new Set<string>();
+  let oldestKeptFinish = Number.POSITIVE_INFINITY;
+  let oldestKeptId: string | undefined;
+  const fail = (seq: number, executionId: string, problem: ExecutionProblem, message: string) => ({
+    ...report,
+    ok: false,
+    firstBad: { seq, executionId, problem, message },
+  });
+  for await (const row of rows) {
+    report.checked++;
+    seen.add(row.id);
+    const known = journal.get(row.id);
+    if (!known || known.state === undefined) {
+      return fail(
+        0,
+        row.id,
+        'unjournaled',
+        `execution ${row.id} is in the table but the journal never recorded it`,
+      );
+    }
+    if (row.state !== known.state) {
+      return fail(
+        known.seq,
+        row.id,
+        'state_mismatch',
+        `execution ${row.id} is ${row.state} in the table; the journal's events (last at seq ${known.seq}) make it ${known.state}`,
+      );
+    }
+    if (known.actor !== null && row.actor !== known.actor) {
+      return fail(
+        known.seq,
+        row.id,
+        'actor_mismatch',
+        `execution ${row.id} names actor ${row.actor}; the journal recorded its claim by ${known.actor}`,
+      );
+    }
+    if (known.tool !== null && row.tool !== known.tool) {
+      return fail(
+        known.seq,
+        row.id,
+        'tool_mismatch',
+        `execution ${row.id} names tool ${row.tool}; the journal recorded its claim for ${known.tool}`,
+      );
+    }
+    const outcomeProblem = checkOutcome(row, known);
+    if (outcomeProblem) return fail(known.seq, row.id, 'outcome_mismatch', outcomeProblem);
+    if (row.outcomeSha256 !== null) {
+      if (known.outcome === null) report.outcomesUnchecked++;
+      else report.outcomesChecked++;
+    }
+    if (FINISHED.has(row.state) && row.updatedAt < oldestKeptFinish) {
+      oldestKeptFinish = row.updatedAt;
+      oldestKeptId = row.id;
+    }
+  }
+  for (const [id, known] of journal) {
+    if (seen.has(id) || known.state === undefined) continue;
+    if (!FINISHED.has(known.state)) {
+      return fail(
+        known.seq,
+        id,
+        'execution_missing',
+        `execution ${id} (${known.state} in the journal) is not in the table; only finished executions are ever trimmed`,
+      );
+    }
+    if (known.changedAt - TRIM_ORDER_SLACK_MS > oldestKeptFinish) {
+      return fail(
+        known.seq,
+        id,
+        'execution_missing',
+        `execution ${id} (${known.state}, finished at ${known.changedAt}) is not in the table, yet ${oldestKeptId} which finished earlier (${oldestKeptFinish}) is: retention trims the oldest first, so it was deleted`,
+      );
+    }
+    report.trimmed++;
+  }
+  return report;
+}
+
+function checkOutcome(row: StoredExecutionRow, known: JournaledExecution): string | undefined {
+  if (known.outcome === undefined) {
+    return row.outcomeSha256 === null
+      ? undefined
+      : `execution ${row.id} has a stored outcome, but the journal never recorded one`;
+  }
+  if (known.outcome === null) return undefined;
+  if (row.outcomeSha256 === null)
+    return `execution ${row.id}'s stored outcome was erased; the journal recorded one (sha256 ${known.outcome})`;
+  if (row.outcomeSha256 !== known.outcome)
+    return `execution ${row.id}'s stored outcome is not the one the journal recorded (sha256 ${known.outcome}, stored ${row.outcomeSha256})`;
+  return undefined;
+}
