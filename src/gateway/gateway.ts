@@ -233,6 +233,26 @@ export class Gateway {
           )
           .catch(() => {});
       },
+      onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
+        // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
+        this.#options.logger?.warn(
+          `upstream ${upstream} restarted (attempt ${attempt}, after ${delayMs} ms): ${reason}`,
+          { session },
+        );
+        this.store
+          .appendEvents(
+            [
+              {
+                kind: 'upstream_restart',
+                actor,
+                requestRef: session,
+                detail: { upstream, attempt, delay_ms: delayMs, reason },
+              },
+            ],
+            'sessions',
+          )
+          .catch(() => {});
+      },
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
       newCatalog: () =>
         new ToolCatalog({

@@ -17,6 +17,7 @@ import {
   UpstreamClosedError,
   UpstreamConnection,
   type UpstreamReply,
+  type UpstreamRestart,
   type UpstreamSpec,
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
@@ -43,6 +44,10 @@ export interface SessionContext {
   /** How long a call waits for a restarting upstream before answering IDEM_NOT_EXECUTED. */
   upstreamWaitMs: number;
   onSessionEvent?(kind: 'session_start' | 'session_end', detail: Record<string, unknown>): void;
+  /** An upstream of this session (null: of the shared upstreams) is being restarted. */
+  onUpstreamRestart?(
+    restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },
+  ): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /**
    * Stateless fronts: every request is a session of its own, so they all use
@@ -589,6 +594,13 @@ export class ProxySession {
 
   #handlersFor(upstreamName: string) {
     return {
+      onRestart: (restart: UpstreamRestart) =>
+        this.#ctx.onUpstreamRestart?.({
+          ...restart,
+          upstream: upstreamName,
+          session: this.#front.sessionId ?? null,
+          actor: this.#actor(),
+        }),
       onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
         const frontId = `idem-${this.#nextFrontId++}`;
         const reply = new Promise<UpstreamReply>((resolve) => this.#toClient.set(frontId, resolve));
@@ -693,6 +705,8 @@ export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedU
         onNotification: (notification) => {
           if (notification.method === 'notifications/tools/list_changed') catalog.clear(spec.name);
         },
+        onRestart: (restart) =>
+          ctx.onUpstreamRestart?.({ ...restart, upstream: spec.name, session: null, actor: null }),
       },
       ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {},
     );

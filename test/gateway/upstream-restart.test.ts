@@ -5,7 +5,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { openStore } from '../../src/store/index.js';
+import {
+  type GatewayProcess,
+  mcpClient,
+  REPO_ROOT,
+  startGatewayProcess,
+} from '../support/gateway-process.js';
 import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway, waitUntil } from './support.js';
 
 /**
@@ -15,8 +21,10 @@ import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway, wai
  * unknown.
  */
 const running: RunningGateway[] = [];
+const processes: GatewayProcess[] = [];
 const clients: Client[] = [];
 afterAll(async () => {
+  for (const gateway of processes) await gateway.kill();
   for (const client of clients) await client.close().catch(() => {});
   for (const gateway of running) await gateway.close();
   removeTemporaries();
@@ -118,5 +126,59 @@ describe('a call while its upstream restarts', () => {
     expect(effectsOf(dirA)).not.toContain('a-while-down');
     expect(effectsOf(dirB)).toContain('b-meanwhile');
     allowStart(dirA);
+  }, 120_000);
+});
+
+describe('an upstream that is restarted', () => {
+  it('is reported: one line on stderr and one sessions-journal row per restart, with the reason and the attempt', async () => {
+    const dir = freshDir('restart-report');
+    const dataDir = freshDir('restart-report-data');
+    const gateway = await startGatewayProcess(
+      {
+        data_dir: dataDir,
+        upstreams: { flaky: crashingUpstream(dir) },
+        tools: { act: { replay: 'status', scope: { business_key: 'key' } } },
+      },
+      join(dataDir, 'idem.json'),
+    );
+    processes.push(gateway);
+    const client = await mcpClient(gateway.url, 'restart-agent');
+    clients.push(client);
+    expect(idemCodeOf((await call(client, 'act', { key: 'crash', crash: true })) as CallToolResult)).toBe(
+      'IDEM_OUTCOME_UNKNOWN',
+    );
+    let tries = 0;
+    await waitUntil('the restarted upstream to serve', async () => {
+      return !(await call(client, 'act', { key: `after-${tries++}` })).isError;
+    });
+    process.kill(startsOf(dir).at(-1) as number, 'SIGKILL');
+    await waitUntil('the second restart', () => startsOf(dir).length === 3);
+    await waitUntil('both restarts on stderr', () => /killed by SIGKILL/.test(gateway.stderr()));
+
+    const lines = gateway
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('upstream flaky restarted'));
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/attempt 1, after \d+ ms\): exited with code 1/);
+    expect(lines[1]).toMatch(/attempt 1, after \d+ ms\): killed by SIGKILL/);
+
+    const store = await openStore({ kind: 'sqlite', path: join(dataDir, 'idem.db') });
+    try {
+      const restarts = (await store.readJournal(0, 1000, 'sessions')).filter(
+        (e) => e.kind === 'upstream_restart',
+      );
+      expect(restarts.map((e) => e.detail)).toEqual([
+        expect.objectContaining({ upstream: 'flaky', attempt: 1, reason: 'exited with code 1' }),
+        expect.objectContaining({ upstream: 'flaky', attempt: 1, reason: 'killed by SIGKILL' }),
+      ]);
+      const start = (await store.readJournal(0, 1000, 'sessions')).find((e) => e.kind === 'session_start');
+      // Each row belongs to the agent run whose upstream it was.
+      expect(restarts.every((e) => e.requestRef === start?.requestRef && e.actor === start?.actor)).toBe(
+        true,
+      );
+    } finally {
+      await store.close();
+    }
   }, 120_000);
 });
