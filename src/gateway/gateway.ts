@@ -20,6 +20,7 @@ import type { ExecutionStore } from '../store/types.js';
 import { ToolCatalog } from './catalog.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { upstreamEnvironment } from './upstream-env.js';
 
 export interface GatewayOptions {
   version: string;
@@ -98,7 +99,10 @@ export class Gateway {
     return Gateway.upstreamSpecs(this.#config);
   }
 
-  /** The upstreams of a config, with `${VAR}` in HTTP header values taken from the environment. */
+  /**
+   * The upstreams of a config, with `${VAR}` in HTTP header values taken from
+   * the environment, and each stdio upstream's environment as it inherits it.
+   */
   static upstreamSpecs(config: GatewayConfig): UpstreamSpec[] {
     return Object.entries(config.upstreams).map(([name, spec]) =>
       'url' in spec
@@ -113,7 +117,13 @@ export class Gateway {
                 }
               : {}),
           }
-        : { name, ...spec },
+        : {
+            name,
+            command: spec.command,
+            ...(spec.args ? { args: spec.args } : {}),
+            ...(spec.cwd ? { cwd: spec.cwd } : {}),
+            env: upstreamEnvironment(config, spec),
+          },
     );
   }
 

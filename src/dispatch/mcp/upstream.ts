@@ -21,7 +21,14 @@ import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
 export type UpstreamSpec =
-  | { name: string; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | {
+      name: string;
+      command: string;
+      args?: string[];
+      /** The upstream's environment; the SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER underneath. */
+      env?: Record<string, string>;
+      cwd?: string;
+    }
   | { name: string; url: string; headers?: Record<string, string> };
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
@@ -248,7 +255,8 @@ export class UpstreamConnection {
     return new StdioUpstreamTransport({
       command: spec.command,
       args: spec.args ?? [],
-      ...(spec.env ? { env: { ...(process.env as Record<string, string>), ...spec.env } } : {}),
+      // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
+      ...(spec.env ? { env: spec.env } : {}),
       ...(spec.cwd ? { cwd: spec.cwd } : {}),
       stderr: this.#options.stderr ?? 'inherit',
     });
