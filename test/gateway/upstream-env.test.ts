@@ -29,7 +29,7 @@ afterAll(async () => {
   removeTemporaries();
 });
 
-async function valueOf(client: Client, tool: string, name: string): Promise<string | null> {
+async function upstreamVariable(client: Client, tool: string, name: string): Promise<string | null> {
   const result = await client.callTool({ name: tool, arguments: { name } });
   return (result.structuredContent as { value: string | null }).value;
 }
@@ -48,11 +48,11 @@ describe("a stdio upstream gets the gateway's environment, minus Idem's own", ()
         stderr: 'ignore',
       }),
     );
-    expect(await valueOf(client, 'env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
-    expect(await valueOf(client, 'env', 'OTHER_VAR')).toBe('other');
-    expect(await valueOf(client, 'env', 'IDEM_STORE_URL')).toBeNull();
-    expect(await valueOf(client, 'env', 'IDEM_DATA_DIR')).toBeNull();
-    expect(await valueOf(client, 'env', 'PATH')).toBe(process.env.PATH);
+    expect(await upstreamVariable(client, 'env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
+    expect(await upstreamVariable(client, 'env', 'OTHER_VAR')).toBe('other');
+    expect(await upstreamVariable(client, 'env', 'IDEM_STORE_URL')).toBeNull();
+    expect(await upstreamVariable(client, 'env', 'IDEM_DATA_DIR')).toBeNull();
+    expect(await upstreamVariable(client, 'env', 'PATH')).toBe(process.env.PATH);
   }, 60_000);
 
   it('with a config: bearer token variables stay out; env_inherit none and a list narrow; env applies on top', async () => {
@@ -78,18 +78,18 @@ describe("a stdio upstream gets the gateway's environment, minus Idem's own", ()
         requestInit: { headers: { Authorization: `Bearer ${CLIENT_ENV.GATEWAY_BEARER}` } },
       }),
     );
-    expect(await valueOf(client, 'all__env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
-    expect(await valueOf(client, 'all__env', 'OTHER_VAR')).toBe('other');
-    expect(await valueOf(client, 'all__env', 'GATEWAY_BEARER')).toBeNull();
-    expect(await valueOf(client, 'all__env', 'IDEM_STORE_URL')).toBeNull();
+    expect(await upstreamVariable(client, 'all__env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
+    expect(await upstreamVariable(client, 'all__env', 'OTHER_VAR')).toBe('other');
+    expect(await upstreamVariable(client, 'all__env', 'GATEWAY_BEARER')).toBeNull();
+    expect(await upstreamVariable(client, 'all__env', 'IDEM_STORE_URL')).toBeNull();
 
-    expect(await valueOf(client, 'none__env', 'CLIENT_API_KEY')).toBeNull();
-    expect(await valueOf(client, 'none__env', 'PATH')).toBe(process.env.PATH);
-    expect(await valueOf(client, 'none__env', 'SET_BY_CONFIG')).toBe('from-config');
+    expect(await upstreamVariable(client, 'none__env', 'CLIENT_API_KEY')).toBeNull();
+    expect(await upstreamVariable(client, 'none__env', 'PATH')).toBe(process.env.PATH);
+    expect(await upstreamVariable(client, 'none__env', 'SET_BY_CONFIG')).toBe('from-config');
 
-    expect(await valueOf(client, 'list__env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
-    expect(await valueOf(client, 'list__env', 'OTHER_VAR')).toBeNull();
+    expect(await upstreamVariable(client, 'list__env', 'CLIENT_API_KEY')).toBe('key-the-client-gave');
+    expect(await upstreamVariable(client, 'list__env', 'OTHER_VAR')).toBeNull();
     // Naming the gateway's bearer token variable does not hand it over.
-    expect(await valueOf(client, 'list__env', 'GATEWAY_BEARER')).toBeNull();
+    expect(await upstreamVariable(client, 'list__env', 'GATEWAY_BEARER')).toBeNull();
   }, 60_000);
 });
