@@ -12,6 +12,7 @@ import {
   REPO_ROOT,
   startGatewayProcess,
 } from '../support/gateway-process.js';
+import { runIdem } from '../support/run-cli.js';
 import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway, waitUntil } from './support.js';
 
 /**
@@ -180,5 +181,8 @@ describe('an upstream that is restarted', () => {
     } finally {
       await store.close();
     }
+    // The new rows chain like every other: the journal still verifies.
+    const verified = await runIdem(['audit', 'verify', '--db', join(dataDir, 'idem.db')], { dataDir });
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   }, 120_000);
 });
