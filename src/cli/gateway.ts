@@ -30,6 +30,12 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .argument('[command...]', 'an upstream MCP server command, after --')
     .passThroughOptions()
     .action(async (command: string[], flags: GatewayFlags) => {
+      // A rejection nobody observed is a bug; it must cost at most the call it belonged to, never
+      // every session on this process (Node's default ends the process). Loud, so tests catch it.
+      process.on('unhandledRejection', (reason) => {
+        const text = reason instanceof Error ? (reason.stack ?? reason.message) : String(reason);
+        process.stderr.write(`idem gateway: unhandled rejection (a bug, please report it): ${text}\n`);
+      });
       const config = buildConfig(command, flags);
       const gateway = await Gateway.start(config, {
         version,

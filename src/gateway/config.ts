@@ -44,7 +44,17 @@ const StdioUpstream = z
   .object({
     command: z.string().min(1),
     args: z.array(z.string()).optional(),
-    env: z.record(z.string(), z.string()).optional(),
+    env: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Variables set for the upstream, on top of what it inherits.'),
+    env_inherit: z
+      .union([z.enum(['all', 'none']), z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))])
+      .optional()
+      .describe(
+        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, $" +
+          "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
+      ),
     cwd: z.string().optional(),
   })
   .strict();
@@ -240,7 +250,14 @@ export function configJsonSchema(): unknown {
   return z.toJSONSchema(GatewayConfigSchema, { io: 'input', unrepresentable: 'any' });
 }
 
+const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
 /** `${NAME}` → process.env.NAME in header values. */
 export function expandEnv(value: string): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => process.env[name] ?? '');
+  return value.replace(ENV_REFERENCE, (_, name: string) => process.env[name] ?? '');
+}
+
+/** The NAMEs of the `${NAME}` references in a value. */
+export function envReferences(value: string): string[] {
+  return [...value.matchAll(ENV_REFERENCE)].map((match) => match[1] as string);
 }

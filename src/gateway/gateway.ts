@@ -21,6 +21,7 @@ import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { upstreamEnvironment } from './upstream-env.js';
 
 export interface GatewayOptions {
   version: string;
@@ -106,7 +107,10 @@ export class Gateway {
     return Gateway.upstreamSpecs(this.#config);
   }
 
-  /** The upstreams of a config, with `${VAR}` in HTTP header values taken from the environment. */
+  /**
+   * The upstreams of a config, with `${VAR}` in HTTP header values taken from
+   * the environment, and each stdio upstream's environment as it inherits it.
+   */
   static upstreamSpecs(config: GatewayConfig): UpstreamSpec[] {
     return Object.entries(config.upstreams).map(([name, spec]) =>
       'url' in spec
@@ -121,7 +125,13 @@ export class Gateway {
                 }
               : {}),
           }
-        : { name, ...spec },
+        : {
+            name,
+            command: spec.command,
+            ...(spec.args ? { args: spec.args } : {}),
+            ...(spec.cwd ? { cwd: spec.cwd } : {}),
+            env: upstreamEnvironment(config, spec),
+          },
     );
   }
 
@@ -289,6 +299,26 @@ export class Gateway {
         this.store
           .appendEvents(
             [{ kind, actor: actor ?? null, requestRef: session ?? null, detail: rest as never }],
+            'sessions',
+          )
+          .catch(() => {});
+      },
+      onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
+        // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
+        this.#options.logger?.warn(
+          `upstream ${upstream} restarted (attempt ${attempt}, after ${delayMs} ms): ${reason}`,
+          { session },
+        );
+        this.store
+          .appendEvents(
+            [
+              {
+                kind: 'upstream_restart',
+                actor,
+                requestRef: session,
+                detail: { upstream, attempt, delay_ms: delayMs, reason },
+              },
+            ],
             'sessions',
           )
           .catch(() => {});

@@ -17,6 +17,7 @@ import {
   UpstreamClosedError,
   UpstreamConnection,
   type UpstreamReply,
+  type UpstreamRestart,
   type UpstreamSpec,
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
@@ -49,6 +50,10 @@ export interface SessionContext {
   /** How long a call waits for a restarting upstream before answering IDEM_NOT_EXECUTED. */
   upstreamWaitMs: number;
   onSessionEvent?(kind: 'session_start' | 'session_end', detail: Record<string, unknown>): void;
+  /** An upstream of this session (null: of the shared upstreams) is being restarted. */
+  onUpstreamRestart?(
+    restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },
+  ): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /**
    * Stateless fronts: every request is a session of its own, so they all use
@@ -278,15 +283,19 @@ export class ProxySession {
         tools.push(...this.#catalog.add(name, page.tools).map((entry) => this.#catalog.publish(entry)));
         nextCursor = page.nextCursor;
       } else {
-        this.#catalog.clear();
         for (const [name, upstream] of this.#upstreams) {
-          let pageCursor: string | undefined;
-          do {
-            const page = await this.#listPage(upstream, pageCursor);
-            if (page.error) break;
-            tools.push(...this.#catalog.add(name, page.tools).map((entry) => this.#catalog.publish(entry)));
-            pageCursor = page.nextCursor;
-          } while (pageCursor);
+          const listed = await this.#listAll(upstream).catch(() => undefined);
+          // An upstream that is down (restarting) keeps the tools it had: they come back with it.
+          if (listed) {
+            this.#catalog.clear(name);
+            this.#catalog.add(name, listed);
+          }
+          tools.push(
+            ...this.#catalog
+              .entries()
+              .filter((entry) => entry.upstream === name)
+              .map((entry) => this.#catalog.publish(entry)),
+          );
         }
       }
     } catch (error) {
@@ -294,6 +303,19 @@ export class ProxySession {
     }
     if (cursor === undefined) tools.push(this.#statusToolDefinition());
     return this.#reply(request.id, { tools, ...(nextCursor ? { nextCursor } : {}) });
+  }
+
+  /** Every page of an upstream's tools (an error answer ends the list); throws if the upstream is down. */
+  async #listAll(upstream: UpstreamConnection): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#listPage(upstream, cursor);
+      if (page.error) break;
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
   }
 
   async #listPage(upstream: UpstreamConnection, cursor: string | undefined) {
@@ -334,10 +356,15 @@ export class ProxySession {
       if (action === 'repeat') return this.#repeat(request, ref, params._meta);
       return this.#reply(request.id, await this.#ctx.engine.status(ref, this.#actor()));
     }
-    let entry = this.#catalog.get(name);
-    if (!entry) {
-      await this.#refreshCatalog();
-      entry = this.#catalog.get(name);
+    const { entry, unlisted } = await this.#lookUpTool(name);
+    if (!entry && unlisted.length > 0) {
+      // The tool may belong to an upstream that is restarting: "Unknown tool" would tell a model it does not exist.
+      return this.#reply(
+        request.id,
+        idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+          detail: `The tools of upstream ${unlisted.map((u) => `"${u}"`).join(', ')} could not be listed: it is down (restarting).`,
+        }),
+      );
     }
     if (!entry) return this.#replyError(request.id, -32602, `Unknown tool: ${name}`);
     const upstream = this.#upstreams.get(entry.upstream) as UpstreamConnection;
@@ -366,18 +393,6 @@ export class ProxySession {
         request.id,
         idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `Invalid arguments for ${name}: ${why}.` }),
       );
-    }
-    if (!upstream.available) {
-      try {
-        await upstream.whenReady(this.#ctx.upstreamWaitMs);
-      } catch {
-        return this.#reply(
-          request.id,
-          idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
-            detail: `The upstream "${entry.upstream}" is down (restarting).`,
-          }),
-        );
-      }
     }
 
     const actor = this.#actor();
@@ -462,11 +477,7 @@ export class ProxySession {
         }),
       };
       const result = await this.#ctx.engine.repeat(ref, caller, async (remembered) => {
-        let entry = this.#catalog.get(remembered.tool);
-        if (!entry) {
-          await this.#refreshCatalog();
-          entry = this.#catalog.get(remembered.tool);
-        }
+        const { entry } = await this.#lookUpTool(remembered.tool);
         if (!entry) return undefined;
         const upstream = this.#upstreams.get(entry.upstream) as UpstreamConnection;
         if (!upstream.available) {
@@ -520,6 +531,13 @@ export class ProxySession {
     executionId: string,
     forwarded: ForwardedRequest,
   ): Promise<CallToolResult> {
+    // Waiting here, after the engine matched the call, lets a retry of an earlier call hear about
+    // that call (unknown, completed) rather than "not executed" while the upstream restarts.
+    if (!upstream.available) {
+      await upstream.whenReady(this.#ctx.upstreamWaitMs).catch(() => {
+        throw new NotDispatchedError(`The upstream "${entry.upstream}" is down (restarting).`);
+      });
+    }
     let reply: UpstreamReply;
     try {
       reply = await upstream.request(
@@ -563,32 +581,54 @@ export class ProxySession {
     visibleName: string,
     args: Record<string, unknown>,
   ): Promise<CallToolResult | undefined> {
-    let entry = this.#catalog.get(visibleName);
-    if (!entry) {
-      await this.#refreshCatalog();
-      entry = this.#catalog.get(visibleName);
-    }
+    const { entry } = await this.#lookUpTool(visibleName);
     const upstream = entry ? this.#upstreams.get(entry.upstream) : undefined;
     if (!entry || !upstream?.available) return undefined;
     const reply = await upstream.request('tools/call', { name: entry.upstreamName, arguments: args });
     return 'error' in reply ? undefined : (reply.result as CallToolResult);
   }
 
-  async #refreshCatalog(): Promise<void> {
-    for (const [name, upstream] of this.#upstreams) {
-      if (!upstream.available) continue;
-      let cursor: string | undefined;
+  /**
+   * A tool by the name the client sees. One not in the catalog is listed
+   * again; an upstream that is down (restarting) is waited for, up to
+   * `upstreamWaitMs`, since the tool may be one of its. `unlisted` names the
+   * upstreams whose tools could still not be listed.
+   */
+  async #lookUpTool(name: string): Promise<{ entry: CatalogEntry | undefined; unlisted: string[] }> {
+    const known = this.#catalog.get(name);
+    if (known) return { entry: known, unlisted: [] };
+    let unlisted = await this.#refreshCatalog([...this.#upstreams.keys()]);
+    if (!this.#catalog.get(name) && unlisted.length > 0) {
+      await Promise.all(
+        unlisted.map((u) =>
+          this.#upstreams
+            .get(u)
+            ?.whenReady(this.#ctx.upstreamWaitMs)
+            .catch(() => {}),
+        ),
+      );
+      unlisted = await this.#refreshCatalog(unlisted);
+    }
+    return { entry: this.#catalog.get(name), unlisted };
+  }
+
+  /** Lists the tools of these upstreams into the catalog; returns those that could not be asked (down). */
+  async #refreshCatalog(names: string[]): Promise<string[]> {
+    const unlisted: string[] = [];
+    for (const name of names) {
+      const upstream = this.#upstreams.get(name);
+      if (!upstream) continue;
+      if (!upstream.available) {
+        unlisted.push(name);
+        continue;
+      }
       try {
-        do {
-          const page = await this.#listPage(upstream, cursor);
-          if (page.error) break;
-          this.#catalog.add(name, page.tools);
-          cursor = page.nextCursor;
-        } while (cursor);
+        this.#catalog.add(name, await this.#listAll(upstream));
       } catch {
-        // The call then gets "Unknown tool"; the upstream's own failure shows on its next use.
+        unlisted.push(name);
       }
     }
+    return unlisted;
   }
 
   /** Passes a request to an upstream and its reply back, ids translated both ways. */
@@ -654,6 +694,13 @@ export class ProxySession {
 
   #handlersFor(upstreamName: string) {
     return {
+      onRestart: (restart: UpstreamRestart) =>
+        this.#ctx.onUpstreamRestart?.({
+          ...restart,
+          upstream: upstreamName,
+          session: this.#front.sessionId ?? null,
+          actor: this.#actor(),
+        }),
       onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
         const frontId = `idem-${this.#nextFrontId++}`;
         const reply = new Promise<UpstreamReply>((resolve) => this.#toClient.set(frontId, resolve));
@@ -762,6 +809,8 @@ export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedU
         onNotification: (notification) => {
           if (notification.method === 'notifications/tools/list_changed') catalog.clear(spec.name);
         },
+        onRestart: (restart) =>
+          ctx.onUpstreamRestart?.({ ...restart, upstream: spec.name, session: null, actor: null }),
       },
       ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {},
     );

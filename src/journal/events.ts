@@ -22,8 +22,11 @@ export const ACTIVITY_KINDS = [
   'repeat',
 ] as const;
 
-/** Agent runs (DESIGN §8 "sessions" stream): start (client info, actor, protocol revision) and end. */
-export const SESSION_KINDS = ['session_start', 'session_end'] as const;
+/**
+ * Agent runs (DESIGN §8 "sessions" stream): start (client info, actor, protocol revision), end,
+ * and each restart of one of the run's upstreams (whatever state it held is gone).
+ */
+export const SESSION_KINDS = ['session_start', 'session_end', 'upstream_restart'] as const;
 
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number] | (typeof SESSION_KINDS)[number];
 

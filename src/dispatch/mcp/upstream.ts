@@ -1,5 +1,8 @@
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type InitializeResult,
@@ -14,10 +17,18 @@ import {
   type JSONRPCResultResponse,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
 export type UpstreamSpec =
-  | { name: string; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | {
+      name: string;
+      command: string;
+      args?: string[];
+      /** The upstream's environment; the SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER underneath. */
+      env?: Record<string, string>;
+      cwd?: string;
+    }
   | { name: string; url: string; headers?: Record<string, string> };
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
@@ -39,6 +50,15 @@ export interface UpstreamHandlers {
   onNotification(notification: JSONRPCNotification): void;
   /** The upstream is down (exited, or its connection failed); it will be restarted. */
   onDown?(error: Error | undefined): void;
+  /** A restart is being attempted (after `delayMs`), because of `reason` (how it exited, or the error). */
+  onRestart?(restart: UpstreamRestart): void;
+}
+
+export interface UpstreamRestart {
+  /** 1 for the first restart since the upstream last served, 2 for the next, and so on. */
+  attempt: number;
+  delayMs: number;
+  reason: string;
 }
 
 export interface UpstreamOptions {
@@ -77,7 +97,12 @@ export class UpstreamConnection {
   #closed = false;
   #restartDelay: number;
   #restartTimer: NodeJS.Timeout | undefined;
-  #ready: Promise<void> | undefined;
+  /** Calls waiting in `whenReady`: told when the upstream is available again, or closed for good. */
+  readonly #readyWaiters = new Set<(error?: Error) => void>();
+  /** How many times the upstream went down since it last served: the restart attempt being made. */
+  #attempt = 0;
+  /** Why it last went down: read when the restart is made, by which time the process's exit is known. */
+  #down: { transport: Transport; error: Error | undefined } | undefined;
 
   constructor(spec: UpstreamSpec, handlers: UpstreamHandlers, options: UpstreamOptions = {}) {
     this.name = spec.name;
@@ -107,23 +132,23 @@ export class UpstreamConnection {
     return this.#initializeResult as InitializeResult;
   }
 
-  /** Resolves when the upstream is (again) available, or rejects after `timeoutMs`. */
-  async whenReady(timeoutMs: number): Promise<void> {
-    if (this.available) return;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        this.#ready ?? Promise.reject(new UpstreamUnavailableError(`upstream ${this.name} is not started`)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new UpstreamUnavailableError(`upstream ${this.name} is down`)),
-            timeoutMs,
-          );
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+  /** Resolves when the upstream is (again) available, or rejects after `timeoutMs` (or once it is closed). */
+  whenReady(timeoutMs: number): Promise<void> {
+    if (this.available) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new UpstreamUnavailableError(`upstream ${this.name} is closed`));
+    return new Promise<void>((resolve, reject) => {
+      const waiter = (error?: Error) => {
+        clearTimeout(timer);
+        this.#readyWaiters.delete(waiter);
+        if (error) reject(error);
+        else resolve();
+      };
+      const timer = setTimeout(
+        () => waiter(new UpstreamUnavailableError(`upstream ${this.name} is down`)),
+        timeoutMs,
+      );
+      this.#readyWaiters.add(waiter);
+    });
   }
 
   /**
@@ -144,11 +169,18 @@ export class UpstreamConnection {
     if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
     const id = this.#nextId++;
     const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    // The upstream may go away while the request is still being written: then `reply` is rejected
+    // before anyone awaits it, and an unobserved rejection would end the gateway process.
+    reply.catch(() => {});
     try {
       await transport.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
     } catch (error) {
       this.#pending.delete(id);
-      throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${String(error)}`);
+      if (neverDelivered(error))
+        throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${messageOf(error)}`);
+      throw new UpstreamClosedError(
+        `upstream ${this.name} failed while the request was being delivered: ${messageOf(error)}`,
+      );
     }
     onSent?.(id);
     if (signal) {
@@ -177,18 +209,20 @@ export class UpstreamConnection {
     const transport = this.#transport;
     this.#transport = undefined;
     this.#failPending(new UpstreamClosedError(`upstream ${this.name} closed`));
+    for (const waiter of [...this.#readyWaiters])
+      waiter(new UpstreamUnavailableError(`upstream ${this.name} is closed`));
     await transport?.close().catch(() => {});
   }
 
   #connect(): Promise<void> {
-    this.#ready = (async () => {
+    return (async () => {
       const transport = this.#createTransport();
       this.#transport = transport;
       transport.onmessage = (message) => this.#receive(transport, message);
       transport.onclose = () => this.#lost(transport, undefined);
       transport.onerror = (error) => {
         // HTTP transports report failed requests here without closing: only a closed transport is "down".
-        if (transport instanceof StdioClientTransport) this.#lost(transport, error);
+        if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
       };
       await transport.start();
       this.#available = true;
@@ -202,12 +236,13 @@ export class UpstreamConnection {
       await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       this.#initializing = false;
       this.#restartDelay = this.#options.restartDelayMs;
+      this.#attempt = 0;
+      for (const waiter of [...this.#readyWaiters]) waiter();
     })().catch((error: unknown) => {
       this.#available = false;
       this.#initializing = false;
       throw error;
     });
-    return this.#ready;
   }
 
   #createTransport(): Transport {
@@ -217,10 +252,11 @@ export class UpstreamConnection {
         ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
       });
     }
-    return new StdioClientTransport({
+    return new StdioUpstreamTransport({
       command: spec.command,
       args: spec.args ?? [],
-      ...(spec.env ? { env: { ...(process.env as Record<string, string>), ...spec.env } } : {}),
+      // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
+      ...(spec.env ? { env: spec.env } : {}),
       ...(spec.cwd ? { cwd: spec.cwd } : {}),
       stderr: this.#options.stderr ?? 'inherit',
     });
@@ -264,6 +300,7 @@ export class UpstreamConnection {
     );
     void transport.close().catch(() => {});
     if (this.#closed) return;
+    this.#down = { transport, error };
     this.#handlers.onDown?.(error);
     this.#scheduleRestart();
   }
@@ -276,6 +313,12 @@ export class UpstreamConnection {
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
       if (this.#closed) return;
+      this.#attempt++;
+      try {
+        this.#handlers.onRestart?.({ attempt: this.#attempt, delayMs: delay, reason: this.#whyDown() });
+      } catch {
+        // Reporting a restart must never stop it.
+      }
       this.#connect().catch(() => {
         // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
         const transport = this.#transport;
@@ -286,8 +329,35 @@ export class UpstreamConnection {
     this.#restartTimer.unref();
   }
 
+  #whyDown(): string {
+    const down = this.#down;
+    const exit = down?.transport instanceof StdioUpstreamTransport ? down.transport.exitStatus : undefined;
+    return exit ?? down?.error?.message ?? 'its connection closed';
+  }
+
   #failPending(error: Error): void {
     for (const pending of this.#pending.values()) pending.reject(error);
     this.#pending.clear();
   }
+}
+
+/** Network errors that mean the connection was never made: the request cannot have arrived. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a failed send provably delivered nothing. A stdio line that was not
+ * completely written, a connection never made, and an HTTP 4xx (the server
+ * refused the message) are "nothing happened"; anything else (a connection
+ * that broke after the body left, a 5xx) may have reached the upstream.
+ */
+function neverDelivered(error: unknown): boolean {
+  if (error instanceof NotWrittenError || error instanceof UnauthorizedError) return true;
+  if (error instanceof StreamableHTTPError)
+    return error.code !== undefined && error.code >= 400 && error.code < 500;
+  const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && NOT_CONNECTED.has(code);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,0 +1,69 @@
+import type { ChildProcess } from 'node:child_process';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** The message was not (completely) written to the upstream's stdin: it cannot have been read as a message. */
+export class NotWrittenError extends Error {
+  override readonly name = 'NotWrittenError';
+}
+
+/**
+ * The SDK's stdio client transport, with a `send` that settles on what
+ * happened to the bytes. The SDK's own `send` resolves as soon as the message
+ * is queued and, when the pipe is full, waits for a `drain` that a killed
+ * upstream never emits, so a request being written when the upstream dies
+ * would hang, and "queued" would pass for "sent".
+ *
+ * Here `send` resolves once the whole line is in the pipe (the upstream may
+ * read it: whether it acted is then unknown if it dies) and rejects with
+ * NotWrittenError when the write failed (a line cut short is never a message,
+ * so nothing happened: libuv reports a write as failed only while some of its
+ * bytes, the final newline at least, are still unwritten). Node calls a
+ * write's callback on every path, including a stream destroyed meanwhile.
+ */
+export class StdioUpstreamTransport extends StdioClientTransport {
+  /** The last write: the next one starts when it has settled. */
+  #writing: Promise<void> = Promise.resolve();
+  #exit: string | undefined;
+
+  /** How the process ended ("exited with code 1", "killed by SIGKILL"), once it has. */
+  get exitStatus(): string | undefined {
+    return this.#exit;
+  }
+
+  override async start(): Promise<void> {
+    await super.start();
+    this.#child()?.once('exit', (code, signal) => {
+      this.#exit = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    });
+  }
+
+  /** The SDK keeps the child in a private field; without it the transport is not connected. */
+  #child(): ChildProcess | undefined {
+    return (this as unknown as { _process?: ChildProcess })._process;
+  }
+
+  /**
+   * One message per write, one write at a time: Node joins writes waiting in
+   * a stream's buffer into one `writev`, and a failed `writev` fails every
+   * message in it, including complete ones the upstream may have read.
+   */
+  override send(message: JSONRPCMessage): Promise<void> {
+    const written = this.#writing.then(() => this.#write(message));
+    this.#writing = written.catch(() => {});
+    return written;
+  }
+
+  #write(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.#child()?.stdin;
+    if (!stdin || stdin.destroyed || stdin.writableEnded)
+      return Promise.reject(new NotWrittenError('the upstream process is not running'));
+    return new Promise<void>((resolve, reject) => {
+      stdin.write(serializeMessage(message), (error) => {
+        if (error) reject(new NotWrittenError(`write to the upstream failed: ${error.message}`));
+        else resolve();
+      });
+    });
+  }
+}
