@@ -9,7 +9,7 @@ import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import { GatewayConfigSchema } from '../src/gateway/config.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
-import { chainHash } from '../src/journal/chain.js';
+import { journalEntryHash } from '../src/journal/chain.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
@@ -47,10 +47,20 @@ type Row = {
   prev_hash: string;
   hash: string;
 };
+/** What a forger who knows the algorithm computes: the hash of a raw row, by the one definition of the hash. */
 const rehash = (r: Row, prev: string) =>
-  chainHash(
+  journalEntryHash(
     prev,
-    `${JSON.stringify([r.seq, r.at, r.kind, r.execution_id, r.actor, r.tool, r.request_ref])}\n${r.detail}`,
+    {
+      seq: r.seq,
+      at: r.at,
+      kind: r.kind,
+      executionId: r.execution_id,
+      actor: r.actor,
+      tool: r.tool,
+      requestRef: r.request_ref,
+    },
+    r.detail,
   );
 
 let total = 0;

@@ -384,6 +384,19 @@ describe('Fingerprinter: known answers (fingerprints are stored: what is hashed 
     expect(fixed.businessKey(shared)).toBe(`fp_${hmac('business_key', sharedText)}`);
   });
 
+  it('a request receipt digest (domain "receipt", over the canonical {method, params} text)', () => {
+    // The receipt layer digests the request without its _meta; a changed digest strands every stored receipt.
+    const text = canonicalJson({
+      method: 'tools/call',
+      params: { name: 'charge_card', arguments: { order_id: 'B1', amount: 10 } },
+    });
+    expect(text).toBe(
+      '{"method":"tools/call","params":{"arguments":{"amount":10,"order_id":"B1"},"name":"charge_card"}}',
+    );
+    expect(fixed.digest('receipt', text)).toBe('3Oiy5Llw2DReZmaywEo6mreGTXgnNk48Xkh9xMIAG_o');
+    expect(fixed.digest('receipt', text)).toBe(hmac('receipt', text));
+  });
+
   it('a business-key fingerprint never equals a full-record one over the same text', () => {
     const text = canonicalJson(base);
     expect(`fp_${fixed.digest('business_key', text)}`).not.toBe(`fp_${fixed.digest('intent', text)}`);

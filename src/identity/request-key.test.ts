@@ -238,3 +238,38 @@ describe('requestKey', () => {
     );
   });
 });
+
+describe('requestKey: known answers (keys are stored in receipts and journal request refs)', () => {
+  // Spelled out as literals: a change to the rendering strands every stored receipt and request ref.
+  it('with a session: actor, "s:" + session, the rendered id', () => {
+    expect(requestKey({ actor: 'user:alice', session: 'S1', id: 7 })).toBe('["user:alice","s:S1","7"]');
+    expect(requestKey({ actor: 'user:alice', session: 'S1', id: '7' })).toBe('["user:alice","s:S1","7"]');
+    // Method and tool are not part of a session-scoped key.
+    expect(requestKey({ actor: 'user:alice', session: 'S1', id: 7, method: 'tools/call', tool: 'x' })).toBe(
+      '["user:alice","s:S1","7"]',
+    );
+  });
+
+  it('without a session: a NUL-tagged marker, then method and tool', () => {
+    expect(
+      requestKey({
+        actor: 'user:alice',
+        session: null,
+        id: 'req-"1"',
+        method: 'tools/call',
+        tool: 'charge_card',
+      }),
+    ).toBe('["user:alice","\\u0000no-session","req-\\"1\\"","tools/call","charge_card"]');
+    expect(requestKey({ actor: 'user:alice', session: null, id: 7 })).toBe(
+      '["user:alice","\\u0000no-session","7","",""]',
+    );
+  });
+
+  it('renders ids as JSON-RPC reads them', () => {
+    expect(renderRequestId(7)).toBe('7');
+    expect(renderRequestId(-0)).toBe('0');
+    expect(renderRequestId(7.5)).toBe('7.5');
+    expect(renderRequestId(1e21)).toBe('1e+21');
+    expect(renderRequestId('07')).toBe('07');
+  });
+});

@@ -1,5 +1,5 @@
 import canonicalize from 'canonicalize';
-import { chainHash, GENESIS_HASH } from './chain.js';
+import { GENESIS_HASH, journalEntryHash } from './chain.js';
 import type { JournalStream } from './events.js';
 import { type SignedHead, verifySignedHead } from './signing.js';
 
@@ -217,18 +217,13 @@ export function withSignedHead(
   return report;
 }
 
-/** Fast path: the stored detail text is already canonical (as Idem writes it); else canonicalize it first. */
+/**
+ * Whether a stored row's hash is the hash of its content (journalEntryHash).
+ * Fast path: the stored detail text is already canonical (as Idem writes it);
+ * else canonicalize it first.
+ */
 export function hashMatches(row: StoredJournalRow): boolean {
-  const envelope = JSON.stringify([
-    row.seq,
-    row.at,
-    row.kind,
-    row.executionId,
-    row.actor,
-    row.tool,
-    row.requestRef,
-  ]);
-  if (chainHash(row.prevHash, `${envelope}\n${row.detailText}`) === row.hash) return true;
+  if (journalEntryHash(row.prevHash, row, row.detailText) === row.hash) return true;
   let canonical: string | undefined;
   try {
     canonical = canonicalize(JSON.parse(row.detailText)) as string | undefined;
@@ -238,6 +233,6 @@ export function hashMatches(row: StoredJournalRow): boolean {
   return (
     canonical !== undefined &&
     canonical !== row.detailText &&
-    chainHash(row.prevHash, `${envelope}\n${canonical}`) === row.hash
+    journalEntryHash(row.prevHash, row, canonical) === row.hash
   );
 }

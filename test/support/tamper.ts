@@ -13,7 +13,7 @@ import { OutcomeUnknownError } from '../../src/errors.js';
 import { META } from '../../src/executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../src/executions/engine.js';
 import { Fingerprinter } from '../../src/identity/fingerprint.js';
-import { chainHash } from '../../src/journal/chain.js';
+import { journalEntryHash } from '../../src/journal/chain.js';
 import { signedHeadLine } from '../../src/journal/export.js';
 import { signJournalHeads } from '../../src/journal/head-signer.js';
 import { loadOrCreateSigningKey, signHead } from '../../src/journal/signing.js';
@@ -206,10 +206,20 @@ type Row = {
   hash: string;
 };
 
+/** What a forger who knows the algorithm computes: the hash of a raw row, by the one definition of the hash. */
 const rowHash = (r: Row, prev: string) =>
-  chainHash(
+  journalEntryHash(
     prev,
-    `${JSON.stringify([r.seq, r.at, r.kind, r.execution_id, r.actor, r.tool, r.request_ref])}\n${r.detail}`,
+    {
+      seq: r.seq,
+      at: r.at,
+      kind: r.kind,
+      executionId: r.execution_id,
+      actor: r.actor,
+      tool: r.tool,
+      requestRef: r.request_ref,
+    },
+    r.detail,
   );
 
 type Table = 'activity_journal' | 'sessions_journal';

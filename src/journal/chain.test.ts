@@ -1,0 +1,195 @@
+import { createPrivateKey, hash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { buildEntry, chainHash, entryBody, GENESIS_HASH, journalEntryHash } from './chain.js';
+import type { ActivityEventInput } from './events.js';
+import { outcomeDigest } from './outcome-digest.js';
+import { signedHeadMessage, signHead, verifySignedHead } from './signing.js';
+import { hashMatches, type StoredJournalRow, verifyJournal } from './verify.js';
+
+/*
+ * Known answers. Stored journals are verified by recomputing these hashes, and
+ * stored executions are found again by their digests: a change to what is
+ * hashed (a field added, moved or re-encoded) must fail here, not silently
+ * break every journal already on disk. The expected values are literals,
+ * computed once by the code as it shipped and cross-checked with a plain
+ * SHA-256 outside Idem (`python3 -c 'import hashlib; ...'` over the spelled-out
+ * bytes below) — do not regenerate them to make a change pass.
+ */
+
+const AT = 1_764_547_200_000;
+const FP = 'fp_3K_V4DJVkomoiO0JwAo9xZURLrL-89xJ7Wf-Nv_J0pk';
+const OUTCOME = { content: [{ type: 'text', text: 'charged 10 EUR' }], isError: false };
+const OUTCOME_SHA256 = '6efc859aee42620d0337033f0a24dc09ef4c52de930d27d5a6342e47bcec8d4e';
+
+interface Vector {
+  name: string;
+  event: ActivityEventInput;
+  seq: number;
+  at: number;
+  prevHash: string;
+  /** The canonical detail text a store keeps. */
+  detailText: string;
+  /** Everything the hash covers after prev_hash, spelled out. */
+  body: string;
+  hash: string;
+}
+
+const RECEIVED: Vector = {
+  name: 'first activity entry (genesis prev_hash): received, with a request ref',
+  event: {
+    kind: 'received',
+    executionId: 'ex_01',
+    actor: 'user:alice',
+    tool: 'charge_card',
+    requestRef: '["user:alice","s:S1","7"]',
+    detail: { state: 'received', fingerprint: FP },
+  },
+  seq: 1,
+  at: AT,
+  prevHash: GENESIS_HASH,
+  detailText: `{"fingerprint":"${FP}","state":"received"}`,
+  body: `[1,1764547200000,"received","ex_01","user:alice","charge_card","[\\"user:alice\\",\\"s:S1\\",\\"7\\"]"]\n{"fingerprint":"${FP}","state":"received"}`,
+  hash: 'f2ac36c54efc32931ec69def7c34152f57b7b4c59f981d4cb0b124f6f5b4018e',
+};
+
+const OUTCOME_ENTRY: Vector = {
+  name: 'outcome chained onto it, binding the stored result by detail.outcomeSha256',
+  event: {
+    kind: 'outcome',
+    executionId: 'ex_01',
+    actor: 'user:alice',
+    tool: 'charge_card',
+    detail: { state: 'completed', outcomeSha256: OUTCOME_SHA256 },
+  },
+  seq: 2,
+  at: AT + 250,
+  prevHash: RECEIVED.hash,
+  detailText: `{"outcomeSha256":"${OUTCOME_SHA256}","state":"completed"}`,
+  body: `[2,1764547200250,"outcome","ex_01","user:alice","charge_card",null]\n{"outcomeSha256":"${OUTCOME_SHA256}","state":"completed"}`,
+  hash: 'cd8ab59ffe665a9aa8885dcdcb2bf17e8893b880a01e2346ef9b93880f2ce8e1',
+};
+
+const UNICODE: Vector = {
+  name: 'nulls in the envelope; detail with non-ASCII, U+2028, 1.5 and -0 (RFC 8785 forms)',
+  event: { kind: 'received', detail: { note: 'é😀\u2028', n: 1.5, z: -0 } },
+  seq: 3,
+  at: AT + 1_000,
+  prevHash: OUTCOME_ENTRY.hash,
+  detailText: '{"n":1.5,"note":"é😀\u2028","z":0}',
+  body: '[3,1764547201000,"received",null,null,null,null]\n{"n":1.5,"note":"é😀\u2028","z":0}',
+  hash: '9a32148ce7e1a5efdd9439269336f3b63e1fe3934d3d3275cb03051fc770f5e1',
+};
+
+const SESSION_START: Vector = {
+  name: 'first sessions-stream entry: session_start',
+  event: {
+    kind: 'session_start',
+    actor: 'user:alice',
+    detail: {
+      client: { name: 'claude-code', version: '1.2.3' },
+      protocolVersion: '2025-06-18',
+      session: 'S1',
+    },
+  },
+  seq: 1,
+  at: AT - 1_000,
+  prevHash: GENESIS_HASH,
+  detailText:
+    '{"client":{"name":"claude-code","version":"1.2.3"},"protocolVersion":"2025-06-18","session":"S1"}',
+  body: '[1,1764547199000,"session_start",null,"user:alice",null,null]\n{"client":{"name":"claude-code","version":"1.2.3"},"protocolVersion":"2025-06-18","session":"S1"}',
+  hash: 'df2d2b2190c870bf90f80184f1f934b4d99dcdaed5f3cd55dee2da905fcc5885',
+};
+
+const ACTIVITY = [RECEIVED, OUTCOME_ENTRY, UNICODE];
+const VECTORS = [...ACTIVITY, SESSION_START];
+
+/** The row a store keeps for a vector: detail as its canonical text. */
+function storedRow(v: Vector): StoredJournalRow {
+  const { entry, detailText } = buildEntry(v.event, v.seq, v.at, v.prevHash);
+  const { detail: _detail, ...envelope } = entry;
+  return { ...envelope, detailText };
+}
+
+describe('journal entry hash: known answers', () => {
+  it('the genesis prev_hash is 64 zeros', () => {
+    expect(GENESIS_HASH).toBe('0000000000000000000000000000000000000000000000000000000000000000');
+  });
+
+  it('the outcome digest an outcome entry carries', () => {
+    expect(outcomeDigest(OUTCOME)).toBe(OUTCOME_SHA256);
+    // The same outcome in another key order is the same stored result.
+    expect(outcomeDigest({ isError: false, content: [{ text: 'charged 10 EUR', type: 'text' }] })).toBe(
+      OUTCOME_SHA256,
+    );
+  });
+
+  for (const v of VECTORS) {
+    describe(v.name, () => {
+      it('stores build it with the expected detail text and hash', () => {
+        const { entry, detailText } = buildEntry(v.event, v.seq, v.at, v.prevHash);
+        expect(detailText).toBe(v.detailText);
+        expect(entry.prevHash).toBe(v.prevHash);
+        expect(entry.hash).toBe(v.hash);
+        expect(entryBody(entry)).toBe(v.body);
+        expect(chainHash(v.prevHash, entryBody(entry))).toBe(v.hash);
+      });
+
+      it('journalEntryHash over the stored row gives the same hash', () => {
+        const row = storedRow(v);
+        expect(journalEntryHash(row.prevHash, row, row.detailText)).toBe(v.hash);
+      });
+
+      it('a plain SHA-256 over the spelled-out bytes agrees (deliberately independent of chain.ts)', () => {
+        expect(hash('sha256', `${v.prevHash}\n${v.body}`, 'hex')).toBe(v.hash);
+      });
+
+      it('the verifier accepts the stored row, in canonical or other spelling, and nothing else', () => {
+        const row = storedRow(v);
+        expect(hashMatches(row)).toBe(true);
+        expect(hashMatches({ ...row, detailText: JSON.stringify(JSON.parse(row.detailText), null, 2) })).toBe(
+          true,
+        );
+        expect(hashMatches({ ...row, actor: 'user:mallory' })).toBe(false);
+        expect(hashMatches({ ...row, at: row.at + 1 })).toBe(false);
+        expect(hashMatches({ ...row, prevHash: 'f'.repeat(64) })).toBe(false);
+        expect(hashMatches({ ...row, detailText: '{"state":"failed"}' })).toBe(false);
+        expect(hashMatches({ ...row, detailText: 'not json' })).toBe(false);
+      });
+    });
+  }
+});
+
+describe('signed head: known answers', () => {
+  // A fixed Ed25519 key (seed 1..32). Ed25519 signatures are deterministic, so the signature is a constant too.
+  const seed = Buffer.from(Array.from({ length: 32 }, (_, i) => i + 1));
+  const privateKeyPem = createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]),
+    format: 'der',
+    type: 'pkcs8',
+  }).export({ type: 'pkcs8', format: 'pem' }) as string;
+  const publicKeyPem =
+    '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAebVWLo/mVPlAeLES6KmLp5AfhTrmlb7X4OORC60ElmQ=\n-----END PUBLIC KEY-----\n';
+  const head = { stream: 'activity' as const, seq: 2, hash: OUTCOME_ENTRY.hash, signedAt: AT + 100_000 };
+  const signature =
+    'bmKQh7dI9vDgaokQay50V14bkhXPGOm0wwDhPAtf6euJRl5gp6fOFrFsF3C5W9pUjw4hDz/4Kz5+XhKOPdWZCQ==';
+
+  it('signs exactly these bytes', () => {
+    expect(signedHeadMessage(head).toString('utf8')).toBe(
+      `idem-journal-head/v1\nactivity\n2\n${OUTCOME_ENTRY.hash}\n1764547300000`,
+    );
+  });
+
+  it('gives this signature, which verifies with the public key', () => {
+    expect(signHead(head, privateKeyPem).signature).toBe(signature);
+    expect(verifySignedHead({ ...head, signature }, publicKeyPem)).toBe(true);
+    expect(verifySignedHead({ ...head, seq: 3, signature }, publicKeyPem)).toBe(false);
+  });
+
+  it('a journal of the vectors, with that signed head, verifies', async () => {
+    const rows = ACTIVITY.slice(0, 2).map(storedRow);
+    const report = await verifyJournal(rows, { signedHead: { ...head, signature }, publicKeyPem });
+    expect(report).toMatchObject({ ok: true, entries: 2, lastSeq: 2, headHash: OUTCOME_ENTRY.hash });
+    const all = await verifyJournal(ACTIVITY.map(storedRow));
+    expect(all).toMatchObject({ ok: true, entries: 3, headHash: UNICODE.hash });
+  });
+});
