@@ -89,7 +89,7 @@ describe('secrets a handler echoes back', () => {
     // The original content, redacted, then the note that says it is a replay.
     expect(replay.content?.[0]).toEqual({ type: 'text', text: 'deployed api with [secret]' });
     expect(replay.content).toHaveLength(2);
-    expect((replay.content?.[1] as { text: string }).text).toMatch(/^\[idem\] Replayed/);
+    expect((replay.content[1] as { text: string }).text).toMatch(/^\[idem\] Replayed/);
   });
 
   it('are not kept from a thrown error message', async () => {
