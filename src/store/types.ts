@@ -93,7 +93,7 @@ export interface TransitionInput {
   token?: string;
   /**
    * Condition: the holder is gone, by the store's clock — its lease has expired
-   * (or there is none), or the dispatch deadline has passed.
+   * (or there is none), or the dispatch deadline has passed (see lease.ts).
    */
   requireStale?: boolean;
   /** New holder (token + lease); `null` clears token and lease; omitted leaves them. */

@@ -4,6 +4,7 @@ import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import { holderGoneSql } from '../lease.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
@@ -127,8 +128,8 @@ const HOLDER_KEEP = 0;
 const HOLDER_SET = 1;
 const HOLDER_CLEAR = 2;
 
-/** Holder is "stale" when its lease is gone or over, or the dispatch deadline passed (see types.ts). */
-const STALE = '(lease_expires_at IS NULL OR lease_expires_at <= c.now OR deadline_at <= c.now)';
+/** The holder is gone, by the database's clock (see lease.ts). */
+const STALE = holderGoneSql('c.now');
 
 const SQL = {
   claim: {

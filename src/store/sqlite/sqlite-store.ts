@@ -5,6 +5,7 @@ import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import { holderGoneSql } from '../lease.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
@@ -47,8 +48,8 @@ type JournalRow = JournalColumns;
 
 type Fingerprint = Buffer | string;
 
-/** Holder is "stale" when its lease is gone or over, or the dispatch deadline passed (see types.ts). */
-const STALE = `(lease_expires_at IS NULL OR lease_expires_at <= @now OR deadline_at <= @now)`;
+/** The holder is gone, by the store's clock (see lease.ts). */
+const STALE = holderGoneSql('@now');
 
 /**
  * The embedded store: one SQLite file in WAL mode, shared safely by several
