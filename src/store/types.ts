@@ -1,7 +1,7 @@
 import type { ReplayClass } from '../contracts/contract.js';
-import type { StoredOutcome } from '../executions/outcome.js';
-import type { ExecutionState } from '../executions/states.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../journal/events.js';
+import type { StoredOutcome } from './outcome.js';
+import type { ExecutionState } from './states.js';
 
 /**
  * One execution: one accepted attempt to perform one intended action.

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
-import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
@@ -12,6 +11,7 @@ import {
   type JournalColumns,
   recordFromColumns,
 } from '../sql-columns.js';
+import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,

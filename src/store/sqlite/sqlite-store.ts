@@ -1,7 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
-import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
@@ -18,6 +17,7 @@ import {
   type JournalColumns,
   recordFromColumns,
 } from '../sql-columns.js';
+import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
