@@ -1,3 +1,4 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ArgumentRules } from '../identity/arguments.js';
 import type { JsonValue } from '../identity/canonical.js';
@@ -28,8 +29,8 @@ export type ApprovalPolicy = 'none' | 'session' | 'every_call';
 
 /** What a status probe learned about an execution whose outcome was unknown. */
 export type ProbeAnswer =
-  | { outcome: 'completed'; result: import('../executions/outcome.js').ToolResult }
-  | { outcome: 'failed'; result: import('../executions/outcome.js').ToolResult }
+  | { outcome: 'completed'; result: CallToolResult }
+  | { outcome: 'failed'; result: CallToolResult }
   | { outcome: 'unknown' };
 
 export type StatusProbe = (execution: { executionId: string; tool: string }) => Promise<ProbeAnswer>;

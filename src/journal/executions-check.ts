@@ -1,4 +1,4 @@
-import type { ExecutionState } from '../executions/states.js';
+import type { ExecutionState } from '../store/states.js';
 import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';

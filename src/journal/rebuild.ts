@@ -1,4 +1,4 @@
-import type { ExecutionState } from '../executions/states.js';
+import type { ExecutionState } from '../store/states.js';
 import type { ActivityEntry } from './events.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { ReplayClass } from '../contracts/contract.js';
-import type { StoredOutcome } from '../executions/outcome.js';
-import type { ExecutionState } from '../executions/states.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../journal/events.js';
+import type { StoredOutcome } from './outcome.js';
+import type { ExecutionState } from './states.js';
 
 /**
  * One execution: one accepted attempt to perform one intended action.
@@ -93,7 +93,7 @@ export interface TransitionInput {
   token?: string;
   /**
    * Condition: the holder is gone, by the store's clock — its lease has expired
-   * (or there is none), or the dispatch deadline has passed.
+   * (or there is none), or the dispatch deadline has passed (see lease.ts).
    */
   requireStale?: boolean;
   /** New holder (token + lease); `null` clears token and lease; omitted leaves them. */

@@ -1,7 +1,8 @@
-import type { ExecutionState } from '../../executions/states.js';
 import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import { holderGone } from '../lease.js';
+import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -91,7 +92,7 @@ export class MemoryStore implements ExecutionStore {
     const row = this.#rows.get(t.id);
     if (!row || !t.from.includes(row.state)) return undefined;
     if (t.token !== undefined && row.claimToken !== t.token) return undefined;
-    if (t.requireStale && !isStale(row, now)) return undefined;
+    if (t.requireStale && !holderGone(row, now)) return undefined;
     row.state = t.to;
     row.updatedAt = now;
     if (t.holder === null) {
@@ -192,7 +193,7 @@ export class MemoryStore implements ExecutionStore {
     const expired: ExecutionRecord[] = [];
     let trimmed = 0;
     for (const row of [...this.#rows.values()]) {
-      if (row.state === 'dispatched' && isStale(row, now)) {
+      if (row.state === 'dispatched' && holderGone(row, now)) {
         if (!options.dryRun) {
           row.state = 'unknown';
           row.updatedAt = now;
@@ -241,11 +242,4 @@ export class MemoryStore implements ExecutionStore {
     // Only the outcome is nested; everything else is a primitive.
     return { ...record, outcome: record.outcome && structuredClone(record.outcome), readAt: now };
   }
-}
-
-/** The holder is gone: no live lease, or past the dispatch deadline. */
-function isStale(row: Row, now: number): boolean {
-  const leaseDead = row.leaseExpiresAt === null || row.leaseExpiresAt <= now;
-  const pastDeadline = row.deadlineAt !== null && row.deadlineAt <= now;
-  return leaseDead || pastDeadline;
 }

@@ -39,7 +39,7 @@ export const MIGRATIONS: readonly Migration[] = [
         active            boolean NOT NULL,
         -- "C": byte order, which is creation order for ULIDs, and cheaper comparisons.
         id                text COLLATE "C" PRIMARY KEY,
-        -- The 32 bytes of an 'fp_' fingerprint; any other spelling as 0xFF + its UTF-8 (see postgres-store.ts).
+        -- The 32 bytes of an 'fp_' fingerprint; any other spelling as 0xFF + its UTF-8 (see fingerprint-columns.ts).
         fingerprint       bytea NOT NULL,
         actor             text NOT NULL,
         tool              text NOT NULL,

@@ -1,15 +1,17 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
-import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import { decodeOptional, encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
+import { holderGoneSql } from '../lease.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
   type JournalColumns,
   recordFromColumns,
 } from '../sql-columns.js';
+import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -127,8 +129,8 @@ const HOLDER_KEEP = 0;
 const HOLDER_SET = 1;
 const HOLDER_CLEAR = 2;
 
-/** Holder is "stale" when its lease is gone or over, or the dispatch deadline passed (see types.ts). */
-const STALE = '(lease_expires_at IS NULL OR lease_expires_at <= c.now OR deadline_at <= c.now)';
+/** The holder is gone, by the database's clock (see lease.ts). */
+const STALE = holderGoneSql('c.now');
 
 const SQL = {
   claim: {
@@ -371,7 +373,7 @@ export class PostgresStore implements ExecutionStore {
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
     const events = options.events ?? [];
-    const fingerprint = encodeFingerprint(input.fingerprint);
+    const fingerprint = postgresFingerprint.encode(input.fingerprint);
     const claim = query<ExecutionRow & HeadColumns>(SQL.claim, [
       events.length > 0,
       wholeMs(input.attachWindowMs),
@@ -387,7 +389,7 @@ export class PostgresStore implements ExecutionStore {
       input.claimToken,
       input.leaseOwner,
       input.argumentsPreview,
-      input.requestDigest == null ? null : encodeFingerprint(input.requestDigest),
+      encodeOptional(postgresFingerprint, input.requestDigest),
     ]);
     const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
 
@@ -467,7 +469,8 @@ export class PostgresStore implements ExecutionStore {
 
   async findActive(fingerprint: string): Promise<ExecutionRecord | undefined> {
     return this.#use(async (db) => {
-      const [row] = (await query<ExecutionRow>(SQL.findActive, [encodeFingerprint(fingerprint)])(db)).rows;
+      const [row] = (await query<ExecutionRow>(SQL.findActive, [postgresFingerprint.encode(fingerprint)])(db))
+        .rows;
       return row && toRecord(row);
     });
   }
@@ -699,8 +702,8 @@ async function last<T>(before: Promise<unknown>[], final: Promise<T>): Promise<T
 function toRecord(row: ExecutionRow): ExecutionRecord {
   return recordFromColumns(
     row,
-    decodeFingerprint(row.fingerprint),
-    row.request_digest === null ? null : decodeFingerprint(row.request_digest),
+    postgresFingerprint.decode(row.fingerprint),
+    decodeOptional(postgresFingerprint, row.request_digest),
     row.read_at,
   );
 }
@@ -717,33 +720,6 @@ const TYPES: pg.CustomTypesConfig = {
 
 /** Times are bigint columns, which refuse a fraction rather than round it. */
 const wholeMs = Math.round;
-
-const COMPACT_FINGERPRINT = /^fp_[A-Za-z0-9_-]{43}$/;
-const TAGGED = Buffer.from([0xff]);
-const TAGGED_TWICE = Buffer.from([0xff, 0xff]);
-
-/**
- * `fp_` + base64url of 32 bytes is stored as the 32 bytes: 11 fewer in the row
- * and again in the index. Anything else is stored as 0xFF + its UTF-8 — a byte
- * UTF-8 never contains, and never 32 bytes long (one more 0xFF if it would
- * be) — so the two forms never compare equal and no fingerprint is altered.
- */
-export function encodeFingerprint(fingerprint: string): Buffer {
-  if (COMPACT_FINGERPRINT.test(fingerprint)) {
-    const bytes = Buffer.from(fingerprint.slice(3), 'base64url');
-    // Base64 has spare bits in its last character: only the canonical spelling decodes back to itself.
-    if (`fp_${bytes.toString('base64url')}` === fingerprint) return bytes;
-  }
-  const text = Buffer.from(fingerprint, 'utf8');
-  return Buffer.concat([text.length + 1 === 32 ? TAGGED_TWICE : TAGGED, text]);
-}
-
-export function decodeFingerprint(stored: Buffer): string {
-  if (stored.length === 32) return `fp_${stored.toString('base64url')}`;
-  let start = 0;
-  while (stored[start] === 0xff) start++;
-  return stored.subarray(start).toString('utf8');
-}
 
 /**
  * SQLSTATE classes and codes that mean "the database cannot be used right

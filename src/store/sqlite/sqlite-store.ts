@@ -1,16 +1,23 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
-import type { ExecutionState } from '../../executions/states.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import {
+  decodeOptional,
+  encodeOptional,
+  type SqliteFingerprint,
+  sqliteFingerprint,
+} from '../fingerprint-columns.js';
+import { holderGoneSql } from '../lease.js';
 import {
   type ExecutionColumns,
   entryFromColumns,
   type JournalColumns,
   recordFromColumns,
 } from '../sql-columns.js';
+import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -37,18 +44,16 @@ export interface SqliteStoreOptions {
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 interface ExecutionRow extends ExecutionColumns {
-  fingerprint: Buffer | string;
-  request_digest: Buffer | string | null;
+  fingerprint: SqliteFingerprint;
+  request_digest: SqliteFingerprint | null;
   active: 0 | 1;
   claim_token: string | null;
 }
 
 type JournalRow = JournalColumns;
 
-type Fingerprint = Buffer | string;
-
-/** Holder is "stale" when its lease is gone or over, or the dispatch deadline passed (see types.ts). */
-const STALE = `(lease_expires_at IS NULL OR lease_expires_at <= @now OR deadline_at <= @now)`;
+/** The holder is gone, by the store's clock (see lease.ts). */
+const STALE = holderGoneSql('@now');
 
 /**
  * The embedded store: one SQLite file in WAL mode, shared safely by several
@@ -143,7 +148,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async findActive(fingerprint: string): Promise<ExecutionRecord | undefined> {
-    return this.#guard(() => this.#view(this.#sql.findActive.get(encodeFingerprint(fingerprint))));
+    return this.#guard(() => this.#view(this.#sql.findActive.get(sqliteFingerprint.encode(fingerprint))));
   }
 
   async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
@@ -201,12 +206,12 @@ export class SqliteStore implements ExecutionStore {
 
   #claimIn(input: ClaimInput, options: ClaimOptions): ClaimResult {
     const now = this.#clock();
-    const fingerprint = encodeFingerprint(input.fingerprint);
+    const fingerprint = sqliteFingerprint.encode(input.fingerprint);
     if (options.replacing !== undefined) this.#sql.retire.run(options.replacing, fingerprint);
     const row = this.#sql.insert.get({
       id: input.id,
       fingerprint,
-      requestDigest: input.requestDigest == null ? null : encodeFingerprint(input.requestDigest),
+      requestDigest: encodeOptional(sqliteFingerprint, input.requestDigest),
       actor: input.actor,
       tool: input.tool,
       session: input.session,
@@ -350,11 +355,11 @@ function prepareStatements(db: Database.Database) {
         @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
       RETURNING *`),
-    retire: db.prepare<[string, Fingerprint]>(
+    retire: db.prepare<[string, SqliteFingerprint]>(
       'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
     ),
     get: db.prepare<[string], ExecutionRow>('SELECT * FROM executions WHERE id = ?'),
-    findActive: db.prepare<[Fingerprint], ExecutionRow>(
+    findActive: db.prepare<[SqliteFingerprint], ExecutionRow>(
       'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
     ),
     transition: db.prepare<Record<string, unknown>, ExecutionRow>(`
@@ -430,32 +435,14 @@ function journalStatements(db: Database.Database, table: 'activity_journal' | 's
 function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
   return recordFromColumns(
     row,
-    decodeFingerprint(row.fingerprint),
-    row.request_digest === null ? null : decodeFingerprint(row.request_digest),
+    sqliteFingerprint.decode(row.fingerprint),
+    decodeOptional(sqliteFingerprint, row.request_digest),
     readAt,
   );
 }
 
 /** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
 const wholeMs = Math.round;
-
-const COMPACT_FINGERPRINT = /^fp_[A-Za-z0-9_-]{43}$/;
-
-/**
- * `fp_` + base64url of 32 bytes is stored as the 32 bytes: 14 fewer in the row
- * and again in the index. Anything else is kept as text, so no fingerprint is
- * ever altered; the two forms never compare equal.
- */
-function encodeFingerprint(fingerprint: string): Fingerprint {
-  if (!COMPACT_FINGERPRINT.test(fingerprint)) return fingerprint;
-  const bytes = Buffer.from(fingerprint.slice(3), 'base64url');
-  // Base64 has spare bits in its last character: only the canonical spelling decodes back to itself.
-  return `fp_${bytes.toString('base64url')}` === fingerprint ? bytes : fingerprint;
-}
-
-function decodeFingerprint(stored: Fingerprint): string {
-  return typeof stored === 'string' ? stored : `fp_${stored.toString('base64url')}`;
-}
 
 /**
  * Codes for "the database cannot be used right now" — lock held too long,

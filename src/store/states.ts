@@ -1,0 +1,30 @@
+/**
+ * Execution states (DESIGN §4), a closed union.
+ *
+ * accepted ─► awaiting_approval ─► authorized ─► dispatched ─► completed
+ *     │               │                 │             ├──────► failed
+ *     │               └─► denied        │             └──────► unknown
+ *     └─► (crash before dispatch: still accepted; safe to dispatch later)
+ */
+export const EXECUTION_STATES = [
+  'accepted',
+  'awaiting_approval',
+  'authorized',
+  'dispatched',
+  'completed',
+  'failed',
+  'unknown',
+  'denied',
+] as const;
+
+export type ExecutionState = (typeof EXECUTION_STATES)[number];
+
+/** Nothing has been sent to the target yet: dispatching later is safe. */
+export const NOT_YET_DISPATCHED: readonly ExecutionState[] = ['accepted', 'awaiting_approval', 'authorized'];
+
+/** The target answered (or the operator decided): the record is final. */
+export const FINISHED: readonly ExecutionState[] = ['completed', 'failed', 'denied'];
+
+export function isExecutionState(value: unknown): value is ExecutionState {
+  return typeof value === 'string' && (EXECUTION_STATES as readonly string[]).includes(value);
+}
