@@ -37,7 +37,7 @@ export {
 } from './executions/engine.js';
 export type { StoredOutcome, ToolResult } from './executions/outcome.js';
 export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
-export { Fingerprinter } from './identity/fingerprint.js';
+export { Fingerprinter } from './identity/index.js';
 export { type ServedHttp, serveStreamableHttp } from './library/http.js';
 export {
   honestAnnotations,

@@ -1,6 +1,7 @@
 /**
- * Identity: what a call *is* (DESIGN §2, §3). Other folders import from here,
- * not from the files behind it.
+ * Identity: what a call *is* (DESIGN §2, §3) — the folder's exports in one
+ * list. The package's public API (src/index.ts) takes its identity exports
+ * from here; code inside src/ imports the file it needs directly.
  */
 export {
   type ArgumentPath,
