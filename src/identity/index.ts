@@ -3,6 +3,7 @@
  * list. The package's public API (src/index.ts) takes its identity exports
  * from here; code inside src/ imports the file it needs directly.
  */
+export { type CallerInfo, defaultActorOf } from './actor.js';
 export {
   type ArgumentPath,
   type ArgumentRules,

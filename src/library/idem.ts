@@ -26,6 +26,7 @@ import {
   type Logger,
   type ToolCall,
 } from '../executions/engine.js';
+import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
@@ -35,7 +36,6 @@ import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.j
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
-import { defaultActorOf } from './actor.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 

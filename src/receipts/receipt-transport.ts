@@ -12,6 +12,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { IDEM_CODES } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
+import type { CallerInfo } from '../identity/actor.js';
 import { canonicalJson } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
@@ -30,10 +31,7 @@ export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
  */
 export type IdScope = 'session' | 'connection' | 'none';
 
-export interface CallerInfo {
-  authInfo?: AuthInfo;
-  clientName?: string;
-}
+export type { CallerInfo };
 
 /** What to do with an arriving request. */
 type Decision =

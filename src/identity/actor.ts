@@ -1,5 +1,11 @@
 import { hostname, userInfo } from 'node:os';
-import type { CallerInfo } from '../receipts/receipt-transport.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+
+/** What is known of the caller of a request: the transport's authentication, and the client's own name. */
+export interface CallerInfo {
+  authInfo?: AuthInfo;
+  clientName?: string;
+}
 
 /**
  * Default actor: the authenticated subject of a bearer token, else the local
