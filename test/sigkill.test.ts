@@ -50,11 +50,17 @@ describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
     })) as CallToolResult;
     // Either the dead process's lease is still running (in flight) or it already lapsed (unknown).
     expect(['IDEM_IN_FLIGHT', 'IDEM_OUTCOME_UNKNOWN']).toContain(idemCodeOf(early));
-    await sleep(700);
-    const retry = (await second.client.callTool({
-      name: 'provision',
-      arguments: { host: 'db-7' },
-    })) as CallToolResult;
+    // Retry until the dead holder's lease lapses (by the store's clock, however slow this machine is):
+    // in flight until then, unknown after — and never dispatched again either way.
+    const retryUntil = Date.now() + 30_000;
+    let retry = early;
+    while (idemCodeOf(retry) === 'IDEM_IN_FLIGHT' && Date.now() < retryUntil) {
+      await sleep(25);
+      retry = (await second.client.callTool({
+        name: 'provision',
+        arguments: { host: 'db-7' },
+      })) as CallToolResult;
+    }
     expect(idemCodeOf(retry)).toBe('IDEM_OUTCOME_UNKNOWN');
     const ref = (retry.structuredContent as { idem: { ref: string } }).idem.ref;
     expect(invocations()[0]).toContain(ref);

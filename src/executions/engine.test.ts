@@ -1,31 +1,36 @@
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
-import { CountingTarget, sleep } from '../testing/counting-target.js';
+import { CountingTarget } from '../testing/counting-target.js';
 import { withFaults } from '../testing/faulty-store.js';
+import { Gate, manualClock } from '../testing/gate.js';
 import { idemCodeOf, META } from './answers.js';
 import { type Caller, ExecutionEngine, type ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));
 
+/** Leases and windows run on a clock the test moves, so that a loaded machine cannot expire one early. */
 function setup(
   options: {
     store?: ExecutionStore;
+    clock?: ReturnType<typeof manualClock>;
     approver?: ConstructorParameters<typeof ExecutionEngine>[0]['approver'];
   } = {},
 ) {
-  const store = options.store ?? new MemoryStore();
+  const clock = options.clock ?? manualClock();
+  const store = options.store ?? new MemoryStore({ clock: clock.now });
   const engine = new ExecutionEngine({
     store,
     fingerprinter,
+    clock: clock.now,
     ...(options.approver ? { approver: options.approver } : {}),
   });
-  return { store, engine };
+  return { store, engine, clock };
 }
 
 const alice: Caller = { actor: 'token:alice', session: 's1' };
@@ -51,6 +56,12 @@ function call(
 const ref = (r: ToolResult) =>
   (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];
 const text = (r: ToolResult) => (r.content[0] as { text: string }).text;
+
+/** What CountingTarget answers by default, for a target held by a Gate. */
+const done = (n: number): ToolResult => ({
+  content: [{ type: 'text', text: `done #${n}` }],
+  structuredContent: { n },
+});
 
 const keyed: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id' } };
 const statusClass: ToolContract = { replay: 'status', scope: { business_key: 'order_id' }, lease: 150 };
@@ -97,11 +108,13 @@ async function orphan(
 describe('ExecutionEngine — concurrent identical calls', () => {
   it('runs a slow target once; the concurrent twin gets IDEM_IN_FLIGHT, a later repeat the stored result', async () => {
     const { engine } = setup();
-    const target = new CountingTarget({ delayMs: 2000 });
+    const gate = new Gate();
+    const target = new CountingTarget({ respond: (n) => gate.wait().then(() => done(n)) });
     const first = engine.execute(call(keyed, order), target.dispatch);
-    await sleep(50);
+    await gate.started;
     const second = await engine.execute(call(keyed, order), target.dispatch);
     expect(idemCodeOf(second)).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
+    gate.open();
     const firstResult = await first;
     expect(firstResult.isError).toBeFalsy();
     expect(ref(second)).toBe(ref(firstResult));
@@ -115,10 +128,19 @@ describe('ExecutionEngine — concurrent identical calls', () => {
 
   it('200 concurrent identical calls → 1 invocation', async () => {
     const { engine, store } = setup();
-    const target = new CountingTarget({ delayMs: 100 });
-    const results = await Promise.all(
-      Array.from({ length: 200 }, () => engine.execute(call(keyed, order), target.dispatch)),
+    const gate = new Gate();
+    const target = new CountingTarget({ respond: (n) => gate.wait().then(() => done(n)) });
+    let answered = 0;
+    const pending = Array.from({ length: 200 }, () =>
+      engine.execute(call(keyed, order), target.dispatch).then((r) => {
+        answered++;
+        return r;
+      }),
     );
+    // The one that runs is held until every twin has had its answer.
+    await vi.waitFor(() => expect(answered).toBe(199));
+    gate.open();
+    const results = await Promise.all(pending);
     expect(target.invocations).toBe(1);
     const codes = results.map((r) => idemCodeOf(r) ?? 'result');
     expect(codes.filter((c) => c === 'result')).toHaveLength(1);
@@ -129,13 +151,13 @@ describe('ExecutionEngine — concurrent identical calls', () => {
 
 describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   it('accepted, never dispatched, claimer gone: that same execution proceeds, once', async () => {
-    const { engine, store } = setup();
+    const { engine, store, clock } = setup();
     const c = call(statusClass, order);
     const id = await orphan(store, engine, c, 'accepted');
     const target = new CountingTarget();
     // Lease still alive: somebody may be about to dispatch it.
     expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
-    await sleep(150);
+    clock.advance(150);
     const result = await engine.execute(c, target.dispatch);
     expect(result.isError).toBeFalsy();
     expect(result._meta?.[META.executionId]).toBe(id);
@@ -220,12 +242,12 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   });
 
   it('dispatched, lease expired, no probe: IDEM_OUTCOME_UNKNOWN with the ref — never a second dispatch', async () => {
-    const { engine, store } = setup();
+    const { engine, store, clock } = setup();
     const c = call(statusClass, order);
     const id = await orphan(store, engine, c, 'dispatched');
     const target = new CountingTarget();
     expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
-    await sleep(150);
+    clock.advance(150);
     const result = await engine.execute(c, target.dispatch);
     expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
     expect(ref(result)).toBe(id);
@@ -236,10 +258,10 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   });
 
   it('dispatched, lease expired, keyed: re-sent once with the same key', async () => {
-    const { engine, store } = setup();
+    const { engine, store, clock } = setup();
     const c = call({ ...keyed, lease: 100 }, order);
     const id = await orphan(store, engine, c, 'dispatched');
-    await sleep(150);
+    clock.advance(150);
     const target = new CountingTarget();
     const result = await engine.execute(c, target.dispatch);
     expect(result.isError).toBeFalsy();
@@ -250,7 +272,7 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   });
 
   it('dispatched, lease expired, with a status probe: the probe settles it', async () => {
-    const { engine, store } = setup();
+    const { engine, store, clock } = setup();
     let probed = 0;
     const contract: ToolContract = {
       ...statusClass,
@@ -265,7 +287,7 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
     const c = call(contract, order);
     engine.registerContract('charge_card', c.contract);
     const id = await orphan(store, engine, c, 'dispatched');
-    await sleep(150);
+    clock.advance(150);
     const target = new CountingTarget();
     const result = await engine.execute(c, target.dispatch);
     expect(text(result)).toBe('charged (found by probe)');
@@ -276,10 +298,10 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   });
 
   it('unknown on an irreversible (review) tool: IDEM_REVIEW_REQUIRED until an operator resolves it', async () => {
-    const { engine, store } = setup();
+    const { engine, store, clock } = setup();
     const c = call({ replay: 'review', lease: 100 }, order);
     const id = await orphan(store, engine, c, 'dispatched');
-    await sleep(150);
+    clock.advance(150);
     const target = new CountingTarget();
     const result = await engine.execute(c, target.dispatch);
     expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_REVIEW_REQUIRED);
@@ -293,14 +315,17 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
 
   it('a timeout makes the dispatch unknown for the caller; the real outcome is recorded when it arrives', async () => {
     const { engine, store } = setup();
-    const target = new CountingTarget({ delayMs: 400 });
+    // The target answers only when the test lets it: the (real) 100 ms timeout always comes first.
+    const gate = new Gate();
+    const target = new CountingTarget({ respond: (n) => gate.wait().then(() => done(n)) });
     const c = call({ ...statusClass, timeout: 100 }, order);
     const result = await engine.execute(c, target.dispatch);
     expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
     const id = ref(result) as string;
     expect((await store.get(id))?.state).toBe('unknown');
     expect(idemCodeOf(await engine.status(id, alice.actor))).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
-    await sleep(450);
+    gate.open();
+    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('completed'));
     const status = await engine.status(id, alice.actor);
     expect(status.isError).toBeFalsy();
     expect(status.structuredContent).toEqual({ n: 1 });
@@ -380,11 +405,11 @@ describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
   });
 
   it('outside the attach window a repeat is a new execution', async () => {
-    const { engine } = setup();
+    const { engine, clock } = setup();
     const target = new CountingTarget();
     const c = call({ ...keyed, attach_window: 100 }, order);
     const a = await engine.execute(c, target.dispatch);
-    await sleep(150);
+    clock.advance(150);
     const b = await engine.execute(c, target.dispatch);
     expect(target.invocations).toBe(2);
     expect(b._meta?.[META.executionId]).not.toBe(a._meta?.[META.executionId]);
@@ -478,7 +503,8 @@ describe('ExecutionEngine — identity and fail-closed', () => {
   });
 
   it('approved, but the dispatch mark cannot be written: not dispatched; a later retry runs it once', async () => {
-    const store = new MemoryStore();
+    const time = manualClock();
+    const store = new MemoryStore({ clock: time.now });
     let failNext = true;
     const flaky = withFaults(store, {
       transition: async (t) => {
@@ -489,28 +515,29 @@ describe('ExecutionEngine — identity and fail-closed', () => {
         return store.transition(t);
       },
     });
-    const { engine } = setup({ store: flaky, approver: async () => 'approved' });
+    const { engine, clock } = setup({ store: flaky, clock: time, approver: async () => 'approved' });
     const target = new CountingTarget();
     const c = call({ ...keyed, approval: 'every_call', lease: 100 }, order);
     expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_NOT_EXECUTED);
     expect(target.invocations).toBe(0);
-    await sleep(150);
+    clock.advance(150);
     expect((await engine.execute(c, target.dispatch)).isError).toBeFalsy();
     expect(target.invocations).toBe(1);
   });
 
   it('store down while attaching to an execution that was dispatched: unknown, never "not executed"', async () => {
-    const store = new MemoryStore();
+    const clock = manualClock();
+    const store = new MemoryStore({ clock: clock.now });
     const c = call(statusClass, order);
-    const { engine: healthy } = setup({ store });
+    const { engine: healthy } = setup({ store, clock });
     const id = await orphan(store, healthy, c, 'dispatched');
-    await sleep(150);
+    clock.advance(150);
     const broken = withFaults(store, {
       transition: async () => {
         throw new StoreUnavailableError('database is locked');
       },
     });
-    const { engine } = setup({ store: broken });
+    const { engine } = setup({ store: broken, clock });
     const target = new CountingTarget();
     const result = await engine.execute(c, target.dispatch);
     expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);

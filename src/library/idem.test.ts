@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { sleep } from '../testing/counting-target.js';
+import { Gate } from '../testing/gate.js';
 import { RawMcpHttp } from '../testing/raw-mcp-http.js';
 import { serveStreamableHttp } from './http.js';
 import { Idem, type IdemOptions } from './idem.js';
@@ -20,10 +20,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A server with one slow counting `charge` tool, served over real HTTP on loopback. */
-async function chargeServer(options: Partial<IdemOptions> & { delayMs?: number } = {}) {
+/**
+ * A server with one counting `charge` tool, served over real HTTP on loopback.
+ * With a gate, the tool is slow until the test opens it.
+ */
+async function chargeServer(options: Partial<IdemOptions> & { gate?: Gate } = {}) {
+  const { gate, ...idemOptions } = options;
   const dataDir = mkdtempSync(join(tmpdir(), 'idem-lib-'));
-  const idem = await Idem.open({ dataDir, store: new MemoryStore(), ...options });
+  const idem = await Idem.open({ dataDir, store: new MemoryStore(), ...idemOptions });
   const counter = { invocations: 0, keys: [] as (string | null)[] };
   const newServer = () => {
     const server = new McpServer({ name: 'test', version: '1.0.0' });
@@ -41,7 +45,7 @@ async function chargeServer(options: Partial<IdemOptions> & { delayMs?: number }
       async (args, extra) => {
         counter.invocations++;
         counter.keys.push(extra.idem.executionId);
-        await sleep(options.delayMs ?? 0);
+        await gate?.wait();
         return {
           content: [{ type: 'text', text: `charged ${args.order_id}` }],
           structuredContent: { n: counter.invocations },
@@ -69,14 +73,16 @@ async function sdkClient(url: string, name = 'sdk-test-client'): Promise<Client>
 const args = { order_id: 'o-1', amount_cents: 500, card_number: '4000056655665556' };
 
 describe('Idem library over real Streamable HTTP', () => {
-  it('the same call twice concurrently (processor sleeps 2 s): one invocation, IDEM_IN_FLIGHT with the ref, then the stored result', async () => {
-    const { http, counter } = await chargeServer({ delayMs: 2000 });
+  it('the same call twice concurrently (processor still working): one invocation, IDEM_IN_FLIGHT with the ref, then the stored result', async () => {
+    const gate = new Gate();
+    const { http, counter } = await chargeServer({ gate });
     const a = await sdkClient(http.url);
     const b = await sdkClient(http.url);
     const first = a.callTool({ name: 'charge', arguments: args }) as Promise<CallToolResult>;
-    await sleep(100);
+    await gate.started;
     const second = (await b.callTool({ name: 'charge', arguments: args })) as CallToolResult;
     expect(idemCodeOf(second)).toBe('IDEM_IN_FLIGHT');
+    gate.open();
     const ref = (second.structuredContent as { idem: { ref: string } }).idem.ref;
     const done = await first;
     expect(done._meta?.['io.idem/execution-id']).toBe(ref);
@@ -88,13 +94,19 @@ describe('Idem library over real Streamable HTTP', () => {
   });
 
   it('the same request id re-sent in the same session waits for the first and gets its result', async () => {
-    const { http, counter } = await chargeServer({ delayMs: 500 });
+    const gate = new Gate();
+    const { idem, http, counter } = await chargeServer({ gate });
     const raw = new RawMcpHttp(http.url);
     await raw.initialize();
-    const [r1, r2] = await Promise.all([
-      raw.callTool(5, 'charge', args),
-      sleep(100).then(() => raw.callTool(5, 'charge', args)),
-    ]);
+    const first = raw.callTool(5, 'charge', args);
+    await gate.started;
+    const second = raw.callTool(5, 'charge', args);
+    // The re-send is answered from the receipt while the first still runs; only then may the first finish.
+    await vi.waitFor(async () =>
+      expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+    );
+    gate.open();
+    const [r1, r2] = await Promise.all([first, second]);
     expect(counter.invocations).toBe(1);
     expect(r2.result).toEqual(r1.result);
     expect(r2.id).toBe(5);
@@ -122,13 +134,15 @@ describe('Idem library over real Streamable HTTP', () => {
   });
 
   it('at the receipt bound a new id gets IDEM_RECEIPTS_FULL and does not run', async () => {
-    const { http, counter } = await chargeServer({ delayMs: 400, receipts: { maxReceipts: 1 } });
+    const gate = new Gate();
+    const { http, counter } = await chargeServer({ gate, receipts: { maxReceipts: 1 } });
     const raw = new RawMcpHttp(http.url);
     await raw.initialize();
     const running = raw.callTool(1, 'charge', args);
-    await sleep(100);
+    await gate.started;
     const refused = await raw.callTool(2, 'charge', { ...args, order_id: 'o-2' });
     expect(idemCodeOf(refused.result as CallToolResult)).toBe('IDEM_RECEIPTS_FULL');
+    gate.open();
     await running;
     expect(counter.invocations).toBe(1);
   });
@@ -157,6 +171,8 @@ describe('Idem library over real Streamable HTTP', () => {
     cleanups.push(() => stderr.mockRestore());
     const idem = await Idem.open({ dataDir });
     const secret = '4000056655665556';
+    // The slow charge outlives its 50 ms timeout: it finishes only when the test opens the gate.
+    const slow = new Gate();
     const server = new McpServer({ name: 'secret-test', version: '1.0.0' });
     idem.tool(
       server,
@@ -170,7 +186,7 @@ describe('Idem library over real Streamable HTTP', () => {
         contract: { replay: 'review', fingerprint: { secrets: ['api_key'] }, timeout: 50 },
       },
       async (a) => {
-        await sleep(a.order_id === 'slow' ? 150 : 0);
+        if (a.order_id === 'slow') await slow.wait();
         return { content: [{ type: 'text', text: `charged ${a.order_id}` }] };
       },
     );
@@ -187,7 +203,14 @@ describe('Idem library over real Streamable HTTP', () => {
         }),
       );
     }
-    await sleep(200);
+    slow.open();
+    // Its late outcome is recorded too, and must not carry the secrets either.
+    await vi.waitFor(async () =>
+      expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
+        'completed',
+        'completed',
+      ]),
+    );
     const journal = await idem.store.readJournal(0, 10_000);
     const records = await idem.store.list({ limit: 100 });
     await client.close();
@@ -278,10 +301,11 @@ describe('Idem library over real Streamable HTTP', () => {
       params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
     });
     await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const answered = () => replies.filter((m) => 'id' in m && m.id === 1 && 'result' in m).length;
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 1 } } });
-    await sleep(50);
+    await vi.waitFor(() => expect(answered()).toBe(1));
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 2 } } });
-    await sleep(50);
+    await vi.waitFor(() => expect(answered()).toBe(2));
     expect(runs).toBe(2);
     const kinds = (await idem.store.readJournal()).map((e) => e.kind);
     expect(kinds).toContain('id_reused');

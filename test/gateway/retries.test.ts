@@ -34,7 +34,6 @@ import {
   type RunningGateway,
   removeTemporaries,
   rpcOf,
-  sleep,
   startHttpGateway,
   waitUntil,
 } from './support.js';
@@ -100,7 +99,7 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
   async function start() {
     const counts = freshDir('counts');
     running = await startHttpGateway({ upstreams: { counter: countingUpstream(counts) } });
-    return { counts, url: running.url };
+    return { counts, url: running.url, store: running.gateway.store };
   }
 
   it('a retrying fetch middleware re-sends the same POST after losing two responses: one execution, the real result', async () => {
@@ -119,7 +118,7 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
   });
 
   it('the connection drops while the call still runs; the resend waits for the one execution and gets its result', async () => {
-    const { counts, url } = await start();
+    const { counts, url, store } = await start();
     const sent: { method?: string; id?: unknown }[] = [];
     const release = join(counts, 'release-running');
     const whileRunning = () => waitUntil('the first execution', () => executionsOf(counts, 'running') === 1);
@@ -133,9 +132,11 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
       name: 'count',
       arguments: { key: 'running', hold_file: 'release-running' },
     });
-    // Let the resend reach the gateway while the first is held upstream, then let it finish.
+    // Let the resend reach the gateway while the first is held upstream (its receipt answers it), then let it finish.
     await waitUntil('the resend', () => sent.filter((s) => s.method === 'tools/call').length === 2);
-    await sleep(200);
+    await waitUntil('the resend answered from the receipt', async () =>
+      (await store.readJournal()).some((e) => e.kind === 'receipt_hit'),
+    );
     expect(executionsOf(counts, 'running')).toBe(1);
     writeFileSync(release, '');
     const result = await call;
