@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ResolvedContract } from '../contracts/contract.js';
-import { IDEM_CODES, InvalidInputError, StoreUnavailableError } from '../errors.js';
+import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
@@ -9,7 +9,7 @@ import { Approvals } from './approval.js';
 import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall } from './call.js';
 import { type Claimer, claimAndRun } from './claim.js';
 import type { EngineCore } from './core.js';
-import { identify } from './identify.js';
+import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
 import { approveExecution, denyExecution, resolveExecution } from './operator.js';
 import type { ToolResult } from './outcome.js';
@@ -112,15 +112,8 @@ export class ExecutionEngine {
     const contract = call.contract;
     if (contract.replay === 'read_only') return dispatch({ executionId: null, redispatch: false });
 
-    let identity: CallIdentity;
-    try {
-      identity = this.identify(call);
-    } catch (error) {
-      if (error instanceof InvalidInputError) {
-        return idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` });
-      }
-      throw error;
-    }
+    const identity = identifiedOrRefused(() => this.identify(call));
+    if ('refused' in identity) return identity.refused;
 
     // The last record of this intent we saw: if the store fails while we deal with one that
     // may already have been dispatched, "not executed" would be a lie.

@@ -1,7 +1,10 @@
 import { businessKeyValue, intentScopeValue } from '../contracts/scope.js';
+import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { prepareArguments } from '../identity/arguments.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
+import { idemAnswer } from './answers.js';
 import type { CallIdentity, ToolCall } from './call.js';
+import type { ToolResult } from './outcome.js';
 
 /** The intent fingerprint, request digest and redacted preview of a call. Throws InvalidInputError. */
 export function identify(fingerprinter: Fingerprinter, clock: () => number, call: ToolCall): CallIdentity {
@@ -39,4 +42,18 @@ export function identify(fingerprinter: Fingerprinter, clock: () => number, call
     return { fingerprint: named, requestDigest: fingerprint, preview: prepared.preview };
   }
   return { fingerprint, requestDigest: null, preview: prepared.preview };
+}
+
+/** Runs `identify`; input it refuses becomes the answer that says what to fix, and nothing is claimed. */
+export function identifiedOrRefused(identify: () => CallIdentity): CallIdentity | { refused: ToolResult } {
+  try {
+    return identify();
+  } catch (error) {
+    if (error instanceof InvalidInputError) {
+      return {
+        refused: idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` }),
+      };
+    }
+    throw error;
+  }
 }

@@ -1,9 +1,10 @@
-import { IDEM_CODES, InvalidInputError, StoreUnavailableError } from '../errors.js';
+import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer, idemCodeOf, META, markExecuted } from './answers.js';
 import type { Caller, CallIdentity, Rerun, ToolCall } from './call.js';
 import { type Claimer, claimAndRun } from './claim.js';
 import { callEvent, type EngineCore } from './core.js';
+import { identifiedOrRefused } from './identify.js';
 import type { ToolResult } from './outcome.js';
 import type { RecentCalls, RepeatableCall } from './recent-calls.js';
 import { NOT_YET_DISPATCHED } from './states.js';
@@ -60,15 +61,8 @@ export async function repeatExecution(
     if (plan === undefined) return await retireForRepeat(core, prior, caller);
     if ('answer' in plan) return plan.answer;
     const { call, dispatch } = plan;
-    let identity: CallIdentity;
-    try {
-      identity = identify(call);
-    } catch (error) {
-      if (error instanceof InvalidInputError) {
-        return idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` });
-      }
-      throw error;
-    }
+    const identity = identifiedOrRefused(() => identify(call));
+    if ('refused' in identity) return identity.refused;
     const copy = repeatable(call);
     // Someone else may hold the intent by the time this claims (another repeat, or a newer
     // call): then the usual rules apply.
@@ -114,15 +108,15 @@ export async function repeatExecution(
 /** The newest execution that repeats `id` (following repeats of repeats), if it was repeated. */
 export async function latestRepeat(core: EngineCore, id: string): Promise<string | undefined> {
   let latest: string | undefined;
-  let current = id;
+  let at = id;
   for (let hop = 0; hop < 64; hop++) {
     let next: string | undefined;
-    for (const entry of await core.store.journalFor(current)) {
+    for (const entry of await core.store.journalFor(at)) {
       const by = entry.kind === 'repeat' ? entry.detail.repeated_by : undefined;
       if (typeof by === 'string') next = by;
     }
     if (next === undefined) break;
-    latest = current = next;
+    latest = at = next;
   }
   return latest;
 }
