@@ -158,15 +158,7 @@ export class ExecutionEngine {
     return status(this.#core, ref, actor);
   }
 
-  /**
-   * A deliberate repeat (the status tool's `action: "repeat"`): runs the intent
-   * of `ref` again as a NEW execution, journaled as a repeat of it (`repeat`
-   * events: `repeat_of` on the new one, `repeated_by` on the old). Only for the
-   * actor it belongs to, and only once it has finished: while it runs, awaits
-   * approval or has an unknown outcome, a repeat could make it happen twice, and
-   * the answer says so. Repeating one ref twice (a lost answer, a resent request)
-   * runs it once: the second gets the repeat's own execution.
-   */
+  /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */
   repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
     return repeatExecution(
       { claimer: this.#claimer, recent: this.#recent, identify: (call) => this.identify(call) },
