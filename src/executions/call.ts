@@ -1,0 +1,80 @@
+import type { ResolvedContract } from '../contracts/contract.js';
+import type { ToolResult } from './outcome.js';
+import type { RepeatableCall } from './recent-calls.js';
+
+/** What a call is, as the store knows it (see ExecutionEngine.identify). */
+export interface CallIdentity {
+  /** What is claimed: the whole request, or under a business key, the action the key names. */
+  fingerprint: string;
+  /** Under a business key, the whole request's fingerprint (ExecutionRecord.requestDigest); else null. */
+  requestDigest: string | null;
+  preview: string;
+}
+
+/** Who is calling, as the transport and auth established it — never from the arguments. */
+export interface Caller {
+  actor: string;
+  /** Transport session (MCP session id, stdio connection id); null where ids have no session scope. */
+  session: string | null;
+  /** The request that carried this call (rendered request key), for the journal. */
+  requestRef?: string | null;
+}
+
+/** One tool call with effects, as the engine sees it. */
+export interface ToolCall {
+  tool: string;
+  channel: string;
+  target: string;
+  credentialRef: string | null;
+  method: string;
+  /** Validated arguments. Copied at identification; later mutation changes nothing. */
+  arguments: unknown;
+  contract: ResolvedContract;
+  caller: Caller;
+  /**
+   * The caller's own idempotency key for this action, when it sent one (a
+   * gateway in front passes its execution id in `_meta`). It then is the
+   * intent scope: the same key is the same action, whatever the window.
+   */
+  idempotencyKey?: string;
+  /** The caller cancelled the call: after dispatch, the outcome becomes unknown (not failed). */
+  signal?: AbortSignal;
+}
+
+export interface DispatchContext {
+  /** The execution id: pass it on as the target's idempotency key. null for read-only tools. */
+  executionId: string | null;
+  /** True when this is a re-send of an earlier dispatch with the same key (replay class `keyed`). */
+  redispatch: boolean;
+}
+
+/**
+ * Performs the action. Resolve with the target's result (`isError: true` for
+ * a failure the target reported); throw OutcomeUnknownError when it is not
+ * known whether the effect happened. Any other throw is recorded as `failed`.
+ */
+export type Dispatch = (ctx: DispatchContext) => Promise<ToolResult>;
+
+/**
+ * How a surface (gateway session, library) runs a remembered call again: the
+ * call as it would make it now (current contract, this caller) and how to
+ * dispatch it; or an answer when it cannot run it now (nothing is run); or
+ * undefined when it no longer knows the tool.
+ */
+export type Rerun = (
+  call: RepeatableCall,
+) => Promise<{ call: ToolCall; dispatch: Dispatch } | { answer: ToolResult } | undefined>;
+
+export interface Logger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** Decides "may this caller run this?" for contracts that require approval (DESIGN §7). */
+export type Approver = (request: {
+  executionId: string;
+  tool: string;
+  actor: string;
+  session: string | null;
+  argumentsPreview: string;
+}) => Promise<'approved' | 'denied' | 'pending'>;

@@ -1,0 +1,64 @@
+import { IDEM_CODES } from '../errors.js';
+import type { ActivityEventInput } from '../journal/events.js';
+import type { ExecutionRecord } from '../store/types.js';
+import { idemAnswer, markReplayed } from './answers.js';
+import type { ToolCall } from './call.js';
+import { callEvent, type EngineCore, journal } from './core.js';
+import type { ToolResult } from './outcome.js';
+
+/** What a caller attached to `record` sees, per its state. */
+export async function answerFor(
+  core: EngineCore,
+  record: ExecutionRecord,
+  events: ActivityEventInput[] = [],
+): Promise<ToolResult> {
+  await journal(core, events);
+  return describe(core, record, true);
+}
+
+export async function describe(
+  core: EngineCore,
+  record: ExecutionRecord,
+  deliver = false,
+): Promise<ToolResult> {
+  const ctx = { ref: record.id, state: record.state, statusTool: core.statusTool };
+  switch (record.state) {
+    case 'completed':
+    case 'failed': {
+      if (!record.outcome) return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, ctx);
+      if (deliver && record.deliveredAt === null) await delivered(core, record.id);
+      return markReplayed(record.outcome.result, {
+        ref: record.id,
+        executedAt: record.dispatchedAt ?? record.createdAt,
+        now: record.readAt,
+        statusTool: core.statusTool,
+      });
+    }
+    case 'accepted':
+    case 'authorized':
+    case 'dispatched':
+      return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, ctx);
+    case 'awaiting_approval':
+      return idemAnswer(IDEM_CODES.IDEM_AWAITING_APPROVAL, ctx);
+    case 'denied':
+      return idemAnswer(IDEM_CODES.IDEM_DENIED, {
+        ...ctx,
+        ...(record.note ? { detail: `Reason: ${record.note}` } : {}),
+      });
+    case 'unknown':
+      return idemAnswer(
+        record.replay === 'review' ? IDEM_CODES.IDEM_REVIEW_REQUIRED : IDEM_CODES.IDEM_OUTCOME_UNKNOWN,
+        ctx,
+      );
+  }
+}
+
+export async function delivered(core: EngineCore, id: string, call?: ToolCall): Promise<void> {
+  try {
+    await core.store.markDelivered(id, [
+      call ? callEvent('delivered', call, id) : { kind: 'delivered', executionId: id },
+    ]);
+  } catch (error) {
+    core.logger.warn('delivery could not be recorded', { ref: id, error: String(error) });
+  }
+}

@@ -1,0 +1,134 @@
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import { redactSecrets, secretValues } from '../identity/redaction.js';
+import type { ExecutionRecord } from '../store/types.js';
+import { idemAnswer, markExecuted } from './answers.js';
+import type { Dispatch, ToolCall } from './call.js';
+import { callEvent, type EngineCore } from './core.js';
+import { answerFor } from './describe.js';
+import type { StoredOutcome, ToolResult } from './outcome.js';
+
+/**
+ * Dispatches while holding the lease, renewing it as the target works. The
+ * caller gets an answer by the contract's timeout at the latest; the work
+ * goes on, and its real outcome is recorded when it arrives.
+ */
+export async function runDispatch(
+  core: EngineCore,
+  record: ExecutionRecord,
+  token: string,
+  call: ToolCall,
+  dispatch: Dispatch,
+  redispatch: boolean,
+): Promise<ToolResult> {
+  const { leaseMs, timeoutMs } = call.contract;
+  // Taken before the handler runs: it may consume (and clear) its secret arguments.
+  const secrets = secretValues(call.arguments, call.contract.argumentRules);
+  const renewal = setInterval(
+    () => {
+      core.store.renewLease(record.id, token, leaseMs).catch((error) => {
+        core.logger.warn('lease renewal failed', { ref: record.id, error: String(error) });
+      });
+    },
+    Math.max(10, Math.floor(leaseMs / 3)),
+  );
+  renewal.unref();
+
+  type Done = { outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult; notDispatched?: string };
+  const work = (async (): Promise<Done> => {
+    try {
+      const result = await dispatch({ executionId: record.id, redispatch });
+      return { outcome: result.isError ? 'failed' : 'completed', result };
+    } catch (error) {
+      if (error instanceof NotDispatchedError) {
+        const answer = idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, { ref: record.id, detail: error.message });
+        return { outcome: 'failed', result: answer, notDispatched: error.message };
+      }
+      if (error instanceof OutcomeUnknownError || isAbort(error)) return { outcome: 'unknown' };
+      return {
+        outcome: 'failed',
+        result: { isError: true, content: [{ type: 'text', text: errorText(error) }] },
+      };
+    }
+  })();
+
+  // Whichever comes first decides what the caller hears: the outcome (then it is
+  // recorded as delivered in the same write) or the timeout (then it is `unknown`
+  // for the caller, and the outcome, when it comes, is recorded but not delivered).
+  let decided: 'outcome' | 'timeout' | undefined;
+  const settled = work.then(async (done) => {
+    clearInterval(renewal);
+    decided ??= 'outcome';
+    const delivering = decided === 'outcome' && done.outcome !== 'unknown';
+    // The caller who sent the secrets gets the result as the target gave it; what is kept, and
+    // replayed to whoever repeats the call later, never holds them (DESIGN §13).
+    const outcome: StoredOutcome | undefined = done.result
+      ? { result: redactSecrets(done.result, secrets) }
+      : undefined;
+    try {
+      await core.store.transition({
+        id: record.id,
+        from: ['dispatched', 'unknown'],
+        to: done.outcome,
+        token,
+        holder: done.outcome === 'unknown' ? undefined : null,
+        ...(outcome ? { outcome } : {}),
+        ...(delivering ? { delivered: true } : {}),
+        // Nothing left: retire it, so that a retry is a fresh attempt rather than a replay of this one.
+        ...(done.notDispatched ? { release: true } : {}),
+        events: [
+          callEvent('outcome', call, record.id, {
+            state: done.outcome,
+            ...(done.notDispatched ? { reason: 'not_dispatched' } : {}),
+          }),
+          ...(delivering ? [callEvent('delivered', call, record.id)] : []),
+        ],
+      });
+    } catch (error) {
+      // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
+      core.logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });
+    }
+    return done;
+  });
+
+  let timer: NodeJS.Timeout | undefined;
+  let reason: 'timeout' | 'cancelled' = 'timeout';
+  const deadline = new Promise<'timeout'>((resolve) => {
+    const giveUp = (why: 'timeout' | 'cancelled') => {
+      if (decided) return;
+      decided = 'timeout';
+      reason = why;
+      resolve('timeout');
+    };
+    timer = setTimeout(() => giveUp('timeout'), timeoutMs);
+    timer.unref();
+    // The caller cancelled after dispatch (DESIGN §11): the effect may happen anyway, so the
+    // outcome is unknown — not failed — and is recorded when (if) the target answers.
+    call.signal?.addEventListener('abort', () => giveUp('cancelled'), { once: true });
+  });
+  const first = await Promise.race([settled, deadline]);
+  clearTimeout(timer);
+
+  if (first === 'timeout') {
+    const unknown = await core.store
+      .transition({
+        id: record.id,
+        from: ['dispatched'],
+        to: 'unknown',
+        token,
+        events: [callEvent('outcome', call, record.id, { state: 'unknown', reason })],
+      })
+      .catch(() => undefined);
+    settled.catch(() => {});
+    return answerFor(core, unknown ?? { ...record, state: 'unknown' });
+  }
+  if (first.outcome === 'unknown' || !first.result) return answerFor(core, { ...record, state: 'unknown' });
+  return markExecuted(first.result, record.id);
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

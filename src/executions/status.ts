@@ -1,0 +1,39 @@
+import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
+import type { ExecutionRecord } from '../store/types.js';
+import { idemAnswer } from './answers.js';
+import type { EngineCore } from './core.js';
+import { describe } from './describe.js';
+import { isStale } from './leases.js';
+import type { ToolResult } from './outcome.js';
+import { expire, probe } from './recovery.js';
+
+/**
+ * The status tool's answer for `ref`, as seen by `actor`. A stale dispatch is
+ * turned into `unknown` here too, and a status probe is tried if the tool has one.
+ */
+export async function status(core: EngineCore, ref: string, actor: string): Promise<ToolResult> {
+  let record: ExecutionRecord | undefined;
+  try {
+    record = await core.store.get(ref);
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) {
+      return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+        ref,
+        detail: 'The store cannot be read right now.',
+      });
+    }
+    throw error;
+  }
+  // Another actor's execution is not theirs to see: answer as if it did not exist.
+  if (!record || record.actor !== actor) return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
+  // Handing the stored result to the agent here is a delivery too.
+  return describe(core, await current(core, record), true);
+}
+
+/** A stale dispatch is `unknown` by now; an unknown one is probed, if its tool has a status probe. */
+export async function current(core: EngineCore, record: ExecutionRecord): Promise<ExecutionRecord> {
+  let current = record;
+  if (current.state === 'dispatched' && isStale(current)) current = (await expire(core, current)) ?? current;
+  if (current.state === 'unknown') current = (await probe(core, current)) ?? current;
+  return current;
+}
