@@ -12,6 +12,7 @@ import {
 } from '../dispatch/mcp/upstream.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
+import { parseStatusArguments } from '../executions/status-tool.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { CatalogEntry } from './catalog.js';
 import { forward } from './forwarding.js';
@@ -33,23 +34,10 @@ export async function toolsCall(
   };
   const name = typeof params.name === 'string' ? params.name : '';
   if (name === s.ctx.statusTool) {
-    const { ref, action } = (params.arguments ?? {}) as { ref?: unknown; action?: unknown };
-    if (typeof ref !== 'string' || ref.length === 0 || ref.length > 128) {
-      return s.reply(
-        request.id,
-        idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
-          detail: 'Pass {"ref": "exe_…"} from an earlier answer.',
-        }),
-      );
-    }
-    if (action !== undefined && action !== 'status' && action !== 'repeat') {
-      return s.reply(
-        request.id,
-        idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
-          detail: '"action" is "status" (the default) or "repeat".',
-        }),
-      );
-    }
+    const parsed = parseStatusArguments(params.arguments);
+    if ('problem' in parsed)
+      return s.reply(request.id, idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: parsed.problem }));
+    const { ref, action } = parsed;
     if (action === 'repeat') return repeat(s, request, ref, params._meta);
     return s.reply(request.id, await s.ctx.engine.status(ref, s.actor()));
   }

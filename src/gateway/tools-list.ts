@@ -1,10 +1,6 @@
 import type { JSONRPCRequest, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
-import {
-  STATUS_ACTION_DESCRIPTION,
-  STATUS_TOOL_ANNOTATIONS,
-  STATUS_TOOL_DESCRIPTION,
-} from '../executions/answers.js';
+import { statusToolDefinition } from '../executions/status-tool.js';
 import type { CatalogEntry } from './catalog.js';
 import type { SessionState } from './session-state.js';
 
@@ -110,31 +106,4 @@ export async function refreshCatalog(s: SessionState, names: string[]): Promise<
     }
   }
   return unlisted;
-}
-
-function statusToolDefinition(name: string): Tool {
-  return {
-    name,
-    title: 'Status of an earlier action, or a deliberate repeat',
-    description: STATUS_TOOL_DESCRIPTION,
-    inputSchema: {
-      type: 'object',
-      properties: {
-        ref: {
-          type: 'string',
-          minLength: 1,
-          maxLength: 128,
-          description: 'The execution ref (exe_…) from an earlier answer',
-        },
-        action: {
-          type: 'string',
-          enum: ['status', 'repeat'],
-          default: 'status',
-          description: STATUS_ACTION_DESCRIPTION,
-        },
-      },
-      required: ['ref'],
-    },
-    annotations: STATUS_TOOL_ANNOTATIONS,
-  };
 }
