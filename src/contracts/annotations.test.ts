@@ -25,6 +25,11 @@ describe('honestAnnotations', () => {
     });
   });
 
+  it('called with two arguments, counts a contract resolved from nothing as undeclared', () => {
+    expect(honestAnnotations({}, resolveContract(undefined, {}))?.idempotentHint).toBe(false);
+    expect(honestAnnotations({}, resolveContract({ replay: 'keyed' }, {}))?.idempotentHint).toBe(true);
+  });
+
   it('leaves a read-only tool as it was given', () => {
     const given = { readOnlyHint: true, title: 'Clock' };
     const readOnly = resolveContract(undefined, given);

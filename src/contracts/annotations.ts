@@ -12,7 +12,8 @@ import type { ResolvedContract } from './contract.js';
 export function honestAnnotations(
   given: ToolAnnotations | undefined,
   contract: ResolvedContract,
-  { contractDeclared }: { contractDeclared: boolean },
+  // Without the option (the public export's old two-argument form): declared unless resolved from nothing.
+  { contractDeclared = !contract.defaulted }: { contractDeclared?: boolean } = {},
 ): ToolAnnotations | undefined {
   if (contract.replay === 'read_only') return given;
   return {
