@@ -1,6 +1,7 @@
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { honestAnnotations } from '../contracts/annotations.js';
 import {
   type ResolvedContract,
   resolveContract,
@@ -81,19 +82,9 @@ export function cautiousDefaultNotice(names: readonly string[]): string {
   );
 }
 
-/**
- * Annotations follow the code (DESIGN §5): `idempotentHint: true` only where
- * a declared contract makes a repeat harmless; an upstream's claim without
- * such a contract is withdrawn.
- */
+/** The annotations published for an entry: the one rule in contracts/annotations.ts. */
 export function publishedAnnotations(entry: CatalogEntry): ToolAnnotations | undefined {
-  const given = entry.tool.annotations;
-  if (entry.contract.replay === 'read_only') return given;
-  return {
-    ...given,
-    readOnlyHint: false,
-    idempotentHint: entry.declared && entry.contract.afterCompletion === 'replay',
-  };
+  return honestAnnotations(entry.tool.annotations, entry.contract, { contractDeclared: entry.declared });
 }
 
 /** Every place where an upstream's annotations and the contracts disagree (for `idem lint`). */

@@ -9,14 +9,10 @@ import type {
   ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { type ResolvedContract, resolveContract, type ToolContract } from '../contracts/contract.js';
+import { honestAnnotations } from '../contracts/annotations.js';
+import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
-import {
-  META,
-  STATUS_ACTION_DESCRIPTION,
-  STATUS_TOOL_ANNOTATIONS,
-  STATUS_TOOL_DESCRIPTION,
-} from '../executions/answers.js';
+import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
   type Caller,
@@ -26,6 +22,7 @@ import {
   type Logger,
   type ToolCall,
 } from '../executions/engine.js';
+import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -195,7 +192,12 @@ export class Idem {
     this.#runners.set(name, runner);
     return server.registerTool(
       name,
-      { ...sdkConfig, annotations: honestAnnotations(config.annotations, contract) },
+      {
+        ...sdkConfig,
+        annotations: honestAnnotations(config.annotations, contract, {
+          contractDeclared: config.contract !== undefined,
+        }),
+      },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
@@ -262,12 +264,9 @@ export class Idem {
     server.registerTool(
       statusTool,
       {
-        title: 'Status of an earlier action, or a deliberate repeat',
+        title: STATUS_TOOL_TITLE,
         description: STATUS_TOOL_DESCRIPTION,
-        inputSchema: {
-          ref: z.string().min(1).max(128).describe('The execution ref (exe_…) from an earlier answer'),
-          action: z.enum(['status', 'repeat']).optional().describe(STATUS_ACTION_DESCRIPTION),
-        },
+        inputSchema: STATUS_TOOL_INPUT,
         annotations: STATUS_TOOL_ANNOTATIONS,
       },
       async ({ ref, action }, extra) => {
@@ -294,18 +293,4 @@ function jsonSchemaOf(shape: ZodShape): unknown {
   }
 }
 
-/**
- * Annotations follow the code (DESIGN §5): `idempotentHint: true` only where
- * the contract makes a repeat harmless, and never where a repeat after a
- * result is a deliberate new action.
- */
-export function honestAnnotations(
-  given: ToolAnnotations | undefined,
-  contract: ResolvedContract,
-): ToolAnnotations {
-  const out: ToolAnnotations = { ...given };
-  if (contract.replay === 'read_only') return out;
-  out.readOnlyHint = false;
-  out.idempotentHint = contract.afterCompletion === 'replay';
-  return out;
-}
+export { honestAnnotations } from '../contracts/annotations.js';

@@ -59,6 +59,16 @@ const text = (result: CallToolResult, at: number) => {
 };
 
 describe('Idem library: replays that say so, and a deliberate repeat', () => {
+  it('publishes no idempotentHint for a tool without a declared contract (the one rule in contracts/annotations.ts)', async () => {
+    const { client } = await clockServer();
+    const { tools } = await client.listTools();
+    // The cautious default runs a call again once its window has passed: a repeat is not harmless.
+    expect(tools.find((t) => t.name === 'read_clock')?.annotations).toMatchObject({
+      idempotentHint: false,
+      readOnlyHint: false,
+    });
+  });
+
   it('a replay appends the note (structuredContent untouched); action "repeat" runs the handler again as a new execution', async () => {
     const { idem, client, connect, runs } = await clockServer();
     const params = { name: 'read_clock', arguments: { zone: 'UTC' } };

@@ -1,0 +1,270 @@
+import type {
+  CallToolResult,
+  JSONRPCRequest,
+  MessageExtraInfo,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  UpstreamClosedError,
+  type UpstreamConnection,
+  type UpstreamReply,
+  UpstreamUnavailableError,
+} from '../dispatch/mcp/upstream.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import { idemAnswer, META } from '../executions/answers.js';
+import { parseStatusArguments } from '../executions/status-tool.js';
+import { renderRequestId, requestKey } from '../identity/request-key.js';
+import type { CatalogEntry } from './catalog.js';
+import { forward } from './forwarding.js';
+import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
+import { lookUpTool } from './tools-list.js';
+
+/** JSON-RPC codes meaning the upstream refused the request before running it. */
+const REFUSED_BEFORE_RUNNING = new Set([-32600, -32601, -32602]);
+
+export async function toolsCall(
+  s: SessionState,
+  request: JSONRPCRequest,
+  _extra?: MessageExtraInfo,
+): Promise<void> {
+  const params = (request.params ?? {}) as {
+    name?: unknown;
+    arguments?: unknown;
+    _meta?: Record<string, unknown>;
+  };
+  const name = typeof params.name === 'string' ? params.name : '';
+  if (name === s.ctx.statusTool) {
+    const parsed = parseStatusArguments(params.arguments);
+    if ('problem' in parsed)
+      return s.reply(request.id, idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: parsed.problem }));
+    const { ref, action } = parsed;
+    if (action === 'repeat') return repeat(s, request, ref, params._meta);
+    return s.reply(request.id, await s.ctx.engine.status(ref, s.actor()));
+  }
+  const { entry, unlisted } = await lookUpTool(s, name);
+  if (!entry && unlisted.length > 0) {
+    // The tool may belong to an upstream that is restarting: "Unknown tool" would tell a model it does not exist.
+    return s.reply(
+      request.id,
+      idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+        detail: `The tools of upstream ${unlisted.map((u) => `"${u}"`).join(', ')} could not be listed: it is down (restarting).`,
+      }),
+    );
+  }
+  if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
+  const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
+
+  if (entry.contract.replay === 'read_only') {
+    return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
+  }
+
+  let args: Record<string, unknown>;
+  try {
+    args = structuredClone(params.arguments ?? {}) as Record<string, unknown>;
+  } catch {
+    // Nesting deep enough to overflow the stack (JSON.parse accepts it): not an action anyone can identify.
+    return s.reply(
+      request.id,
+      idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, {
+        detail: `Invalid arguments for ${name}: nested too deeply to process.`,
+      }),
+    );
+  }
+  if (entry.validate && !entry.validate(args)) {
+    const why = entry.validate.errors
+      ?.map((e) => `${e.instancePath || '(arguments)'} ${e.message}`)
+      .join('; ');
+    return s.reply(
+      request.id,
+      idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `Invalid arguments for ${name}: ${why}.` }),
+    );
+  }
+
+  const actor = s.actor();
+  const session = s.front.sessionId ?? null;
+  const forwarded: ForwardedRequest = {
+    frontId: request.id,
+    upstream: entry.upstream,
+    cancelled: new AbortController(),
+  };
+  const progressToken = params._meta?.progressToken;
+  if (typeof progressToken === 'string' || typeof progressToken === 'number')
+    forwarded.progressToken = progressToken;
+  s.inFlight.set(renderRequestId(request.id), forwarded);
+  try {
+    const result = await s.ctx.engine.execute(
+      {
+        signal: forwarded.cancelled?.signal,
+        tool: name,
+        channel: 'mcp',
+        target: entry.upstream,
+        credentialRef: null,
+        method: 'tools/call',
+        arguments: args,
+        contract: entry.contract,
+        caller: {
+          actor,
+          session,
+          requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+        },
+      },
+      ({ executionId }) =>
+        dispatchToolCall(s, upstream, entry, params, args, executionId as string, forwarded),
+    );
+    return replyWithResult(s, request.id, result, forwarded);
+  } finally {
+    s.inFlight.delete(renderRequestId(request.id));
+  }
+}
+
+export function replyWithResult(
+  s: SessionState,
+  id: RequestId,
+  result: CallToolResult,
+  forwarded: ForwardedRequest,
+): Promise<void> {
+  // A cancelled request gets no response (the client said it will not use one).
+  if (forwarded.cancelled?.signal.aborted) return Promise.resolve();
+  const error = result._meta?.[JSONRPC_ERROR_META] as
+    | { code: number; message: string; data?: unknown }
+    | undefined;
+  if (error) return s.send({ jsonrpc: '2.0', id, error });
+  return s.reply(id, result);
+}
+
+/**
+ * The status tool's `action: "repeat"`: the engine decides whether `ref` may
+ * run again; this session runs it through its own upstream connection, as
+ * the tool call it was, under this status request's id (so progress and
+ * cancellation follow it).
+ */
+export async function repeat(
+  s: SessionState,
+  request: JSONRPCRequest,
+  ref: string,
+  meta: Record<string, unknown> | undefined,
+): Promise<void> {
+  const actor = s.actor();
+  const session = s.front.sessionId ?? null;
+  const forwarded: ForwardedRequest = {
+    frontId: request.id,
+    upstream: '',
+    cancelled: new AbortController(),
+  };
+  const progressToken = meta?.progressToken;
+  if (typeof progressToken === 'string' || typeof progressToken === 'number')
+    forwarded.progressToken = progressToken;
+  s.inFlight.set(renderRequestId(request.id), forwarded);
+  try {
+    const caller = {
+      actor,
+      session,
+      requestRef: requestKey({
+        actor,
+        session,
+        id: request.id,
+        method: 'tools/call',
+        tool: s.ctx.statusTool,
+      }),
+    };
+    const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
+      const { entry } = await lookUpTool(s, remembered.tool);
+      if (!entry) return undefined;
+      const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
+      if (!upstream.available) {
+        try {
+          await upstream.whenReady(s.ctx.upstreamWaitMs);
+        } catch {
+          return {
+            answer: idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+              detail: `The upstream "${entry.upstream}" is down (restarting); nothing was repeated.`,
+            }),
+          };
+        }
+      }
+      forwarded.upstream = entry.upstream;
+      const args = remembered.arguments as Record<string, unknown>;
+      const found = entry;
+      return {
+        call: {
+          signal: forwarded.cancelled?.signal,
+          tool: found.name,
+          channel: 'mcp',
+          target: found.upstream,
+          credentialRef: null,
+          method: 'tools/call',
+          arguments: args,
+          contract: found.contract,
+          caller,
+        },
+        dispatch: ({ executionId }) =>
+          dispatchToolCall(
+            s,
+            upstream,
+            found,
+            meta ? { _meta: meta } : {},
+            args,
+            executionId as string,
+            forwarded,
+          ),
+      };
+    });
+    return replyWithResult(s, request.id, result, forwarded);
+  } finally {
+    s.inFlight.delete(renderRequestId(request.id));
+  }
+}
+
+export async function dispatchToolCall(
+  s: SessionState,
+  upstream: UpstreamConnection,
+  entry: CatalogEntry,
+  params: { _meta?: Record<string, unknown> },
+  args: Record<string, unknown>,
+  executionId: string,
+  forwarded: ForwardedRequest,
+): Promise<CallToolResult> {
+  // Waiting here, after the engine matched the call, lets a retry of an earlier call hear about
+  // that call (unknown, completed) rather than "not executed" while the upstream restarts.
+  if (!upstream.available) {
+    await upstream.whenReady(s.ctx.upstreamWaitMs).catch(() => {
+      throw new NotDispatchedError(`The upstream "${entry.upstream}" is down (restarting).`);
+    });
+  }
+  let reply: UpstreamReply;
+  try {
+    reply = await upstream.request(
+      'tools/call',
+      {
+        ...params,
+        name: entry.upstreamName,
+        arguments: args,
+        // An upstream built with the Idem library deduplicates on this across the boundary.
+        _meta: { ...params._meta, [META.executionId]: executionId },
+      },
+      undefined,
+      (upstreamId) => {
+        forwarded.upstreamId = upstreamId;
+      },
+    );
+  } catch (error) {
+    // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
+    if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
+    if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
+    throw error;
+  }
+  forwarded.upstreamId = undefined;
+  if ('error' in reply) {
+    if (!REFUSED_BEFORE_RUNNING.has(reply.error.code)) {
+      throw new OutcomeUnknownError(
+        `upstream answered with JSON-RPC error ${reply.error.code}: ${reply.error.message}`,
+      );
+    }
+    return {
+      isError: true,
+      content: [{ type: 'text', text: reply.error.message }],
+      _meta: { [JSONRPC_ERROR_META]: reply.error },
+    };
+  }
+  return reply.result as CallToolResult;
+}

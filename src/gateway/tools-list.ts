@@ -1,0 +1,109 @@
+import type { JSONRPCRequest, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { statusToolDefinition } from '../executions/status-tool.js';
+import type { CatalogEntry } from './catalog.js';
+import type { SessionState } from './session-state.js';
+
+export async function toolsList(s: SessionState, request: JSONRPCRequest): Promise<void> {
+  const cursor = (request.params as { cursor?: string } | undefined)?.cursor;
+  const tools: Tool[] = [];
+  let nextCursor: string | undefined;
+  try {
+    if (!s.prefixed) {
+      const [name, upstream] = [...s.upstreams.entries()][0] as [string, UpstreamConnection];
+      const page = await listPage(s, upstream, cursor);
+      if (page.error) return s.send({ jsonrpc: '2.0', id: request.id, error: page.error });
+      if (cursor === undefined) s.catalog.clear(name);
+      tools.push(...s.catalog.add(name, page.tools).map((entry) => s.catalog.publish(entry)));
+      nextCursor = page.nextCursor;
+    } else {
+      for (const [name, upstream] of s.upstreams) {
+        const listed = await listAll(s, upstream).catch(() => undefined);
+        // An upstream that is down (restarting) keeps the tools it had: they come back with it.
+        if (listed) {
+          s.catalog.clear(name);
+          s.catalog.add(name, listed);
+        }
+        tools.push(
+          ...s.catalog
+            .entries()
+            .filter((entry) => entry.upstream === name)
+            .map((entry) => s.catalog.publish(entry)),
+        );
+      }
+    }
+  } catch (error) {
+    return s.replyError(request.id, -32603, `tools/list failed upstream: ${String(error)}`);
+  }
+  if (cursor === undefined) tools.push(statusToolDefinition(s.ctx.statusTool));
+  return s.reply(request.id, { tools, ...(nextCursor ? { nextCursor } : {}) });
+}
+
+/** Every page of an upstream's tools (an error answer ends the list); throws if the upstream is down. */
+export async function listAll(s: SessionState, upstream: UpstreamConnection): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await listPage(s, upstream, cursor);
+    if (page.error) break;
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+export async function listPage(s: SessionState, upstream: UpstreamConnection, cursor: string | undefined) {
+  const reply = await upstream.request('tools/list', cursor ? { cursor } : undefined);
+  if ('error' in reply) return { tools: [] as Tool[], error: reply.error };
+  const result = reply.result as { tools?: Tool[]; nextCursor?: string };
+  // The gateway's status tool answers for the gateway's executions; an upstream tool of
+  // the same name (an upstream built with the Idem library has one) would be unreachable.
+  const tools = (result.tools ?? []).filter((tool) => s.prefixed || tool.name !== s.ctx.statusTool);
+  return { tools, nextCursor: result.nextCursor, error: undefined };
+}
+
+/**
+ * A tool by the name the client sees. One not in the catalog is listed
+ * again; an upstream that is down (restarting) is waited for, up to
+ * `upstreamWaitMs`, since the tool may be one of its. `unlisted` names the
+ * upstreams whose tools could still not be listed.
+ */
+export async function lookUpTool(
+  s: SessionState,
+  name: string,
+): Promise<{ entry: CatalogEntry | undefined; unlisted: string[] }> {
+  const known = s.catalog.get(name);
+  if (known) return { entry: known, unlisted: [] };
+  let unlisted = await refreshCatalog(s, [...s.upstreams.keys()]);
+  if (!s.catalog.get(name) && unlisted.length > 0) {
+    await Promise.all(
+      unlisted.map((u) =>
+        s.upstreams
+          .get(u)
+          ?.whenReady(s.ctx.upstreamWaitMs)
+          .catch(() => {}),
+      ),
+    );
+    unlisted = await refreshCatalog(s, unlisted);
+  }
+  return { entry: s.catalog.get(name), unlisted };
+}
+
+/** Lists the tools of these upstreams into the catalog; returns those that could not be asked (down). */
+export async function refreshCatalog(s: SessionState, names: string[]): Promise<string[]> {
+  const unlisted: string[] = [];
+  for (const name of names) {
+    const upstream = s.upstreams.get(name);
+    if (!upstream) continue;
+    if (!upstream.available) {
+      unlisted.push(name);
+      continue;
+    }
+    try {
+      s.catalog.add(name, await listAll(s, upstream));
+    } catch {
+      unlisted.push(name);
+    }
+  }
+  return unlisted;
+}
