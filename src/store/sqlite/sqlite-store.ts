@@ -1,22 +1,11 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { type StoreRefusalReason, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
+import { StoreRefusedError, StoreUnavailableError } from '../../errors.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
-import {
-  decodeOptional,
-  encodeOptional,
-  type SqliteFingerprint,
-  sqliteFingerprint,
-} from '../fingerprint-columns.js';
-import { holderGoneSql } from '../lease.js';
-import {
-  type ExecutionColumns,
-  entryFromColumns,
-  type JournalColumns,
-  recordFromColumns,
-} from '../sql-columns.js';
+import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
+import { entryFromColumns } from '../sql-columns.js';
 import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
@@ -28,9 +17,18 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
+import { DAMAGE, messageOf, toStoreError } from './errors.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
+import {
+  type ExecutionRow,
+  HOLDER_CLEAR,
+  HOLDER_KEEP,
+  HOLDER_SET,
+  prepareStatements,
+  toRecord,
+} from './sql.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created 0600 if missing), or ':memory:'. */
@@ -42,18 +40,6 @@ export interface SqliteStoreOptions {
 }
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-
-interface ExecutionRow extends ExecutionColumns {
-  fingerprint: SqliteFingerprint;
-  request_digest: SqliteFingerprint | null;
-  active: 0 | 1;
-  claim_token: string | null;
-}
-
-type JournalRow = JournalColumns;
-
-/** The holder is gone, by the store's clock (see lease.ts). */
-const STALE = holderGoneSql('@now');
 
 /**
  * The embedded store: one SQLite file in WAL mode, shared safely by several
@@ -337,136 +323,9 @@ export class SqliteStore implements ExecutionStore {
   }
 }
 
-/** Refusals that say the file itself is damaged, as opposed to not accessible right now. */
-const DAMAGE: readonly StoreRefusalReason[] = ['corrupt', 'not_a_database'];
-
-const HOLDER_KEEP = 0;
-const HOLDER_SET = 1;
-const HOLDER_CLEAR = 2;
-
-function prepareStatements(db: Database.Database) {
-  return {
-    insert: db.prepare<Record<string, unknown>, ExecutionRow>(`
-      INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
-        attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview,
-        request_digest)
-      VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
-        @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
-        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
-      ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
-      RETURNING *`),
-    retire: db.prepare<[string, SqliteFingerprint]>(
-      'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
-    ),
-    get: db.prepare<[string], ExecutionRow>('SELECT * FROM executions WHERE id = ?'),
-    findActive: db.prepare<[SqliteFingerprint], ExecutionRow>(
-      'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
-    ),
-    transition: db.prepare<Record<string, unknown>, ExecutionRow>(`
-      UPDATE executions SET
-        state = @to,
-        updated_at = @now,
-        claim_token = CASE @holder WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN @holderToken END,
-        lease_owner = CASE @holder WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN @holderOwner END,
-        lease_expires_at = CASE @holder
-          WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN @now + @holderLeaseMs END,
-        dispatched_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN dispatched_at ELSE @now END,
-        deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
-        outcome = COALESCE(@outcome, outcome),
-        delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
-        active = CASE WHEN @release = 1 THEN 0 ELSE active END,
-        note = COALESCE(@note, note)
-      WHERE id = @id
-        AND state IN (SELECT value FROM json_each(@from))
-        AND (@token IS NULL OR claim_token = @token)
-        AND (@requireStale = 0 OR ${STALE})
-      RETURNING *`),
-    renewLease: db.prepare<{ id: string; token: string; leaseMs: number; now: number }>(`
-      UPDATE executions SET lease_expires_at = @now + @leaseMs
-      WHERE id = @id AND claim_token = @token AND lease_expires_at IS NOT NULL`),
-    markDelivered: db.prepare<{ id: string; now: number }>(
-      'UPDATE executions SET delivered_at = @now WHERE id = @id AND delivered_at IS NULL',
-    ),
-    list: db.prepare<Record<string, unknown>, ExecutionRow>(`
-      SELECT * FROM executions
-      WHERE (@states IS NULL OR state IN (SELECT value FROM json_each(@states)))
-        AND (@tool IS NULL OR tool = @tool)
-        AND (@actor IS NULL OR actor = @actor)
-        AND (@since IS NULL OR created_at >= @since)
-      ORDER BY id DESC
-      LIMIT @limit`),
-    expire: db.prepare<{ now: number }, ExecutionRow>(`
-      UPDATE executions SET state = 'unknown', updated_at = @now
-      WHERE state = 'dispatched' AND ${STALE}
-      RETURNING *`),
-    trim: db.prepare<{ cutoff: number }>(`
-      DELETE FROM executions
-      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
-    wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
-      `SELECT * FROM executions WHERE state = 'dispatched' AND ${STALE} ORDER BY id`,
-    ),
-    wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
-      SELECT COUNT(*) AS n FROM executions WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
-    journal: {
-      activity: journalStatements(db, 'activity_journal'),
-      sessions: journalStatements(db, 'sessions_journal'),
-    },
-    journalFor: db.prepare<[string], JournalRow>(
-      'SELECT * FROM activity_journal WHERE execution_id = ? ORDER BY seq',
-    ),
-  };
-}
-
-/** One hash-chained journal table's statements; the table name is one of two constants, never input. */
-function journalStatements(db: Database.Database, table: 'activity_journal' | 'sessions_journal') {
-  return {
-    head: db.prepare<[], { seq: number; hash: string }>(
-      `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
-    ),
-    append: db.prepare<Record<string, unknown>>(`
-      INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-      VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
-    read: db.prepare<[number, number], JournalRow>(
-      `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
-    ),
-  };
-}
-
-function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
-  return recordFromColumns(
-    row,
-    sqliteFingerprint.decode(row.fingerprint),
-    decodeOptional(sqliteFingerprint, row.request_digest),
-    readAt,
-  );
-}
-
 /** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
 const wholeMs = Math.round;
 
-/**
- * Codes for "the database cannot be used right now" — lock held too long,
- * disk full, I/O failure — as opposed to a bug. Damage and a read-only file
- * are refusals (integrity.ts) and are mapped before these.
- */
-const UNAVAILABLE_CODES =
-  /^SQLITE_(BUSY|LOCKED|FULL|CANTOPEN|IOERR|READONLY|NOTADB|CORRUPT|PERM|NOMEM|NOLFS|AUTH)/;
-
-function toStoreError(error: unknown, path: string): unknown {
-  const refused = refusalFromError(error, path);
-  if (refused) return refused;
-  if (error instanceof Database.SqliteError && UNAVAILABLE_CODES.test(error.code)) {
-    return new StoreUnavailableError(`SQLite store unavailable: ${error.message} (${error.code})`, {
-      cause: error,
-    });
-  }
-  return error;
-}
-
 function isFile(path: string): boolean {
   return path !== '' && path !== ':memory:' && !path.startsWith('file:');
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

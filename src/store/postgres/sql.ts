@@ -1,0 +1,233 @@
+import type { JournalStream } from '../../journal/events.js';
+import { decodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
+import { holderGoneSql } from '../lease.js';
+import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
+import type { ExecutionRecord } from '../types.js';
+
+export interface ExecutionRow extends ExecutionColumns {
+  fingerprint: Buffer;
+  request_digest: Buffer | null;
+  read_at: number;
+}
+
+/** The journal's end, returned (and locked) by the statement that made the change. */
+export interface HeadColumns {
+  head_seq: number | null;
+  head_hash: string | null;
+  head_at: number | null;
+}
+
+export type JournalRow = JournalColumns;
+
+/**
+ * The database's clock in epoch milliseconds. Every time the store records or
+ * compares comes from here, so gateways whose clocks disagree still agree on
+ * when a lease ends.
+ */
+const CLOCK = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+
+/** Every column but the claim token, which never leaves the store. */
+const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_at, updated_at, attach_until,
+  dispatched_at, deadline_at, lease_owner, lease_expires_at, outcome, delivered_at, arguments_preview, note,
+  request_digest`;
+
+/**
+ * Locks the journal's head row only if the change (`changed`) happened and has
+ * events to journal ($1): a refused write never queues for the lock, and the
+ * lock is taken after the row change, so it is held from here to COMMIT only.
+ */
+function headLockedAfter(changed: string): string {
+  return `head AS (
+    SELECT seq, hash, at FROM journal_head
+    WHERE stream = 'activity' AND $1::boolean AND EXISTS (SELECT FROM ${changed})
+    FOR UPDATE
+  )`;
+}
+
+const HEAD = 'head.seq AS head_seq, head.hash AS head_hash, head.at AS head_at';
+
+export const HOLDER_KEEP = 0;
+export const HOLDER_SET = 1;
+export const HOLDER_CLEAR = 2;
+
+/** The holder is gone, by the database's clock (see lease.ts). */
+const STALE = holderGoneSql('c.now');
+
+export const SQL = {
+  claim: {
+    name: 'idem_claim',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      ins AS (
+        INSERT INTO executions (created_at, updated_at, attach_until, dispatched_at, deadline_at,
+          lease_expires_at, active, id, fingerprint, actor, tool, session, replay, state, claim_token,
+          lease_owner, arguments_preview, request_digest)
+        SELECT c.now, c.now, c.now + $2::bigint, CASE WHEN $3::bigint IS NULL THEN NULL ELSE c.now END,
+          c.now + $3::bigint, c.now + $4::bigint, true, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
+        FROM c
+        ON CONFLICT (fingerprint) WHERE active DO NOTHING
+        RETURNING ${COLUMNS}, created_at AS read_at
+      ),
+      ${headLockedAfter('ins')}
+      SELECT ins.*, ${HEAD} FROM ins LEFT JOIN head ON true`,
+  },
+  retire: {
+    name: 'idem_retire',
+    text: 'UPDATE executions SET active = false WHERE id = $1 AND fingerprint = $2 AND active',
+  },
+  findActive: {
+    name: 'idem_find_active',
+    text: `SELECT ${COLUMNS}, ${CLOCK} AS read_at FROM executions WHERE fingerprint = $1 AND active`,
+  },
+  get: {
+    name: 'idem_get',
+    text: `SELECT ${COLUMNS}, ${CLOCK} AS read_at FROM executions WHERE id = $1`,
+  },
+  transition: {
+    name: 'idem_transition',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET
+          state = $3,
+          updated_at = c.now,
+          claim_token = CASE $7::int WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN $8 END,
+          lease_owner = CASE $7::int WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN $9 END,
+          lease_expires_at = CASE $7::int
+            WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN c.now + $10::bigint END,
+          dispatched_at = CASE WHEN $11::bigint IS NULL THEN dispatched_at ELSE c.now END,
+          deadline_at = CASE WHEN $11::bigint IS NULL THEN deadline_at ELSE c.now + $11::bigint END,
+          outcome = COALESCE($12, outcome),
+          delivered_at = CASE WHEN $13::boolean THEN COALESCE(delivered_at, c.now) ELSE delivered_at END,
+          note = COALESCE($14, note),
+          active = active AND NOT $15::boolean
+        FROM c
+        WHERE id = $2
+          AND state = ANY($4::execution_state[])
+          AND ($5::text IS NULL OR claim_token = $5)
+          AND (NOT $6::boolean OR ${STALE})
+        RETURNING ${COLUMNS}, c.now AS read_at
+      ),
+      ${headLockedAfter('upd')}
+      SELECT upd.*, ${HEAD} FROM upd LEFT JOIN head ON true`,
+  },
+  renewLease: {
+    name: 'idem_renew_lease',
+    text: `
+      UPDATE executions SET lease_expires_at = ${CLOCK} + $3::bigint
+      WHERE id = $1 AND claim_token = $2 AND lease_expires_at IS NOT NULL`,
+  },
+  markDelivered: {
+    name: 'idem_mark_delivered',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET delivered_at = c.now FROM c
+        WHERE id = $2 AND delivered_at IS NULL
+        RETURNING c.now AS read_at
+      ),
+      ${headLockedAfter('upd')}
+      SELECT upd.read_at, ${HEAD} FROM upd LEFT JOIN head ON true`,
+  },
+  // Not a named statement: a plan cached for one filter would be a poor plan for the next.
+  list: `
+    WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
+    SELECT ${COLUMNS}, c.now AS read_at FROM executions, c
+    WHERE ($1::execution_state[] IS NULL OR state = ANY($1::execution_state[]))
+      AND ($2::text IS NULL OR tool = $2)
+      AND ($3::text IS NULL OR actor = $3)
+      AND ($4::bigint IS NULL OR created_at >= $4::bigint)
+    ORDER BY id DESC
+    LIMIT $5`,
+  lockHead: {
+    name: 'idem_lock_head',
+    text: `
+      SELECT seq AS head_seq, hash AS head_hash, at AS head_at, ${CLOCK} AS read_at
+      FROM journal_head WHERE stream = $1
+      FOR UPDATE`,
+  },
+  journal: { activity: journalStatements('activity'), sessions: journalStatements('sessions') },
+  journalHead: {
+    name: 'idem_journal_head',
+    text: 'SELECT seq, hash FROM journal_head WHERE stream = $1',
+  },
+  journalFor: {
+    name: 'idem_journal_for',
+    text: 'SELECT * FROM activity_journal WHERE execution_id = $1 ORDER BY seq',
+  },
+  // Sweepers in several processes run at once: each skips the rows another holds rather than
+  // queue behind it, so two sweeps never wait on each other (and cannot deadlock).
+  expire: {
+    name: 'idem_expire',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      stale AS (
+        SELECT id FROM executions, c WHERE state = 'dispatched' AND ${STALE}
+        FOR UPDATE OF executions SKIP LOCKED
+      ),
+      upd AS (
+        UPDATE executions SET state = 'unknown', updated_at = c.now FROM c
+        WHERE id IN (SELECT id FROM stale)
+        RETURNING ${COLUMNS}, c.now AS read_at
+      ),
+      ${headLockedAfter('upd')}
+      SELECT upd.*, ${HEAD} FROM upd LEFT JOIN head ON true`,
+  },
+  trim: {
+    name: 'idem_trim',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
+      DELETE FROM executions WHERE id IN (
+        SELECT id FROM executions, c
+        WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= c.now - $1::bigint
+        FOR UPDATE OF executions SKIP LOCKED
+      )`,
+  },
+  wouldExpire: {
+    name: 'idem_would_expire',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
+      SELECT ${COLUMNS}, c.now AS read_at FROM executions, c WHERE state = 'dispatched' AND ${STALE}`,
+  },
+  wouldTrim: {
+    name: 'idem_would_trim',
+    text: `
+      SELECT count(*)::int AS n FROM executions
+      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= ${CLOCK} - $1::bigint`,
+  },
+  now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
+} as const;
+
+/** One journal's statements; the table name is one of two constants, never input. */
+function journalStatements(stream: JournalStream) {
+  const table = `${stream}_journal`;
+  return {
+    append: {
+      name: `idem_append_${stream}`,
+      text: `
+        WITH entries AS (
+          INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+          SELECT e.seq, $1::bigint, e.kind, e.execution_id, e.actor, e.tool, e.request_ref, e.detail, e.prev_hash,
+            e.hash
+          FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+            $9::text[], $10::text[]) AS e(seq, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+        )
+        UPDATE journal_head SET seq = $11::bigint, hash = $12, at = $1::bigint WHERE stream = '${stream}'`,
+    },
+    read: {
+      name: `idem_read_${stream}`,
+      text: `SELECT * FROM ${table} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+    },
+  };
+}
+
+export type Statement = { name: string; text: string };
+
+export function toRecord(row: ExecutionRow): ExecutionRecord {
+  return recordFromColumns(
+    row,
+    postgresFingerprint.decode(row.fingerprint),
+    decodeOptional(postgresFingerprint, row.request_digest),
+    row.read_at,
+  );
+}

@@ -1,0 +1,149 @@
+import type Database from 'better-sqlite3';
+import { decodeOptional, type SqliteFingerprint, sqliteFingerprint } from '../fingerprint-columns.js';
+import { holderGoneSql } from '../lease.js';
+import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
+import type { ExecutionRecord } from '../types.js';
+
+export interface ExecutionRow extends ExecutionColumns {
+  fingerprint: SqliteFingerprint;
+  request_digest: SqliteFingerprint | null;
+  active: 0 | 1;
+  claim_token: string | null;
+}
+
+export type JournalRow = JournalColumns;
+
+/** The holder is gone, by the store's clock (see lease.ts). */
+const STALE = holderGoneSql('@now');
+
+export const HOLDER_KEEP = 0;
+export const HOLDER_SET = 1;
+export const HOLDER_CLEAR = 2;
+
+/**
+ * The prepared statements, named for declaration output (better-sqlite3's own
+ * statement type cannot be named outside its module); prepareStatements must match.
+ */
+export interface Statements {
+  insert: Database.Statement<Record<string, unknown>, ExecutionRow>;
+  retire: Database.Statement<[string, SqliteFingerprint]>;
+  get: Database.Statement<[string], ExecutionRow>;
+  findActive: Database.Statement<[SqliteFingerprint], ExecutionRow>;
+  transition: Database.Statement<Record<string, unknown>, ExecutionRow>;
+  renewLease: Database.Statement<{ id: string; token: string; leaseMs: number; now: number }>;
+  markDelivered: Database.Statement<{ id: string; now: number }>;
+  list: Database.Statement<Record<string, unknown>, ExecutionRow>;
+  expire: Database.Statement<{ now: number }, ExecutionRow>;
+  trim: Database.Statement<{ cutoff: number }>;
+  wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
+  wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
+  journal: Record<'activity' | 'sessions', JournalStatements>;
+  journalFor: Database.Statement<[string], JournalRow>;
+}
+
+/** One hash-chained journal table's statements. */
+export interface JournalStatements {
+  head: Database.Statement<[], { seq: number; hash: string }>;
+  append: Database.Statement<Record<string, unknown>>;
+  read: Database.Statement<[number, number], JournalRow>;
+}
+
+export function prepareStatements(db: Database.Database): Statements {
+  return {
+    insert: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
+        attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview,
+        request_digest)
+      VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
+        @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
+        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
+      ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING
+      RETURNING *`),
+    retire: db.prepare<[string, SqliteFingerprint]>(
+      'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
+    ),
+    get: db.prepare<[string], ExecutionRow>('SELECT * FROM executions WHERE id = ?'),
+    findActive: db.prepare<[SqliteFingerprint], ExecutionRow>(
+      'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
+    ),
+    transition: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      UPDATE executions SET
+        state = @to,
+        updated_at = @now,
+        claim_token = CASE @holder WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN @holderToken END,
+        lease_owner = CASE @holder WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN @holderOwner END,
+        lease_expires_at = CASE @holder
+          WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN @now + @holderLeaseMs END,
+        dispatched_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN dispatched_at ELSE @now END,
+        deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
+        outcome = COALESCE(@outcome, outcome),
+        delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
+        active = CASE WHEN @release = 1 THEN 0 ELSE active END,
+        note = COALESCE(@note, note)
+      WHERE id = @id
+        AND state IN (SELECT value FROM json_each(@from))
+        AND (@token IS NULL OR claim_token = @token)
+        AND (@requireStale = 0 OR ${STALE})
+      RETURNING *`),
+    renewLease: db.prepare<{ id: string; token: string; leaseMs: number; now: number }>(`
+      UPDATE executions SET lease_expires_at = @now + @leaseMs
+      WHERE id = @id AND claim_token = @token AND lease_expires_at IS NOT NULL`),
+    markDelivered: db.prepare<{ id: string; now: number }>(
+      'UPDATE executions SET delivered_at = @now WHERE id = @id AND delivered_at IS NULL',
+    ),
+    list: db.prepare<Record<string, unknown>, ExecutionRow>(`
+      SELECT * FROM executions
+      WHERE (@states IS NULL OR state IN (SELECT value FROM json_each(@states)))
+        AND (@tool IS NULL OR tool = @tool)
+        AND (@actor IS NULL OR actor = @actor)
+        AND (@since IS NULL OR created_at >= @since)
+      ORDER BY id DESC
+      LIMIT @limit`),
+    expire: db.prepare<{ now: number }, ExecutionRow>(`
+      UPDATE executions SET state = 'unknown', updated_at = @now
+      WHERE state = 'dispatched' AND ${STALE}
+      RETURNING *`),
+    trim: db.prepare<{ cutoff: number }>(`
+      DELETE FROM executions
+      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+    wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
+      `SELECT * FROM executions WHERE state = 'dispatched' AND ${STALE} ORDER BY id`,
+    ),
+    wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
+      SELECT COUNT(*) AS n FROM executions WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+    journal: {
+      activity: journalStatements(db, 'activity_journal'),
+      sessions: journalStatements(db, 'sessions_journal'),
+    },
+    journalFor: db.prepare<[string], JournalRow>(
+      'SELECT * FROM activity_journal WHERE execution_id = ? ORDER BY seq',
+    ),
+  };
+}
+
+/** One hash-chained journal table's statements; the table name is one of two constants, never input. */
+function journalStatements(
+  db: Database.Database,
+  table: 'activity_journal' | 'sessions_journal',
+): JournalStatements {
+  return {
+    head: db.prepare<[], { seq: number; hash: string }>(
+      `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
+    ),
+    append: db.prepare<Record<string, unknown>>(`
+      INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+      VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
+    read: db.prepare<[number, number], JournalRow>(
+      `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
+    ),
+  };
+}
+
+export function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
+  return recordFromColumns(
+    row,
+    sqliteFingerprint.decode(row.fingerprint),
+    decodeOptional(sqliteFingerprint, row.request_digest),
+    readAt,
+  );
+}
