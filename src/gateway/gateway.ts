@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -15,10 +14,11 @@ import { Fingerprinter } from '../identity/fingerprint.js';
 import { signJournalHeads } from '../journal/head-signer.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
-import { openStore, type StoreSpec } from '../store/index.js';
+import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { bearerTokens, storeSpecOf } from './config-specs.js';
 import { unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { upstreamEnvironment } from './upstream-env.js';
@@ -380,57 +380,4 @@ export class Gateway {
     // The token itself is never kept: AuthInfo carries only who it names.
     return actor ? { token: '', clientId: actor, scopes: [], extra: { actor } } : undefined;
   }
-}
-
-function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
-  const store = config.store;
-  if (store?.kind === 'memory') return { kind: 'memory' };
-  if (store?.kind === 'postgres') {
-    return {
-      kind: 'postgres',
-      url: expandEnv(store.url),
-      ...(store.schema ? { schema: store.schema } : {}),
-      ...(store.statement_timeout !== undefined
-        ? { statementTimeoutMs: durationMs(store.statement_timeout, 'store.statement_timeout') }
-        : {}),
-      ...(store.pool
-        ? {
-            pool: {
-              ...(store.pool.max ? { max: store.pool.max } : {}),
-              ...(store.pool.connection_timeout !== undefined
-                ? {
-                    connectionTimeoutMs: durationMs(
-                      store.pool.connection_timeout,
-                      'store.pool.connection_timeout',
-                    ),
-                  }
-                : {}),
-              ...(store.pool.idle_timeout !== undefined
-                ? { idleTimeoutMs: durationMs(store.pool.idle_timeout, 'store.pool.idle_timeout') }
-                : {}),
-            },
-          }
-        : {}),
-    };
-  }
-  const url = process.env.IDEM_STORE_URL;
-  if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
-  return {
-    kind: 'sqlite',
-    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, 'idem.db'),
-  };
-}
-
-/** sha256(token) → actor. Tokens come from the environment or as hashes: never in the file in clear. */
-function bearerTokens(config: GatewayConfig): Map<string, string> {
-  const tokens = new Map<string, string>();
-  for (const entry of config.auth?.bearer ?? []) {
-    if ('token_sha256' in entry) tokens.set(entry.token_sha256, entry.actor);
-    else {
-      const token = process.env[entry.token_env];
-      if (!token) throw new Error(`auth.bearer: environment variable ${entry.token_env} is not set`);
-      tokens.set(createHash('sha256').update(token).digest('hex'), entry.actor);
-    }
-  }
-  return tokens;
 }

@@ -1,3 +1,10 @@
+/**
+ * The one contract suite every ExecutionStore must pass (memory, SQLite,
+ * PostgreSQL): each backend's test file calls `storeContract` with its opener.
+ * Longer than the ~400-line rule on purpose: it is one list of behaviours,
+ * grouped by `describe` (claim, transitions, leases, sweep, journal, …), and a
+ * reader checks a backend against it in one place.
+ */
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { durationMs } from '../contracts/duration.js';
+import type { StoreSpec } from '../store/index.js';
+import { expandEnv, type GatewayConfig } from './config.js';
+
+/**
+ * What the gateway opens and accepts, read off its config: the store, and the
+ * bearer tokens. Kept apart from the Gateway class, which only wires them up.
+ */
+
+/** The store of a config: its `store:` section, else IDEM_STORE_URL, else SQLite in the data directory. */
+export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
+  const store = config.store;
+  if (store?.kind === 'memory') return { kind: 'memory' };
+  if (store?.kind === 'postgres') {
+    return {
+      kind: 'postgres',
+      url: expandEnv(store.url),
+      ...(store.schema ? { schema: store.schema } : {}),
+      ...(store.statement_timeout !== undefined
+        ? { statementTimeoutMs: durationMs(store.statement_timeout, 'store.statement_timeout') }
+        : {}),
+      ...(store.pool
+        ? {
+            pool: {
+              ...(store.pool.max ? { max: store.pool.max } : {}),
+              ...(store.pool.connection_timeout !== undefined
+                ? {
+                    connectionTimeoutMs: durationMs(
+                      store.pool.connection_timeout,
+                      'store.pool.connection_timeout',
+                    ),
+                  }
+                : {}),
+              ...(store.pool.idle_timeout !== undefined
+                ? { idleTimeoutMs: durationMs(store.pool.idle_timeout, 'store.pool.idle_timeout') }
+                : {}),
+            },
+          }
+        : {}),
+    };
+  }
+  const url = process.env.IDEM_STORE_URL;
+  if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
+  return {
+    kind: 'sqlite',
+    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, 'idem.db'),
+  };
+}
+
+/** sha256(token) → actor. Tokens come from the environment or as hashes: never in the file in clear. */
+export function bearerTokens(config: GatewayConfig): Map<string, string> {
+  const tokens = new Map<string, string>();
+  for (const entry of config.auth?.bearer ?? []) {
+    if ('token_sha256' in entry) tokens.set(entry.token_sha256, entry.actor);
+    else {
+      const token = process.env[entry.token_env];
+      if (!token) throw new Error(`auth.bearer: environment variable ${entry.token_env} is not set`);
+      tokens.set(createHash('sha256').update(token).digest('hex'), entry.actor);
+    }
+  }
+  return tokens;
+}
