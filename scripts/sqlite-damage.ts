@@ -18,7 +18,7 @@ import Database from 'better-sqlite3';
 import { StoreRefusedError } from '../src/errors.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { ExecutionRecord } from '../src/store/types.js';
-import { claimInput } from '../src/testing/claim-input.js';
+import { fillWithCompleted } from '../src/testing/claim-input.js';
 
 const trials = Number(process.argv[2] ?? 500);
 const count = Number(process.argv[3] ?? 2000);
@@ -41,18 +41,7 @@ const view = ({ readAt: _r, ...rest }: ExecutionRecord) => JSON.stringify(rest);
 
 try {
   const store = await SqliteStore.open({ path: base });
-  for (let i = 0; i < count; i++) {
-    const claim = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
-    await store.claim(claim, { events: [{ kind: 'accepted', executionId: claim.id }] });
-    await store.transition({
-      id: claim.id,
-      from: ['dispatched'],
-      to: 'completed',
-      token: claim.claimToken,
-      holder: null,
-      outcome: { result: { content: [{ type: 'text', text: `charged order ${i}` }] } },
-    });
-  }
+  await fillWithCompleted(store, count, (i) => `charged order ${i}`);
   const original = new Map((await store.list({ limit: count })).map((r) => [r.id, view(r)]));
   await store.close();
   const size = statSync(base).size;

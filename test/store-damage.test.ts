@@ -6,7 +6,7 @@ import { StoreRefusedError } from '../src/errors.js';
 import { GatewayConfigSchema } from '../src/gateway/config.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import { claimInput } from '../src/testing/claim-input.js';
+import { fillWithCompleted } from '../src/testing/claim-input.js';
 import { readExecutions } from './gateway/fixtures/counting-server.js';
 import { countingUpstream, freshDir, removeTemporaries } from './gateway/support.js';
 import { runIdem, unprivilegedUser } from './support/run-cli.js';
@@ -26,18 +26,7 @@ async function dataDirWithStore(count = 150): Promise<{ dataDir: string; db: str
   const dataDir = freshDir('damaged');
   const db = join(dataDir, 'idem.db');
   const store = await SqliteStore.open({ path: db });
-  for (let i = 0; i < count; i++) {
-    const claim = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
-    await store.claim(claim, { events: [{ kind: 'accepted', executionId: claim.id }] });
-    await store.transition({
-      id: claim.id,
-      from: ['dispatched'],
-      to: 'completed',
-      token: claim.claimToken,
-      holder: null,
-      outcome: { result: { content: [{ type: 'text', text: `deployed build ${i}` }] } },
-    });
-  }
+  await fillWithCompleted(store, count, (i) => `deployed build ${i}`);
   await store.close();
   const raw = new Database(db, { readonly: true });
   const leaf = raw

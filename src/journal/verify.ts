@@ -1,5 +1,5 @@
 import canonicalize from 'canonicalize';
-import { GENESIS_HASH, journalEntryHash } from './chain.js';
+import { GENESIS_HASH, type HashedEnvelope, journalEntryHash } from './chain.js';
 import type { JournalStream } from './events.js';
 import { type SignedHead, verifySignedHead } from './signing.js';
 
@@ -7,14 +7,7 @@ import { type SignedHead, verifySignedHead } from './signing.js';
  * A journal row exactly as stored: `detailText` is the stored JSON text of
  * `detail`, so the verifier hashes what is on disk, not what a parser made of it.
  */
-export interface StoredJournalRow {
-  seq: number;
-  at: number;
-  kind: string;
-  executionId: string | null;
-  actor: string | null;
-  tool: string | null;
-  requestRef: string | null;
+export interface StoredJournalRow extends HashedEnvelope {
   detailText: string;
   prevHash: string;
   hash: string;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
-import type { ClaimInput } from '../store/types.js';
+import type { ClaimInput, ExecutionStore } from '../store/types.js';
 
 const nextUlid = monotonicFactory();
 
@@ -39,4 +39,32 @@ export function deadDispatch(overrides: Partial<ClaimInput> = {}): ClaimInput {
     argumentsPreview: '{}',
     ...overrides,
   });
+}
+
+/**
+ * Fills a store with `count` completed executions, each claimed and finished
+ * as the engine would (one accepted event; the result `resultText(i, id)`):
+ * a store as a gateway leaves it, for the tests and scripts that damage or
+ * measure one. Returns the execution ids in order.
+ */
+export async function fillWithCompleted(
+  store: ExecutionStore,
+  count: number,
+  resultText: (index: number, id: string) => string = (index) => `charged ${index}`,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const claim = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
+    await store.claim(claim, { events: [{ kind: 'accepted', executionId: claim.id }] });
+    await store.transition({
+      id: claim.id,
+      from: ['dispatched'],
+      to: 'completed',
+      token: claim.claimToken,
+      holder: null,
+      outcome: { result: { content: [{ type: 'text', text: resultText(i, claim.id) }] } },
+    });
+    ids.push(claim.id);
+  }
+  return ids;
 }

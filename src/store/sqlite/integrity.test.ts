@@ -18,7 +18,7 @@ import { IDEM_CODES, StoreRefusedError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
-import { claimInput } from '../../testing/claim-input.js';
+import { claimInput, fillWithCompleted } from '../../testing/claim-input.js';
 import { CountingTarget } from '../../testing/counting-target.js';
 import { SqliteStore } from './sqlite-store.js';
 
@@ -27,20 +27,7 @@ const PAGE_SIZE = 4096;
 /** A store with completed executions and their journal, closed: a file as a gateway leaves it. */
 async function storeWithExecutions(path: string, count = 200): Promise<string[]> {
   const store = await SqliteStore.open({ path });
-  const ids: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const claim = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
-    await store.claim(claim, { events: [{ kind: 'accepted', executionId: claim.id }] });
-    await store.transition({
-      id: claim.id,
-      from: ['dispatched'],
-      to: 'completed',
-      token: claim.claimToken,
-      holder: null,
-      outcome: { result: { content: [{ type: 'text', text: `charged ${i}` }] } },
-    });
-    ids.push(claim.id);
-  }
+  const ids = await fillWithCompleted(store, count);
   await store.close();
   return ids;
 }
