@@ -9,13 +9,13 @@ import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import { GatewayConfigSchema } from '../src/gateway/config.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
-import { journalEntryHash } from '../src/journal/chain.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { deadDispatch } from '../src/testing/claim-input.js';
 import { sleep } from '../src/testing/counting-target.js';
 import { runIdem } from './support/run-cli.js';
+import { type Row, rowHash } from './support/tamper.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
 const db = join(dir, 'idem.db');
@@ -34,34 +34,6 @@ function tamperedCopy(name: string, tamper: (db: Database.Database) => void): st
   handle.close();
   return path;
 }
-
-type Row = {
-  seq: number;
-  at: number;
-  kind: string;
-  execution_id: string | null;
-  actor: string | null;
-  tool: string | null;
-  request_ref: string | null;
-  detail: string;
-  prev_hash: string;
-  hash: string;
-};
-/** What a forger who knows the algorithm computes: the hash of a raw row, by the one definition of the hash. */
-const rehash = (r: Row, prev: string) =>
-  journalEntryHash(
-    prev,
-    {
-      seq: r.seq,
-      at: r.at,
-      kind: r.kind,
-      executionId: r.execution_id,
-      actor: r.actor,
-      tool: r.tool,
-      requestRef: r.request_ref,
-    },
-    r.detail,
-  );
 
 let total = 0;
 let states: Map<string, string>;
@@ -223,7 +195,7 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
         for (const row of rows) {
           if (row.seq === total - 50) row.actor = 'token:mallory';
           row.prev_hash = prev;
-          row.hash = rehash(row, prev);
+          row.hash = rowHash(row, prev);
           put.run(row);
           prev = row.hash;
         }
