@@ -3,9 +3,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { BoundedEventStore } from './event-store.js';
+import { classifyEra, serveModernRequest } from './modern-http.js';
+import { rpcError, sendJson } from './replies.js';
 
 /** Largest request body accepted, as the SDK's own limit. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -53,6 +56,15 @@ export interface HttpFrontOptions {
   wrap(transport: StreamableHTTPServerTransport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
   attach(transport: ReceiptTransport): Promise<void>;
+  /**
+   * Serves one 2026-07-28 request (no session): receipts around its transport
+   * (ids without session scope) and whatever answers it. Without this, such
+   * requests are refused as an unsupported revision.
+   */
+  modern?: {
+    wrap(transport: Transport): ReceiptTransport;
+    attach(transport: ReceiptTransport): Promise<void>;
+  };
 }
 
 export interface ServedHttp {
@@ -202,6 +214,16 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       sendJson(res, 400, invalid);
       return;
     }
+    // Which revision the request speaks decides everything after: 2026-07-28 has no sessions.
+    const era = classifyEra(req, body);
+    if (era.kind === 'reject') {
+      sendJson(res, era.status, era.reply);
+      return;
+    }
+    if (era.kind === 'modern') {
+      await serveModernRequest(req, res, era, options.modern);
+      return;
+    }
     if (existing) busyUntilDone(existing, res);
     if (existing && !Array.isArray(body) && isJSONRPCRequest(body)) {
       const admission = await existing.receipts.admit(body, req.auth ? { authInfo: req.auth } : undefined);
@@ -288,10 +310,6 @@ function refuse(req: IncomingMessage, res: ServerResponse, status: number, body:
   }
 }
 
-function rpcError(code: number, message: string, id: RequestId | null = null) {
-  return { jsonrpc: '2.0', error: { code, message }, id };
-}
-
 /** The JSON-RPC error for a body that is not a message or a non-empty batch of them; undefined if it is. */
 function invalidRequest(body: unknown) {
   const messages: unknown[] = Array.isArray(body) ? body : [body];
@@ -303,15 +321,6 @@ function invalidRequest(body: unknown) {
   const id = (messages[bad] as { id?: unknown } | null | undefined)?.id;
   const usable = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
   return rpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message', usable ? (id as RequestId) : null);
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, sessionId?: string): void {
-  res
-    .writeHead(status, {
-      'content-type': 'application/json',
-      ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
-    })
-    .end(JSON.stringify(body));
 }
 
 /**

@@ -7,7 +7,7 @@ import type {
 import type { UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { unprefixed } from './routing.js';
-import type { ForwardedRequest, SessionState } from './session-state.js';
+import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
 /** Passes a request to an upstream and its reply back, ids translated both ways. */
 export async function forward(
@@ -17,16 +17,14 @@ export async function forward(
 ): Promise<void> {
   const upstream = upstreamName ? s.upstreams.get(upstreamName) : undefined;
   if (!upstream) return s.replyError(request.id, -32601, `Method not found: ${request.method}`);
-  const forwarded: ForwardedRequest = { frontId: request.id, upstream: upstream.name };
-  const progressToken = (request.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta
-    ?.progressToken;
-  if (typeof progressToken === 'string' || typeof progressToken === 'number')
-    forwarded.progressToken = progressToken;
-  s.inFlight.set(renderRequestId(request.id), forwarded);
+  const meta = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  const forwarded = s.track(request.id, upstream.name, meta, false);
   try {
+    const params = unprefixed(s.prefixed, request);
+    const upstreamMeta = s.upstreamMeta(forwarded, meta);
     const reply = await upstream.request(
       request.method,
-      unprefixed(s.prefixed, request),
+      upstreamMeta === meta ? params : { ...params, _meta: upstreamMeta },
       undefined,
       (upstreamId) => {
         forwarded.upstreamId = upstreamId;
@@ -69,6 +67,69 @@ export function handlersFor(s: SessionState, upstreamName: string) {
       void s.send(notification, related);
     },
   };
+}
+
+/**
+ * What the gateway's shared upstream connections (stateless fronts,
+ * 2026-07-28 clients) do with what an upstream sends: progress goes to the
+ * request whose (renamed) token it carries; a log message to the one request
+ * in flight on that upstream, when there is exactly one (else it cannot be
+ * told whose it is, and another client must not see it); requests to the
+ * client are refused — there is no session to ask them in.
+ */
+export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, upstreamName: string) {
+  const inFlightHere = () =>
+    [...shared.sessions].flatMap((s) =>
+      [...s.inFlight.values()].filter((f) => f.upstream === upstreamName).map((f) => ({ s, f })),
+    );
+  return {
+    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> =>
+      request.method === 'ping'
+        ? { jsonrpc: '2.0', id: request.id, result: {} }
+        : {
+            jsonrpc: '2.0',
+            id: request.id,
+            error: {
+              code: -32601,
+              message: `${request.method} needs a client session; this gateway front has none (stateless, or a 2026-07-28 client)`,
+            },
+          },
+    onNotification: (notification: JSONRPCNotification) => {
+      if (notification.method === 'notifications/tools/list_changed') shared.catalog.clear(upstreamName);
+      const params = (notification.params ?? {}) as { progressToken?: unknown; level?: unknown };
+      if (notification.method === 'notifications/progress') {
+        const match = inFlightHere().find(({ f }) => f.upstreamProgressToken === params.progressToken);
+        if (match) {
+          void match.s.send(
+            {
+              ...notification,
+              params: { ...params, progressToken: match.f.progressToken },
+            } as JSONRPCMessage,
+            match.f.frontId,
+          );
+        }
+        return;
+      }
+      if (notification.method === 'notifications/message') {
+        const candidates = inFlightHere();
+        const only = candidates.length === 1 ? candidates[0] : undefined;
+        if (!only) return;
+        // A 2026-07-28 request gets log messages only at the level it asked for (absent: none).
+        if (only.s.era === 'modern' && !atLeast(params.level, only.f.logLevel)) return;
+        void only.s.send(notification, only.f.frontId);
+      }
+    },
+    onRestart: (restart: UpstreamRestart) =>
+      ctx.onUpstreamRestart?.({ ...restart, upstream: upstreamName, session: null, actor: null }),
+  };
+}
+
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/** True if a message at `level` passes a filter at `threshold` (none set: nothing passes). */
+function atLeast(level: unknown, threshold: string | undefined): boolean {
+  if (threshold === undefined) return false;
+  return LOG_LEVELS.indexOf(String(level)) >= Math.max(0, LOG_LEVELS.indexOf(threshold));
 }
 
 /** The client request an upstream's message belongs to, when that is unambiguous. */

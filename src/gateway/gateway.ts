@@ -211,6 +211,13 @@ export class Gateway {
       attach: async (transport) => {
         await this.#attach(transport, stateless ? await this.#sharedUpstreams() : undefined);
       },
+      // 2026-07-28 requests have no session, in either mode: ids without session scope.
+      modern: {
+        wrap: (transport) => this.#wrap(transport, 'none'),
+        attach: async (transport) => {
+          await this.#attach(transport, await this.#sharedUpstreams());
+        },
+      },
     });
     return this.#http;
   }
@@ -294,6 +301,7 @@ export class Gateway {
       actorOf: defaultActorOf,
       version: this.#options.version,
       upstreamWaitMs: 2_000,
+      sharedUpstreams: () => this.#sharedUpstreams(),
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store

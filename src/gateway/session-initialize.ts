@@ -1,10 +1,20 @@
 import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
-import { handlersFor } from './forwarding.js';
+import { ENVELOPE, LATEST_LEGACY_VERSION, legacyVersionFor, MODERN_VERSIONS } from '../protocol/eras.js';
+import { handlersFor, sharedHandlers } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  if (s.ctx.shared) return s.reply(request.id, mergeInitialize(s, [...sharedResults(s)]));
+  s.era = 'legacy';
+  if (s.shared) {
+    // The shared upstreams were initialized once, by the gateway: the client still gets the
+    // revision it asked for, when the gateway speaks it.
+    const requested = (request.params as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+    return s.reply(request.id, {
+      ...mergeInitialize(s, [...sharedResults(s)]),
+      protocolVersion: legacyVersionFor(requested),
+    });
+  }
   // A second initialize would start a second set of upstreams (leaking the first) and could
   // change the client name, and with it the actor, in the middle of a session.
   if (s.initialized || s.initializing) {
@@ -46,6 +56,33 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
   return s.reply(request.id, mergeInitialize(s, results));
 }
 
+/**
+ * `server/discover` (2026-07-28): what `initialize` answered a 2025-era
+ * client, as this revision says it — the revisions served per request, the
+ * capabilities and instructions, and who answers in the result's `_meta`.
+ * Change notifications need a `subscriptions/listen` stream, which the
+ * gateway does not offer yet, so `listChanged` and `subscribe` are not
+ * advertised.
+ */
+export function discover(s: SessionState, request: JSONRPCRequest): Promise<void> {
+  const merged = mergeInitialize(s, [...sharedResults(s)]);
+  const capabilities = Object.fromEntries(
+    Object.entries(merged.capabilities as Record<string, unknown>)
+      .filter(([key]) => key !== 'tasks')
+      .map(([key, value]) => {
+        if (!value || typeof value !== 'object') return [key, value];
+        const { listChanged: _l, subscribe: _s, ...rest } = value as Record<string, unknown>;
+        return [key, rest];
+      }),
+  );
+  return s.reply(request.id, {
+    supportedVersions: MODERN_VERSIONS,
+    capabilities,
+    ...(merged.instructions ? { instructions: merged.instructions } : {}),
+    _meta: { [ENVELOPE.serverInfo]: merged.serverInfo },
+  });
+}
+
 export function* sharedResults(s: SessionState): Iterable<[string, InitializeResult]> {
   for (const [name, upstream] of s.upstreams) {
     if (upstream.initializeResult) yield [name, upstream.initializeResult];
@@ -84,38 +121,24 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
  */
 export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedUpstreams> {
   const upstreams = new Map<string, UpstreamConnection>();
-  const catalog = ctx.newCatalog();
-  let first: InitializeResult | undefined;
+  const shared: SharedUpstreams = {
+    upstreams,
+    catalog: ctx.newCatalog(),
+    sessions: new Set(),
+    nextProgressToken: 1,
+  };
   for (const spec of ctx.upstreams) {
     const connection = new UpstreamConnection(
       spec,
-      {
-        onRequest: async (request) =>
-          request.method === 'ping'
-            ? { jsonrpc: '2.0', id: request.id, result: {} }
-            : {
-                jsonrpc: '2.0',
-                id: request.id,
-                error: {
-                  code: -32601,
-                  message: `${request.method} needs a client session; this gateway front is stateless`,
-                },
-              },
-        onNotification: (notification) => {
-          if (notification.method === 'notifications/tools/list_changed') catalog.clear(spec.name);
-        },
-        onRestart: (restart) =>
-          ctx.onUpstreamRestart?.({ ...restart, upstream: spec.name, session: null, actor: null }),
-      },
+      sharedHandlers(ctx, shared, spec.name),
       ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {},
     );
     upstreams.set(spec.name, connection);
-    const result = await connection.start({
-      protocolVersion: '2025-11-25',
+    await connection.start({
+      protocolVersion: LATEST_LEGACY_VERSION,
       capabilities: {},
       clientInfo: { name: 'idem-gateway', version: ctx.version },
     });
-    first ??= result;
   }
-  return { upstreams, catalog, initializeResult: first as InitializeResult };
+  return shared;
 }

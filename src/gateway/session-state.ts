@@ -1,6 +1,5 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  type InitializeResult,
   isJSONRPCErrorResponse,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
@@ -13,6 +12,8 @@ import type {
   UpstreamSpec,
 } from '../dispatch/mcp/upstream.js';
 import type { ExecutionEngine } from '../executions/engine.js';
+import { renderRequestId } from '../identity/request-key.js';
+import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
 import type { CallerInfo } from '../receipts/receipt-transport.js';
 import type { ToolCatalog } from './catalog.js';
 
@@ -39,12 +40,23 @@ export interface SessionContext {
    * these upstream connections and this catalog, initialized once by the gateway.
    */
   shared?: SharedUpstreams;
+  /**
+   * The shared upstreams, for a session whose client turns out to speak
+   * 2026-07-28 (no initialize, so nothing of its own to start).
+   */
+  sharedUpstreams?(): Promise<SharedUpstreams>;
 }
 
 export interface SharedUpstreams {
   upstreams: Map<string, UpstreamConnection>;
   catalog: ToolCatalog;
-  initializeResult: InitializeResult;
+  /**
+   * The sessions using these connections now: what an upstream sends about a
+   * request (progress, log messages) is routed to the one it belongs to.
+   */
+  sessions: Set<SessionState>;
+  /** Progress tokens are renamed on the way up, so two clients' tokens never collide here. */
+  nextProgressToken: number;
 }
 
 /** A client request the gateway is serving, as the upstream and progress notifications find it. */
@@ -53,6 +65,10 @@ export interface ForwardedRequest {
   upstream: string;
   upstreamId?: RequestId;
   progressToken?: string | number;
+  /** The token the upstream was given instead, on shared connections. */
+  upstreamProgressToken?: string;
+  /** The level of log messages a 2026-07-28 request asked for (absent: none). */
+  logLevel?: string;
   /** Aborted when the client cancels: the engine then records the outcome as unknown. */
   cancelled?: AbortController;
 }
@@ -74,7 +90,13 @@ export class SessionState {
   readonly ctx: SessionContext;
   readonly front: Transport;
   readonly upstreams: Map<string, UpstreamConnection>;
-  readonly catalog: ToolCatalog;
+  catalog: ToolCatalog;
+  /** The gateway-wide connections this session uses instead of its own (stateless, 2026-07-28). */
+  shared: SharedUpstreams | undefined;
+  /** The revision family the client speaks, known from its first request. */
+  era: ProtocolEra | undefined;
+  /** Methods of the client's requests not yet answered, by rendered id: a modern answer's shape depends on it. */
+  readonly methods = new Map<string, string>();
   /** Client requests in flight, by rendered front id. */
   readonly inFlight = new Map<string, ForwardedRequest>();
   /** Requests we sent to the client on an upstream's behalf, by our front id. */
@@ -88,10 +110,63 @@ export class SessionState {
   constructor(ctx: SessionContext, front: Transport) {
     this.ctx = ctx;
     this.front = front;
-    this.upstreams = ctx.shared?.upstreams ?? new Map();
+    this.upstreams = new Map(ctx.shared?.upstreams);
     this.catalog = ctx.shared?.catalog ?? ctx.newCatalog();
+    this.shared = ctx.shared;
+    ctx.shared?.sessions.add(this);
     // Without sessions there is no handshake per request: the shared upstreams are already initialized.
     this.initialized = ctx.shared !== undefined;
+  }
+
+  /** Takes the gateway's shared upstream connections (a 2026-07-28 client: nothing to initialize). */
+  adopt(shared: SharedUpstreams): void {
+    this.shared = shared;
+    for (const [name, upstream] of shared.upstreams) this.upstreams.set(name, upstream);
+    this.catalog = shared.catalog;
+    shared.sessions.add(this);
+    this.initialized = true;
+  }
+
+  /**
+   * Registers a client request being served, with what the upstream's
+   * messages about it are matched by: its progress token (renamed on shared
+   * connections, where two clients may pick the same one) and, for a
+   * 2026-07-28 request, the log level it asked for.
+   */
+  track(
+    frontId: RequestId,
+    upstream: string,
+    meta: Record<string, unknown> | undefined,
+    cancellable: boolean,
+  ): ForwardedRequest {
+    const forwarded: ForwardedRequest = {
+      frontId,
+      upstream,
+      ...(cancellable ? { cancelled: new AbortController() } : {}),
+    };
+    const token = meta?.progressToken;
+    if (typeof token === 'string' || typeof token === 'number') {
+      forwarded.progressToken = token;
+      if (this.shared) forwarded.upstreamProgressToken = `idem-progress-${this.shared.nextProgressToken++}`;
+    }
+    const level = envelopeOf({ _meta: meta }).logLevel;
+    if (level) forwarded.logLevel = level;
+    this.inFlight.set(renderRequestId(frontId), forwarded);
+    return forwarded;
+  }
+
+  /** The `_meta` the upstream gets for a tracked request: the progress token as the upstream knows it. */
+  upstreamMeta(
+    forwarded: ForwardedRequest,
+    meta: Record<string, unknown> | undefined,
+  ): Record<string, unknown> | undefined {
+    if (!meta || forwarded.upstreamProgressToken === undefined) return meta;
+    return { ...meta, progressToken: forwarded.upstreamProgressToken };
+  }
+
+  /** Leaves the shared connections (the session is closing). */
+  release(): void {
+    this.shared?.sessions.delete(this);
   }
 
   get prefixed(): boolean {
@@ -112,6 +187,7 @@ export class SessionState {
 
   async send(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
     if (this.closed) return;
+    message = this.#forClientEra(message);
     const id = (message as { id?: RequestId }).id;
     const related =
       relatedRequestId ??
@@ -121,5 +197,21 @@ export class SessionState {
     } catch (error) {
       this.front.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+
+  /**
+   * A result in the shape the client's revision reads: a 2026-07-28 client
+   * needs `resultType` (and cache hints on lists), a 2025-era one must not
+   * meet them (its upstream may speak 2026-07-28).
+   */
+  #forClientEra(message: JSONRPCMessage): JSONRPCMessage {
+    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return message;
+    const key = renderRequestId(message.id as RequestId);
+    const method = this.methods.get(key);
+    this.methods.delete(key);
+    if (!isJSONRPCResultResponse(message)) return message;
+    const result = message.result as Record<string, unknown>;
+    if (this.era === 'modern') return { ...message, result: modernResult(method, result) } as JSONRPCMessage;
+    return { ...message, result: legacyResult(result) } as JSONRPCMessage;
   }
 }

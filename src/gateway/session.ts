@@ -13,9 +13,15 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
+import {
+  envelopeOf,
+  isModernVersion,
+  MODERN_VERSIONS,
+  UNSUPPORTED_PROTOCOL_VERSION,
+} from '../protocol/eras.js';
 import { forward } from './forwarding.js';
 import { routeFor } from './routing.js';
-import { initialize } from './session-initialize.js';
+import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
 import { toolsCall } from './tools-call.js';
 import { lookUpTool, toolsList } from './tools-list.js';
@@ -64,7 +70,8 @@ export class ProxySession {
         session: this.#s.front.sessionId ?? null,
         actor: this.#s.actor(),
       });
-    if (!this.#s.ctx.shared) await Promise.all([...this.#s.upstreams.values()].map((u) => u.close()));
+    this.#s.release();
+    if (!this.#s.shared) await Promise.all([...this.#s.upstreams.values()].map((u) => u.close()));
     await this.#s.front.close().catch(() => {});
   }
 
@@ -83,6 +90,9 @@ export class ProxySession {
   }
 
   async #onRequest(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+    const version = envelopeOf(request.params).protocolVersion;
+    if (version !== undefined && isModernVersion(version))
+      return this.#onModernRequest(request, version, extra);
     if (request.method === 'initialize') return initialize(this.#s, request);
     if (!this.#s.initialized) {
       return this.#s.replyError(
@@ -100,6 +110,65 @@ export class ProxySession {
         return toolsCall(this.#s, request, extra);
       default:
         return forward(this.#s, request, routeFor(this.#s.upstreams, request));
+    }
+  }
+
+  /**
+   * A 2026-07-28 request: no handshake came before it and none will; it
+   * carries who the client is and what it can do. The session serves it on
+   * the gateway's shared upstream connections.
+   */
+  async #onModernRequest(request: JSONRPCRequest, version: string, extra?: MessageExtraInfo): Promise<void> {
+    const s = this.#s;
+    if (s.era === 'legacy') {
+      return s.replyError(
+        request.id,
+        -32600,
+        'Invalid Request: this connection was initialized with a 2025-era revision; a request carrying a 2026-07-28 envelope cannot be mixed into it',
+      );
+    }
+    s.era = 'modern';
+    s.methods.set(renderRequestId(request.id), request.method);
+    if (!MODERN_VERSIONS.includes(version)) {
+      return s.send({
+        jsonrpc: '2.0',
+        id: request.id,
+        error: {
+          code: UNSUPPORTED_PROTOCOL_VERSION,
+          message: `Unsupported protocol version ${version}`,
+          data: { supported: MODERN_VERSIONS, requested: version },
+        },
+      });
+    }
+    const envelope = envelopeOf(request.params);
+    if (envelope.clientInfo?.name && s.clientInfo.clientName === undefined)
+      s.clientInfo = { ...s.clientInfo, clientName: envelope.clientInfo.name };
+    if (!s.initialized) {
+      if (!s.ctx.sharedUpstreams)
+        return s.replyError(request.id, -32601, 'This front serves 2025-era revisions only');
+      try {
+        s.adopt(await s.ctx.sharedUpstreams());
+      } catch (error) {
+        return s.replyError(
+          request.id,
+          -32603,
+          `an upstream could not be started: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+    switch (request.method) {
+      case 'server/discover':
+        return discover(s, request);
+      case 'initialize':
+      case 'ping':
+        // Not methods of this revision (its clients learn about a server through server/discover).
+        return s.replyError(request.id, -32601, `Method not found: ${request.method}`);
+      case 'tools/list':
+        return toolsList(s, request);
+      case 'tools/call':
+        return toolsCall(s, request, extra);
+      default:
+        return forward(s, request, routeFor(s.upstreams, request));
     }
   }
 

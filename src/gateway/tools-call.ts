@@ -82,15 +82,7 @@ export async function toolsCall(
 
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
-  const forwarded: ForwardedRequest = {
-    frontId: request.id,
-    upstream: entry.upstream,
-    cancelled: new AbortController(),
-  };
-  const progressToken = params._meta?.progressToken;
-  if (typeof progressToken === 'string' || typeof progressToken === 'number')
-    forwarded.progressToken = progressToken;
-  s.inFlight.set(renderRequestId(request.id), forwarded);
+  const forwarded = s.track(request.id, entry.upstream, params._meta, true);
   try {
     const result = await s.ctx.engine.execute(
       {
@@ -146,15 +138,7 @@ export async function repeat(
 ): Promise<void> {
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
-  const forwarded: ForwardedRequest = {
-    frontId: request.id,
-    upstream: '',
-    cancelled: new AbortController(),
-  };
-  const progressToken = meta?.progressToken;
-  if (typeof progressToken === 'string' || typeof progressToken === 'number')
-    forwarded.progressToken = progressToken;
-  s.inFlight.set(renderRequestId(request.id), forwarded);
+  const forwarded = s.track(request.id, '', meta, true);
   try {
     const caller = {
       actor,
@@ -240,7 +224,7 @@ export async function dispatchToolCall(
         name: entry.upstreamName,
         arguments: args,
         // An upstream built with the Idem library deduplicates on this across the boundary.
-        _meta: { ...params._meta, [META.executionId]: executionId },
+        _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
       },
       undefined,
       (upstreamId) => {

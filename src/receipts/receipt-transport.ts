@@ -17,6 +17,7 @@ import { canonicalJson } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
+import { envelopeOf } from '../protocol/eras.js';
 import type { ReceiptBook } from './receipt-book.js';
 
 /** JSON-RPC "Invalid Request": the id is not usable for this content. */
@@ -284,9 +285,11 @@ export class ReceiptTransport implements Transport {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
     }
+    // A 2026-07-28 request names its client itself (there was no initialize).
+    const clientName = this.#clientName ?? envelopeOf(message.params).clientInfo?.name;
     const actor = this.#options.actorOf({
       ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
-      ...(this.#clientName ? { clientName: this.#clientName } : {}),
+      ...(typeof clientName === 'string' ? { clientName } : {}),
     });
     const scope = this.#idScope();
     const session = scope === 'none' ? null : (this.sessionId ?? null);

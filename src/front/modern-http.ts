@@ -1,0 +1,134 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { classifyInboundRequest } from '@modelcontextprotocol/server';
+import { envelopeOf, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION } from '../protocol/eras.js';
+import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import { ModernExchange } from './modern-exchange.js';
+import { rpcError, sendJson } from './replies.js';
+
+/** SEP-2243: a standard header missing or disagreeing with the body. */
+const HEADER_MISMATCH = -32020;
+
+export type EraOfRequest =
+  | { kind: 'legacy' }
+  | { kind: 'modern'; message: JSONRPCRequest | undefined }
+  | { kind: 'reject'; status: number; reply: unknown };
+
+/**
+ * Which revision a POST speaks, by the v2 SDK's own classifier (body first:
+ * a request whose `_meta` claims a protocol version is modern; the
+ * `MCP-Protocol-Version` header only cross-checks). A refusal carries the
+ * request's own id whenever it has one.
+ */
+export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
+  const header = (name: string) => {
+    const value = req.headers[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const protocolVersionHeader = header('mcp-protocol-version');
+  const mcpMethodHeader = header('mcp-method');
+  const mcpNameHeader = header('mcp-name');
+  const outcome = classifyInboundRequest({
+    httpMethod: 'POST',
+    body,
+    ...(protocolVersionHeader ? { protocolVersionHeader } : {}),
+    ...(mcpMethodHeader ? { mcpMethodHeader } : {}),
+    ...(mcpNameHeader ? { mcpNameHeader } : {}),
+  });
+  const id = idOf(body);
+  if (outcome.kind === 'legacy') return { kind: 'legacy' };
+  if (outcome.kind === 'reject')
+    return {
+      kind: 'reject',
+      status: outcome.httpStatus,
+      reply: rpcError(outcome.code, outcome.message, id, outcome.data),
+    };
+  if (outcome.messageKind === 'notification') return { kind: 'modern', message: undefined };
+  const message = outcome.message;
+  const version = outcome.classification.revision ?? envelopeOf(message.params).protocolVersion ?? '';
+  if (!MODERN_VERSIONS.includes(version)) {
+    return {
+      kind: 'reject',
+      status: 400,
+      reply: rpcError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        `Unsupported protocol version ${version}: this gateway serves ${MODERN_VERSIONS.join(', ')} per request, and 2025-era revisions through initialize`,
+        message.id,
+        { supported: MODERN_VERSIONS, requested: version },
+      ),
+    };
+  }
+  // The revision requires the standard headers on every request POST (the classifier checks
+  // only that present ones agree with the body).
+  const named = namedBy(message);
+  const missing = [
+    protocolVersionHeader ? undefined : 'MCP-Protocol-Version',
+    mcpMethodHeader ? undefined : 'Mcp-Method',
+    named !== undefined && !mcpNameHeader ? 'Mcp-Name' : undefined,
+  ].filter((h) => h !== undefined);
+  if (missing.length > 0) {
+    return {
+      kind: 'reject',
+      status: 400,
+      reply: rpcError(HEADER_MISMATCH, `Missing required header(s): ${missing.join(', ')}`, message.id),
+    };
+  }
+  return { kind: 'modern', message };
+}
+
+/** What `Mcp-Name` must carry for this request, if anything. */
+function namedBy(message: JSONRPCRequest): string | undefined {
+  const params = message.params as { name?: unknown; uri?: unknown } | undefined;
+  if (message.method === 'tools/call' || message.method === 'prompts/get')
+    return typeof params?.name === 'string' ? params.name : undefined;
+  if (message.method === 'resources/read') return typeof params?.uri === 'string' ? params.uri : undefined;
+  return undefined;
+}
+
+function idOf(body: unknown): RequestId | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
+}
+
+/**
+ * One modern request: its own exchange, receipts around it (ids have no
+ * session scope), whatever serves it attached, then the request admitted —
+ * a resend is answered from its receipt without reaching the gateway.
+ */
+export async function serveModernRequest(
+  req: IncomingMessage & { auth?: AuthInfo },
+  res: ServerResponse,
+  era: { message: JSONRPCRequest | undefined },
+  serve:
+    | { wrap(transport: Transport): ReceiptTransport; attach(transport: ReceiptTransport): Promise<void> }
+    | undefined,
+): Promise<void> {
+  // This revision defines no client notifications over HTTP: accepted, and nothing to do.
+  if (era.message === undefined) {
+    res.writeHead(202).end();
+    return;
+  }
+  const request = era.message;
+  if (!serve) {
+    sendJson(
+      res,
+      400,
+      rpcError(UNSUPPORTED_PROTOCOL_VERSION, 'This endpoint serves 2025-era revisions only', request.id, {
+        supported: [],
+      }),
+    );
+    return;
+  }
+  const exchange = new ModernExchange(req, res, request);
+  const receipts = serve.wrap(exchange);
+  await serve.attach(receipts);
+  const admission = await receipts.admit(request, req.auth ? { authInfo: req.auth } : undefined);
+  if (admission.kind === 'answer') {
+    await exchange.send(admission.reply);
+    await receipts.close();
+    return;
+  }
+  exchange.deliver();
+}
