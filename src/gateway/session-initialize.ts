@@ -1,6 +1,12 @@
 import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
-import { ENVELOPE, LATEST_LEGACY_VERSION, legacyVersionFor, MODERN_VERSIONS } from '../protocol/eras.js';
+import {
+  ENVELOPE,
+  isModernVersion,
+  LATEST_LEGACY_VERSION,
+  legacyVersionFor,
+  MODERN_VERSIONS,
+} from '../protocol/eras.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
@@ -53,7 +59,14 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
     client: params?.clientInfo ?? null,
     protocol_version: results[0]?.[1].protocolVersion ?? params?.protocolVersion ?? null,
   });
-  return s.reply(request.id, mergeInitialize(s, results));
+  const merged = mergeInitialize(s, results);
+  // A 2026-07-28 upstream said its revision through server/discover: the client still gets one of its own era.
+  return s.reply(request.id, {
+    ...merged,
+    protocolVersion: isModernVersion(merged.protocolVersion)
+      ? legacyVersionFor(params?.protocolVersion)
+      : merged.protocolVersion,
+  });
 }
 
 /**

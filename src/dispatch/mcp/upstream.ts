@@ -17,6 +17,15 @@ import {
   type JSONRPCResultResponse,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ENVELOPE,
+  envelopeOf,
+  LATEST_MODERN_VERSION,
+  MODERN_VERSIONS,
+  type ProtocolEra,
+  withEnvelope,
+  withoutEnvelope,
+} from '../../protocol/eras.js';
 import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
@@ -67,6 +76,14 @@ export interface UpstreamOptions {
   maxRestartDelayMs?: number;
   /** stderr of stdio upstreams: inherit (default, visible to an operator) or ignore. */
   stderr?: 'inherit' | 'ignore' | 'pipe';
+  /**
+   * Which revision to try first. `legacy` (default): `initialize`, then
+   * `server/discover` if the upstream refuses it (a 2026-07-28-only server).
+   * `modern`: `server/discover` first, then `initialize` — for connections
+   * that serve 2026-07-28 clients, so that what only that revision can say
+   * (multi-round-trip input, cache hints) passes through unchanged.
+   */
+  prefer?: ProtocolEra;
 }
 
 interface Pending {
@@ -86,6 +103,12 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   readonly #options: Required<Omit<UpstreamOptions, 'stderr'>> & Pick<UpstreamOptions, 'stderr'>;
+  /** The revision family this connection speaks, once negotiated. */
+  #era: ProtocolEra | undefined;
+  /** What a failed modern probe taught: the upstream is 2025-era only (do not probe it again). */
+  #legacyOnly = false;
+  /** What a refused `initialize` taught: the upstream is 2026-07-28 only (ask it that way first). */
+  #modernOnly = false;
   #transport: Transport | undefined;
   #nextId = 1;
   readonly #pending = new Map<RequestId, Pending>();
@@ -112,6 +135,7 @@ export class UpstreamConnection {
       restartDelayMs: options.restartDelayMs ?? 250,
       maxRestartDelayMs: options.maxRestartDelayMs ?? 10_000,
       stderr: options.stderr,
+      prefer: options.prefer ?? 'legacy',
     };
     this.#restartDelay = this.#options.restartDelayMs;
   }
@@ -121,8 +145,16 @@ export class UpstreamConnection {
     return this.#available && !this.#initializing;
   }
 
+  /**
+   * What the upstream said about itself: its `initialize` answer, or, for a
+   * 2026-07-28 upstream, its `server/discover` answer in that shape.
+   */
   get initializeResult(): InitializeResult | undefined {
     return this.#initializeResult;
+  }
+
+  get era(): ProtocolEra | undefined {
+    return this.#era;
   }
 
   /** Connects and initializes with the client's own initialize parameters. */
@@ -165,8 +197,10 @@ export class UpstreamConnection {
     onSent?: (upstreamId: RequestId) => void,
   ): Promise<UpstreamReply> {
     const transport = this.#transport;
-    const allowed = this.available || (this.#initializing && this.#available && method === 'initialize');
+    const handshake = method === 'initialize' || method === 'server/discover';
+    const allowed = this.available || (this.#initializing && this.#available && handshake);
     if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
+    params = this.#forEra(method, params);
     const id = this.#nextId++;
     const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     // The upstream may go away while the request is still being written: then `reply` is rejected
@@ -196,6 +230,26 @@ export class UpstreamConnection {
     return reply;
   }
 
+  /**
+   * A request's params as this upstream's revision wants them: a 2026-07-28
+   * upstream gets the envelope on every request (the client's own when it
+   * sent one, else the gateway's, naming the client that initialized it); a
+   * 2025-era upstream never sees one.
+   */
+  #forEra(method: string, params: JSONRPCRequest['params']): JSONRPCRequest['params'] {
+    if (method === 'initialize' || method === 'server/discover') return params;
+    if (this.#era !== 'modern') return withoutEnvelope(params);
+    const init = this.#initializeParams as
+      | { capabilities?: Record<string, unknown>; clientInfo?: { name?: string; version?: string } }
+      | undefined;
+    const own = envelopeOf(params);
+    return withEnvelope(params, {
+      protocolVersion: this.#initializeResult?.protocolVersion ?? LATEST_MODERN_VERSION,
+      clientCapabilities: own.clientCapabilities ?? init?.capabilities ?? {},
+      ...(init?.clientInfo ? { clientInfo: init.clientInfo } : {}),
+    });
+  }
+
   async notify(method: string, params?: JSONRPCNotification['params']): Promise<void> {
     if (!this.#available || !this.#transport) return;
     await this.#transport.send({ jsonrpc: '2.0', method, ...(params ? { params } : {}) }).catch(() => {});
@@ -216,24 +270,7 @@ export class UpstreamConnection {
 
   #connect(): Promise<void> {
     return (async () => {
-      const transport = this.#createTransport();
-      this.#transport = transport;
-      transport.onmessage = (message) => this.#receive(transport, message);
-      transport.onclose = () => this.#lost(transport, undefined);
-      transport.onerror = (error) => {
-        // HTTP transports report failed requests here without closing: only a closed transport is "down".
-        if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
-      };
-      await transport.start();
-      this.#available = true;
-      this.#initializing = true;
-      const init = await this.request('initialize', this.#initializeParams);
-      if ('error' in init) {
-        throw new Error(`upstream ${this.name} refused initialize: ${init.error.message}`);
-      }
-      this.#initializeResult = init.result as InitializeResult;
-      transport.setProtocolVersion?.(this.#initializeResult.protocolVersion);
-      await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await this.#negotiate(await this.#open());
       this.#initializing = false;
       this.#restartDelay = this.#options.restartDelayMs;
       this.#attempt = 0;
@@ -245,11 +282,110 @@ export class UpstreamConnection {
     });
   }
 
+  /** A new transport (a new process, for stdio), started, and only the handshake allowed through. */
+  async #open(): Promise<Transport> {
+    const transport = this.#createTransport();
+    this.#transport = transport;
+    transport.onmessage = (message) => this.#receive(transport, message);
+    transport.onclose = () => this.#lost(transport, undefined);
+    transport.onerror = (error) => {
+      // HTTP transports report failed requests here without closing: only a closed transport is "down".
+      if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
+    };
+    await transport.start();
+    this.#available = true;
+    this.#initializing = true;
+    return transport;
+  }
+
+  /**
+   * Finds the revision to speak, in the order the connection prefers: a
+   * 2025-era upstream answers `initialize`; a 2026-07-28 one answers
+   * `server/discover` (and may refuse `initialize`). What is learned is kept:
+   * a restart asks the way that worked.
+   */
+  async #negotiate(transport: Transport): Promise<void> {
+    const modernFirst = (this.#options.prefer === 'modern' || this.#modernOnly) && !this.#legacyOnly;
+    if (modernFirst && (await this.#discover(transport))) return;
+    let refusal: string;
+    try {
+      const init = await this.request('initialize', this.#initializeParams);
+      if (!('error' in init)) {
+        this.#era = 'legacy';
+        this.#initializeResult = init.result as InitializeResult;
+        transport.setProtocolVersion?.(this.#initializeResult.protocolVersion);
+        await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        return;
+      }
+      refusal = init.error.message;
+    } catch (error) {
+      // A 2026-07-28-only server over HTTP refuses initialize with an HTTP error.
+      if (!(error instanceof UpstreamUnavailableError)) throw error;
+      refusal = error.message;
+    }
+    if (!modernFirst) {
+      // The opening message pins a stdio connection's revision: ask again on a fresh one.
+      this.#transport = undefined;
+      await transport.close().catch(() => {});
+      if (await this.#discover(await this.#open())) {
+        this.#modernOnly = true;
+        return;
+      }
+    }
+    throw new Error(`upstream ${this.name} refused initialize: ${refusal}`);
+  }
+
+  /** Asks the upstream `server/discover`; true if it speaks a 2026-07-28 revision the gateway does. */
+  async #discover(transport: Transport): Promise<boolean> {
+    let reply: UpstreamReply;
+    try {
+      reply = await this.request('server/discover', {
+        _meta: {
+          [ENVELOPE.protocolVersion]: LATEST_MODERN_VERSION,
+          [ENVELOPE.clientCapabilities]:
+            (this.#initializeParams as { capabilities?: unknown } | undefined)?.capabilities ?? {},
+          [ENVELOPE.clientInfo]: (this.#initializeParams as { clientInfo?: unknown } | undefined)
+            ?.clientInfo ?? { name: 'idem-gateway', version: '0' },
+        },
+      });
+    } catch (error) {
+      // Refused over HTTP: a 2025-era server.
+      if (error instanceof UpstreamUnavailableError) {
+        this.#legacyOnly = true;
+        return false;
+      }
+      // Gone (some servers exit on a method they do not know): the same, and the restart must not probe again.
+      if (error instanceof UpstreamClosedError) this.#legacyOnly = true;
+      throw error;
+    }
+    const result = 'result' in reply ? (reply.result as Record<string, unknown>) : undefined;
+    const versions = Array.isArray(result?.supportedVersions) ? (result.supportedVersions as unknown[]) : [];
+    const version = MODERN_VERSIONS.find((v) => versions.includes(v));
+    if (!result || !version) {
+      this.#legacyOnly = true;
+      return false;
+    }
+    this.#era = 'modern';
+    const meta = result._meta as Record<string, unknown> | undefined;
+    this.#initializeResult = {
+      protocolVersion: version,
+      capabilities: (result.capabilities ?? {}) as InitializeResult['capabilities'],
+      serverInfo: (meta?.[ENVELOPE.serverInfo] as InitializeResult['serverInfo'] | undefined) ?? {
+        name: this.name,
+        version: '',
+      },
+      ...(typeof result.instructions === 'string' ? { instructions: result.instructions } : {}),
+    };
+    transport.setProtocolVersion?.(version);
+    return true;
+  }
+
   #createTransport(): Transport {
     const spec = this.#spec;
     if ('url' in spec) {
       return new StreamableHTTPClientTransport(new URL(spec.url), {
         ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
+        fetch: withStandardHeaders,
       });
     }
     return new StdioUpstreamTransport({
@@ -340,6 +476,34 @@ export class UpstreamConnection {
     this.#pending.clear();
   }
 }
+
+/**
+ * The 2026-07-28 revision wants the method (and the tool, prompt or resource
+ * named) in headers too (SEP-2243): added to every POST whose body carries an
+ * envelope. A name that is not plain printable ASCII is left out rather than
+ * mangled; such a server then refuses the request, and says why.
+ */
+const withStandardHeaders: typeof fetch = (input, init) => {
+  if (typeof init?.body !== 'string' || !init.body.includes(ENVELOPE.protocolVersion))
+    return fetch(input, init);
+  let message: { method?: unknown; params?: { name?: unknown; uri?: unknown } };
+  try {
+    message = JSON.parse(init.body) as typeof message;
+  } catch {
+    return fetch(input, init);
+  }
+  if (typeof message.method !== 'string') return fetch(input, init);
+  const headers = new Headers(init.headers);
+  headers.set('mcp-method', message.method);
+  const name = message.method === 'resources/read' ? message.params?.uri : message.params?.name;
+  if (
+    ['tools/call', 'prompts/get', 'resources/read'].includes(message.method) &&
+    typeof name === 'string' &&
+    /^[\x20-\x7e]*$/.test(name)
+  )
+    headers.set('mcp-name', name);
+  return fetch(input, { ...init, headers });
+};
 
 /** Network errors that mean the connection was never made: the request cannot have arrived. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
