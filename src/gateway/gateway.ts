@@ -12,6 +12,7 @@ import { defaultActorOf } from '../identity/actor.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { signJournalHeads } from '../journal/head-signer.js';
+import type { ProtocolEra } from '../protocol/eras.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore } from '../store/index.js';
@@ -209,13 +210,13 @@ export class Gateway {
       ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
       attach: async (transport) => {
-        await this.#attach(transport, stateless ? await this.#sharedUpstreams() : undefined);
+        await this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined);
       },
       // 2026-07-28 requests have no session, in either mode: ids without session scope.
       modern: {
         wrap: (transport) => this.#wrap(transport, 'none'),
         attach: async (transport) => {
-          await this.#attach(transport, await this.#sharedUpstreams());
+          await this.#attach(transport, await this.#sharedUpstreams('modern'));
         },
       },
     });
@@ -226,8 +227,10 @@ export class Gateway {
     clearInterval(this.#sweeper);
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
-    const shared = await this.#shared?.catch(() => undefined);
-    if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
+    for (const opening of this.#shared.values()) {
+      const shared = await opening.catch(() => undefined);
+      if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
+    }
     // What was journaled up to now leaves covered by a signature (after any signing under way, which may predate it).
     await this.#signing;
     await this.#signHeads();
@@ -270,14 +273,23 @@ export class Gateway {
     });
   }
 
-  /** Stateless fronts share one set of upstream connections, opened on first use. */
-  #shared: Promise<SharedUpstreams> | undefined;
-  #sharedUpstreams(): Promise<SharedUpstreams> {
-    this.#shared ??= startSharedUpstreams(this.#sessionContext()).catch((error: unknown) => {
-      this.#shared = undefined;
-      throw error;
-    });
-    return this.#shared;
+  /**
+   * Stateless fronts and 2026-07-28 clients share one set of upstream
+   * connections per revision family, opened on first use: a 2026-07-28
+   * client's set speaks that revision to every upstream that does, so what
+   * only it can say passes through unchanged.
+   */
+  readonly #shared = new Map<ProtocolEra, Promise<SharedUpstreams>>();
+  #sharedUpstreams(era: ProtocolEra): Promise<SharedUpstreams> {
+    let opening = this.#shared.get(era);
+    if (!opening) {
+      opening = startSharedUpstreams(this.#sessionContext(), era).catch((error: unknown) => {
+        this.#shared.delete(era);
+        throw error;
+      });
+      this.#shared.set(era, opening);
+    }
+    return opening;
   }
 
   async #attach(transport: ReceiptTransport, shared?: SharedUpstreams): Promise<ProxySession> {
@@ -301,7 +313,7 @@ export class Gateway {
       actorOf: defaultActorOf,
       version: this.#options.version,
       upstreamWaitMs: 2_000,
-      sharedUpstreams: () => this.#sharedUpstreams(),
+      sharedUpstreams: () => this.#sharedUpstreams('modern'),
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store

@@ -6,6 +6,7 @@ import {
   LATEST_LEGACY_VERSION,
   legacyVersionFor,
   MODERN_VERSIONS,
+  type ProtocolEra,
 } from '../protocol/eras.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
@@ -132,7 +133,10 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
  * gateway's own identity. Nothing can be asked of a client without a session:
  * an upstream's sampling or elicitation request is answered with an error.
  */
-export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedUpstreams> {
+export async function startSharedUpstreams(
+  ctx: SessionContext,
+  prefer: ProtocolEra,
+): Promise<SharedUpstreams> {
   const upstreams = new Map<string, UpstreamConnection>();
   const shared: SharedUpstreams = {
     upstreams,
@@ -141,11 +145,10 @@ export async function startSharedUpstreams(ctx: SessionContext): Promise<SharedU
     nextProgressToken: 1,
   };
   for (const spec of ctx.upstreams) {
-    const connection = new UpstreamConnection(
-      spec,
-      sharedHandlers(ctx, shared, spec.name),
-      ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {},
-    );
+    const connection = new UpstreamConnection(spec, sharedHandlers(ctx, shared, spec.name), {
+      prefer,
+      ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
+    });
     upstreams.set(spec.name, connection);
     await connection.start({
       protocolVersion: LATEST_LEGACY_VERSION,

@@ -69,6 +69,8 @@ export interface ForwardedRequest {
   upstreamProgressToken?: string;
   /** The level of log messages a 2026-07-28 request asked for (absent: none). */
   logLevel?: string;
+  /** A 2026-07-28 upstream's `input_required` answer, passed on to a client of that revision. */
+  inputRequired?: Record<string, unknown>;
   /** Aborted when the client cancels: the engine then records the outcome as unknown. */
   cancelled?: AbortController;
 }

@@ -14,6 +14,7 @@ import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.j
 import { idemAnswer, META } from '../executions/answers.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
+import { isInputRequired } from '../protocol/eras.js';
 import type { CatalogEntry } from './catalog.js';
 import { forward } from './forwarding.js';
 import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
@@ -117,6 +118,8 @@ export function replyWithResult(
 ): Promise<void> {
   // A cancelled request gets no response (the client said it will not use one).
   if (forwarded.cancelled?.signal.aborted) return Promise.resolve();
+  // The upstream asked for input before acting: a 2026-07-28 client answers it by calling again.
+  if (forwarded.inputRequired && s.era === 'modern') return s.reply(id, forwarded.inputRequired);
   const error = result._meta?.[JSONRPC_ERROR_META] as
     | { code: number; message: string; data?: unknown }
     | undefined;
@@ -238,6 +241,17 @@ export async function dispatchToolCall(
     throw error;
   }
   forwarded.upstreamId = undefined;
+  if ('result' in reply && isInputRequired(reply.result)) {
+    // Not an outcome: the upstream has not acted yet and waits for the client's answers, which
+    // come in a new call (with the same arguments: a new execution of the same intent, since this
+    // one is retired as not executed).
+    forwarded.inputRequired = reply.result as Record<string, unknown>;
+    throw new NotDispatchedError(
+      s.era === 'modern'
+        ? 'The upstream asks for more input before it acts.'
+        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client cannot give through the gateway. Nothing was executed.',
+    );
+  }
   if ('error' in reply) {
     if (!REFUSED_BEFORE_RUNNING.has(reply.error.code)) {
       throw new OutcomeUnknownError(

@@ -298,6 +298,13 @@ export class UpstreamConnection {
     return transport;
   }
 
+  /** Drops a connection that may not be used again (its revision is pinned) for a new one. */
+  async #reopen(transport: Transport): Promise<Transport> {
+    this.#transport = undefined;
+    await transport.close().catch(() => {});
+    return this.#open();
+  }
+
   /**
    * Finds the revision to speak, in the order the connection prefers: a
    * 2025-era upstream answers `initialize`; a 2026-07-28 one answers
@@ -306,7 +313,15 @@ export class UpstreamConnection {
    */
   async #negotiate(transport: Transport): Promise<void> {
     const modernFirst = (this.#options.prefer === 'modern' || this.#modernOnly) && !this.#legacyOnly;
-    if (modernFirst && (await this.#discover(transport))) return;
+    if (modernFirst) {
+      try {
+        if (await this.#discover(transport)) return;
+      } catch (error) {
+        // It went away on the probe (some 2025-era servers exit on a method they do not know).
+        if (!(error instanceof UpstreamClosedError)) throw error;
+        transport = await this.#reopen(transport);
+      }
+    }
     let refusal: string;
     try {
       const init = await this.request('initialize', this.#initializeParams);
@@ -325,9 +340,7 @@ export class UpstreamConnection {
     }
     if (!modernFirst) {
       // The opening message pins a stdio connection's revision: ask again on a fresh one.
-      this.#transport = undefined;
-      await transport.close().catch(() => {});
-      if (await this.#discover(await this.#open())) {
+      if (await this.#discover(await this.#reopen(transport))) {
         this.#modernOnly = true;
         return;
       }
