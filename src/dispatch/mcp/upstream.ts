@@ -508,6 +508,9 @@ const withStandardHeaders: typeof fetch = (input, init) => {
   if (typeof message.method !== 'string') return fetch(input, init);
   const headers = new Headers(init.headers);
   headers.set('mcp-method', message.method);
+  // The probe goes out before the transport knows the revision it will speak.
+  const version = envelopeOf(message.params).protocolVersion;
+  if (version && !headers.has('mcp-protocol-version')) headers.set('mcp-protocol-version', version);
   const name = message.method === 'resources/read' ? message.params?.uri : message.params?.name;
   if (
     ['tools/call', 'prompts/get', 'resources/read'].includes(message.method) &&

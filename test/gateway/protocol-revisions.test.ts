@@ -1,0 +1,270 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+import { Client as Client110 } from 'sdk-1-10/client/index.js';
+import { StreamableHTTPClientTransport as Http110 } from 'sdk-1-10/client/streamableHttp.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/index.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { executionsOf } from './fixtures/counting-server.js';
+import {
+  cliCommand,
+  countingUpstream,
+  freshDir,
+  idemOf,
+  type RunningGateway,
+  removeTemporaries,
+  startHttpGateway,
+  textOf,
+  waitUntil,
+} from './support.js';
+
+/**
+ * Both revisions through every front, towards upstreams of either: MCP
+ * 2026-07-28 (no initialize, no sessions, an envelope on every request) and
+ * the 2025-era revisions (initialize, sessions). Clients by others: the v2
+ * SDK client pinned to 2026-07-28, in auto mode and in its default (2025)
+ * mode, and an SDK 1.10 client, which asks for 2024-11-05.
+ */
+
+const COUNTING_2026 = join(REPO_ROOT, 'test/gateway/fixtures/counting-server-2026.ts');
+
+/** The 2026-07-28-only counting server (it refuses initialize) as a stdio command. */
+function counting2026Upstream(dir: string) {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', COUNTING_2026, '--dir', dir],
+    cwd: REPO_ROOT,
+  };
+}
+
+type ClientKind = 'pinned-2026' | 'auto' | 'legacy-v2' | 'sdk-1.10';
+const CLIENT_KINDS: ClientKind[] = ['pinned-2026', 'auto', 'legacy-v2', 'sdk-1.10'];
+
+interface Connected {
+  /** The revision the client ended up speaking. */
+  version: string | undefined;
+  call(args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
+  toolNames(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+function v2Client(kind: Exclude<ClientKind, 'sdk-1.10'>): ClientV2 {
+  const mode = kind === 'pinned-2026' ? { pin: '2026-07-28' } : kind === 'auto' ? 'auto' : 'legacy';
+  return new ClientV2(
+    { name: `revisions-${kind}`, version: '1.0.0' },
+    { versionNegotiation: { mode } as never },
+  );
+}
+
+async function wrapV2(client: ClientV2): Promise<Connected> {
+  return {
+    version: client.getNegotiatedProtocolVersion(),
+    call: (args, signal) =>
+      client.callTool({ name: 'count', arguments: args }, signal ? { signal } : undefined),
+    toolNames: async () => (await client.listTools()).tools.map((t) => t.name),
+    close: () => client.close(),
+  };
+}
+
+async function overHttp(kind: ClientKind, url: string): Promise<Connected> {
+  if (kind === 'sdk-1.10') {
+    const client = new Client110({ name: 'revisions-sdk-1.10', version: '1.0.0' });
+    const transport = new Http110(new URL(url));
+    // This SDK keeps the negotiated revision to itself: read it off the initialize answer.
+    let version: string | undefined;
+    const start = transport.start.bind(transport);
+    transport.start = async () => {
+      const deliver = transport.onmessage;
+      transport.onmessage = (message) => {
+        const result = (message as { result?: { protocolVersion?: string } }).result;
+        version ??= result?.protocolVersion;
+        deliver?.(message);
+      };
+      return start();
+    };
+    await client.connect(transport);
+    return {
+      version,
+      call: (args, signal) =>
+        client.callTool({ name: 'count', arguments: args }, undefined, signal ? { signal } : undefined),
+      toolNames: async () => (await client.listTools()).tools.map((t) => t.name),
+      close: () => client.close(),
+    };
+  }
+  const client = v2Client(kind);
+  await client.connect(new HttpV2(new URL(url)));
+  return wrapV2(client);
+}
+
+afterAll(() => removeTemporaries());
+
+/** The answer to a retry of a call whose outcome cannot be known: it says so (never "failed"). */
+function expectUnknown(answer: unknown): void {
+  const idem = idemOf(answer);
+  expect(idem?.state).toBe('unknown');
+  // Which of the two depends on the tool's contract: a tool that is not idempotent needs a human's look.
+  expect(['IDEM_OUTCOME_UNKNOWN', 'IDEM_REVIEW_REQUIRED']).toContain(idem?.code);
+}
+
+describe.each([
+  ['stateful', false],
+  ['stateless', true],
+] as const)('HTTP front (%s)', (_mode, stateless) => {
+  describe.each([
+    ['a 2025-era upstream', countingUpstream],
+    ['a 2026-07-28-only upstream', counting2026Upstream],
+  ] as const)('in front of %s', (_upstream, upstreamOf) => {
+    const counts = freshDir('revisions-counts');
+    let running: RunningGateway;
+
+    it.each(CLIENT_KINDS)(
+      '%s: connects, lists, calls; the same call again attaches to its execution',
+      async (kind) => {
+        running ??= await startHttpGateway({
+          upstreams: { counter: upstreamOf(counts) },
+          http: { stateless },
+        });
+        const client = await overHttp(kind, running.url);
+        try {
+          expect(client.version).toBe(
+            kind === 'pinned-2026' || kind === 'auto'
+              ? '2026-07-28'
+              : kind === 'sdk-1.10'
+                ? '2024-11-05'
+                : '2025-11-25',
+          );
+          expect(await client.toolNames()).toEqual(
+            expect.arrayContaining(['count', 'idem_execution_status']),
+          );
+          const key = `${kind}-${stateless}`;
+          const first = await client.call({ key });
+          expect(textOf(first)).toBe(`${key}=1`);
+          // A re-issued call (a new request id, as a client of either revision sends after a lost
+          // answer) attaches to the execution: the stored result, said to be one, nothing run twice.
+          const again = (await client.call({ key })) as { _meta?: Record<string, unknown> };
+          expect(textOf(again)).toBe(`${key}=1`);
+          expect(again._meta?.['io.idem/replayed']).toBe(true);
+          expect(executionsOf(counts, key)).toBe(1);
+        } finally {
+          await client.close();
+        }
+      },
+    );
+
+    it('a 2026-07-28 client that closes the stream after dispatch has cancelled: the outcome is unknown, never failed', async () => {
+      running ??= await startHttpGateway({ upstreams: { counter: upstreamOf(counts) }, http: { stateless } });
+      const client = await overHttp('pinned-2026', running.url);
+      const key = `cancelled-${stateless}-${upstreamOf.name}`;
+      const aborted = new AbortController();
+      const call = client.call({ key, hold_file: `${key}.release` }, aborted.signal).catch((e: unknown) => e);
+      await waitUntil('the upstream ran the call', () => executionsOf(counts, key) === 1);
+      aborted.abort();
+      expect(await call).toBeInstanceOf(Error);
+      await waitUntil(
+        'the cancellation reached the gateway',
+        async () => (await running.gateway.store.list({ state: 'unknown', tool: 'count' })).length === 1,
+      );
+      // The same call again: the gateway cannot know whether it finished, and says so.
+      expectUnknown(await client.call({ key, hold_file: `${key}.release` }));
+      writeFileSync(join(counts, `${key}.release`), '');
+      expect(executionsOf(counts, key)).toBe(1);
+      await client.close();
+    });
+
+    afterAll(async () => {
+      await running?.close();
+    });
+  });
+});
+
+describe('HTTP front in front of a 2026-07-28-only upstream over HTTP', () => {
+  it.each(['pinned-2026', 'sdk-1.10'] as const)('%s: connects, lists, calls once', async (kind) => {
+    const counts = freshDir('revisions-http-up');
+    const { spawn } = await import('node:child_process');
+    const upstream = spawn(process.execPath, ['--import', 'tsx', COUNTING_2026, '--dir', counts, '--http'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const upstreamUrl = await new Promise<string>((resolve, reject) => {
+        upstream.stdout?.on('data', (chunk: Buffer) => {
+          const match = /http:\/\/\S+/.exec(chunk.toString());
+          if (match) resolve(match[0]);
+        });
+        upstream.once('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
+      });
+      const running = await startHttpGateway({ upstreams: { counter: { url: upstreamUrl } } });
+      try {
+        const client = await overHttp(kind, running.url);
+        expect(await client.toolNames()).toContain('count');
+        expect(textOf(await client.call({ key: kind }))).toBe(`${kind}=1`);
+        expect(textOf(await client.call({ key: kind }))).toBe(`${kind}=1`);
+        expect(executionsOf(counts, kind)).toBe(1);
+        await client.close();
+      } finally {
+        await running.close();
+      }
+    } finally {
+      upstream.kill();
+    }
+  });
+});
+
+describe('stdio front (the gateway as its client launches it)', () => {
+  it.each([
+    ['pinned-2026', 'a 2026-07-28-only upstream'],
+    ['auto', 'a 2026-07-28-only upstream'],
+    ['legacy-v2', 'a 2026-07-28-only upstream'],
+    ['pinned-2026', 'a 2025-era upstream'],
+  ] as const)(
+    '%s in front of %s: connects, lists, calls once; a cancelled call after dispatch is unknown',
+    async (kind, upstream) => {
+      const counts = freshDir('revisions-stdio');
+      const data = freshDir('revisions-stdio-data');
+      const up = upstream === 'a 2025-era upstream' ? countingUpstream(counts) : counting2026Upstream(counts);
+      const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
+      const client = v2Client(kind);
+      await client.connect(
+        new StdioV2({
+          command: gateway.command,
+          args: gateway.args,
+          cwd: gateway.cwd,
+          env: { ...(process.env as Record<string, string>), IDEM_DATA_DIR: data },
+          stderr: 'ignore',
+        }),
+      );
+      const connected = await wrapV2(client);
+      try {
+        expect(connected.version).toBe(kind === 'legacy-v2' ? '2025-11-25' : '2026-07-28');
+        expect(await connected.toolNames()).toContain('count');
+        expect(textOf(await connected.call({ key: 'once' }))).toBe('once=1');
+        expect(textOf(await connected.call({ key: 'once' }))).toBe('once=1');
+        expect(executionsOf(counts, 'once')).toBe(1);
+
+        const aborted = new AbortController();
+        const call = connected
+          .call({ key: 'held', hold_file: 'held.release' }, aborted.signal)
+          .catch((e: unknown) => e);
+        await waitUntil('the upstream ran the call', () => executionsOf(counts, 'held') === 1);
+        aborted.abort();
+        expect(await call).toBeInstanceOf(Error);
+        const store = await openStore({ kind: 'sqlite', path: join(data, 'idem.db') });
+        try {
+          await waitUntil(
+            'the cancellation reached the gateway',
+            async () => (await store.list({ state: 'unknown', tool: 'count' })).length === 1,
+          );
+        } finally {
+          await store.close();
+        }
+        expectUnknown(await connected.call({ key: 'held', hold_file: 'held.release' }));
+        writeFileSync(join(counts, 'held.release'), '');
+        expect(executionsOf(counts, 'held')).toBe(1);
+      } finally {
+        await connected.close();
+      }
+    },
+  );
+});
