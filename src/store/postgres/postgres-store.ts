@@ -3,10 +3,10 @@ import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { entryFromColumns } from '../sql-columns.js';
-import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,

@@ -4,10 +4,10 @@ import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../error
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { entryFromColumns } from '../sql-columns.js';
-import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
