@@ -118,3 +118,8 @@ export class OutcomeUnknownError extends Error {
 export class NotDispatchedError extends Error {
   override readonly name = 'NotDispatchedError';
 }
+
+/** The text of anything thrown: an Error's message, or the value itself (a throw need not be an Error). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
+import { messageOf } from '../errors.js';
 import { loadConfig } from '../gateway/config.js';
 import { JOURNAL_STREAMS, type JournalStream } from '../journal/events.js';
 import {
@@ -211,7 +212,7 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
   try {
     outcome = await verifyFromFlags(flags);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     if (flags.json) printJson({ ok: false, error: message });
     else process.stderr.write(`idem audit verify: ${message}\n`);
     return VERIFY_EXIT.error;

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runDemo } from '../demo/demo.js';
+import { messageOf } from '../errors.js';
 import { registerAuditCommands } from './audit.js';
 import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
@@ -53,6 +54,6 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   // A usage or environment problem, said plainly; exit 2 like commander's own usage errors.
-  process.stderr.write(`idem: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`idem: ${messageOf(error)}\n`);
   process.exitCode = 2;
 }

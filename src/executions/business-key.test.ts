@@ -1,12 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES } from '../errors.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
 import { CountingTarget } from '../testing/counting-target.js';
+import {
+  ALICE as alice,
+  libraryCall as call,
+  engineOnManualClock as setup,
+} from '../testing/engine-setup.js';
 import { type IdemAnswerInfo, idemCodeOf, META } from './answers.js';
-import { type Caller, ExecutionEngine, type ToolCall } from './engine.js';
+import type { Caller } from './engine.js';
 import type { ToolResult } from './outcome.js';
 
 /**
@@ -15,34 +17,10 @@ import type { ToolResult } from './outcome.js';
  * gets IDEM_KEY_CONFLICT and is never dispatched.
  */
 
-const fingerprinter = new Fingerprinter(randomBytes(32));
-
-function setup() {
-  let now = 1_000_000;
-  const clock = { advance: (ms: number) => (now += ms) };
-  const store = new MemoryStore({ clock: () => now });
-  const engine = new ExecutionEngine({ store, fingerprinter, clock: () => now });
-  return { store, engine, clock };
-}
-
-const alice: Caller = { actor: 'token:alice', session: 's1' };
 const bob: Caller = { actor: 'token:bob', session: 's2' };
 
 const perActor: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id' } };
 const shared: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id', shared: true } };
-
-function call(contract: ToolContract, args: unknown, caller: Caller = alice): ToolCall {
-  return {
-    tool: 'charge_card',
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: args,
-    contract: resolveContract(contract, undefined),
-    caller,
-  };
-}
 
 const idem = (r: ToolResult) => (r.structuredContent as { idem?: IdemAnswerInfo } | undefined)?.idem;
 const refOf = (r: ToolResult) => idem(r)?.ref ?? (r._meta?.[META.executionId] as string | undefined);

@@ -1,4 +1,4 @@
-import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import { IDEM_CODES, messageOf, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { redactSecrets, secretValues } from '../identity/redaction.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer, markExecuted } from './answers.js';
@@ -46,7 +46,7 @@ export async function runDispatch(
       if (error instanceof OutcomeUnknownError || isAbort(error)) return { outcome: 'unknown' };
       return {
         outcome: 'failed',
-        result: { isError: true, content: [{ type: 'text', text: errorText(error) }] },
+        result: { isError: true, content: [{ type: 'text', text: messageOf(error) }] },
       };
     }
   })();
@@ -127,8 +127,4 @@ export async function runDispatch(
 
 function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

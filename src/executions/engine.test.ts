@@ -1,57 +1,19 @@
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
-import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { CountingTarget } from '../testing/counting-target.js';
+import {
+  ALICE as alice,
+  libraryCall as call,
+  engineOnManualClock as setup,
+} from '../testing/engine-setup.js';
 import { withFaults } from '../testing/faulty-store.js';
 import { Gate, manualClock } from '../testing/gate.js';
 import { idemCodeOf, META } from './answers.js';
-import { type Caller, ExecutionEngine, type ToolCall } from './engine.js';
+import type { ExecutionEngine, ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';
-
-const fingerprinter = new Fingerprinter(randomBytes(32));
-
-/** Leases and windows run on a clock the test moves, so that a loaded machine cannot expire one early. */
-function setup(
-  options: {
-    store?: ExecutionStore;
-    clock?: ReturnType<typeof manualClock>;
-    approver?: ConstructorParameters<typeof ExecutionEngine>[0]['approver'];
-  } = {},
-) {
-  const clock = options.clock ?? manualClock();
-  const store = options.store ?? new MemoryStore({ clock: clock.now });
-  const engine = new ExecutionEngine({
-    store,
-    fingerprinter,
-    clock: clock.now,
-    ...(options.approver ? { approver: options.approver } : {}),
-  });
-  return { store, engine, clock };
-}
-
-const alice: Caller = { actor: 'token:alice', session: 's1' };
-
-function call(
-  contract: ToolContract | undefined,
-  args: unknown,
-  caller: Caller = alice,
-  tool = 'charge_card',
-): ToolCall {
-  return {
-    tool,
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: args,
-    contract: resolveContract(contract, undefined),
-    caller,
-  };
-}
 
 const ref = (r: ToolResult) =>
   (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { SqliteStore } from '../store/sqlite/index.js';
 import { CountingTarget } from '../testing/counting-target.js';
+import { libraryCall } from '../testing/engine-setup.js';
 import { repeatRace } from '../testing/repeat-race.js';
 import { idemCodeOf, META } from './answers.js';
 import { type Caller, type Dispatch, ExecutionEngine, type Rerun, type ToolCall } from './engine.js';
@@ -26,18 +27,8 @@ const args = { city: 'Chicago' };
 /** What an un-annotated tool gets: the cautious defaults. */
 const cautious: ToolContract | undefined = undefined;
 
-function call(contract: ToolContract | undefined, a: unknown, caller: Caller = alice): ToolCall {
-  return {
-    tool: 'get_weather',
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: a,
-    contract: resolveContract(contract, undefined),
-    caller,
-  };
-}
+const call = (contract: ToolContract | undefined, a: unknown, caller: Caller = alice): ToolCall =>
+  libraryCall(contract, a, caller, 'get_weather');
 
 /** What a surface does on a repeat: the same tool, the remembered arguments, this caller. */
 function rerunWith(dispatch: Dispatch, contract: ToolContract | undefined = cautious, caller = alice): Rerun {

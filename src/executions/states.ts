@@ -1,8 +1,8 @@
-/** Execution states live with the record that carries them, below the engine (store/states.ts). */
+/** Execution states live below the store and the engine (journal/states.ts): the journal records them, the store carries them. */
 export {
   EXECUTION_STATES,
   type ExecutionState,
   FINISHED,
   isExecutionState,
   NOT_YET_DISPATCHED,
-} from '../store/states.js';
+} from '../journal/states.js';

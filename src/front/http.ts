@@ -7,6 +7,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { BoundedEventStore } from './event-store.js';
+import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
 import { rpcError, sendJson } from './replies.js';
 
@@ -48,6 +49,8 @@ export interface HttpFrontOptions {
    * DELETE). Default 30 minutes; 0 keeps sessions until DELETE or shutdown.
    */
   sessionIdleTimeoutMs?: number;
+  /** The clock sessions' idleness is judged by (ms). Default: Date.now; tests inject one to expire a session without waiting. */
+  clock?: () => number;
   /** Connection timeouts; see DEFAULT_HTTP_TIMEOUTS. */
   timeouts?: Partial<HttpTimeouts>;
   /** Bounds of each session's replay buffer (events for `Last-Event-ID`). */
@@ -70,6 +73,8 @@ export interface HttpFrontOptions {
 export interface ServedHttp {
   url: string;
   server: Server;
+  /** Closes the sessions idle by now (see idle-sessions.ts) and says how many; a timer calls it too. */
+  closeIdleSessions(): number;
   close(): Promise<void>;
 }
 
@@ -97,20 +102,20 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const sessions = new Map<string, Session>();
   const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...options.timeouts };
   const idleMs = options.sessionIdleTimeoutMs ?? 30 * 60_000;
-  const reaper =
-    idleMs > 0
-      ? setInterval(
-          () => {
-            const cutoff = Date.now() - idleMs;
-            for (const [id, session] of sessions) {
-              if (session.busy > 0 || session.lastSeen > cutoff) continue;
-              sessions.delete(id);
-              void session.receipts.close().catch(() => {});
-            }
-          },
-          Math.min(Math.max(idleMs / 2, 10), 60_000),
-        )
-      : undefined;
+  const clock = options.clock ?? Date.now;
+  const closeIdleSessions = (): number => {
+    if (idleMs <= 0) return 0;
+    const now = clock();
+    let closed = 0;
+    for (const [id, session] of sessions) {
+      if (!isIdle(session, now, idleMs)) continue;
+      sessions.delete(id);
+      closed++;
+      void session.receipts.close().catch(() => {});
+    }
+    return closed;
+  };
+  const reaper = idleMs > 0 ? setInterval(closeIdleSessions, idleSweepIntervalMs(idleMs)) : undefined;
   reaper?.unref();
   let allowedHosts: Set<string> | undefined = options.allowedHosts
     ? new Set(options.allowedHosts)
@@ -122,7 +127,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     );
 
   const openSession = async (owner: string): Promise<Session> => {
-    const session = { lastSeen: Date.now(), busy: 0, owner } as Session;
+    const session = { lastSeen: clock(), busy: 0, owner } as Session;
     session.http = new StreamableHTTPServerTransport(
       options.stateless
         ? { sessionIdGenerator: undefined }
@@ -153,7 +158,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     session.busy++;
     res.once('close', () => {
       session.busy--;
-      session.lastSeen = Date.now();
+      session.lastSeen = clock();
     });
   };
 
@@ -274,6 +279,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
     server,
+    closeIdleSessions,
     close: async () => {
       clearInterval(reaper);
       for (const session of sessions.values()) await session.receipts.close().catch(() => {});

@@ -87,23 +87,24 @@ export function publishedAnnotations(entry: CatalogEntry): ToolAnnotations | und
   return honestAnnotations(entry.tool.annotations, entry.contract, { contractDeclared: entry.declared });
 }
 
-/** Every place where an upstream's annotations and the contracts disagree (for `idem lint`). */
+/**
+ * Every place where an upstream's annotations and the contracts disagree (for
+ * `idem lint`). A hint the upstream gives that the gateway withdraws when it
+ * publishes the tool (publishedAnnotations: the one rule of what is honest)
+ * is a disagreement; so is a read_only contract the upstream does not confirm.
+ */
 export function annotationMismatches(entry: CatalogEntry): string[] {
-  const a = entry.tool.annotations ?? {};
+  const given = entry.tool.annotations ?? {};
+  const published = publishedAnnotations(entry) ?? {};
   const out: string[] = [];
-  if (
-    a.idempotentHint === true &&
-    !(entry.declared && entry.contract.replay !== 'read_only' && entry.contract.afterCompletion === 'replay')
-  ) {
-    if (entry.contract.replay !== 'read_only' || a.readOnlyHint !== true) {
-      out.push(
-        entry.declared
-          ? `${entry.name}: the upstream says idempotentHint: true, but the contract (after_completion: ${entry.contract.afterCompletion}) does not make a repeat harmless`
-          : `${entry.name}: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.${entry.name})`,
-      );
-    }
+  if (given.idempotentHint === true && published.idempotentHint !== true) {
+    out.push(
+      entry.declared
+        ? `${entry.name}: the upstream says idempotentHint: true, but the contract (after_completion: ${entry.contract.afterCompletion}) does not make a repeat harmless`
+        : `${entry.name}: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.${entry.name})`,
+    );
   }
-  if (a.readOnlyHint === true && entry.declared && entry.contract.replay !== 'read_only') {
+  if (given.readOnlyHint === true && published.readOnlyHint !== true) {
     out.push(
       `${entry.name}: the upstream says readOnlyHint: true, but the contract declares replay: ${entry.contract.replay}`,
     );
@@ -111,10 +112,10 @@ export function annotationMismatches(entry: CatalogEntry): string[] {
   // An upstream that says nothing does not disagree: declaring read_only is how such a tool is settled.
   if (
     hasEffectHints(entry.tool.annotations) &&
-    a.readOnlyHint !== true &&
+    given.readOnlyHint !== true &&
     entry.declared &&
     entry.contract.replay === 'read_only' &&
-    a.destructiveHint !== false
+    given.destructiveHint !== false
   ) {
     out.push(
       `${entry.name}: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true`,

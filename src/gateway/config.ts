@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
+import { messageOf } from '../errors.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
 
@@ -224,7 +225,7 @@ export function loadConfig(path: string): GatewayConfig {
   try {
     raw = parseYaml(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new ConfigError(`${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new ConfigError(`${path}: ${messageOf(error)}`);
   }
   const parsed = GatewayConfigSchema.safeParse(raw);
   if (!parsed.success) {

@@ -5,6 +5,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
+import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { unprefixed } from './routing.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
@@ -32,7 +33,7 @@ export async function forward(
     );
     return s.send({ ...reply, id: request.id } as JSONRPCMessage);
   } catch (error) {
-    return s.replyError(request.id, -32603, error instanceof Error ? error.message : String(error));
+    return s.replyError(request.id, -32603, messageOf(error));
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }

@@ -29,6 +29,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** stderr of stdio upstreams (default: inherit, so an operator sees it). */
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+  /** The clock HTTP sessions' idleness is judged by (default Date.now); tests inject one. */
+  clock?: () => number;
 }
 
 /**
@@ -205,6 +207,7 @@ export class Gateway {
         http?.session_idle_timeout ?? '30m',
         'listen.http.session_idle_timeout',
       ),
+      ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),

@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { messageOf } from '../errors.js';
 import { annotationMismatches, settlingLine, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { Gateway } from './gateway.js';
@@ -67,7 +68,7 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
     } catch (error) {
       findings.push({
         tool: `(upstream ${spec.name})`,
-        message: `could not list tools: ${error instanceof Error ? error.message : String(error)}`,
+        message: `could not list tools: ${messageOf(error)}`,
       });
     } finally {
       await connection.close();

@@ -1,5 +1,6 @@
 import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { messageOf } from '../errors.js';
 import {
   ENVELOPE,
   isModernVersion,
@@ -45,11 +46,7 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
     // The client may try again: nothing of this attempt stays running.
     await Promise.all([...s.upstreams.values()].map((u) => u.close()));
     s.upstreams.clear();
-    return s.replyError(
-      request.id,
-      -32603,
-      `an upstream could not be started: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    return s.replyError(request.id, -32603, `an upstream could not be started: ${messageOf(error)}`);
   } finally {
     s.initializing = false;
   }

@@ -1,7 +1,7 @@
-import type { ExecutionState } from '../store/states.js';
 import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
+import type { ExecutionState } from './states.js';
 import type { ExecutionProblem, StoredJournalRow } from './verify.js';
 
 /** An execution row as verify reads it from the store (or an export): what the journal can vouch for. */

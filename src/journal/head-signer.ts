@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import type { ExecutionStore } from '../store/types.js';
 import { JOURNAL_STREAMS } from './events.js';
+import type { JournalReader } from './reader.js';
 import {
   loadOrCreateSigningKey,
   readSignedHeads,
@@ -28,7 +28,7 @@ export interface SignOptions {
  * rewritten — signing it would launder the tampering, so this refuses.
  */
 export async function signJournalHeads(
-  store: ExecutionStore,
+  store: JournalReader,
   dataDir: string,
   options: SignOptions | number = {},
 ): Promise<SignedHead[]> {
@@ -55,7 +55,7 @@ export async function signJournalHeads(
 }
 
 async function refuseRollback(
-  store: ExecutionStore,
+  store: JournalReader,
   last: SignedHead,
   head: { seq: number; hash: string } | undefined,
 ): Promise<void> {

@@ -1,5 +1,5 @@
-import type { ExecutionState } from '../store/states.js';
 import type { ActivityEntry } from './events.js';
+import type { ExecutionState } from './states.js';
 
 /**
  * Every execution's state from the activity journal alone, folding its

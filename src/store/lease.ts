@@ -34,3 +34,18 @@ export function holderGone(times: HolderTimes, now: number): boolean {
 export function holderGoneSql(now: string): string {
   return `(lease_expires_at IS NULL OR lease_expires_at <= ${now} OR deadline_at <= ${now})`;
 }
+
+/**
+ * What a transition does to the holder (token, owner, lease), as the integer
+ * both SQL stores pass to their `CASE`: keep it, set a new one, or clear it.
+ */
+export const HOLDER_KEEP = 0;
+export const HOLDER_SET = 1;
+export const HOLDER_CLEAR = 2;
+export type HolderChange = typeof HOLDER_KEEP | typeof HOLDER_SET | typeof HOLDER_CLEAR;
+
+/** A transition's `holder` (omitted: keep; null: clear; a value: set) as a HolderChange. */
+export function holderChange(holder: object | null | undefined): HolderChange {
+  if (holder === undefined) return HOLDER_KEEP;
+  return holder === null ? HOLDER_CLEAR : HOLDER_SET;
+}

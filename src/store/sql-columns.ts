@@ -1,6 +1,6 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { ActivityEntry, ActivityKind } from '../journal/events.js';
-import type { ExecutionState } from './states.js';
+import type { ExecutionState } from '../journal/states.js';
 import type { ExecutionRecord } from './types.js';
 
 /**

@@ -11,8 +11,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chainHash, entryBody, GENESIS_HASH } from '../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
+import type { ExecutionState } from '../journal/states.js';
 import type { StoredOutcome } from './outcome.js';
-import type { ExecutionState } from './states.js';
 import type { ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
 
 export interface OpenedStore {

@@ -1,7 +1,8 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../journal/events.js';
+import type { JournalReader } from '../journal/reader.js';
+import type { ExecutionState } from '../journal/states.js';
 import type { StoredOutcome } from './outcome.js';
-import type { ExecutionState } from './states.js';
 
 /**
  * One execution: one accepted attempt to perform one intended action.
@@ -140,7 +141,7 @@ export interface SweepResult {
  * - `accepted`, `awaiting_approval`, `authorized`, `dispatched` and `unknown`
  *   are never trimmed.
  */
-export interface ExecutionStore {
+export interface ExecutionStore extends JournalReader {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
 
   claim(input: ClaimInput, options?: ClaimOptions): Promise<ClaimResult>;
@@ -157,12 +158,9 @@ export interface ExecutionStore {
 
   /** Appends events that belong to no state change (`receipt_hit`, `id_reused`; session events to `sessions`). */
   appendEvents(events: ActivityEventInput[], stream?: JournalStream): Promise<void>;
-  /** Journal entries with seq > afterSeq, in order (default stream: activity). */
-  readJournal(afterSeq?: number, limit?: number, stream?: JournalStream): Promise<ActivityEntry[]>;
+  // readJournal and journalHead come from JournalReader (journal/reader.ts).
   /** Every activity entry of one execution, in order: its timeline. */
   journalFor(executionId: string): Promise<ActivityEntry[]>;
-  /** The last entry's seq and hash (what a signed head covers), if the stream has any. */
-  journalHead(stream?: JournalStream): Promise<{ seq: number; hash: string } | undefined>;
 
   /**
    * Sweeper: dispatched executions whose lease expired or whose deadline passed

@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
-import { sleep } from '../../src/testing/counting-target.js';
-import { executionsOf } from './fixtures/counting-server.js';
+import { executionsOf, finishedOf } from './fixtures/counting-server.js';
 import { countingUpstream, startHttpGateway } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-cancel-'));
@@ -37,15 +36,19 @@ describe('a client that cancels after dispatch (DESIGN §11)', () => {
       undefined,
       { signal: controller.signal },
     );
-    for (let i = 0; i < 200 && executionsOf(counts, 'c-1') === 0; i++) await sleep(25);
+    // Cancelled after dispatch: once the upstream has performed the effect.
+    await vi.waitFor(() => expect(executionsOf(counts, 'c-1')).toBe(1), { timeout: 20_000, interval: 25 });
     controller.abort('the user changed their mind');
     await expect(cancelled).rejects.toThrow();
-    let record = (await gateway.store.list({ tool: 'count' }))[0];
-    for (let i = 0; i < 100 && record?.state !== 'unknown'; i++) {
-      await sleep(20);
-      record = (await gateway.store.list({ tool: 'count' }))[0];
-    }
-    expect(record?.state).toBe('unknown');
+    const store = gateway.store;
+    const record = await vi.waitFor(
+      async () => {
+        const [found] = await store.list({ tool: 'count' });
+        expect(found?.state).toBe('unknown');
+        return found!;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
     const retry = (await client.callTool({
       name: 'count',
       arguments: { key: 'c-1', hold_file: 'hold-c' },
@@ -54,8 +57,12 @@ describe('a client that cancels after dispatch (DESIGN §11)', () => {
     // The upstream's handler finishes anyway, but (as the spec says) answers nothing to a
     // cancelled request: the gateway cannot know, so it stays unknown — never "failed".
     writeFileSync(join(counts, 'hold-c'), '');
-    await sleep(300);
-    expect((await gateway.store.get(record?.id as string))?.state).toBe('unknown');
+    await vi.waitFor(() => expect(finishedOf(counts, 'c-1')).toBe(1), { timeout: 20_000, interval: 20 });
+    // A call behind it on the same upstream connection: whatever the upstream sent for the cancelled
+    // request (nothing, per the spec) has reached the gateway before this answer.
+    const behind = await client.callTool({ name: 'read_count', arguments: { key: 'c-1' } });
+    expect(behind.structuredContent).toMatchObject({ value: 1 });
+    expect((await gateway.store.get(record.id))?.state).toBe('unknown');
     expect(executionsOf(counts, 'c-1')).toBe(1);
     await client.close();
   }, 60_000);

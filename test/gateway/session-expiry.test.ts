@@ -1,15 +1,18 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { sleep } from '../../src/testing/counting-target.js';
 import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
 import { REPO_ROOT } from '../support/gateway-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-session-expiry-'));
 let gateway: Gateway | undefined;
+/** The gateway's clock: the test moves it, so no step waits for real time to pass. */
+let now = 1_000_000;
+/** Long enough that the front's own timer (every half of it, at most a minute) does not sweep first. */
+const IDLE_MS = 30 * 60_000;
 afterAll(async () => {
   await gateway?.close();
   rmSync(dir, { recursive: true, force: true });
@@ -29,7 +32,7 @@ describe('an idle HTTP session', () => {
     gateway = await Gateway.start(
       GatewayConfigSchema.parse({
         data_dir: dir,
-        listen: { http: { host: '127.0.0.1', port: 0, session_idle_timeout: 400 } },
+        listen: { http: { host: '127.0.0.1', port: 0, session_idle_timeout: IDLE_MS } },
         upstreams: {
           up: {
             command: process.execPath,
@@ -44,23 +47,27 @@ describe('an idle HTTP session', () => {
           },
         },
       }),
-      { version: 'test', upstreamStderr: 'ignore' },
+      { version: 'test', upstreamStderr: 'ignore', clock: () => now },
     );
-    const url = (await gateway.serveHttp()).url;
+    const served = await gateway.serveHttp();
+    const url = served.url;
     const raw = new RawMcpHttp(url);
     await raw.initialize();
     const pid = Number(readFileSync(join(dir, 'starts.log'), 'utf8').trim().split('\n')[0]);
     expect(alive(pid)).toBe(true);
-    // Activity keeps it open.
+    // Activity keeps it open: four timeouts pass in all, but never one since the last request.
     for (let i = 0; i < 4; i++) {
-      await sleep(150);
       expect((await raw.post({ jsonrpc: '2.0', id: `p${i}`, method: 'ping' }))[0]).toMatchObject({
         result: {},
       });
+      now += IDLE_MS - 1;
+      expect(served.closeIdleSessions()).toBe(0);
     }
-    await sleep(1_200);
-    for (let i = 0; i < 50 && alive(pid); i++) await sleep(50);
-    expect(alive(pid)).toBe(false);
+    expect(alive(pid)).toBe(true);
+    now += 1;
+    // Waits out the moment the server has not yet seen the last response close (the session is busy until then).
+    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1));
+    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 20_000, interval: 50 });
     const res = await fetch(url, {
       method: 'POST',
       headers: {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { sleep } from '../../src/testing/counting-target.js';
 import { executionsOf, readExecutions } from '../gateway/fixtures/counting-server.js';
@@ -101,10 +101,13 @@ describe('four gateway processes on one PostgreSQL database', () => {
     const fleet = await Promise.all(['gw-1', 'gw-2', 'gw-3', 'gw-4'].map((name) => startGateway(name)));
     const agents = await Promise.all(fleet.flatMap((g) => [client(g), client(g)]));
     const args = { key: 'fleet-1', hold_file: 'hold-1' };
-    const calls = agents.flatMap((agent) => Array.from({ length: 125 }, () => count(agent, args)));
-    // Every caller but the winner answers at once; the winner waits on the held upstream.
-    for (let i = 0; i < 600 && executionsOf(counts, 'fleet-1') === 0; i++) await sleep(50);
-    await sleep(2_000);
+    let answered = 0;
+    const calls = agents.flatMap((agent) =>
+      Array.from({ length: 125 }, () => count(agent, args).finally(() => answered++)),
+    );
+    // Every caller but the winner answers while the winner waits on the held upstream.
+    await vi.waitFor(() => expect(answered).toBe(999), { timeout: 120_000, interval: 50 });
+    expect(executionsOf(counts, 'fleet-1')).toBe(1);
     release('hold-1');
     const results = await Promise.all(calls);
     expect(results).toHaveLength(1000);

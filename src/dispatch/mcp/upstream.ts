@@ -17,6 +17,7 @@ import {
   type JSONRPCResultResponse,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { messageOf } from '../../errors.js';
 import {
   ENVELOPE,
   envelopeOf,
@@ -536,8 +537,4 @@ function neverDelivered(error: unknown): boolean {
     return error.code !== undefined && error.code >= 400 && error.code < 500;
   const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
   return typeof code === 'string' && NOT_CONNECTED.has(code);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,8 +1,8 @@
 import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { holderGone } from '../lease.js';
-import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { StoreUnavailableError } from '../../errors.js';
+import { messageOf, StoreUnavailableError } from '../../errors.js';
 
 /**
  * SQLSTATE classes and codes that mean "the database cannot be used right
@@ -53,7 +53,3 @@ function isUnavailable(error: unknown): boolean {
 
 /** For error listeners that must exist but have nothing to do: the call that meets the failure reports it. */
 export function ignore(): void {}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { StoreUnavailableError } from '../../errors.js';
+import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { buildEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
+import { holderChange } from '../lease.js';
 import { entryFromColumns } from '../sql-columns.js';
-import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -22,19 +23,10 @@ import {
   type PostgresStoreOptions,
   poolConfig,
 } from './connection.js';
-import { ignore, messageOf, toStoreError } from './errors.js';
+import { ignore, toStoreError } from './errors.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
-import {
-  type ExecutionRow,
-  type HeadColumns,
-  HOLDER_CLEAR,
-  HOLDER_KEEP,
-  HOLDER_SET,
-  type JournalRow,
-  SQL,
-  toRecord,
-} from './sql.js';
+import { type ExecutionRow, type HeadColumns, type JournalRow, SQL, toRecord } from './sql.js';
 import { Connections, type Db, last, query, type Transaction } from './transactions.js';
 
 export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './connection.js';
@@ -137,7 +129,7 @@ export class PostgresStore implements ExecutionStore {
       t.from,
       t.token ?? null,
       t.requireStale === true,
-      t.holder === undefined ? HOLDER_KEEP : t.holder === null ? HOLDER_CLEAR : HOLDER_SET,
+      holderChange(t.holder),
       t.holder?.token ?? null,
       t.holder?.owner ?? null,
       t.holder ? wholeMs(t.holder.leaseMs) : null,

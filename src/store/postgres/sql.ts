@@ -1,6 +1,6 @@
 import type { JournalStream } from '../../journal/events.js';
 import { decodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
-import { holderGoneSql } from '../lease.js';
+import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
 import type { ExecutionRecord } from '../types.js';
 
@@ -45,10 +45,6 @@ function headLockedAfter(changed: string): string {
 }
 
 const HEAD = 'head.seq AS head_seq, head.hash AS head_hash, head.at AS head_at';
-
-export const HOLDER_KEEP = 0;
-export const HOLDER_SET = 1;
-export const HOLDER_CLEAR = 2;
 
 /** The holder is gone, by the database's clock (see lease.ts). */
 const STALE = holderGoneSql('c.now');

@@ -24,7 +24,3 @@ export function toStoreError(error: unknown, path: string): unknown {
   }
   return error;
 }
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

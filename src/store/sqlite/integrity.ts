@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { type StoreRefusalReason, StoreRefusedError } from '../../errors.js';
+import { messageOf, type StoreRefusalReason, StoreRefusedError } from '../../errors.js';
 
 /** How many of integrity_check's findings a refusal quotes; the rest are in `sqlite3 <file> 'PRAGMA integrity_check'`. */
 const FINDINGS_QUOTED = 3;
@@ -31,7 +31,7 @@ export function refusalFromError(error: unknown, path: string): StoreRefusedErro
   if (typeof code !== 'string') return undefined;
   const reason = REASONS.find(([pattern]) => pattern.test(code))?.[1];
   if (!reason) return undefined;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return refusal(reason, path, message.includes(code) ? message : `${message} (${code})`, error);
 }
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { decodeOptional, type SqliteFingerprint, sqliteFingerprint } from '../fingerprint-columns.js';
-import { holderGoneSql } from '../lease.js';
+import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
 import type { ExecutionRecord } from '../types.js';
 
@@ -15,10 +15,6 @@ export type JournalRow = JournalColumns;
 
 /** The holder is gone, by the store's clock (see lease.ts). */
 const STALE = holderGoneSql('@now');
-
-export const HOLDER_KEEP = 0;
-export const HOLDER_SET = 1;
-export const HOLDER_CLEAR = 2;
 
 /**
  * The prepared statements, named for declaration output (better-sqlite3's own

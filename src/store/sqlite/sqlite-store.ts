@@ -1,12 +1,13 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { StoreRefusedError, StoreUnavailableError } from '../../errors.js';
+import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
+import { holderChange } from '../lease.js';
 import { entryFromColumns } from '../sql-columns.js';
-import type { ExecutionState } from '../states.js';
 import type {
   ClaimInput,
   ClaimOptions,
@@ -17,18 +18,11 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
-import { DAMAGE, messageOf, toStoreError } from './errors.js';
+import { DAMAGE, toStoreError } from './errors.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
-import {
-  type ExecutionRow,
-  HOLDER_CLEAR,
-  HOLDER_KEEP,
-  HOLDER_SET,
-  prepareStatements,
-  toRecord,
-} from './sql.js';
+import { type ExecutionRow, prepareStatements, toRecord } from './sql.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created 0600 if missing), or ':memory:'. */
@@ -236,7 +230,7 @@ export class SqliteStore implements ExecutionStore {
       now,
       token: t.token ?? null,
       requireStale: t.requireStale ? 1 : 0,
-      holder: t.holder === undefined ? HOLDER_KEEP : t.holder === null ? HOLDER_CLEAR : HOLDER_SET,
+      holder: holderChange(t.holder),
       holderToken: t.holder?.token ?? null,
       holderOwner: t.holder?.owner ?? null,
       holderLeaseMs: t.holder ? wholeMs(t.holder.leaseMs) : null,

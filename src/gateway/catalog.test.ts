@@ -1,0 +1,52 @@
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import { annotationMismatches, type CatalogEntry } from './catalog.js';
+
+function entry(annotations: ToolAnnotations | undefined, declared?: ToolContract): CatalogEntry {
+  return {
+    name: 't',
+    upstream: 'u',
+    upstreamName: 't',
+    tool: { name: 't', inputSchema: { type: 'object' }, ...(annotations ? { annotations } : {}) },
+    contract: resolveContract(declared, annotations),
+    declared: declared !== undefined,
+    source: declared ? 'declared' : 'annotations',
+    validate: undefined,
+  };
+}
+
+describe('annotationMismatches', () => {
+  it('finds nothing where the published annotations keep what the upstream says', () => {
+    expect(annotationMismatches(entry({ idempotentHint: true }, { replay: 'keyed' }))).toEqual([]);
+    expect(annotationMismatches(entry({ readOnlyHint: true, idempotentHint: true }))).toEqual([]);
+    expect(annotationMismatches(entry(undefined, { replay: 'read_only' }))).toEqual([]);
+  });
+
+  it('reports an idempotentHint that no contract backs, or that the contract contradicts', () => {
+    expect(annotationMismatches(entry({ idempotentHint: true }))).toEqual([
+      't: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.t)',
+    ]);
+    expect(
+      annotationMismatches(entry({ idempotentHint: true }, { replay: 'review', after_completion: 'new' })),
+    ).toEqual([
+      't: the upstream says idempotentHint: true, but the contract (after_completion: new) does not make a repeat harmless',
+    ]);
+  });
+
+  it('reports a readOnlyHint the contract contradicts', () => {
+    expect(annotationMismatches(entry({ readOnlyHint: true }, { replay: 'keyed' }))).toEqual([
+      't: the upstream says readOnlyHint: true, but the contract declares replay: keyed',
+    ]);
+  });
+
+  it('reports a read_only contract the upstream does not confirm, once', () => {
+    expect(annotationMismatches(entry({ idempotentHint: true }, { replay: 'read_only' }))).toEqual([
+      't: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true',
+    ]);
+    // Not destructive: the operator's read_only is plausible, and the published hints are the upstream's.
+    expect(
+      annotationMismatches(entry({ idempotentHint: true, destructiveHint: false }, { replay: 'read_only' })),
+    ).toEqual([]);
+  });
+});
