@@ -1,5 +1,6 @@
 import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { tokenRefOf } from '../identity/actor.js';
 import { handlersFor } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
@@ -37,11 +38,13 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
     s.initializing = false;
   }
   s.initialized = true;
+  const token = tokenRefOf(s.clientInfo);
   s.ctx.onSessionEvent?.('session_start', {
     session: s.front.sessionId ?? null,
     actor: s.actor(),
     client: params?.clientInfo ?? null,
     protocol_version: results[0]?.[1].protocolVersion ?? params?.protocolVersion ?? null,
+    ...(token ? { token } : {}),
   });
   return s.reply(request.id, mergeInitialize(s, results));
 }

@@ -13,6 +13,7 @@ import {
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
+import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { CatalogEntry } from './catalog.js';
 import { forward } from './forwarding.js';
@@ -25,7 +26,7 @@ const REFUSED_BEFORE_RUNNING = new Set([-32600, -32601, -32602]);
 export async function toolsCall(
   s: SessionState,
   request: JSONRPCRequest,
-  _extra?: MessageExtraInfo,
+  extra?: MessageExtraInfo,
 ): Promise<void> {
   const params = (request.params ?? {}) as {
     name?: unknown;
@@ -38,7 +39,7 @@ export async function toolsCall(
     if ('problem' in parsed)
       return s.reply(request.id, idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: parsed.problem }));
     const { ref, action } = parsed;
-    if (action === 'repeat') return repeat(s, request, ref, params._meta);
+    if (action === 'repeat') return repeat(s, request, ref, params._meta, extra);
     return s.reply(request.id, await s.ctx.engine.status(ref, s.actor()));
   }
   const { entry, unlisted } = await lookUpTool(s, name);
@@ -106,6 +107,7 @@ export async function toolsCall(
           actor,
           session,
           requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+          ...tokenOf(extra),
         },
       },
       ({ executionId }) =>
@@ -115,6 +117,12 @@ export async function toolsCall(
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
+}
+
+/** The OAuth token a request came with, as the journal records it (issuer, jti). */
+function tokenOf(extra: MessageExtraInfo | undefined) {
+  const token = tokenRefOf(extra?.authInfo ? { authInfo: extra.authInfo } : {});
+  return token ? { token } : {};
 }
 
 export function replyWithResult(
@@ -143,6 +151,7 @@ export async function repeat(
   request: JSONRPCRequest,
   ref: string,
   meta: Record<string, unknown> | undefined,
+  extra?: MessageExtraInfo,
 ): Promise<void> {
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
@@ -166,6 +175,7 @@ export async function repeat(
         method: 'tools/call',
         tool: s.ctx.statusTool,
       }),
+      ...tokenOf(extra),
     };
     const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
       const { entry } = await lookUpTool(s, remembered.tool);
