@@ -300,6 +300,7 @@ export class Gateway {
       upstreams,
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,
+      ...(this.#auth ? { scopesMissing: (auth, tool) => this.#auth?.scopesMissing(auth, tool) ?? [] } : {}),
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       onSessionEvent: (kind, detail) => {

@@ -180,6 +180,15 @@ export async function repeat(
     const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
       const { entry } = await lookUpTool(s, remembered.tool);
       if (!entry) return undefined;
+      // The front checked the status tool's scopes, not those of the tool it would run again.
+      const missing = s.ctx.scopesMissing?.(extra?.authInfo, entry.name) ?? [];
+      if (missing.length > 0) {
+        return {
+          answer: idemAnswer(IDEM_CODES.IDEM_INSUFFICIENT_SCOPE, {
+            detail: `Repeating ${entry.name} needs the scope ${missing.join(' ')}.`,
+          }),
+        };
+      }
       const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
       if (!upstream.available) {
         try {

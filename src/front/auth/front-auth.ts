@@ -77,6 +77,12 @@ export function createFrontAuth(options: FrontAuthOptions): FrontAuth {
     message: `Forbidden: the token lacks the scope ${missing.join(' ')}. Get a token with the scope "${needed.join(' ')}" and try again.`,
   });
 
+  const scopesMissing = (auth: AuthInfo | undefined, tool: string): string[] => {
+    // Static tokens carry no scopes: the operator who issued one gave it every tool.
+    if (!oauth || (auth?.extra as TokenFacts | undefined)?.issuer === undefined) return [];
+    return missingScopes(auth?.scopes ?? [], oauth.scopes.forTool(tool));
+  };
+
   return {
     async authenticate(authorization, frontUrl): Promise<Authentication> {
       const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1];
@@ -119,17 +125,16 @@ export function createFrontAuth(options: FrontAuthOptions): FrontAuth {
     },
 
     authorize(auth, messages, frontUrl) {
-      // Static tokens carry no scopes: the operator who issued one gave it every tool.
-      if (!oauth || (auth.extra as TokenFacts | undefined)?.issuer === undefined) return undefined;
       for (const message of messages) {
         const tool = toolCalled(message);
         if (tool === undefined) continue;
-        const needed = oauth.scopes.forTool(tool);
-        const missing = missingScopes(auth.scopes, needed);
-        if (missing.length > 0) return insufficient(frontUrl, needed, missing);
+        const missing = scopesMissing(auth, tool);
+        if (missing.length > 0) return insufficient(frontUrl, oauth?.scopes.forTool(tool) ?? [], missing);
       }
       return undefined;
     },
+
+    scopesMissing,
 
     wellKnown(pathname, frontUrl) {
       if (!oauth) return undefined;

@@ -25,6 +25,8 @@ export interface FrontAuth {
    * lacks): the refusal; undefined when every message in it is allowed.
    */
   authorize(auth: AuthInfo, messages: readonly unknown[], frontUrl: string): AuthRefusal | undefined;
+  /** The scopes a call of `tool` needs that this caller's token lacks (none for static tokens). */
+  scopesMissing(auth: AuthInfo | undefined, tool: string): string[];
   /** The JSON document served at this /.well-known/ path (RFC 9728), undefined if none. */
   wellKnown(pathname: string, frontUrl: string): unknown;
 }
