@@ -375,6 +375,26 @@ describe('OAuth 2.1 at the HTTP front', () => {
     await client.close();
   });
 
+  it("beyond loopback, OAuth needs the resource named: the front's own address is not what clients reach", async () => {
+    const exposed = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: freshDir('oauth-exposed'),
+        store: { kind: 'memory' },
+        listen: { http: { host: '0.0.0.0', port: 0 } },
+        upstreams: { counter: { url: upstream.url } },
+        auth: { oauth: { issuers: [{ issuer: as.issuer }] } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    try {
+      await expect(exposed.serveHttp()).rejects.toThrow(
+        /auth.oauth.resource is required when listening on 0.0.0.0/,
+      );
+    } finally {
+      await exposed.close();
+    }
+  });
+
   it('no token reaches the upstream, the journal or the store', async () => {
     expect(upstream.seen.length).toBeGreaterThan(0);
     const upstreamText = JSON.stringify(upstream.seen);
