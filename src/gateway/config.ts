@@ -134,7 +134,7 @@ const OAuthConfig = z
       .describe(
         'Further scopes a tools/call needs, by gateway-visible tool name; a token without them gets 403 insufficient_scope.',
       ),
-    clock_skew: duration.default('30s').describe('Leeway on exp, nbf and iat.'),
+    clock_skew: duration.default('30s').describe('Leeway on exp and nbf.'),
     jwks_cache: duration
       .default('10m')
       .describe(
@@ -246,7 +246,7 @@ export const GatewayConfigSchema = z
               .boolean()
               .default(false)
               .describe(
-                'Listen on a non-loopback address without auth.bearer. Every caller is then unauthenticated and its actor spoofable (docs/security.md); without this key the gateway refuses to start.',
+                'Listen on a non-loopback address without auth (auth.bearer or auth.oauth). Every caller is then unauthenticated and its actor spoofable (docs/security.md); without this key the gateway refuses to start.',
               ),
             timeouts: z
               .object({
@@ -313,7 +313,6 @@ export const GatewayConfigSchema = z
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type GatewayToolContractConfig = z.output<typeof GatewayToolContract>;
 export type GatewayDefaultsConfig = z.output<typeof GatewayDefaults>;
-export type OAuthConfigOutput = z.output<typeof OAuthConfig>;
 
 /** Separator between upstream and tool name when there are several upstreams; valid in every major client's tool-name rules ([A-Za-z0-9_-]). */
 export const NAME_SEPARATOR = '__';
