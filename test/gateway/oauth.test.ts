@@ -375,6 +375,43 @@ describe('OAuth 2.1 at the HTTP front', () => {
     await client.close();
   });
 
+  it('stateless (no sessions): each request is checked on its own, and actors stay apart', async () => {
+    const stateless = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: freshDir('oauth-stateless'),
+        listen: { http: { host: '127.0.0.1', port: 0, stateless: true } },
+        upstreams: { counter: { url: upstream.url } },
+        auth: { oauth: { issuers: [{ issuer: as.issuer }], algorithms: ['ES256'], scopes: ['mcp:tools'] } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    try {
+      const { url: statelessUrl } = await stateless.serveHttp();
+      const post = async (token: string | undefined, id: number) =>
+        rawRequest(statelessUrl, {
+          headers: { ...MCP_HEADERS, 'mcp-protocol-version': '2025-11-25', ...(token ? bearer(token) : {}) },
+          body: JSON.stringify(call(id, 'stateless')),
+        });
+      expect((await post(undefined, 1)).status).toBe(401);
+      const alice = await as.token('alice', { resource: statelessUrl, scope: 'mcp:tools' });
+      const bob = await as.token('bob', { resource: statelessUrl, scope: 'mcp:tools' });
+      issued.push(alice, bob);
+      // A token for the other gateway (another resource) is refused here.
+      expect((await post(await tokenFor('alice'), 1)).status).toBe(401);
+      const first = messagesOf(await post(alice, 1))[0]?.result;
+      const again = messagesOf(await post(alice, 2))[0]?.result;
+      const other = messagesOf(await post(bob, 1))[0]?.result;
+      expect([textOf(first), textOf(again), textOf(other)]).toEqual([
+        'stateless=1',
+        'stateless=1',
+        'stateless=2',
+      ]);
+      expect(executionsOf(countDir, 'stateless')).toBe(2);
+    } finally {
+      await stateless.close();
+    }
+  });
+
   it("beyond loopback, OAuth needs the resource named: the front's own address is not what clients reach", async () => {
     const exposed = await Gateway.start(
       GatewayConfigSchema.parse({
