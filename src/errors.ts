@@ -30,6 +30,11 @@ export const IDEM_CODES = {
   IDEM_KEY_CONFLICT: 'IDEM_KEY_CONFLICT',
   /** The status tool was asked about a ref that does not exist for this caller. */
   IDEM_UNKNOWN_EXECUTION: 'IDEM_UNKNOWN_EXECUTION',
+  /**
+   * The caller's OAuth token lacks a scope the tool needs, found where no HTTP
+   * 403 can be sent (the status tool's repeat of that tool); nothing was run.
+   */
+  IDEM_INSUFFICIENT_SCOPE: 'IDEM_INSUFFICIENT_SCOPE',
 } as const;
 
 export type IdemCode = (typeof IDEM_CODES)[keyof typeof IDEM_CODES];

@@ -107,6 +107,12 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
         advice: 'Check the ref: use the exact "ref" value from an earlier answer.',
         text: `No execution ${ref ?? ''} is visible to you.`,
       };
+    case IDEM_CODES.IDEM_INSUFFICIENT_SCOPE:
+      return {
+        advice:
+          'Do not retry with the same token. Get a token with the scope named (re-authorize), then call again.',
+        text: `The action was NOT executed: your access token lacks a scope it needs.${detail}`,
+      };
     case IDEM_CODES.MCP_REQUEST_ID_REUSED:
       return {
         advice: 'Send the new request with a new id.',

@@ -1,4 +1,5 @@
 import type { ResolvedContract } from '../contracts/contract.js';
+import type { TokenRef } from '../identity/actor.js';
 import type { ToolResult } from './outcome.js';
 import type { RepeatableCall } from './recent-calls.js';
 
@@ -18,6 +19,8 @@ export interface Caller {
   session: string | null;
   /** The request that carried this call (rendered request key), for the journal. */
   requestRef?: string | null;
+  /** The OAuth token the call came with (issuer, jti), for the journal. */
+  token?: TokenRef;
 }
 
 /** One tool call with effects, as the engine sees it. */

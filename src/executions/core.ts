@@ -41,12 +41,17 @@ export function callEvent(
   executionId: string,
   detail: ActivityEventInput['detail'] = {},
 ): ActivityEventInput {
+  // The first event of a call (a new execution, or one it attached to) says which token it came with.
+  const token = call.caller.token;
   return {
     kind,
     executionId,
     actor: call.caller.actor,
     tool: call.tool,
     requestRef: call.caller.requestRef ?? null,
-    detail,
+    detail:
+      token && (kind === 'received' || kind === 'attached')
+        ? { ...detail, token: { issuer: token.issuer, jti: token.jti } }
+        : detail,
   };
 }

@@ -6,6 +6,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
@@ -42,8 +43,8 @@ export interface HttpFrontOptions {
   allowedHosts?: string[];
   /** Origin header values accepted when present. Default: the gateway's own allowed hosts (http/https). */
   allowedOrigins?: string[];
-  /** Bearer auth: undefined = no auth required; returns undefined for a bad token. */
-  authenticate?: (token: string) => AuthInfo | undefined;
+  /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
+  auth?: FrontAuth;
   /**
    * A session with no request for this long is closed (clients seldom send
    * DELETE). Default 30 minutes; 0 keeps sessions until DELETE or shutdown.
@@ -162,8 +163,19 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     });
   };
 
+  /** The front's own URL, known once it listens (before any request): the resource when none is configured. */
+  let frontUrl = '';
+
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== path) {
+    const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
+    if (metadata !== undefined) {
+      // Public by design (RFC 9728): clients in browsers read it from other origins.
+      res.setHeader('access-control-allow-origin', '*');
+      sendJson(res, 200, metadata);
+      return;
+    }
+    if (pathname !== path) {
       refuse(req, res, 404, undefined);
       return;
     }
@@ -176,15 +188,14 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       refuse(req, res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
       return;
     }
-    if (options.authenticate) {
-      const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-      const auth = match ? options.authenticate(match[1] as string) : undefined;
-      if (!auth) {
-        res.setHeader('www-authenticate', 'Bearer realm="idem"');
-        refuse(req, res, 401, rpcError(-32001, 'Unauthorized: a valid bearer token is required'));
+    if (options.auth) {
+      // Only the Authorization header carries a token: a query string's ends up in logs and proxies.
+      const authentication = await options.auth.authenticate(req.headers.authorization, frontUrl);
+      if ('refused' in authentication) {
+        refuseAuth(req, res, authentication.refused);
         return;
       }
-      req.auth = auth;
+      req.auth = authentication.auth;
     }
     const owner = ownerOf(req.auth);
     const sessionId = req.headers['mcp-session-id'];
@@ -217,6 +228,12 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     const invalid = invalidRequest(body);
     if (invalid) {
       sendJson(res, 400, invalid);
+      return;
+    }
+    const forbidden =
+      req.auth && options.auth?.authorize(req.auth, Array.isArray(body) ? body : [body], frontUrl);
+    if (forbidden) {
+      refuseAuth(req, res, forbidden);
       return;
     }
     // Which revision the request speaks decides everything after: 2026-07-28 has no sessions.
@@ -276,8 +293,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   });
   const { port } = server.address() as AddressInfo;
   allowedHosts ??= new Set([`${host}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]);
+  frontUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
+    url: frontUrl,
     server,
     closeIdleSessions,
     close: async () => {
@@ -295,9 +313,19 @@ function checkingInterval(timeouts: HttpTimeouts): number {
   return set.length === 0 ? 30_000 : Math.max(25, Math.min(1_000, Math.floor(Math.min(...set) / 4)));
 }
 
-/** Who a request comes from, as far as the front can tell: the bearer principal, '' without auth. */
+/**
+ * Who a request comes from, as far as the front can tell: the actor its token
+ * names (one subject's new token still owns its sessions), '' without auth.
+ */
 function ownerOf(auth: AuthInfo | undefined): string {
-  return auth ? `token:${auth.clientId}` : '';
+  const actor = (auth?.extra as { actor?: unknown } | undefined)?.actor;
+  return auth ? `token:${typeof actor === 'string' ? actor : auth.clientId}` : '';
+}
+
+/** 401/403/503 from the auth, with its WWW-Authenticate challenge. */
+function refuseAuth(req: IncomingMessage, res: ServerResponse, refusal: AuthRefusal): void {
+  if (refusal.challenge) res.setHeader('www-authenticate', refusal.challenge);
+  refuse(req, res, refusal.status, rpcError(refusal.status === 503 ? -32603 : -32001, refusal.message));
 }
 
 /**

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { durationMs } from '../contracts/duration.js';
+import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../front/auth/index.js';
 import type { StoreSpec } from '../store/index.js';
 import { expandEnv, type GatewayConfig } from './config.js';
 
 /**
  * What the gateway opens and accepts, read off its config: the store, and the
- * bearer tokens. Kept apart from the Gateway class, which only wires them up.
+ * tokens of the HTTP front. Kept apart from the Gateway class, which only wires them up.
  */
 
 /** The store of a config: its `store:` section, else IDEM_STORE_URL, else SQLite in the data directory. */
@@ -61,4 +62,38 @@ export function bearerTokens(config: GatewayConfig): Map<string, string> {
     }
   }
   return tokens;
+}
+
+/** The HTTP front's auth (static bearer tokens, OAuth), or undefined when the config has none. */
+export function frontAuthOf(config: GatewayConfig, clock?: () => number): FrontAuth | undefined {
+  const oauth = config.auth?.oauth;
+  const bearer = bearerTokens(config);
+  if (!oauth && bearer.size === 0) return undefined;
+  return createFrontAuth({
+    ...(bearer.size > 0 ? { bearer } : {}),
+    ...(oauth
+      ? {
+          oauth: {
+            issuers: oauth.issuers.map((i) => i.issuer),
+            ...(oauth.resource ? { resource: oauth.resource } : {}),
+            scopes: new ScopePolicy(oauth.scopes, oauth.tool_scopes),
+            verifier: new TokenVerifier({
+              issuers: oauth.issuers.map((i) => ({
+                issuer: i.issuer,
+                ...(i.jwks_uri ? { jwksUri: i.jwks_uri } : {}),
+              })),
+              ...(oauth.audience ? { audience: oauth.audience } : {}),
+              ...(oauth.resource ? { resource: oauth.resource } : {}),
+              algorithms: oauth.algorithms,
+              clockSkewMs: durationMs(oauth.clock_skew, 'auth.oauth.clock_skew'),
+              jwksCacheMs: durationMs(oauth.jwks_cache, 'auth.oauth.jwks_cache'),
+              jwksCooldownMs: durationMs(oauth.jwks_cooldown, 'auth.oauth.jwks_cooldown'),
+              actorClaim: oauth.actor.claim,
+              prefixIssuer: oauth.actor.prefix_issuer,
+              ...(clock ? { clock } : {}),
+            }),
+          },
+        }
+      : {}),
+  });
 }

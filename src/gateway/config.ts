@@ -73,6 +73,103 @@ const BearerToken = z.union([
   z.object({ token_sha256: z.string().regex(/^[0-9a-f]{64}$/), actor: z.string().min(1) }).strict(),
 ]);
 
+const JWS_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
+
+const OAuthIssuer = z
+  .object({
+    issuer: z
+      .url()
+      .describe(
+        "The authorization server's issuer identifier, exactly as its tokens' iss claim and its metadata say.",
+      ),
+    jwks_uri: z
+      .url()
+      .optional()
+      .describe(
+        'Where its signing keys are. Default: the jwks_uri of its metadata (RFC 8414 /.well-known/oauth-authorization-server, else OpenID /.well-known/openid-configuration).',
+      ),
+  })
+  .strict();
+
+const OAuthConfig = z
+  .object({
+    resource: z
+      .url()
+      .optional()
+      .describe(
+        "This gateway's public URL as clients reach it (RFC 8707 resource, RFC 9728 resource): tokens must name it in aud. Default: the HTTP front's own URL (http://<host>:<port><path>); set it when clients go through a proxy.",
+      ),
+    audience: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'aud values accepted, when the identity provider cannot put the resource URL in aud (Auth0 API identifier, Entra api://… app id URI). Default: [resource].',
+      ),
+    issuers: z.array(OAuthIssuer).min(1).describe('Authorization servers whose tokens are accepted.'),
+    algorithms: z
+      .array(z.enum(JWS_ALGORITHMS))
+      .min(1)
+      .default(['RS256', 'ES256'])
+      .describe(
+        'Signature algorithms accepted (never none, never HMAC: the gateway holds no shared secret).',
+      ),
+    scopes: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Scopes every request needs (from the scope or scp claim).'),
+    tool_scopes: z
+      .record(z.string(), z.array(z.string().min(1)).min(1))
+      .optional()
+      .describe(
+        'Further scopes a tools/call needs, by gateway-visible tool name; a token without them gets 403 insufficient_scope.',
+      ),
+    clock_skew: duration.default('30s').describe('Leeway on exp and nbf.'),
+    jwks_cache: duration
+      .default('10m')
+      .describe(
+        'How long fetched signing keys are used before fetching them again (a removed key stops working then).',
+      ),
+    jwks_cooldown: duration
+      .default('30s')
+      .describe(
+        'A token signed by an unknown key fetches the keys again (key rotation), at most once per this long.',
+      ),
+    actor: z
+      .object({
+        claim: z.string().min(1).default('sub').describe('The claim that names the actor.'),
+        prefix_issuer: z
+          .boolean()
+          .default(false)
+          .describe(
+            'Actor = <issuer>#<claim value>: required with several issuers, so their subjects never collide.',
+          ),
+      })
+      .strict()
+      .default({ claim: 'sub', prefix_issuer: false }),
+  })
+  .strict()
+  .refine((o) => o.issuers.length === 1 || o.actor.prefix_issuer, {
+    message:
+      'with several issuers, set actor.prefix_issuer: true (two issuers may name different callers alike)',
+    path: ['actor', 'prefix_issuer'],
+  })
+  .refine((o) => new Set(o.issuers.map((i) => i.issuer)).size === o.issuers.length, {
+    message: 'an issuer is listed twice',
+    path: ['issuers'],
+  });
+
 export const GatewayConfigSchema = z
   .object({
     data_dir: z
@@ -150,7 +247,7 @@ export const GatewayConfigSchema = z
               .boolean()
               .default(false)
               .describe(
-                'Listen on a non-loopback address without auth.bearer. Every caller is then unauthenticated and its actor spoofable (docs/security.md); without this key the gateway refuses to start.',
+                'Listen on a non-loopback address without auth (auth.bearer or auth.oauth). Every caller is then unauthenticated and its actor spoofable (docs/security.md); without this key the gateway refuses to start.',
               ),
             timeouts: z
               .object({
@@ -170,11 +267,17 @@ export const GatewayConfigSchema = z
       .strict()
       .optional(),
     auth: z
-      .object({ bearer: z.array(BearerToken).min(1) })
+      .object({
+        bearer: z.array(BearerToken).min(1).optional().describe('Static bearer tokens mapped to actors.'),
+        oauth: OAuthConfig.optional().describe(
+          'OAuth 2.1 access tokens (JWT) from your identity provider; the actor is a claim of the token (docs/auth.md).',
+        ),
+      })
       .strict()
+      .refine((a) => a.bearer !== undefined || a.oauth !== undefined, 'set auth.bearer, auth.oauth or both')
       .optional()
       .describe(
-        'Bearer tokens mapped to actors (HTTP front). Without it, the HTTP front is open to loopback callers only.',
+        'Who may call the HTTP front, and as which actor (docs/auth.md). Without it, the HTTP front is open to loopback callers only.',
       ),
     upstreams: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstream, HttpUpstream]))

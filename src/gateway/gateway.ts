@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -7,6 +5,7 @@ import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
+import type { FrontAuth } from '../front/auth/index.js';
 import { type ServedHttp, serveHttpFront } from '../front/http.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -19,8 +18,8 @@ import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
-import { bearerTokens, storeSpecOf } from './config-specs.js';
-import { unauthenticatedExposure } from './exposure.js';
+import { frontAuthOf, storeSpecOf } from './config-specs.js';
+import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { upstreamEnvironment } from './upstream-env.js';
 
@@ -29,7 +28,7 @@ export interface GatewayOptions {
   logger?: Logger;
   /** stderr of stdio upstreams (default: inherit, so an operator sees it). */
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
-  /** The clock HTTP sessions' idleness is judged by (default Date.now); tests inject one. */
+  /** Now (ms): for HTTP sessions' idleness and OAuth tokens' lifetimes. Default: the system clock; tests inject one. */
   clock?: () => number;
 }
 
@@ -48,7 +47,8 @@ export class Gateway {
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
   readonly #sweeper: NodeJS.Timeout;
-  readonly #tokens: Map<string, string>;
+  /** Who may call the HTTP front (auth.bearer, auth.oauth); undefined: anyone on loopback. */
+  readonly #auth: FrontAuth | undefined;
   /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
   readonly #readOnlyTools = new Set<string>();
   /** Tools already named as on the cautious default: each is named once per process. */
@@ -84,7 +84,7 @@ export class Gateway {
         ? { retentionMs: durationMs(config.receipts.retention, 'receipts.retention') }
         : {}),
     });
-    this.#tokens = bearerTokens(config);
+    this.#auth = frontAuthOf(config, options.clock);
     const retentionMs = durationMs(config.retention, 'retention');
     this.#sweeper = setInterval(
       () => {
@@ -173,7 +173,13 @@ export class Gateway {
     const http = this.#config.listen?.http;
     const stateless = http?.stateless ?? false;
     const host = http?.host ?? '127.0.0.1';
-    if (this.#tokens.size === 0) {
+    if (this.#config.auth?.oauth && !this.#config.auth.oauth.resource && !isLoopbackHost(host)) {
+      // The front's own address is not what clients reach from elsewhere (a proxy, a DNS name).
+      throw new ConfigError(
+        `auth.oauth.resource is required when listening on ${host}: set it to the URL clients use to reach the gateway (tokens name it as their audience).`,
+      );
+    }
+    if (!this.#auth) {
       const exposure = unauthenticatedExposure({
         host,
         stateless,
@@ -210,7 +216,7 @@ export class Gateway {
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
-      ...(this.#tokens.size > 0 ? { authenticate: (token: string) => this.#authenticate(token) } : {}),
+      ...(this.#auth ? { auth: this.#auth } : {}),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
       attach: async (transport) => {
         await this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined);
@@ -314,6 +320,7 @@ export class Gateway {
       upstreams,
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,
+      ...(this.#auth ? { scopesMissing: (auth, tool) => this.#auth?.scopesMissing(auth, tool) ?? [] } : {}),
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
@@ -396,11 +403,5 @@ export class Gateway {
       }
       return { outcome: 'unknown' };
     };
-  }
-
-  #authenticate(token: string): AuthInfo | undefined {
-    const actor = this.#tokens.get(createHash('sha256').update(token).digest('hex'));
-    // The token itself is never kept: AuthInfo carries only who it names.
-    return actor ? { token: '', clientId: actor, scopes: [], extra: { actor } } : undefined;
   }
 }

@@ -1,3 +1,4 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isJSONRPCErrorResponse,
@@ -26,6 +27,8 @@ export interface SessionContext {
   newCatalog(): ToolCatalog;
   statusTool: string;
   actorOf(info: CallerInfo): string;
+  /** The scopes a call of `tool` needs that the caller's token lacks (the front's rule; none without OAuth). */
+  scopesMissing?(auth: AuthInfo | undefined, tool: string): string[];
   version: string;
   /** How long a call waits for a restarting upstream before answering IDEM_NOT_EXECUTED. */
   upstreamWaitMs: number;

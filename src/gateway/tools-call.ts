@@ -13,6 +13,7 @@ import {
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
+import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import { isInputRequired } from '../protocol/eras.js';
 import type { CatalogEntry } from './catalog.js';
@@ -26,7 +27,7 @@ const REFUSED_BEFORE_RUNNING = new Set([-32600, -32601, -32602]);
 export async function toolsCall(
   s: SessionState,
   request: JSONRPCRequest,
-  _extra?: MessageExtraInfo,
+  extra?: MessageExtraInfo,
 ): Promise<void> {
   const params = (request.params ?? {}) as {
     name?: unknown;
@@ -39,7 +40,7 @@ export async function toolsCall(
     if ('problem' in parsed)
       return s.reply(request.id, idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: parsed.problem }));
     const { ref, action } = parsed;
-    if (action === 'repeat') return repeat(s, request, ref, params._meta);
+    if (action === 'repeat') return repeat(s, request, ref, params._meta, extra);
     return s.reply(request.id, await s.ctx.engine.status(ref, s.actor()));
   }
   const { entry, unlisted } = await lookUpTool(s, name);
@@ -99,6 +100,7 @@ export async function toolsCall(
           actor,
           session,
           requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+          ...tokenOf(extra),
         },
       },
       ({ executionId }) =>
@@ -108,6 +110,12 @@ export async function toolsCall(
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
+}
+
+/** The OAuth token a request came with, as the journal records it (issuer, jti). */
+function tokenOf(extra: MessageExtraInfo | undefined) {
+  const token = tokenRefOf(extra?.authInfo ? { authInfo: extra.authInfo } : {});
+  return token ? { token } : {};
 }
 
 export function replyWithResult(
@@ -138,6 +146,7 @@ export async function repeat(
   request: JSONRPCRequest,
   ref: string,
   meta: Record<string, unknown> | undefined,
+  extra?: MessageExtraInfo,
 ): Promise<void> {
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
@@ -153,10 +162,20 @@ export async function repeat(
         method: 'tools/call',
         tool: s.ctx.statusTool,
       }),
+      ...tokenOf(extra),
     };
     const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
       const { entry } = await lookUpTool(s, remembered.tool);
       if (!entry) return undefined;
+      // The front checked the status tool's scopes, not those of the tool it would run again.
+      const missing = s.ctx.scopesMissing?.(extra?.authInfo, entry.name) ?? [];
+      if (missing.length > 0) {
+        return {
+          answer: idemAnswer(IDEM_CODES.IDEM_INSUFFICIENT_SCOPE, {
+            detail: `Repeating ${entry.name} needs the scope ${missing.join(' ')}.`,
+          }),
+        };
+      }
       const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
       if (!upstream.available) {
         try {

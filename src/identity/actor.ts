@@ -22,6 +22,21 @@ export function defaultActorOf(info: CallerInfo): string {
   return `local:${localIdentity()}/${info.clientName ?? 'unknown-client'}`;
 }
 
+/**
+ * Which OAuth token a caller presented, for the journal: its issuer and id
+ * (jti), never the token. Undefined for static bearer tokens and no auth.
+ */
+export function tokenRefOf(info: CallerInfo): TokenRef | undefined {
+  const extra = info.authInfo?.extra as { issuer?: unknown; jti?: unknown } | undefined;
+  if (typeof extra?.issuer !== 'string') return undefined;
+  return { issuer: extra.issuer, jti: typeof extra.jti === 'string' ? extra.jti : null };
+}
+
+export interface TokenRef {
+  issuer: string;
+  jti: string | null;
+}
+
 /** user@host of this process: asked of the OS once (it was a measurable part of every call). */
 let local: string | undefined;
 function localIdentity(): string {

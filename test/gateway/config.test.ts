@@ -51,6 +51,37 @@ describe('gateway config', () => {
     writeFileSync(path, 'upstreams: {}\n');
     expect(() => loadConfig(path)).toThrow(/at least one upstream/);
   });
+
+  it('the OAuth example loads; several issuers need prefixed actors; auth needs bearer or oauth', () => {
+    const example = join(root, 'examples/idem-oauth-keycloak.yaml');
+    const config = loadConfig(example);
+    expect(config.auth?.oauth).toMatchObject({
+      resource: 'https://idem.example.com/mcp',
+      actor: { claim: 'sub', prefix_issuer: false },
+      jwks_cooldown: '30s',
+    });
+    const validate = new Ajv2020({ strict: false }).compile(
+      JSON.parse(readFileSync(join(root, 'schema/idem-config.schema.json'), 'utf8')),
+    );
+    expect(validate(parse(readFileSync(example, 'utf8'))), JSON.stringify(validate.errors)).toBe(true);
+
+    const path = join(dir, 'issuers.yaml');
+    const issuers = '[{ issuer: "https://a.example" }, { issuer: "https://b.example" }]';
+    writeFileSync(path, `upstreams: { u: { command: x } }\nauth: { oauth: { issuers: ${issuers} } }\n`);
+    expect(() => loadConfig(path)).toThrow(/auth.oauth.actor.prefix_issuer: with several issuers/);
+    writeFileSync(
+      path,
+      `upstreams: { u: { command: x } }\nauth: { oauth: { issuers: ${issuers}, actor: { prefix_issuer: true } } }\n`,
+    );
+    expect(loadConfig(path).auth?.oauth?.actor).toEqual({ claim: 'sub', prefix_issuer: true });
+    writeFileSync(path, 'upstreams: { u: { command: x } }\nauth: {}\n');
+    expect(() => loadConfig(path)).toThrow(/set auth.bearer, auth.oauth or both/);
+    writeFileSync(
+      path,
+      'upstreams: { u: { command: x } }\nauth: { oauth: { issuers: [{ issuer: "https://a.example" }], algorithms: [HS256] } }\n',
+    );
+    expect(() => loadConfig(path)).toThrow(/auth.oauth.algorithms/);
+  });
 });
 
 describe('idem lint', () => {
