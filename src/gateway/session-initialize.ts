@@ -3,13 +3,12 @@ import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { tokenRefOf } from '../identity/actor.js';
 import {
-  ENVELOPE,
   isModernVersion,
   LATEST_LEGACY_VERSION,
   legacyVersionFor,
-  MODERN_VERSIONS,
   type ProtocolEra,
 } from '../protocol/eras.js';
+import { discoverResultOf } from '../protocol/modern-bridge.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
@@ -72,29 +71,10 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
 
 /**
  * `server/discover` (2026-07-28): what `initialize` answered a 2025-era
- * client, as this revision says it — the revisions served per request, the
- * capabilities and instructions, and who answers in the result's `_meta`.
- * Change notifications need a `subscriptions/listen` stream, which the
- * gateway does not offer yet, so `listChanged` and `subscribe` are not
- * advertised.
+ * client, as this revision says it (see discoverResultOf).
  */
 export function discover(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  const merged = mergeInitialize(s, [...sharedResults(s)]);
-  const capabilities = Object.fromEntries(
-    Object.entries(merged.capabilities as Record<string, unknown>)
-      .filter(([key]) => key !== 'tasks')
-      .map(([key, value]) => {
-        if (!value || typeof value !== 'object') return [key, value];
-        const { listChanged: _l, subscribe: _s, ...rest } = value as Record<string, unknown>;
-        return [key, rest];
-      }),
-  );
-  return s.reply(request.id, {
-    supportedVersions: MODERN_VERSIONS,
-    capabilities,
-    ...(merged.instructions ? { instructions: merged.instructions } : {}),
-    _meta: { [ENVELOPE.serverInfo]: merged.serverInfo },
-  });
+  return s.reply(request.id, discoverResultOf(mergeInitialize(s, [...sharedResults(s)])));
 }
 
 export function* sharedResults(s: SessionState): Iterable<[string, InitializeResult]> {

@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { type HttpFrontOptions, type ServedHttp, serveHttpFront } from '../front/http.js';
+import { ModernBridge } from '../protocol/modern-bridge.js';
 import type { Idem } from './idem.js';
 
 export type { ServedHttp } from '../front/http.js';
@@ -7,7 +8,10 @@ export type { ServedHttp } from '../front/http.js';
 /**
  * Serves MCP over Streamable HTTP with sessions: one McpServer per session
  * (the SDK binds a server to one transport), one Idem for all of them, with
- * request receipts between each transport and its server.
+ * request receipts between each transport and its server. A 2026-07-28
+ * request has no session: it gets a server of its own, receipts without
+ * session scope, and `server/discover` answered through the server's own
+ * `initialize`.
  */
 export function serveStreamableHttp(
   idem: Idem,
@@ -18,5 +22,9 @@ export function serveStreamableHttp(
     ...options,
     wrap: (transport) => idem.wrapTransport(transport),
     attach: (transport) => newServer().connect(transport),
+    modern: {
+      wrap: (transport) => idem.wrapTransport(new ModernBridge(transport), 'none'),
+      attach: (transport) => newServer().connect(transport),
+    },
   });
 }

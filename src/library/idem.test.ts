@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
@@ -73,6 +74,25 @@ async function sdkClient(url: string, name = 'sdk-test-client'): Promise<Client>
 const args = { order_id: 'o-1', amount_cents: 500, card_number: '4000056655665556' };
 
 describe('Idem library over real Streamable HTTP', () => {
+  it('serves a 2026-07-28 client too (no session): discover, list, call; the call re-issued with a new id gets the stored result', async () => {
+    const { http, counter } = await chargeServer();
+    const client = new ClientV2(
+      { name: 'v2-pinned', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(new HttpV2(new URL(http.url)));
+    cleanups.push(() => client.close());
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['charge', 'idem_execution_status']),
+    );
+    const first = (await client.callTool({ name: 'charge', arguments: args })) as CallToolResult;
+    const again = (await client.callTool({ name: 'charge', arguments: args })) as CallToolResult;
+    expect(first.content).toEqual([{ type: 'text', text: 'charged o-1' }]);
+    expect(again._meta?.['io.idem/replayed']).toBe(true);
+    expect(counter.invocations).toBe(1);
+  });
+
   it('the same call twice concurrently (processor still working): one invocation, IDEM_IN_FLIGHT with the ref, then the stored result', async () => {
     const gate = new Gate();
     const { http, counter } = await chargeServer({ gate });

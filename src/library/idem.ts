@@ -29,6 +29,7 @@ import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { requestKey } from '../identity/request-key.js';
 import { signJournalHeads } from '../journal/head-signer.js';
+import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
@@ -210,18 +211,23 @@ export class Idem {
     );
   }
 
-  /** Connects `server` to `transport` with request receipts (layer 1) in between. */
+  /**
+   * Connects `server` to `transport` with request receipts (layer 1) in
+   * between; 2026-07-28 clients are served too (ModernBridge).
+   */
   async connect(server: McpServer, transport: Transport): Promise<void> {
-    await server.connect(this.wrapTransport(transport));
+    await server.connect(this.wrapTransport(new ModernBridge(transport)));
   }
 
-  wrapTransport(transport: Transport): ReceiptTransport {
+  /** Receipts around a transport; `idScope` overrides the Idem's (a 2026-07-28 request has no session). */
+  wrapTransport(transport: Transport, idScope?: IdScope): ReceiptTransport {
+    const scope = idScope ?? this.#idScope;
     return new ReceiptTransport(transport, {
       book: this.receipts,
       fingerprinter: this.fingerprinter,
       actorOf: this.#actorOf,
       hasEffects: (tool) => this.#effectful.has(tool),
-      ...(this.#idScope ? { idScope: this.#idScope } : {}),
+      ...(scope ? { idScope: scope } : {}),
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
       },
