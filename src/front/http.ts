@@ -9,6 +9,7 @@ import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
+import { legacyRefusal } from './legacy-refusals.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
 import { rpcError, sendJson } from './replies.js';
 
@@ -244,6 +245,14 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     }
     if (era.kind === 'modern') {
       await serveModernRequest(req, res, era, options.modern);
+      return;
+    }
+    const refused = legacyRefusal(req, body, {
+      required: !options.stateless,
+      present: typeof sessionId === 'string',
+    });
+    if (refused) {
+      sendJson(res, refused.status, refused.reply);
       return;
     }
     if (existing) busyUntilDone(existing, res);

@@ -13,7 +13,10 @@ import {
   countingUpstream,
   freshDir,
   idemOf,
+  MCP_HEADERS,
+  messagesOf,
   type RunningGateway,
+  rawRequest,
   removeTemporaries,
   startHttpGateway,
   textOf,
@@ -267,4 +270,82 @@ describe('stdio front (the gateway as its client launches it)', () => {
       }
     },
   );
+});
+
+describe('refusals keep the request id, in both revisions', () => {
+  const counts = freshDir('revisions-refusals');
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const modernHeaders = { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+  const cases: [string, Record<string, string>, unknown, number, number][] = [
+    [
+      'Accept without text/event-stream',
+      { 'content-type': 'application/json', accept: 'application/json' },
+      { method: 'tools/list' },
+      406,
+      -32000,
+    ],
+    [
+      'a Content-Type that is not JSON',
+      { ...MCP_HEADERS, 'content-type': 'text/plain' },
+      { method: 'tools/list' },
+      415,
+      -32000,
+    ],
+    [
+      'a 2025-era revision the gateway does not speak',
+      { ...MCP_HEADERS, 'mcp-protocol-version': '2023-01-01' },
+      { method: 'tools/list' },
+      400,
+      -32000,
+    ],
+    [
+      'a 2026-07-28 request without its standard headers',
+      MCP_HEADERS,
+      { method: 'tools/list', params: { _meta: envelope } },
+      400,
+      -32020,
+    ],
+    [
+      'a 2026-07-28 request whose Mcp-Method disagrees with the body',
+      { ...modernHeaders, 'mcp-method': 'prompts/list' },
+      { method: 'tools/list', params: { _meta: envelope } },
+      400,
+      -32020,
+    ],
+    [
+      'a modern revision the gateway does not serve',
+      { ...modernHeaders, 'mcp-protocol-version': '2099-01-01' },
+      {
+        method: 'tools/list',
+        params: { _meta: { ...envelope, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } },
+      },
+      400,
+      -32022,
+    ],
+  ];
+  for (const stateless of [false, true]) {
+    it.each(cases)(
+      `${stateless ? 'stateless' : 'stateful'}: %s`,
+      async (_what, headers, message, status, code) => {
+        const running = await startHttpGateway({
+          upstreams: { counter: countingUpstream(counts) },
+          http: { stateless },
+        });
+        try {
+          const response = await rawRequest(running.url, {
+            headers,
+            body: JSON.stringify({ jsonrpc: '2.0', id: 'req-41', ...(message as object) }),
+          });
+          expect(response.status).toBe(status);
+          const [reply] = messagesOf(response);
+          expect(reply).toMatchObject({ id: 'req-41', error: { code } });
+        } finally {
+          await running.close();
+        }
+      },
+    );
+  }
 });
