@@ -54,7 +54,11 @@ describe('the authorization ladder, in order (DESIGN §7)', () => {
 
   it('every_call → ask, even an allowlisted actor in an approved session', async () => {
     const store = await storeWithApprovedSession();
-    const verdict = await evaluateLadder(store, { ...base, policy: 'every_call', allowActors: ['token:alice'] });
+    const verdict = await evaluateLadder(store, {
+      ...base,
+      policy: 'every_call',
+      allowActors: ['token:alice'],
+    });
     expect(verdict).toEqual({ decision: 'ask', step: 'every_call' });
   });
 
@@ -67,7 +71,12 @@ describe('the authorization ladder, in order (DESIGN §7)', () => {
   it('allowlisted actor → run; otherwise session → ask; a new session asks again', async () => {
     const store = await storeWithApprovedSession();
     expect(
-      await evaluateLadder(store, { ...base, session: 's2', policy: 'session', allowActors: ['token:alice'] }),
+      await evaluateLadder(store, {
+        ...base,
+        session: 's2',
+        policy: 'session',
+        allowActors: ['token:alice'],
+      }),
     ).toEqual({ decision: 'run', step: 'allowlisted_actor' });
     expect(await evaluateLadder(store, { ...base, session: 's2', policy: 'session' })).toEqual({
       decision: 'ask',
