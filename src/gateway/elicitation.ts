@@ -29,6 +29,7 @@ export function elicitationApprover(
   s: SessionState,
   callId: RequestId,
   contract: ResolvedContract,
+  cancelled: AbortSignal | undefined,
 ): Approver | undefined {
   if (contract.elicitation === 'never' || s.ctx.shared !== undefined) return undefined;
   if (!supportsFormElicitation(s.clientCapabilities)) return undefined;
@@ -38,10 +39,11 @@ export function elicitationApprover(
       'elicitation/create',
       { mode: 'form', message: approvalMessage(view), requestedSchema: APPROVAL_FORM },
       callId,
+      cancelled,
       // Until the request expires (a timer cannot count past 2^31 - 1 ms).
       Math.min(Math.max(0, view.expiresAt - view.requestedAt), 2 ** 31 - 1),
     );
-    // No answer in time, an error, or the human dismissed it: the operator queue decides.
+    // No answer in time, the call cancelled, an error, or the human dismissed it: the operator queue decides.
     if (!reply || 'error' in reply) return 'pending';
     const result = reply.result as Partial<ElicitResult>;
     const given = result.content?.reason;
@@ -64,30 +66,35 @@ function supportsFormElicitation(capabilities: ClientCapabilities | undefined): 
 
 /**
  * Sends a request of the gateway's own to the client and waits for its reply,
- * at most `timeoutMs`; undefined if none came (the session closed, or time ran
- * out). The id space is the one requests from upstreams use, so replies route
- * the same way.
+ * at most `timeoutMs`; undefined if none came (the session closed, the call it
+ * belongs to was cancelled, or time ran out). The id space is the one requests
+ * from upstreams use, so replies route the same way.
  */
 async function askClient(
   s: SessionState,
   method: string,
   params: Record<string, unknown>,
   relatedTo: RequestId,
+  cancelled: AbortSignal | undefined,
   timeoutMs: number,
 ): Promise<UpstreamReply | undefined> {
-  if (s.closed) return undefined;
+  if (s.closed || cancelled?.aborted) return undefined;
   const id = `idem-${s.nextFrontId++}`;
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   const reply = new Promise<UpstreamReply | undefined>((resolve) => {
     s.toClient.set(id, resolve);
     timer = setTimeout(() => resolve(undefined), timeoutMs);
     timer.unref();
+    onAbort = () => resolve(undefined);
+    cancelled?.addEventListener('abort', onAbort, { once: true });
   });
   await s.send({ jsonrpc: '2.0', id, method, params }, relatedTo);
   try {
     return await reply;
   } finally {
     clearTimeout(timer);
+    if (onAbort) cancelled?.removeEventListener('abort', onAbort);
     s.toClient.delete(id);
   }
 }

@@ -111,7 +111,7 @@ export async function toolsCall(
         },
         // The ladder's "target unresolved" step, for an MCP tool: its upstream is not one this session knows.
         ...(upstream ? {} : { unresolved: `the upstream "${entry.upstream}" of ${name} is not configured` }),
-        ...approverFor(s, request.id, entry),
+        ...approverFor(s, forwarded, entry),
       },
       ({ executionId }) =>
         dispatchToolCall(
@@ -131,8 +131,12 @@ export async function toolsCall(
 }
 
 /** The client's human approves by elicitation where it can (gateway/elicitation.ts); else the operator queue. */
-function approverFor(s: SessionState, id: RequestId, entry: CatalogEntry): { approver?: Approver } {
-  const approver = elicitationApprover(s, id, entry.contract);
+function approverFor(
+  s: SessionState,
+  forwarded: ForwardedRequest,
+  entry: CatalogEntry,
+): { approver?: Approver } {
+  const approver = elicitationApprover(s, forwarded.frontId, entry.contract, forwarded.cancelled?.signal);
   return approver ? { approver } : {};
 }
 
@@ -215,7 +219,7 @@ export async function repeat(
           arguments: args,
           contract: found.contract,
           caller,
-          ...approverFor(s, request.id, found),
+          ...approverFor(s, forwarded, found),
         },
         dispatch: ({ executionId }) =>
           dispatchToolCall(

@@ -4,8 +4,8 @@ import type { ExecutionState } from './states.js';
 import type {
   ApprovalChannel,
   ApprovalDecision,
-  ApprovalPolicy,
   ApprovalRequest,
+  ApprovalRequestPolicy,
   ExecutionRecord,
 } from './types.js';
 
@@ -96,7 +96,7 @@ export function entryFromColumns(row: JournalColumns): ActivityEntry {
 /** An approval request as both SQL stores keep it. */
 export interface ApprovalColumns {
   execution_id: string;
-  policy: ApprovalPolicy;
+  policy: ApprovalRequestPolicy;
   channel: string;
   target: string;
   credential_ref: string | null;

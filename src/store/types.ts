@@ -74,8 +74,8 @@ export interface ClaimInput {
   approval?: ApprovalRequestInput;
 }
 
-/** Which rule of the authorization ladder (DESIGN §7) asked for the approval. */
-export type ApprovalPolicy = 'every_call' | 'session';
+/** Which policy of the authorization ladder (DESIGN §7) asked for the approval (contracts' ApprovalPolicy minus `none`). */
+export type ApprovalRequestPolicy = 'every_call' | 'session';
 
 /** How an approval request ended: a human said yes or no, or nobody answered in time. */
 export type ApprovalDecision = 'approved' | 'denied' | 'expired';
@@ -85,7 +85,7 @@ export const APPROVAL_CHANNELS = ['cli', 'elicitation', 'console', 'api', 'expir
 export type ApprovalChannel = (typeof APPROVAL_CHANNELS)[number];
 
 export interface ApprovalRequestInput {
-  policy: ApprovalPolicy;
+  policy: ApprovalRequestPolicy;
   /** Dispatch channel and target of the action (upstream name for MCP tools). */
   channel: string;
   target: string;
@@ -105,7 +105,7 @@ export interface ApprovalRequestInput {
  */
 export interface ApprovalRequest {
   executionId: string;
-  policy: ApprovalPolicy;
+  policy: ApprovalRequestPolicy;
   channel: string;
   target: string;
   credentialRef: string | null;
