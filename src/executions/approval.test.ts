@@ -119,6 +119,13 @@ describe('approvals in the engine', () => {
     expect(target.invocations).toBe(0);
   });
 
+  it('an approver answer that is no decision leaves the request in the queue', async () => {
+    const { engine, target } = setup({ approver: async () => ({ decision: 'maybe' }) as never });
+    const result = await engine.execute(call(approveEveryCall, { app: 'odd' }), target.dispatch);
+    expect(idemCodeOf(result)).toBe(IDEM_CODES.IDEM_AWAITING_APPROVAL);
+    expect(target.invocations).toBe(0);
+  });
+
   it('the approver is shown what it needs, never a secret', async () => {
     const seen: Parameters<Approver>[0][] = [];
     const { engine, target } = setup({

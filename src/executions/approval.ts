@@ -3,7 +3,12 @@ import { evaluateLadder, type LadderVerdict } from '../approval/ladder.js';
 import { approvalView } from '../approval/view.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { ActivityEventInput } from '../journal/events.js';
-import type { ApprovalRequestInput, ExecutionRecord } from '../store/types.js';
+import {
+  APPROVAL_CHANNELS,
+  type ApprovalChannel,
+  type ApprovalRequestInput,
+  type ExecutionRecord,
+} from '../store/types.js';
 import { idemAnswer } from './answers.js';
 import type { Approver, ApproverAnswer, Dispatch, Logger, ToolCall } from './call.js';
 import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
@@ -101,19 +106,22 @@ export async function runClaimed(
   call: ToolCall,
   dispatch: Dispatch,
 ): Promise<Attempt> {
-  const answer = await approvals.ask(core, call, record);
-  if (answer === 'pending') return answerFor(core, record);
-  const { decision, ...decider } =
-    typeof answer === 'string'
-      ? { decision: answer, by: undefined, via: undefined, reason: undefined }
-      : answer;
-  const result = await decideApproval(core.store, record.id, decision, {
-    by: decider.by ?? 'approver',
-    via: decider.via ?? 'api',
-    ...(decider.reason !== undefined ? { reason: decider.reason } : {}),
+  const answer = decisionOf(await approvals.ask(core, call, record));
+  if (answer === undefined) return answerFor(core, record);
+  const result = await decideApproval(core.store, record.id, answer.decision, {
+    by: answer.by ?? 'approver',
+    via: APPROVAL_CHANNELS.includes(answer.via as ApprovalChannel) ? (answer.via as ApprovalChannel) : 'api',
+    ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}),
   });
   // Lost to another decider (an operator, an expiry): what they decided stands.
   return runAuthorized(core, result.record ?? record, call, dispatch, []);
+}
+
+/** An approver's answer as a decision; undefined for `pending` and for anything it should not have said. */
+function decisionOf(answer: ApproverAnswer): Exclude<ApproverAnswer, string> | undefined {
+  const decided = typeof answer === 'string' ? { decision: answer } : answer;
+  if (decided?.decision !== 'approved' && decided?.decision !== 'denied') return undefined;
+  return decided as Exclude<ApproverAnswer, string>;
 }
 
 /**
