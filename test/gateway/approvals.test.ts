@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   type CallToolResult,
@@ -19,6 +20,7 @@ import {
   startGatewayProcess,
 } from '../support/gateway-process.js';
 import { runIdem } from '../support/run-cli.js';
+import { cliCommand } from './support.js';
 
 /**
  * Approvals through a gateway process on SQLite, decided by the operator CLI
@@ -270,5 +272,28 @@ describe('approval: session', () => {
     // Without elicitation, a new session's call waits in the queue.
     const plain = await count(await agent(perSession), 'session-d');
     expect(idemCodeOf(plain)).toBe('IDEM_AWAITING_APPROVAL');
+  }, 120_000);
+});
+
+describe('approval by elicitation on a stdio front', () => {
+  it('the gateway asks the client over stdio; accept → one dispatch, decline → denied', async () => {
+    const configPath = join(work, 'stdio.json');
+    writeFileSync(configPath, JSON.stringify(config('stdio', 'every_call')));
+    const cli = cliCommand(['gateway', '--config', configPath]);
+    const answers: ElicitResult[] = [{ action: 'accept', content: {} }, { action: 'decline' }];
+    const client = new Client(
+      { name: 'stdio-agent', version: '1.0.0' },
+      { capabilities: { elicitation: {} } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, async () => answers.shift() ?? { action: 'cancel' });
+    await client.connect(
+      new StdioClientTransport({ command: cli.command, args: cli.args, cwd: cli.cwd, stderr: 'ignore' }),
+    );
+    clients.push(client);
+    expect((await count(client, 'stdio-yes')).structuredContent).toEqual({ key: 'stdio-yes', value: 1 });
+    expect(idemCodeOf(await count(client, 'stdio-no'))).toBe('IDEM_DENIED');
+    expect(answers).toEqual([]);
+    expect(executionsOf(counts, 'stdio-yes')).toBe(1);
+    expect(executionsOf(counts, 'stdio-no')).toBe(0);
   }, 120_000);
 });
