@@ -14,7 +14,12 @@ export const IDEM_CODES = {
   IDEM_REVIEW_REQUIRED: 'IDEM_REVIEW_REQUIRED',
   /** The execution waits for a human's approval; nothing was dispatched yet. */
   IDEM_AWAITING_APPROVAL: 'IDEM_AWAITING_APPROVAL',
-  /** Approval was refused; nothing was dispatched. */
+  /**
+   * A human approved the execution and it has not run yet: the caller's next
+   * identical call runs it, once, as that execution (approval does not dispatch by itself).
+   */
+  IDEM_APPROVED: 'IDEM_APPROVED',
+  /** Approval was refused, or expired undecided, or the call's target or credential could not be resolved; nothing was dispatched. */
   IDEM_DENIED: 'IDEM_DENIED',
   /** The receipt table is at its bound; this new request was not run. Safe to retry later. */
   IDEM_RECEIPTS_FULL: 'IDEM_RECEIPTS_FULL',

@@ -2,6 +2,19 @@
  * Idem — execution identity for MCP tool calls.
  * The public face of the package: what library users import.
  */
+
+export {
+  type ApprovalView,
+  approvalView,
+  type Decider,
+  decideApproval,
+  evaluateLadder,
+  expireIfDue,
+  expirePending,
+  LADDER_STEPS,
+  type LadderStep,
+  loadApprovalView,
+} from './approval/index.js';
 export {
   type ApprovalPolicy,
   type IntentScope,
@@ -27,6 +40,8 @@ export {
 export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
 export {
   type Approver,
+  type ApproverAnswer,
+  type ApproverRequest,
   type Caller,
   type Dispatch,
   type DispatchContext,

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runDemo } from '../demo/demo.js';
 import { messageOf } from '../errors.js';
+import { registerApprovalCommands } from './approvals.js';
 import { registerAuditCommands } from './audit.js';
 import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
@@ -46,6 +47,7 @@ program
 registerGatewayCommand(program, version);
 registerLintCommand(program, version);
 registerExecutionCommands(program);
+registerApprovalCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);
 registerSweepCommand(program);

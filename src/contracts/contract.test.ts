@@ -32,6 +32,9 @@ describe('resolveContract: no contract declared', () => {
         timeoutMs: DEFAULTS.timeoutMs,
         leaseMs: DEFAULTS.leaseMs,
         approval: 'none',
+        approvalTimeoutMs: 15 * 60_000,
+        allowActors: [],
+        elicitation: 'allow',
         statusProbe: undefined,
         defaulted: true,
       });

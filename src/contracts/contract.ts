@@ -72,6 +72,23 @@ export const ToolContractSchema = z
     timeout: duration.optional(),
     lease: duration.optional(),
     approval: z.enum(['none', 'session', 'every_call']).optional(),
+    approval_timeout: duration
+      .optional()
+      .describe(
+        'An approval request undecided this long ends as denied (expired). Default and maximum: attach_window (a retry must still find the request).',
+      ),
+    allow_actors: z
+      .array(z.string().min(1))
+      .optional()
+      .describe(
+        'Actors that run without asking under approval: session (never under every_call, which always asks).',
+      ),
+    elicitation: z
+      .enum(['allow', 'never'])
+      .optional()
+      .describe(
+        "allow (default): ask the client's human by MCP elicitation when the client declared the capability; never: only an operator decides (idem approvals, the console).",
+      ),
     /** Library: a function. The gateway's config gives a declarative probe instead. */
     status_probe: z.custom<StatusProbe>((v) => typeof v === 'function').optional(),
   })
@@ -91,6 +108,12 @@ export interface ResolvedContract {
   /** How long a dispatcher's claim lasts without renewal; it renews at a third of this. */
   leaseMs: number;
   approval: ApprovalPolicy;
+  /** An approval request undecided this long ends as denied (`expired`). At most attachWindowMs. */
+  approvalTimeoutMs: number;
+  /** Actors that run without asking under `approval: session` (ladder step "allowlisted actor"). */
+  allowActors: readonly string[];
+  /** Whether the client's human may decide by MCP elicitation, or only an operator. */
+  elicitation: 'allow' | 'never';
   statusProbe: StatusProbe | undefined;
   /** True when no contract was declared and these are the cautious defaults. */
   defaulted: boolean;
@@ -128,15 +151,25 @@ export function resolveContract(
       `scope.business_key "${scope.path}" is also in fingerprint.ignore; the key names the action`,
     );
   }
+  const attachWindowMs =
+    parsed?.attach_window !== undefined
+      ? durationMs(parsed.attach_window, 'attach_window')
+      : scope.kind === 'window'
+        ? scope.ms
+        : DEFAULTS.attachWindowMs;
+  const approvalTimeoutMs =
+    parsed?.approval_timeout !== undefined
+      ? durationMs(parsed.approval_timeout, 'approval_timeout')
+      : attachWindowMs;
+  if (approvalTimeoutMs > attachWindowMs) {
+    // Past the window a retry no longer finds the waiting execution: it would claim a new one and
+    // ask again, while the first request still sat in the queue, approvable and never dispatched.
+    throw new Error('approval_timeout must not be longer than attach_window');
+  }
   return {
     replay,
     scope,
-    attachWindowMs:
-      parsed?.attach_window !== undefined
-        ? durationMs(parsed.attach_window, 'attach_window')
-        : scope.kind === 'window'
-          ? scope.ms
-          : DEFAULTS.attachWindowMs,
+    attachWindowMs,
     afterCompletion: parsed?.after_completion ?? 'replay',
     argumentRules: {
       ignore: parsed?.fingerprint?.ignore ?? [],
@@ -146,6 +179,9 @@ export function resolveContract(
     timeoutMs: parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : DEFAULTS.timeoutMs,
     leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : DEFAULTS.leaseMs,
     approval: parsed?.approval ?? 'none',
+    approvalTimeoutMs,
+    allowActors: parsed?.allow_actors ?? [],
+    elicitation: parsed?.elicitation ?? 'allow',
     statusProbe: parsed?.status_probe,
     defaulted: parsed === undefined,
   };

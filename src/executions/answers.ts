@@ -16,7 +16,7 @@ export const META = {
 
 /** The status tool, as the gateway and the library both publish it. */
 export const STATUS_TOOL_DESCRIPTION =
-  'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED, IDEM_AWAITING_APPROVAL or IDEM_KEY_CONFLICT: ' +
+  'Look up an action that returned IDEM_IN_FLIGHT, IDEM_OUTCOME_UNKNOWN, IDEM_REVIEW_REQUIRED, IDEM_AWAITING_APPROVAL, IDEM_APPROVED or IDEM_KEY_CONFLICT: ' +
   'pass the "ref" from that answer; returns the stored result once the action has finished. ' +
   'A result marked as replayed is a stored one: nothing ran again. To run a finished action again on purpose ' +
   '(a fresh result of a read, or the action done again), pass its "ref" with "action": "repeat"; it runs as a new execution.';
@@ -74,13 +74,19 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
       };
     case IDEM_CODES.IDEM_AWAITING_APPROVAL:
       return {
-        advice: `Do not call it again; it is queued. Ask the user to approve ${ref}, then ${check}.`,
+        advice: `It is queued; calling it again changes nothing until it is decided. Ask the user to approve ${ref} (an operator runs: idem approvals approve ${ref}), then ${check}.`,
         text: `The action is waiting for a human's approval (ref ${ref}). Nothing has been executed yet.${detail}`,
+      };
+    case IDEM_CODES.IDEM_APPROVED:
+      return {
+        advice:
+          'To run it now, call the same tool again with the same arguments: it runs once, as this execution.',
+        text: `The action was approved (ref ${ref}) and has not been executed yet.${detail}`,
       };
     case IDEM_CODES.IDEM_DENIED:
       return {
-        advice: 'Do not retry the same call. Tell the user it was denied.',
-        text: `The action was denied and was not executed (ref ${ref}).${detail}`,
+        advice: 'Do not retry the same call. Tell the user it was denied, and why.',
+        text: `The action was denied and was not executed${ref ? ` (ref ${ref})` : ''}.${detail}`,
       };
     case IDEM_CODES.IDEM_NOT_EXECUTED:
       return {

@@ -1,101 +1,171 @@
-import type { ExecutionRecord } from '../store/types.js';
-import type { Approver, Dispatch, ToolCall } from './call.js';
-import { type Attempt, callEvent, type EngineCore, RETRY } from './core.js';
+import { decideApproval, expireIfDue } from '../approval/decide.js';
+import { evaluateLadder, type LadderVerdict } from '../approval/ladder.js';
+import { approvalView } from '../approval/view.js';
+import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
+import type { ActivityEventInput } from '../journal/events.js';
+import {
+  APPROVAL_CHANNELS,
+  type ApprovalChannel,
+  type ApprovalRequestInput,
+  type ExecutionRecord,
+} from '../store/types.js';
+import { idemAnswer } from './answers.js';
+import type { Approver, ApproverAnswer, Dispatch, Logger, ToolCall } from './call.js';
+import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
 import { answerFor } from './describe.js';
 import { runDispatch } from './dispatch.js';
+import { newToken } from './ids.js';
+import { isStale } from './leases.js';
+import type { ToolResult } from './outcome.js';
 
 /**
- * Who may run what without asking again (DESIGN §7): the approver for
- * contracts that require approval, and the sessions a human approved, for
- * `approval: session`.
+ * The engine's side of DESIGN §7: the ladder's verdict for a call, and who to
+ * ask when it says "ask". The decision itself lives in the store (see
+ * approval/decide.ts), so it holds across processes and restarts.
  */
 export class Approvals {
   readonly #approver: Approver | undefined;
-  /** Sessions a human approved, for `approval: session`: actor ‖ session ‖ tool. */
-  readonly #approvedSessions = new Set<string>();
+  readonly #logger: Logger;
 
-  constructor(approver: Approver | undefined) {
+  constructor(approver: Approver | undefined, logger: Logger) {
     this.#approver = approver;
+    this.#logger = logger;
   }
 
-  needsApproval(call: ToolCall): boolean {
-    const policy = call.contract.approval;
-    if (policy === 'every_call') return true;
-    if (policy === 'session') {
-      const session = call.caller.session ?? '';
-      return !this.#approvedSessions.has(sessionKey(call.caller.actor, session, call.tool));
+  verdict(core: EngineCore, call: ToolCall): Promise<LadderVerdict> {
+    return evaluateLadder(core.store, {
+      tool: call.tool,
+      actor: call.caller.actor,
+      session: call.caller.session,
+      policy: call.contract.approval,
+      allowActors: call.contract.allowActors,
+      ...(call.unresolved !== undefined ? { unresolved: call.unresolved } : {}),
+    });
+  }
+
+  /** The approval request a claim that asks writes with it. */
+  request(call: ToolCall, verdict: LadderVerdict, earlier: string | null): ApprovalRequestInput {
+    return {
+      policy: verdict.step === 'every_call' ? 'every_call' : 'session',
+      channel: call.channel,
+      target: call.target,
+      credentialRef: call.credentialRef,
+      earlier,
+      expiresInMs: call.contract.approvalTimeoutMs,
+    };
+  }
+
+  /** The call's own approver (elicitation), else the engine's; none, or a throw, is `pending`. */
+  async ask(core: EngineCore, call: ToolCall, record: ExecutionRecord): Promise<ApproverAnswer> {
+    const approver = call.approver ?? this.#approver;
+    if (!approver) return 'pending';
+    try {
+      const request = await core.store.getApproval(record.id);
+      if (!request) return 'pending';
+      const view = approvalView(record, request);
+      return await approver({ ...view, executionId: record.id, argumentsPreview: record.argumentsPreview });
+    } catch (error) {
+      this.#logger.warn('approver failed; the request stays in the queue', {
+        ref: record.id,
+        error: String(error),
+      });
+      return 'pending';
     }
-    return false;
-  }
-
-  /** The approver's decision on `record`; `pending` when there is no approver (a human decides later). */
-  decide(record: ExecutionRecord): Promise<'approved' | 'denied' | 'pending'> {
-    return this.#approver
-      ? this.#approver({
-          executionId: record.id,
-          tool: record.tool,
-          actor: record.actor,
-          session: record.session,
-          argumentsPreview: record.argumentsPreview,
-        })
-      : Promise.resolve('pending');
-  }
-
-  /** This actor's session was approved for this tool: its next calls do not ask again. */
-  approveSession(actor: string, session: string, tool: string): void {
-    this.#approvedSessions.add(sessionKey(actor, session, tool));
   }
 }
 
-/** We won a claim that waits for approval: ask, then dispatch if approved. */
+/**
+ * The ladder refused the call before anything was claimed. An unreachable
+ * store is the engine's fail-closed path (not executed, safe to retry); an
+ * unresolved target or credential is a denial, journaled with its reason.
+ */
+export async function refusedByLadder(
+  core: EngineCore,
+  call: ToolCall,
+  verdict: Extract<LadderVerdict, { decision: 'deny' }>,
+): Promise<ToolResult> {
+  if (verdict.step === 'store_unavailable') throw new StoreUnavailableError(verdict.reason);
+  await journal(core, [
+    {
+      kind: 'denied',
+      executionId: null,
+      actor: call.caller.actor,
+      tool: call.tool,
+      requestRef: call.caller.requestRef ?? null,
+      detail: { ladder: verdict.step, reason: verdict.reason },
+    },
+  ]);
+  return idemAnswer(IDEM_CODES.IDEM_DENIED, { detail: `Reason: ${verdict.reason}` });
+}
+
+/** We won a claim that waits for approval: ask, record the answer, and dispatch if approved. */
 export async function runClaimed(
   core: EngineCore,
   approvals: Approvals,
   record: ExecutionRecord,
-  token: string,
   call: ToolCall,
   dispatch: Dispatch,
 ): Promise<Attempt> {
-  const decision = await approvals.decide(record);
-  if (decision === 'pending') return answerFor(core, record);
-  if (decision === 'denied') {
-    const denied = await core.store.transition({
-      id: record.id,
-      from: ['awaiting_approval'],
-      to: 'denied',
-      token,
-      holder: null,
-      note: 'denied by the approver',
-      events: [callEvent('denied', call, record.id)],
-    });
-    return answerFor(core, denied ?? record);
-  }
-  if (call.contract.approval === 'session' && call.caller.session !== null) {
-    approvals.approveSession(call.caller.actor, call.caller.session, call.tool);
-  }
-  // The approval is recorded on its own first: if the dispatch mark then cannot be
-  // written, the execution stays `authorized` and a later retry dispatches it.
-  const authorized = await core.store.transition({
-    id: record.id,
-    from: ['awaiting_approval'],
-    to: 'authorized',
-    token,
-    events: [callEvent('authorized', call, record.id)],
+  const answer = decisionOf(await approvals.ask(core, call, record));
+  if (answer === undefined) return answerFor(core, record);
+  const result = await decideApproval(core.store, record.id, answer.decision, {
+    by: answer.by ?? 'approver',
+    via: APPROVAL_CHANNELS.includes(answer.via as ApprovalChannel) ? (answer.via as ApprovalChannel) : 'api',
+    ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}),
   });
-  if (!authorized) return RETRY;
-  const dispatched = await core.store.transition({
-    id: record.id,
-    from: ['authorized'],
-    to: 'dispatched',
-    token,
-    holder: { token, owner: core.owner, leaseMs: call.contract.leaseMs },
-    dispatchTimeoutMs: call.contract.timeoutMs,
-    events: [callEvent('dispatched', call, record.id)],
-  });
-  if (!dispatched) return RETRY;
-  return runDispatch(core, dispatched, token, call, dispatch, false);
+  // Lost to another decider (an operator, an expiry): what they decided stands.
+  return runAuthorized(core, result.record ?? record, call, dispatch, []);
 }
 
-function sessionKey(actor: string, session: string, tool: string): string {
-  return JSON.stringify([actor, session, tool]);
+/** An approver's answer as a decision; undefined for `pending` and for anything it should not have said. */
+function decisionOf(answer: ApproverAnswer): Exclude<ApproverAnswer, string> | undefined {
+  const decided = typeof answer === 'string' ? { decision: answer } : answer;
+  if (decided?.decision !== 'approved' && decided?.decision !== 'denied') return undefined;
+  return decided as Exclude<ApproverAnswer, string>;
+}
+
+/**
+ * An execution nobody holds that was never dispatched — approved by a human
+ * (`authorized`, no holder), or `accepted` by a claimer that is gone: this
+ * call takes it and dispatches it, once — of any number of callers in any
+ * number of processes, the one whose conditional write lands. Anything else
+ * gets its answer.
+ */
+export async function runAuthorized(
+  core: EngineCore,
+  record: ExecutionRecord,
+  call: ToolCall,
+  dispatch: Dispatch,
+  events: ActivityEventInput[],
+): Promise<Attempt> {
+  const free = (record.state === 'authorized' || record.state === 'accepted') && isStale(record);
+  if (!free) return answerFor(core, record, events);
+  const token = newToken();
+  const taken = await core.store.transition({
+    id: record.id,
+    from: [record.state],
+    to: 'dispatched',
+    requireStale: true,
+    holder: { token, owner: core.owner, leaseMs: call.contract.leaseMs },
+    dispatchTimeoutMs: call.contract.timeoutMs,
+    events: [...events, callEvent('dispatched', call, record.id, { resumed: true })],
+  });
+  return taken ? runDispatch(core, taken, token, call, dispatch, false) : RETRY;
+}
+
+/**
+ * A call attached to an execution awaiting approval: the original record, no
+ * new prompt — unless its time ran out (then it is denied, `expired`, and
+ * this caller is told so) or it was decided meanwhile (then settle again).
+ */
+export async function attachWaiting(
+  core: EngineCore,
+  prior: ExecutionRecord,
+  attached: ActivityEventInput,
+): Promise<Attempt> {
+  const expiry = await expireIfDue(core.store, prior);
+  if (expiry.decided) return answerFor(core, expiry.record, [attached]);
+  const current = expiry.record ?? prior;
+  if (current.state === 'awaiting_approval') return answerFor(core, current, [attached]);
+  return RETRY;
 }

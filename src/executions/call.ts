@@ -1,5 +1,7 @@
+import type { ApprovalView } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { TokenRef } from '../identity/actor.js';
+import type { ApprovalChannel } from '../store/types.js';
 import type { ToolResult } from './outcome.js';
 import type { RepeatableCall } from './recent-calls.js';
 
@@ -42,6 +44,18 @@ export interface ToolCall {
   idempotencyKey?: string;
   /** The caller cancelled the call: after dispatch, the outcome becomes unknown (not failed). */
   signal?: AbortSignal;
+  /**
+   * Set by the channel when it could not resolve the call's target or
+   * credential (an unknown host, a missing secret): why. The ladder denies the
+   * call and nothing is claimed or sent.
+   */
+  unresolved?: string;
+  /**
+   * Who to ask when this call needs approval, instead of the engine's own
+   * approver: the gateway asks the client's human by MCP elicitation on the
+   * caller's own session.
+   */
+  approver?: Approver;
 }
 
 export interface DispatchContext {
@@ -73,11 +87,19 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
+/** What an approver is shown (see ApprovalView), plus the names earlier versions used. */
+export type ApproverRequest = ApprovalView & { executionId: string; argumentsPreview: string };
+
+/**
+ * An approver's answer: decided (with who and through what, for the journal;
+ * by default `approver` via `api`), or `pending` — a human decides later (the
+ * operator queue). A throw counts as pending.
+ */
+export type ApproverAnswer =
+  | 'approved'
+  | 'denied'
+  | 'pending'
+  | { decision: 'approved' | 'denied'; by?: string; via?: ApprovalChannel; reason?: string };
+
 /** Decides "may this caller run this?" for contracts that require approval (DESIGN §7). */
-export type Approver = (request: {
-  executionId: string;
-  tool: string;
-  actor: string;
-  session: string | null;
-  argumentsPreview: string;
-}) => Promise<'approved' | 'denied' | 'pending'>;
+export type Approver = (request: ApproverRequest) => Promise<ApproverAnswer>;

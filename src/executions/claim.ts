@@ -3,7 +3,7 @@ import { IDEM_CODES } from '../errors.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer } from './answers.js';
-import { type Approvals, runClaimed } from './approval.js';
+import { type Approvals, attachWaiting, refusedByLadder, runAuthorized, runClaimed } from './approval.js';
 import type { CallIdentity, Dispatch, ToolCall } from './call.js';
 import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
 import { answerFor } from './describe.js';
@@ -48,6 +48,10 @@ export async function claimAndRun(
   plan: ClaimPlan,
 ): Promise<{ answer: ToolResult; claimed?: string } | undefined> {
   const contract = call.contract;
+  // The ladder first (DESIGN §7): it decides whether the claim waits for approval, or is refused.
+  const verdict = await approvals.verdict(core, call);
+  if (verdict.decision === 'deny') return { answer: await refusedByLadder(core, call, verdict) };
+  const needsApproval = verdict.decision === 'ask';
   // Claim first: for a new intent (the common case) the one INSERT is the whole lookup.
   // On a conflict the store hands back the holder, which this call then attaches to — or,
   // if it can no longer be attached to, replaces in the next claim.
@@ -55,7 +59,6 @@ export async function claimAndRun(
   for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
     const token = newToken();
     const id = newId();
-    const needsApproval = approvals.needsApproval(call);
     // With nothing between them, accepting and marking the dispatch are one write:
     // both are durable before the handler runs, and the hot path saves a transaction.
     const claim = await core.store.claim(
@@ -74,12 +77,13 @@ export async function claimAndRun(
         leaseOwner: core.owner,
         leaseMs: contract.leaseMs,
         argumentsPreview: identity.preview,
+        ...(needsApproval ? { approval: approvals.request(call, verdict, replacing ?? null) } : {}),
       },
       {
         ...(replacing ? { replacing } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
-          callEvent('accepted', call, id),
+          callEvent('accepted', call, id, { ladder: verdict.step }),
           ...(plan.events?.(id) ?? []),
           callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
         ],
@@ -91,7 +95,7 @@ export async function claimAndRun(
       const answer =
         claim.record.state === 'dispatched'
           ? await runDispatch(core, claim.record, token, call, dispatch, false)
-          : await runClaimed(core, approvals, claim.record, token, call, dispatch);
+          : await runClaimed(core, approvals, claim.record, call, dispatch);
       if (answer !== RETRY) return { answer, claimed: id };
       continue;
     }
@@ -171,22 +175,11 @@ export async function attach(
   const attached = callEvent('attached', call, prior.id, { state: prior.state });
   switch (prior.state) {
     case 'accepted':
-    case 'authorized': {
-      if (!isStale(prior)) return answerFor(core, prior, [attached]);
-      // Never dispatched and its claimer is gone: this same execution proceeds, once.
-      const token = newToken();
-      const taken = await core.store.transition({
-        id: prior.id,
-        from: [prior.state],
-        to: 'dispatched',
-        requireStale: true,
-        holder: { token, owner: core.owner, leaseMs: call.contract.leaseMs },
-        dispatchTimeoutMs: call.contract.timeoutMs,
-        events: [attached, callEvent('dispatched', call, prior.id, { resumed: true })],
-      });
-      return taken ? runDispatch(core, taken, token, call, dispatch, false) : RETRY;
-    }
+    case 'authorized':
+      // Approved by a human (or never dispatched, its claimer gone): this same execution proceeds, once.
+      return runAuthorized(core, prior, call, dispatch, [attached]);
     case 'awaiting_approval':
+      return attachWaiting(core, prior, attached);
     case 'denied':
       return answerFor(core, prior, [attached]);
     case 'dispatched': {

@@ -34,8 +34,11 @@ export async function describe(
         statusTool: core.statusTool,
       });
     }
-    case 'accepted':
     case 'authorized':
+      // Approved by a human, and nobody has taken it yet: the caller's next call dispatches it.
+      if (record.leaseOwner === null) return idemAnswer(IDEM_CODES.IDEM_APPROVED, ctx);
+      return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, ctx);
+    case 'accepted':
     case 'dispatched':
       return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, ctx);
     case 'awaiting_approval':

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { decideApproval } from '../approval/decide.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
-import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
+import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
 import { Approvals } from './approval.js';
 import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall } from './call.js';
@@ -11,7 +12,7 @@ import { type Claimer, claimAndRun } from './claim.js';
 import type { EngineCore } from './core.js';
 import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
-import { approveExecution, denyExecution, resolveExecution } from './operator.js';
+import { resolveExecution } from './operator.js';
 import type { ToolResult } from './outcome.js';
 import { RecentCalls } from './recent-calls.js';
 import { repeatable, repeatExecution } from './repeat.js';
@@ -24,6 +25,8 @@ import { status } from './status.js';
 // sees); status.ts and repeat.ts serve the status tool. This file is the public face.
 export type {
   Approver,
+  ApproverAnswer,
+  ApproverRequest,
   Caller,
   CallIdentity,
   Dispatch,
@@ -80,7 +83,7 @@ export class ExecutionEngine {
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.statusTool = options.statusTool ?? 'idem_execution_status';
     this.#logger = options.logger ?? silentLogger;
-    this.#approvals = new Approvals(options.approver);
+    this.#approvals = new Approvals(options.approver, this.#logger);
     this.#clock = options.clock ?? Date.now;
     this.#core = {
       store: this.store,
@@ -168,15 +171,23 @@ export class ExecutionEngine {
     );
   }
 
-  /** A human approved an execution waiting for approval; the next matching call dispatches it. */
-  async approve(ref: string, by: string): Promise<ExecutionRecord | undefined> {
-    const record = await approveExecution(this.store, ref, by);
-    if (record?.session) this.#approvals.approveSession(record.actor, record.session, record.tool);
-    return record;
+  /**
+   * A human approved an execution waiting for approval; the next matching call
+   * dispatches it. Undefined when it was no longer waiting (decided, expired).
+   */
+  async approve(ref: string, by: string, via: ApprovalChannel = 'api'): Promise<ExecutionRecord | undefined> {
+    const result = await decideApproval(this.store, ref, 'approved', { by, via });
+    return result.decided ? result.record : undefined;
   }
 
-  deny(ref: string, by: string, reason: string): Promise<ExecutionRecord | undefined> {
-    return denyExecution(this.store, ref, by, reason);
+  async deny(
+    ref: string,
+    by: string,
+    reason: string,
+    via: ApprovalChannel = 'api',
+  ): Promise<ExecutionRecord | undefined> {
+    const result = await decideApproval(this.store, ref, 'denied', { by, via, reason });
+    return result.decided ? result.record : undefined;
   }
 
   resolve(

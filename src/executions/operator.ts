@@ -2,42 +2,10 @@ import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { isStale } from './leases.js';
 
 /**
- * What an operator (or an approval) decides about one execution. Plain
- * functions of the store, so the CLI can run them without an engine; every
- * decision is journaled with who made it.
+ * What an operator decides about one execution's outcome. A plain function of
+ * the store, so the CLI can run it without an engine; journaled with who made
+ * it. (Approvals are decided in approval/decide.ts.)
  */
-
-/** A human approved an execution waiting for approval; the next matching call dispatches it. */
-export function approveExecution(
-  store: ExecutionStore,
-  ref: string,
-  by: string,
-): Promise<ExecutionRecord | undefined> {
-  return store.transition({
-    id: ref,
-    from: ['awaiting_approval'],
-    to: 'authorized',
-    holder: null,
-    events: [{ kind: 'authorized', executionId: ref, detail: { by } }],
-  });
-}
-
-export function denyExecution(
-  store: ExecutionStore,
-  ref: string,
-  by: string,
-  reason: string,
-): Promise<ExecutionRecord | undefined> {
-  return store.transition({
-    id: ref,
-    // Not `accepted`: that is already past approval and may be dispatching.
-    from: ['awaiting_approval', 'authorized'],
-    to: 'denied',
-    holder: null,
-    note: reason,
-    events: [{ kind: 'denied', executionId: ref, detail: { by, reason } }],
-  });
-}
 
 /** The operator's answer to an unknown outcome (or a dispatch whose holder is gone): it did, or did not, happen. */
 export async function resolveExecution(

@@ -34,6 +34,9 @@ const GatewayDefaults = ToolContractSchema.pick({
   timeout: true,
   lease: true,
   approval: true,
+  approval_timeout: true,
+  allow_actors: true,
+  elicitation: true,
 })
   .extend({
     replay: ToolContractSchema.shape.replay.optional(),

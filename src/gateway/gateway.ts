@@ -1,6 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { expirePending } from '../approval/decide.js';
 import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
@@ -91,6 +92,8 @@ export class Gateway {
         this.receipts.trim();
         this.store
           .sweep({ retentionMs })
+          // Approval requests nobody decided in time end as denied (`expired`), visible as such in the queue.
+          .then(() => expirePending(this.store))
           .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
           // Each sweep leaves what was journaled so far covered by a signature (DESIGN §13).
           .then(() => this.#signHeads());

@@ -1,4 +1,8 @@
-import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  ClientCapabilities,
+  InitializeResult,
+  JSONRPCRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { tokenRefOf } from '../identity/actor.js';
@@ -30,9 +34,14 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
   }
   s.initializing = true;
   const params = request.params as
-    | { clientInfo?: { name?: string; version?: string }; protocolVersion?: string }
+    | {
+        clientInfo?: { name?: string; version?: string };
+        protocolVersion?: string;
+        capabilities?: ClientCapabilities;
+      }
     | undefined;
   if (params?.clientInfo?.name) s.clientInfo = { ...s.clientInfo, clientName: params.clientInfo.name };
+  s.clientCapabilities = params?.capabilities;
   const results: [string, InitializeResult][] = [];
   try {
     for (const spec of s.ctx.upstreams) {

@@ -1,6 +1,8 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  type ClientCapabilities,
+  type InitializeResult,
   isJSONRPCErrorResponse,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
@@ -108,6 +110,8 @@ export class SessionState {
   readonly toClient = new Map<RequestId, (reply: UpstreamReply) => void>();
   nextFrontId = 1;
   clientInfo: CallerInfo = {};
+  /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */
+  clientCapabilities: ClientCapabilities | undefined;
   initialized = false;
   initializing = false;
   closed = false;

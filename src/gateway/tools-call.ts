@@ -12,11 +12,13 @@ import {
 } from '../dispatch/mcp/upstream.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
+import type { Approver } from '../executions/engine.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
 import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import { isInputRequired } from '../protocol/eras.js';
 import type { CatalogEntry } from './catalog.js';
+import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
 import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
 import { lookUpTool } from './tools-list.js';
@@ -54,7 +56,7 @@ export async function toolsCall(
     );
   }
   if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
-  const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
+  const upstream = s.upstreams.get(entry.upstream);
 
   if (entry.contract.replay === 'read_only') {
     return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
@@ -102,9 +104,20 @@ export async function toolsCall(
           requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
           ...tokenOf(extra),
         },
+        // The ladder's "target unresolved" step, for an MCP tool: its upstream is not one this session knows.
+        ...(upstream ? {} : { unresolved: `the upstream "${entry.upstream}" of ${name} is not configured` }),
+        ...approverFor(s, forwarded, entry),
       },
       ({ executionId }) =>
-        dispatchToolCall(s, upstream, entry, params, args, executionId as string, forwarded),
+        dispatchToolCall(
+          s,
+          upstream as UpstreamConnection,
+          entry,
+          params,
+          args,
+          executionId as string,
+          forwarded,
+        ),
     );
     return replyWithResult(s, request.id, result, forwarded);
   } finally {
@@ -116,6 +129,16 @@ export async function toolsCall(
 function tokenOf(extra: MessageExtraInfo | undefined) {
   const token = tokenRefOf(extra?.authInfo ? { authInfo: extra.authInfo } : {});
   return token ? { token } : {};
+}
+
+/** The client's human approves by elicitation where it can (gateway/elicitation.ts); else the operator queue. */
+function approverFor(
+  s: SessionState,
+  forwarded: ForwardedRequest,
+  entry: CatalogEntry,
+): { approver?: Approver } {
+  const approver = elicitationApprover(s, forwarded.frontId, entry.contract, forwarded.cancelled?.signal);
+  return approver ? { approver } : {};
 }
 
 export function replyWithResult(
@@ -202,6 +225,7 @@ export async function repeat(
           arguments: args,
           contract: found.contract,
           caller,
+          ...approverFor(s, forwarded, found),
         },
         dispatch: ({ executionId }) =>
           dispatchToolCall(

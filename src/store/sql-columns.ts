@@ -1,7 +1,13 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { ActivityEntry, ActivityKind } from '../journal/events.js';
 import type { ExecutionState } from '../journal/states.js';
-import type { ExecutionRecord } from './types.js';
+import type {
+  ApprovalChannel,
+  ApprovalDecision,
+  ApprovalRequest,
+  ApprovalRequestPolicy,
+  ExecutionRecord,
+} from './types.js';
 
 /**
  * An execution row as both SQL stores lay it out (snake_case columns,
@@ -84,5 +90,40 @@ export function entryFromColumns(row: JournalColumns): ActivityEntry {
     detail: JSON.parse(row.detail),
     prevHash: row.prev_hash,
     hash: row.hash,
+  };
+}
+
+/** An approval request as both SQL stores keep it. */
+export interface ApprovalColumns {
+  execution_id: string;
+  policy: ApprovalRequestPolicy;
+  channel: string;
+  target: string;
+  credential_ref: string | null;
+  earlier: string | null;
+  requested_at: number;
+  expires_at: number;
+  decision: ApprovalDecision | null;
+  decided_by: string | null;
+  decided_via: ApprovalChannel | null;
+  decided_at: number | null;
+  reason: string | null;
+}
+
+export function approvalFromColumns(row: ApprovalColumns): ApprovalRequest {
+  return {
+    executionId: row.execution_id,
+    policy: row.policy,
+    channel: row.channel,
+    target: row.target,
+    credentialRef: row.credential_ref,
+    earlier: row.earlier,
+    requestedAt: Number(row.requested_at),
+    expiresAt: Number(row.expires_at),
+    decision: row.decision,
+    decidedBy: row.decided_by,
+    decidedVia: row.decided_via,
+    decidedAt: row.decided_at === null ? null : Number(row.decided_at),
+    reason: row.reason,
   };
 }

@@ -68,6 +68,86 @@ export interface ClaimInput {
   leaseOwner: string;
   leaseMs: number;
   argumentsPreview: string;
+  /**
+   * With `state: 'awaiting_approval'`: the approval request, written in the same
+   * atomic step as the claim, so no execution waits without one (see ApprovalRequest).
+   */
+  approval?: ApprovalRequestInput;
+}
+
+/** Which policy of the authorization ladder (DESIGN §7) asked for the approval (contracts' ApprovalPolicy minus `none`). */
+export type ApprovalRequestPolicy = 'every_call' | 'session';
+
+/** How an approval request ended: a human said yes or no, or nobody answered in time. */
+export type ApprovalDecision = 'approved' | 'denied' | 'expired';
+
+/** Through what a decision came (journaled with it): the operator CLI, MCP elicitation to the client's human, the web console, a program using the library, or the clock. */
+export const APPROVAL_CHANNELS = ['cli', 'elicitation', 'console', 'api', 'expiry'] as const;
+export type ApprovalChannel = (typeof APPROVAL_CHANNELS)[number];
+
+export interface ApprovalRequestInput {
+  policy: ApprovalRequestPolicy;
+  /** Dispatch channel and target of the action (upstream name for MCP tools). */
+  channel: string;
+  target: string;
+  /** The credential's *name* (never its value); null when the action uses none. */
+  credentialRef: string | null;
+  /** An earlier execution of the same intent (the one this claim replaced), if any. */
+  earlier: string | null;
+  /** Undecided this long (by the store's clock) → denied as `expired`. */
+  expiresInMs: number;
+}
+
+/**
+ * What an approver is asked about one execution in `awaiting_approval`, and
+ * how it was decided. Kept by the store beside the execution (and trimmed
+ * with it); the execution's own fields (tool, actor, session, preview,
+ * fingerprint) complete the picture.
+ */
+export interface ApprovalRequest {
+  executionId: string;
+  policy: ApprovalRequestPolicy;
+  channel: string;
+  target: string;
+  credentialRef: string | null;
+  earlier: string | null;
+  requestedAt: number;
+  expiresAt: number;
+  decision: ApprovalDecision | null;
+  decidedBy: string | null;
+  decidedVia: ApprovalChannel | null;
+  decidedAt: number | null;
+  /** Why it was denied (`expired` for an expiry); the approver's note for an approval. */
+  reason: string | null;
+}
+
+/**
+ * One decision on an approval request, applied atomically with one
+ * conditional update: the execution must still be `awaiting_approval` and its
+ * request undecided, and — for `approved` and `denied` — not yet expired; for
+ * `expired`, past its expiry. Approved → `authorized` with no holder (the next
+ * caller of the intent dispatches it, once); denied or expired → `denied` with
+ * the reason as its note. An approval under the `session` policy also
+ * approves the execution's (actor, session, tool) in the same step.
+ */
+export interface DecideApprovalInput {
+  id: string;
+  decision: ApprovalDecision;
+  by: string;
+  via: ApprovalChannel;
+  reason?: string;
+  events?: ActivityEventInput[];
+}
+
+export type DecideApprovalResult =
+  | { decided: true; record: ExecutionRecord; approval: ApprovalRequest }
+  /** Someone else decided first, it expired, or there is no such request: here is how things stand. */
+  | { decided: false; record: ExecutionRecord | undefined; approval: ApprovalRequest | undefined };
+
+export interface ApprovalFilter {
+  /** Only undecided requests (whatever their expiry: the caller compares with the store's clock). */
+  pending?: boolean;
+  limit?: number;
 }
 
 export type ClaimResult =
@@ -168,6 +248,15 @@ export interface ExecutionStore extends JournalReader {
    * With `dryRun`, reports what it would do and changes nothing.
    */
   sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult>;
+
+  /** The approval request of one execution, if it has one. */
+  getApproval(id: string): Promise<ApprovalRequest | undefined>;
+  /** Approval requests, newest first. */
+  listApprovals(filter?: ApprovalFilter): Promise<ApprovalRequest[]>;
+  /** See DecideApprovalInput: of any number of concurrent decisions, exactly one is applied. */
+  decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult>;
+  /** This actor's session was approved for this tool (`approval: session`), in any process. */
+  sessionApproved(actor: string, session: string, tool: string): Promise<boolean>;
 
   /** The store's clock. */
   now(): Promise<number>;

@@ -4,9 +4,13 @@ import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { holderGone } from '../lease.js';
 import type {
+  ApprovalFilter,
+  ApprovalRequest,
   ClaimInput,
   ClaimOptions,
   ClaimResult,
+  DecideApprovalInput,
+  DecideApprovalResult,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
@@ -37,6 +41,9 @@ export class MemoryStore implements ExecutionStore {
   readonly #rows = new Map<string, Row>();
   readonly #activeByFingerprint = new Map<string, string>();
   readonly #journals: Record<JournalStream, ActivityEntry[]> = { activity: [], sessions: [] };
+  readonly #approvals = new Map<string, ApprovalRequest>();
+  /** Approved (actor, session, tool) → when. */
+  readonly #approvedSessions = new Map<string, number>();
   readonly #clock: () => number;
 
   constructor(options: { clock?: () => number } = {}) {
@@ -83,6 +90,20 @@ export class MemoryStore implements ExecutionStore {
     };
     this.#rows.set(row.id, row);
     this.#activeByFingerprint.set(row.fingerprint, row.id);
+    if (input.approval && input.state === 'awaiting_approval') {
+      const { expiresInMs, ...request } = input.approval;
+      this.#approvals.set(row.id, {
+        executionId: row.id,
+        ...request,
+        requestedAt: now,
+        expiresAt: now + expiresInMs,
+        decision: null,
+        decidedBy: null,
+        decidedVia: null,
+        decidedAt: null,
+        reason: null,
+      });
+    }
     this.#append(options.events, now);
     return { won: true, record: this.#view(row, now) };
   }
@@ -214,13 +235,70 @@ export class MemoryStore implements ExecutionStore {
       } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {
         if (!options.dryRun) {
           this.#rows.delete(row.id);
+          this.#approvals.delete(row.id);
           if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
             this.#activeByFingerprint.delete(row.fingerprint);
         }
         trimmed++;
       }
     }
+    if (!options.dryRun) {
+      for (const [key, at] of this.#approvedSessions)
+        if (at + options.retentionMs <= now) this.#approvedSessions.delete(key);
+    }
     return { expired, trimmed };
+  }
+
+  async getApproval(id: string): Promise<ApprovalRequest | undefined> {
+    const request = this.#approvals.get(id);
+    return request && { ...request };
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRequest[]> {
+    return [...this.#approvals.values()]
+      .filter((r) => !filter.pending || r.decision === null)
+      .sort((a, b) => (a.executionId < b.executionId ? 1 : a.executionId > b.executionId ? -1 : 0))
+      .slice(0, filter.limit ?? 100)
+      .map((r) => ({ ...r }));
+  }
+
+  async decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult> {
+    const now = this.#clock();
+    const row = this.#rows.get(input.id);
+    const request = this.#approvals.get(input.id);
+    const expired = request !== undefined && request.expiresAt <= now;
+    if (
+      !row ||
+      !request ||
+      row.state !== 'awaiting_approval' ||
+      request.decision !== null ||
+      expired !== (input.decision === 'expired')
+    ) {
+      return { decided: false, record: row && this.#view(row, now), approval: request && { ...request } };
+    }
+    row.state = input.decision === 'approved' ? 'authorized' : 'denied';
+    row.updatedAt = now;
+    row.claimToken = null;
+    row.leaseOwner = null;
+    row.leaseExpiresAt = null;
+    if (input.decision !== 'approved') row.note = input.reason ?? input.decision;
+    Object.assign(request, {
+      decision: input.decision,
+      decidedBy: input.by,
+      decidedVia: input.via,
+      decidedAt: now,
+      reason: input.reason ?? (input.decision === 'expired' ? 'expired' : null),
+    });
+    if (input.decision === 'approved' && request.policy === 'session' && row.session !== null) {
+      const key = sessionKey(row.actor, row.session, row.tool);
+      if (!this.#approvedSessions.has(key)) this.#approvedSessions.set(key, now);
+    }
+    this.#append(input.events, now);
+    return { decided: true, record: this.#view(row, now), approval: { ...request } };
+  }
+
+  async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
+    return this.#approvedSessions.has(sessionKey(actor, session, tool));
   }
 
   async now(): Promise<number> {
@@ -242,4 +320,8 @@ export class MemoryStore implements ExecutionStore {
     // Only the outcome is nested; everything else is a primitive.
     return { ...record, outcome: record.outcome && structuredClone(record.outcome), readAt: now };
   }
+}
+
+function sessionKey(actor: string, session: string, tool: string): string {
+  return JSON.stringify([actor, session, tool]);
 }

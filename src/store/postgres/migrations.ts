@@ -111,6 +111,40 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE executions ADD COLUMN request_digest bytea;
     `,
   },
+  {
+    version: 3,
+    name: 'approval requests and approved sessions',
+    sql: `
+      -- One row per execution that waited for approval: what the approver is asked, and the
+      -- decision. Trimmed with its execution.
+      CREATE TABLE approval_requests (
+        requested_at   bigint NOT NULL,
+        expires_at     bigint NOT NULL,
+        decided_at     bigint,
+        execution_id   text COLLATE "C" PRIMARY KEY REFERENCES executions (id) ON DELETE CASCADE,
+        policy         text NOT NULL CHECK (policy IN ('every_call', 'session')),
+        channel        text NOT NULL,
+        target         text NOT NULL,
+        credential_ref text,
+        earlier        text,
+        decision       text CHECK (decision IN ('approved', 'denied', 'expired')),
+        decided_by     text,
+        decided_via    text,
+        reason         text
+      );
+      -- The operator's queue: undecided requests.
+      CREATE INDEX approval_requests_pending ON approval_requests (execution_id) WHERE decision IS NULL;
+
+      -- approval: session — this actor's session may run this tool without asking again, in any gateway.
+      CREATE TABLE session_approvals (
+        approved_at bigint NOT NULL,
+        actor       text NOT NULL,
+        session     text NOT NULL,
+        tool        text NOT NULL,
+        PRIMARY KEY (actor, session, tool)
+      );
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

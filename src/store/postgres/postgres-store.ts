@@ -6,17 +6,22 @@ import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
-import { entryFromColumns } from '../sql-columns.js';
+import { type ApprovalColumns, approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {
+  ApprovalFilter,
+  ApprovalRequest,
   ClaimInput,
   ClaimOptions,
   ClaimResult,
+  DecideApprovalInput,
+  DecideApprovalResult,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
   SweepResult,
   TransitionInput,
 } from '../types.js';
+import { APPROVAL_SQL } from './approval-sql.js';
 import {
   connectionConfig,
   MIGRATION_TIMEOUT_MS,
@@ -96,7 +101,8 @@ export class PostgresStore implements ExecutionStore {
     ]);
     const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
 
-    if (events.length === 0 && options.replacing === undefined) {
+    const approval = input.state === 'awaiting_approval' ? input.approval : undefined;
+    if (events.length === 0 && options.replacing === undefined && approval === undefined) {
       return this.#db.use(async (db) => {
         const [row] = (await claim(db)).rows;
         if (row) return { won: true, record: toRecord(row) };
@@ -114,6 +120,20 @@ export class PostgresStore implements ExecutionStore {
         tx.rollback();
         const [active] = (await read).rows;
         return { won: false, record: active && toRecord(active) };
+      }
+      if (approval) {
+        tx.defer(
+          query(APPROVAL_SQL.insert, [
+            input.id,
+            approval.policy,
+            approval.channel,
+            approval.target,
+            approval.credentialRef,
+            approval.earlier,
+            row.read_at,
+            wholeMs(approval.expiresInMs),
+          ])(tx.db),
+        );
       }
       this.#append(tx, events, row.read_at, row);
       return { won: true, record: toRecord(row) };
@@ -246,8 +266,9 @@ export class PostgresStore implements ExecutionStore {
       const { db } = tx;
       // Trimming first, so the journal's lock (taken by the expiry) is not held while it deletes.
       const trim = query(SQL.trim, [retentionMs])(db);
+      const trimSessions = query(APPROVAL_SQL.trimSessions, [retentionMs])(db);
       const expire = query<ExecutionRow & HeadColumns>(SQL.expire, [true])(db);
-      const [trimmed, expired] = await Promise.all([trim, expire]);
+      const [trimmed, expired] = await Promise.all([trim, expire, trimSessions]);
       // RETURNING gives no order; by id is creation order, as the journal should read.
       const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       if (rows.length > 0) {
@@ -264,6 +285,68 @@ export class PostgresStore implements ExecutionStore {
       }
       return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
     });
+  }
+
+  async getApproval(id: string): Promise<ApprovalRequest | undefined> {
+    return this.#db.use(async (db) => {
+      const [row] = (await query<ApprovalColumns>(APPROVAL_SQL.get, [id])(db)).rows;
+      return row && approvalFromColumns(row);
+    });
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRequest[]> {
+    return this.#db.use(async (db) =>
+      (
+        await query<ApprovalColumns>(APPROVAL_SQL.list, [filter.pending === true, filter.limit ?? 100])(db)
+      ).rows.map(approvalFromColumns),
+    );
+  }
+
+  async decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult> {
+    const events = input.events ?? [];
+    return this.#db.transaction(async (tx) => {
+      const decide = query<{ id: string }>(APPROVAL_SQL.decide, [
+        input.id,
+        input.decision,
+        input.by,
+        input.via,
+        input.reason ?? null,
+      ])(tx.db);
+      const [decided] = (await decide).rows;
+      const read = async () => {
+        const [execution, request] = await Promise.all([
+          query<ExecutionRow>(SQL.get, [input.id])(tx.db),
+          query<ApprovalColumns>(APPROVAL_SQL.get, [input.id])(tx.db),
+        ]);
+        const row = execution.rows[0];
+        const approval = request.rows[0];
+        return { record: row && toRecord(row), approval: approval && approvalFromColumns(approval) };
+      };
+      if (!decided) {
+        const now = await read();
+        tx.rollback();
+        return { decided: false, ...now };
+      }
+      // The journal's head is locked after the decision, so it is held from here to COMMIT only.
+      const head =
+        events.length > 0
+          ? query<HeadColumns & { read_at: number }>(SQL.lockHead, ['activity'])(tx.db)
+          : undefined;
+      const now = await read();
+      if (!now.record || !now.approval) throw new Error(`the decision on ${input.id} cannot be read back`);
+      if (head) {
+        const [locked] = (await head).rows;
+        this.#append(tx, events, locked!.read_at, locked!);
+      }
+      return { decided: true, record: now.record, approval: now.approval };
+    });
+  }
+
+  async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
+    return this.#db.use(
+      async (db) =>
+        ((await query(APPROVAL_SQL.sessionApproved, [actor, session, tool])(db)).rowCount ?? 0) > 0,
+    );
   }
 
   async now(): Promise<number> {

@@ -103,6 +103,42 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE executions ADD COLUMN request_digest ANY;
     `,
   },
+  {
+    version: 4,
+    name: 'approval requests and approved sessions',
+    sql: `
+      -- One row per execution that waited for approval: what the approver is asked, and the decision.
+      CREATE TABLE approval_requests (
+        execution_id   TEXT PRIMARY KEY NOT NULL,
+        policy         TEXT NOT NULL CHECK (policy IN ('every_call', 'session')),
+        channel        TEXT NOT NULL,
+        target         TEXT NOT NULL,
+        credential_ref TEXT,
+        earlier        TEXT,
+        requested_at   INTEGER NOT NULL,
+        expires_at     INTEGER NOT NULL,
+        decision       TEXT CHECK (decision IN ('approved', 'denied', 'expired')),
+        decided_by     TEXT,
+        decided_via    TEXT,
+        decided_at     INTEGER,
+        reason         TEXT
+      ) STRICT;
+      -- The operator's queue: undecided requests.
+      CREATE INDEX approval_requests_pending ON approval_requests (execution_id) WHERE decision IS NULL;
+      -- Trimmed with its execution (SQLite enforces no foreign keys unless asked per connection).
+      CREATE TRIGGER executions_trim_approval AFTER DELETE ON executions
+        BEGIN DELETE FROM approval_requests WHERE execution_id = OLD.id; END;
+
+      -- approval: session — this actor's session may run this tool without asking again.
+      CREATE TABLE session_approvals (
+        actor        TEXT NOT NULL,
+        session      TEXT NOT NULL,
+        tool         TEXT NOT NULL,
+        approved_at  INTEGER NOT NULL,
+        PRIMARY KEY (actor, session, tool)
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -7,17 +7,22 @@ import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
-import { entryFromColumns } from '../sql-columns.js';
+import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {
+  ApprovalFilter,
+  ApprovalRequest,
   ClaimInput,
   ClaimOptions,
   ClaimResult,
+  DecideApprovalInput,
+  DecideApprovalResult,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
   SweepResult,
   TransitionInput,
 } from '../types.js';
+import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
 import { DAMAGE, toStoreError } from './errors.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
@@ -46,7 +51,9 @@ export class SqliteStore implements ExecutionStore {
   readonly #db: Database.Database;
   readonly #clock: () => number;
   readonly #sql;
+  readonly #approvalSql: ApprovalStatements;
   readonly #claim;
+  readonly #decideApproval;
   readonly #transition;
   readonly #markDelivered;
   readonly #appendEvents;
@@ -90,6 +97,8 @@ export class SqliteStore implements ExecutionStore {
     migrate(db);
 
     this.#sql = prepareStatements(db);
+    this.#approvalSql = prepareApprovalStatements(db);
+    this.#decideApproval = db.transaction((input: DecideApprovalInput) => this.#decideApprovalIn(input));
     this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) => this.#claimIn(input, options));
     this.#transition = db.transaction((t: TransitionInput) => this.#transitionIn(t));
     this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
@@ -171,6 +180,29 @@ export class SqliteStore implements ExecutionStore {
     return this.#guard(() => this.#sweep.immediate(options.retentionMs, options.dryRun ?? false));
   }
 
+  async getApproval(id: string): Promise<ApprovalRequest | undefined> {
+    return this.#guard(() => {
+      const row = this.#approvalSql.get.get(id);
+      return row && approvalFromColumns(row);
+    });
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRequest[]> {
+    return this.#guard(() =>
+      this.#approvalSql.list
+        .all({ pending: filter.pending ? 1 : 0, limit: filter.limit ?? 100 })
+        .map(approvalFromColumns),
+    );
+  }
+
+  async decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult> {
+    return this.#guard(() => this.#decideApproval.immediate(input));
+  }
+
+  async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
+    return this.#guard(() => this.#approvalSql.sessionApproved.get(actor, session, tool) !== undefined);
+  }
+
   async now(): Promise<number> {
     return this.#clock();
   }
@@ -214,6 +246,16 @@ export class SqliteStore implements ExecutionStore {
           'SQLITE_CORRUPT',
         );
       }
+      if (input.approval && input.state === 'awaiting_approval') {
+        const { credentialRef, expiresInMs, ...request } = input.approval;
+        this.#approvalSql.insert.run({
+          id: input.id,
+          ...request,
+          credentialRef,
+          now,
+          expiresInMs: wholeMs(expiresInMs),
+        });
+      }
       this.#append(options.events, now);
       return { won: true, record: toRecord(row, now) };
     }
@@ -245,6 +287,28 @@ export class SqliteStore implements ExecutionStore {
     return toRecord(row, now);
   }
 
+  #decideApprovalIn(input: DecideApprovalInput): DecideApprovalResult {
+    const now = this.#clock();
+    const params = { id: input.id, decision: input.decision, reason: input.reason ?? null, now };
+    const row = this.#approvalSql.decideExecution.get(params);
+    if (!row) {
+      const current = this.#sql.get.get(input.id);
+      const request = this.#approvalSql.get.get(input.id);
+      return {
+        decided: false,
+        record: current && toRecord(current, now),
+        approval: request && approvalFromColumns(request),
+      };
+    }
+    const request = this.#approvalSql.recordDecision.get({ ...params, by: input.by, via: input.via });
+    if (!request) throw new Error(`the approval request of ${input.id} vanished while it was decided`);
+    if (input.decision === 'approved' && request.policy === 'session' && row.session !== null) {
+      this.#approvalSql.approveSession.run({ actor: row.actor, session: row.session, tool: row.tool, now });
+    }
+    this.#append(input.events, now);
+    return { decided: true, record: toRecord(row, now), approval: approvalFromColumns(request) };
+  }
+
   #sweepIn(retentionMs: number, dryRun: boolean): SweepResult {
     const now = this.#clock();
     const cutoff = now - retentionMs;
@@ -267,6 +331,7 @@ export class SqliteStore implements ExecutionStore {
       now,
     );
     const trimmed = this.#sql.trim.run({ cutoff }).changes;
+    this.#approvalSql.trimSessions.run({ cutoff });
     return { expired: rows.map((row) => toRecord(row, now)), trimmed };
   }
 

@@ -1,0 +1,10 @@
+/** Authorization and approval (DESIGN §7): the ladder, decisions, and what an approver sees. */
+export { type Decider, decideApproval, expireIfDue, expirePending } from './decide.js';
+export {
+  evaluateLadder,
+  LADDER_STEPS,
+  type LadderInput,
+  type LadderStep,
+  type LadderVerdict,
+} from './ladder.js';
+export { type ApprovalView, approvalMessage, approvalView, loadApprovalView } from './view.js';

@@ -1,0 +1,100 @@
+import type { ClientCapabilities, ElicitResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { approvalMessage } from '../approval/view.js';
+import type { ResolvedContract } from '../contracts/contract.js';
+import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { Approver, ApproverAnswer } from '../executions/engine.js';
+import type { SessionState } from './session-state.js';
+
+/** The form the client's human fills in: nothing but an optional reason; accepting is the approval. */
+const APPROVAL_FORM = {
+  type: 'object',
+  properties: {
+    reason: {
+      type: 'string',
+      title: 'Reason (optional)',
+      description: 'Why you approve or decline; kept in the audit journal.',
+      maxLength: 500,
+    },
+  },
+} as const;
+
+/**
+ * The approver of one tools/call: an `elicitation/create` request to the
+ * client's human, sent by the gateway itself on the caller's session, tied to
+ * that call. Undefined — the operator queue decides — when the contract says
+ * `elicitation: never`, the client did not declare the capability, or the
+ * front has no sessions (a stateless front cannot carry the client's answer back).
+ */
+export function elicitationApprover(
+  s: SessionState,
+  callId: RequestId,
+  contract: ResolvedContract,
+  cancelled: AbortSignal | undefined,
+): Approver | undefined {
+  if (contract.elicitation === 'never' || s.ctx.shared !== undefined) return undefined;
+  if (!supportsFormElicitation(s.clientCapabilities)) return undefined;
+  return async (view): Promise<ApproverAnswer> => {
+    const reply = await askClient(
+      s,
+      'elicitation/create',
+      { mode: 'form', message: approvalMessage(view), requestedSchema: APPROVAL_FORM },
+      callId,
+      cancelled,
+      // Until the request expires (a timer cannot count past 2^31 - 1 ms).
+      Math.min(Math.max(0, view.expiresAt - view.requestedAt), 2 ** 31 - 1),
+    );
+    // No answer in time, the call cancelled, an error, or the human dismissed it: the operator queue decides.
+    if (!reply || 'error' in reply) return 'pending';
+    const result = reply.result as Partial<ElicitResult>;
+    const given = result.content?.reason;
+    const reason = typeof given === 'string' && given.trim() !== '' ? given.slice(0, 500) : undefined;
+    const by = s.actor();
+    if (result.action === 'accept')
+      return { decision: 'approved', by, via: 'elicitation', ...(reason ? { reason } : {}) };
+    if (result.action === 'decline')
+      return { decision: 'denied', by, via: 'elicitation', reason: reason ?? 'declined by the user' };
+    return 'pending';
+  };
+}
+
+/** `elicitation: {}` (2025-06-18) and `elicitation: { form: {} }` (2025-11-25) both mean forms. */
+function supportsFormElicitation(capabilities: ClientCapabilities | undefined): boolean {
+  const elicitation = capabilities?.elicitation as { form?: unknown; url?: unknown } | undefined;
+  if (!elicitation) return false;
+  return elicitation.form !== undefined || elicitation.url === undefined;
+}
+
+/**
+ * Sends a request of the gateway's own to the client and waits for its reply,
+ * at most `timeoutMs`; undefined if none came (the session closed, the call it
+ * belongs to was cancelled, or time ran out). The id space is the one requests
+ * from upstreams use, so replies route the same way.
+ */
+async function askClient(
+  s: SessionState,
+  method: string,
+  params: Record<string, unknown>,
+  relatedTo: RequestId,
+  cancelled: AbortSignal | undefined,
+  timeoutMs: number,
+): Promise<UpstreamReply | undefined> {
+  if (s.closed || cancelled?.aborted) return undefined;
+  const id = `idem-${s.nextFrontId++}`;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const reply = new Promise<UpstreamReply | undefined>((resolve) => {
+    s.toClient.set(id, resolve);
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
+    timer.unref();
+    onAbort = () => resolve(undefined);
+    cancelled?.addEventListener('abort', onAbort, { once: true });
+  });
+  await s.send({ jsonrpc: '2.0', id, method, params }, relatedTo);
+  try {
+    return await reply;
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) cancelled?.removeEventListener('abort', onAbort);
+    s.toClient.delete(id);
+  }
+}
