@@ -12,6 +12,8 @@ import { z } from 'zod';
 import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
+import { type ResolveCredential, SshChannel, type SshToolSpec } from '../dispatch/ssh/index.js';
+import { InvalidInputError } from '../errors.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
@@ -22,6 +24,7 @@ import {
   type Logger,
   type ToolCall,
 } from '../executions/engine.js';
+import { invalidInputAnswer } from '../executions/identify.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
@@ -66,6 +69,15 @@ export interface IdemOptions {
 
 type ZodShape = Record<string, z.ZodType>;
 
+/** Where a registered tool's effect lands, as the intent fingerprint names it. */
+interface ToolOrigin {
+  channel: string;
+  target: string;
+  credentialRef: string | null;
+  /** An answer for arguments the channel cannot carry: nothing is claimed or sent. */
+  refuse?: (args: unknown) => CallToolResult | undefined;
+}
+
 export interface IdemToolConfig<Shape extends ZodShape> {
   title?: string;
   description?: string;
@@ -74,6 +86,19 @@ export interface IdemToolConfig<Shape extends ZodShape> {
   annotations?: ToolAnnotations;
   /** How a lost response is recovered (DESIGN §5). Omitted: the cautious defaults. */
   contract?: ToolContract;
+}
+
+export interface IdemSshToolConfig<Shape extends ZodShape> {
+  title?: string;
+  description?: string;
+  inputSchema: Shape;
+  annotations?: ToolAnnotations;
+  /** Default `{ replay: 'keyed' }`; the status probe is the marker, always. */
+  contract?: Omit<ToolContract, 'status_probe'>;
+  /** Host, command template and exit-code rule; the timeout is the contract's. */
+  ssh: Omit<SshToolSpec, 'timeoutMs'>;
+  /** Gives the private key for the host's credential name. */
+  resolveCredential: ResolveCredential;
 }
 
 export type IdemToolHandler<Shape extends ZodShape> = (
@@ -164,6 +189,79 @@ export class Idem {
     config: IdemToolConfig<Shape>,
     handler: IdemToolHandler<Shape>,
   ): RegisteredTool {
+    // One server process: the tool name already says where the effect lands.
+    return this.#register(server, name, config, handler, {
+      channel: 'library',
+      target: 'local',
+      credentialRef: null,
+    });
+  }
+
+  /**
+   * Registers `name` as an SSH action tool (docs/channels.md, "SSH"): each call
+   * renders `ssh.command` with the arguments shell-quoted and runs it on
+   * `ssh.host` under a durable marker named by the execution id, so that the
+   * command runs at most once per execution, and an outcome lost on the way
+   * back is read from the marker instead of running it again. The contract
+   * defaults to `replay: keyed` (the marker is the key the host honours); its
+   * status probe is always the marker. The private key comes from
+   * `resolveCredential(ssh.host.credential)` at each call.
+   */
+  sshTool<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemSshToolConfig<Shape>,
+  ): RegisteredTool {
+    const { ssh, resolveCredential, contract, ...toolConfig } = config;
+    const declared: ToolContract = { replay: 'keyed', ...contract };
+    if (declared.replay === 'read_only') {
+      throw new Error(
+        `ssh tool "${name}": replay read_only has no execution id to put in a marker; use keyed, status or review`,
+      );
+    }
+    const channel = new SshChannel(
+      { ...ssh, timeoutMs: resolveContract(declared, config.annotations).timeoutMs },
+      resolveCredential,
+    );
+    const missing = channel.template.placeholders.filter((p) => !(p in config.inputSchema));
+    if (missing.length > 0) {
+      throw new Error(
+        `ssh tool "${name}": the command uses {{${missing.join('}}, {{')}}}, which inputSchema does not have`,
+      );
+    }
+    return this.#register(
+      server,
+      name,
+      {
+        ...toolConfig,
+        contract: { ...declared, status_probe: ({ executionId }) => channel.probe(executionId) },
+      },
+      (args, extra) => channel.dispatch(extra.idem.executionId as string, channel.command(args)),
+      {
+        channel: channel.channel,
+        target: channel.target,
+        credentialRef: channel.credentialRef,
+        // Refused before anything is claimed or sent: the caller fixes the arguments and calls again.
+        refuse: (args) => {
+          try {
+            channel.command(args as Record<string, unknown>);
+            return undefined;
+          } catch (error) {
+            if (error instanceof InvalidInputError) return invalidInputAnswer(error);
+            throw error;
+          }
+        },
+      },
+    );
+  }
+
+  #register<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemToolConfig<Shape>,
+    handler: IdemToolHandler<Shape>,
+    origin: ToolOrigin,
+  ): RegisteredTool {
     const secrets = secretPathsFromSchema(jsonSchemaOf(config.inputSchema));
     const contract = resolveContract(config.contract, config.annotations, secrets);
     this.engine.registerContract(name, contract);
@@ -174,10 +272,9 @@ export class Idem {
     const runner = (args: unknown, extra: ToolExtra, caller: Caller) => ({
       call: {
         tool: name,
-        channel: 'library',
-        // One server process: the tool name already says where the effect lands.
-        target: 'local',
-        credentialRef: null,
+        channel: origin.channel,
+        target: origin.target,
+        credentialRef: origin.credentialRef,
         method: 'tools/call',
         arguments: args,
         contract,
@@ -199,6 +296,8 @@ export class Idem {
         }),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
+        const refused = origin.refuse?.(args);
+        if (refused) return refused;
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
         const key = extra._meta?.[META.executionId];

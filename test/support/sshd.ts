@@ -26,6 +26,8 @@ export interface TestSshd {
   privateKey: string;
   /** A scratch directory the test may use (the remote side sees the same files: it is this machine). */
   dir: string;
+  /** Logins so far, and how many of them have ended (from sshd's log): a test waits on these. */
+  sessions(): { opened: number; closed: number };
   stop(): Promise<void>;
 }
 
@@ -101,6 +103,11 @@ async function launch(dir: string): Promise<TestSshd> {
     const child = spawn(SSHD_BINARY, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     const listening = await waitForListening(child, port);
     if (listening === true) {
+      const sessions = { opened: 0, closed: 0 };
+      child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+        sessions.opened += chunk.match(/Accepted publickey for /g)?.length ?? 0;
+        sessions.closed += chunk.match(/Disconnected from user /g)?.length ?? 0;
+      });
       return {
         host: '127.0.0.1',
         port,
@@ -108,6 +115,7 @@ async function launch(dir: string): Promise<TestSshd> {
         hostKeyFingerprint: hostKey.fingerprint,
         privateKey: readFileSync(userKey.path, 'utf8'),
         dir,
+        sessions: () => ({ ...sessions }),
         stop: async () => {
           await stopProcess(child);
           rmSync(dir, { recursive: true, force: true });
@@ -129,8 +137,6 @@ function waitForListening(child: ChildProcess, port: number): Promise<true | str
       log += chunk.toString('utf8');
       if (log.includes(`Server listening on 127.0.0.1 port ${port}`)) {
         child.stderr?.off('data', onData);
-        // Keep draining sshd's log so that it never blocks on a full pipe.
-        child.stderr?.resume();
         resolve(true);
       }
     };
