@@ -92,5 +92,14 @@ describe('SSH action tool: the process SIGKILLed mid-command (SQLite, real sshd)
     expect(done.structuredContent).toMatchObject({ exit_code: 0, stdout: 'finished db\n' });
     expect(runs()).toEqual(['db']);
     await second.client.close();
+
+    // The key was only ever in memory: no file of the store (SQLite, -wal, keys) holds any line of it.
+    const keyLines = sshd.privateKey
+      .split('\n')
+      .filter((line) => line.length > 20 && !line.startsWith('-----'));
+    for (const file of readdirSync(dataDir)) {
+      const bytes = readFileSync(join(dataDir, file)).toString('latin1');
+      for (const line of keyLines) expect(bytes.includes(line), file).toBe(false);
+    }
   });
 });

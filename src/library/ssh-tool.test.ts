@@ -41,6 +41,7 @@ function scratch(): string {
 async function deployServer(
   options: {
     contract?: Omit<ToolContract, 'status_probe'>;
+    connectTimeoutMs?: number;
     resolveCredential?: ResolveCredential;
     /** Another "process" on the same store, data directory and host directory. */
     shareWith?: { dir: string; dataDir: string; idem: Idem };
@@ -70,6 +71,7 @@ async function deployServer(
           hostKey: sshd.hostKeyFingerprint,
           markerDir: join(dir, 'markers'),
         },
+        ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
         command:
           `echo {{service}} >> ${counter}; ` +
           `if [ -e ${gate}.wait ]; then while [ ! -e ${gate} ]; do sleep 0.05; done; fi; ` +
@@ -168,6 +170,7 @@ describe('idem.sshTool at a real sshd', () => {
     const credentialGate = new Gate();
     const stuck = await deployServer({
       contract: { replay: 'keyed', timeout: '1s' },
+      connectTimeoutMs: 60_000,
       resolveCredential: async () => {
         await credentialGate.wait();
         return sshd.privateKey;

@@ -162,6 +162,13 @@ describe('SSH channel at a real sshd: outcomes', () => {
       throw new Error('no such credential');
     });
     await expect(unresolved.dispatch(newId(), command)).rejects.toThrow(NotDispatchedError);
+    const hanging = new SshChannel(
+      { host: host(), command, timeoutMs: 20_000, connectTimeoutMs: 200 },
+      () => new Promise(() => {}),
+    );
+    await expect(hanging.dispatch(newId(), command)).rejects.toThrow(
+      /could not be resolved \(no answer within 200 ms\)/,
+    );
     const garbage = channel({ command }, async () => 'not a key');
     await expect(garbage.dispatch(newId(), command)).rejects.toThrow(/cannot be used/);
     const closed = new SshChannel(

@@ -21,7 +21,7 @@ export interface SshToolSpec {
   command: string;
   /** After the command was sent: when its outcome becomes unknown (the contract's timeout). */
   timeoutMs: number;
-  /** Connecting and logging in must take no longer (default 10 s, never more than timeoutMs). */
+  /** Resolving the credential, connecting and logging in must each take no longer (default 10 s): nothing was sent. */
   connectTimeoutMs?: number;
   /** Exit codes that mean the action succeeded (default [0]); any other is `failed`. */
   okExitCodes?: readonly number[];
@@ -77,7 +77,7 @@ export class SshChannel {
     }
     this.#okExitCodes = spec.okExitCodes ?? [0];
     this.#timeoutMs = spec.timeoutMs;
-    this.#connectTimeoutMs = Math.min(spec.connectTimeoutMs ?? 10_000, spec.timeoutMs);
+    this.#connectTimeoutMs = spec.connectTimeoutMs ?? 10_000;
     this.#resolveCredential = resolveCredential;
   }
 
@@ -123,12 +123,23 @@ export class SshChannel {
 
   async #run(script: string, timeoutMs: number) {
     let privateKey: string | Buffer;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      privateKey = await this.#resolveCredential(this.#host.credential);
+      privateKey = await Promise.race([
+        this.#resolveCredential(this.#host.credential),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${this.#connectTimeoutMs} ms`)),
+            this.#connectTimeoutMs,
+          );
+        }),
+      ]);
     } catch (error) {
       throw new NotDispatchedError(
         `Credential "${this.#host.credential}" could not be resolved (${(error as Error).message}); nothing was sent.`,
       );
+    } finally {
+      clearTimeout(timer);
     }
     return runOnHost({
       host: this.#host,
