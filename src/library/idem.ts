@@ -12,8 +12,6 @@ import { z } from 'zod';
 import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
-import { type ResolveCredential, SshChannel, type SshToolSpec } from '../dispatch/ssh/index.js';
-import { InvalidInputError } from '../errors.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
@@ -24,7 +22,6 @@ import {
   type Logger,
   type ToolCall,
 } from '../executions/engine.js';
-import { invalidInputAnswer } from '../executions/identify.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
@@ -36,6 +33,7 @@ import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.j
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
+import { type IdemSshToolConfig, sshToolParts } from './ssh-tool.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -67,10 +65,10 @@ export interface IdemOptions {
   retention?: string | number;
 }
 
-type ZodShape = Record<string, z.ZodType>;
+export type ZodShape = Record<string, z.ZodType>;
 
 /** Where a registered tool's effect lands, as the intent fingerprint names it. */
-interface ToolOrigin {
+export interface ToolOrigin {
   channel: string;
   target: string;
   credentialRef: string | null;
@@ -86,19 +84,6 @@ export interface IdemToolConfig<Shape extends ZodShape> {
   annotations?: ToolAnnotations;
   /** How a lost response is recovered (DESIGN §5). Omitted: the cautious defaults. */
   contract?: ToolContract;
-}
-
-export interface IdemSshToolConfig<Shape extends ZodShape> {
-  title?: string;
-  description?: string;
-  inputSchema: Shape;
-  annotations?: ToolAnnotations;
-  /** Default `{ replay: 'keyed' }`; the status probe is the marker, always. */
-  contract?: Omit<ToolContract, 'status_probe'>;
-  /** Host, command template and exit-code rule; the timeout is the contract's. */
-  ssh: Omit<SshToolSpec, 'timeoutMs'>;
-  /** Gives the private key for the host's credential name. */
-  resolveCredential: ResolveCredential;
 }
 
 export type IdemToolHandler<Shape extends ZodShape> = (
@@ -198,7 +183,7 @@ export class Idem {
   }
 
   /**
-   * Registers `name` as an SSH action tool (docs/channels.md, "SSH"): each call
+   * Registers `name` as an SSH action tool (docs/channels-ssh.md): each call
    * renders `ssh.command` with the arguments shell-quoted and runs it on
    * `ssh.host` under a durable marker named by the execution id, so that the
    * command runs at most once per execution, and an outcome lost on the way
@@ -212,47 +197,8 @@ export class Idem {
     name: string,
     config: IdemSshToolConfig<Shape>,
   ): RegisteredTool {
-    const { ssh, resolveCredential, contract, ...toolConfig } = config;
-    const declared: ToolContract = { replay: 'keyed', ...contract };
-    if (declared.replay === 'read_only') {
-      throw new Error(
-        `ssh tool "${name}": replay read_only has no execution id to put in a marker; use keyed, status or review`,
-      );
-    }
-    const channel = new SshChannel(
-      { ...ssh, timeoutMs: resolveContract(declared, config.annotations).timeoutMs },
-      resolveCredential,
-    );
-    const missing = channel.template.placeholders.filter((p) => !(p in config.inputSchema));
-    if (missing.length > 0) {
-      throw new Error(
-        `ssh tool "${name}": the command uses {{${missing.join('}}, {{')}}}, which inputSchema does not have`,
-      );
-    }
-    return this.#register(
-      server,
-      name,
-      {
-        ...toolConfig,
-        contract: { ...declared, status_probe: ({ executionId }) => channel.probe(executionId) },
-      },
-      (args, extra) => channel.dispatch(extra.idem.executionId as string, channel.command(args)),
-      {
-        channel: channel.channel,
-        target: channel.target,
-        credentialRef: channel.credentialRef,
-        // Refused before anything is claimed or sent: the caller fixes the arguments and calls again.
-        refuse: (args) => {
-          try {
-            channel.command(args as Record<string, unknown>);
-            return undefined;
-          } catch (error) {
-            if (error instanceof InvalidInputError) return invalidInputAnswer(error);
-            throw error;
-          }
-        },
-      },
-    );
+    const tool = sshToolParts(name, config);
+    return this.#register(server, name, tool.config, tool.handler, tool.origin);
   }
 
   #register<Shape extends ZodShape>(
