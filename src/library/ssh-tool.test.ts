@@ -203,20 +203,21 @@ describe('idem.sshTool at a real sshd', () => {
     expect((await stuck.idem.store.get(ref))?.state).toBe('completed');
   });
 
-  it('a command template that names an argument the schema lacks is refused when the tool is registered', async () => {
+  it('a command template that names an argument the schema lacks, or read_only, is refused when the tool is registered', async () => {
     const { idem } = await deployServer();
     const server = new McpServer({ name: 'x', version: '1' });
+    const host = {
+      name: 'web-1',
+      host: sshd.host,
+      user: sshd.user,
+      credential: 'k',
+      hostKey: sshd.hostKeyFingerprint,
+    };
     expect(() =>
       idem.sshTool(server, 'restart', {
         inputSchema: { service: z.string() },
         ssh: {
-          host: {
-            name: 'web-1',
-            host: sshd.host,
-            user: sshd.user,
-            credential: 'k',
-            hostKey: sshd.hostKeyFingerprint,
-          },
+          host,
           command: 'systemctl restart {{service}}@{{instance}}',
         },
         resolveCredential: async () => sshd.privateKey,
@@ -227,13 +228,7 @@ describe('idem.sshTool at a real sshd', () => {
         inputSchema: { service: z.string() },
         contract: { replay: 'read_only' },
         ssh: {
-          host: {
-            name: 'web-1',
-            host: sshd.host,
-            user: sshd.user,
-            credential: 'k',
-            hostKey: sshd.hostKeyFingerprint,
-          },
+          host,
           command: 'systemctl status {{service}}',
         },
         resolveCredential: async () => sshd.privateKey,

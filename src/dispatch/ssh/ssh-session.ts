@@ -80,16 +80,22 @@ export function runOnHost(options: RunOnHostOptions): Promise<HostOutput> {
       sent = true;
       timer = setTimeout(() => failed(`no answer came within ${options.timeoutMs} ms`), options.timeoutMs);
       timer.unref();
-      client.exec(options.script, (error, stream) => {
-        if (error) {
-          // The server answered the exec request (or the session request) with a refusal: it ran nothing.
-          const refused = error.message === 'Unable to exec' || 'reason' in error;
-          if (refused) sent = false;
-          failed(refused ? `the server refused to start a session (${error.message})` : error.message);
-          return;
-        }
-        collect(stream);
-      });
+      try {
+        client.exec(options.script, (error, stream) => {
+          if (error) {
+            // The server answered the exec request (or the session request) with a refusal: it ran nothing.
+            const refused = error.message === 'Unable to exec' || 'reason' in error;
+            if (refused) sent = false;
+            failed(refused ? `the server refused to start a session (${error.message})` : error.message);
+            return;
+          }
+          collect(stream);
+        });
+      } catch (error) {
+        // ssh2 throws before writing anything when the socket is already gone.
+        sent = false;
+        failed(`the connection was gone before the command could be sent (${(error as Error).message})`);
+      }
     });
 
     const collect = (stream: ClientChannel) => {
@@ -103,6 +109,7 @@ export function runOnHost(options: RunOnHostOptions): Promise<HostOutput> {
         }
         into.push(chunk);
       };
+      stream.on('error', (error: Error) => failed(`the session failed (${error.message})`));
       stream.on('data', take('stdout', stdout));
       stream.stderr.on('data', take('stderr', stderr));
       stream.on('close', (code: number | null | undefined) => {
