@@ -28,6 +28,12 @@ export interface TestSshd {
   dir: string;
   /** Logins so far, and how many of them have ended (from sshd's log): a test waits on these. */
   sessions(): { opened: number; closed: number };
+  /**
+   * Cuts every open connection as a network failure would: SIGKILL to this sshd's
+   * per-connection processes (found by parent pid). Commands already started
+   * keep running, as they would on a real host.
+   */
+  dropConnections(): void;
   stop(): Promise<void>;
 }
 
@@ -116,6 +122,12 @@ async function launch(dir: string): Promise<TestSshd> {
         privateKey: readFileSync(userKey.path, 'utf8'),
         dir,
         sessions: () => ({ ...sessions }),
+        dropConnections: () => {
+          const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(child.pid)], {
+            encoding: 'utf8',
+          }).match(/\d+/g);
+          for (const pid of children ?? []) process.kill(Number(pid), 'SIGKILL');
+        },
         stop: async () => {
           await stopProcess(child);
           rmSync(dir, { recursive: true, force: true });

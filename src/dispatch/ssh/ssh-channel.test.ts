@@ -252,6 +252,30 @@ describe('SSH channel at a real sshd: durable markers', () => {
     });
   });
 
+  it('a connection lost after sending is unknown; the command runs on and the probe then reads its real outcome', async () => {
+    const dir = scratch();
+    const gate = join(dir, 'gate');
+    const ssh = channel({
+      command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ]; do sleep 0.05; done; echo survived`,
+    });
+    const id = newId();
+    const pending = ssh.dispatch(id, ssh.command({})).catch((error: unknown) => error);
+    await waitFor(() => lines(join(dir, 'count')).length === 1);
+    sshd.dropConnections();
+    const error = await pending;
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect((error as Error).message).toMatch(
+      /^The command was sent to .*, then the connection (closed|failed)/,
+    );
+    writeFileSync(gate, '');
+    await waitFor(() => existsSync(join(sshd.dir, 'markers', id, 'exit')));
+    const probed = await ssh.probe(id);
+    expect(probed.outcome === 'completed' && probed.result.structuredContent).toMatchObject({
+      stdout: 'survived\n',
+    });
+    expect(lines(join(dir, 'count'))).toEqual(['ran']);
+  });
+
   it('finished markers past their retention are trimmed by the next run; a marker without an end is kept', async () => {
     const markerDir = join(scratch(), 'markers');
     const ssh = new SshChannel(
