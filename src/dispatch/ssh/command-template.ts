@@ -39,6 +39,7 @@ export class CommandTemplate {
         `command template has a "{{" or "}}" that is not a placeholder like {{name}}: ${template}`,
       );
     }
+    checkPlaceholderContexts(parts);
     this.#parts = parts;
     this.placeholders = [...new Set(parts.flatMap((p) => (typeof p === 'string' ? [] : [p.name])))];
   }
@@ -74,4 +75,81 @@ function shellWord(name: string, value: unknown): string {
     throw new InvalidInputError('unsafe_argument', name, 'a NUL byte cannot be passed in a command');
   }
   return quote([text]);
+}
+
+/**
+ * A quoted word is one word only where the shell reads it as code: inside quotes
+ * the quotes of the word would close the template's own (`'{{v}}'` makes
+ * `''x; reboot''`), inside backticks one level of backslashes is undone, in a
+ * comment a newline in the value ends the comment, after a backslash the first
+ * character is taken literally, and in a here-document quotes mean nothing.
+ * So a placeholder must stand where a bare word could, or the template is refused.
+ * (Inside `$(…)` quoting starts afresh: a bare placeholder there is fine.)
+ */
+function checkPlaceholderContexts(parts: readonly (string | { name: string })[]): void {
+  let single = false;
+  let double = false;
+  let backtick = false;
+  let comment = false;
+  let escaped = false;
+  let heredoc = false;
+  let wordStart = true;
+  for (const part of parts) {
+    if (typeof part !== 'string') {
+      const where = single
+        ? 'single quotes'
+        : double
+          ? 'double quotes'
+          : backtick
+            ? 'backticks'
+            : comment
+              ? 'a comment'
+              : escaped
+                ? 'a backslash escape'
+                : heredoc
+                  ? 'a here-document (or after <<)'
+                  : undefined;
+      if (where) {
+        throw new Error(
+          `command template: {{${part.name}}} is inside ${where}; write it bare — each argument is ` +
+            'already inserted as one quoted shell word',
+        );
+      }
+      wordStart = false;
+      continue;
+    }
+    for (let i = 0; i < part.length; i++) {
+      const ch = part[i] as string;
+      if (comment) {
+        if (ch === '\n') {
+          comment = false;
+          wordStart = true;
+        }
+      } else if (escaped) {
+        escaped = false;
+        wordStart = false;
+      } else if (single) {
+        if (ch === "'") single = false;
+      } else if (ch === '\\') {
+        escaped = true;
+      } else if (double) {
+        if (ch === '"') double = false;
+        else if (ch === '`') backtick = !backtick;
+      } else if (ch === "'") {
+        single = true;
+        wordStart = false;
+      } else if (ch === '"') {
+        double = true;
+        wordStart = false;
+      } else if (ch === '`') {
+        backtick = !backtick;
+        wordStart = true;
+      } else if (ch === '#' && wordStart) {
+        comment = true;
+      } else {
+        if (ch === '<' && part[i + 1] === '<') heredoc = true;
+        wordStart = /[\s;&|()<>]/.test(ch);
+      }
+    }
+  }
 }
