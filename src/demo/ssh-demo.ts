@@ -69,7 +69,7 @@ export async function runSshDemo(options: {
         // The "restart" logs itself, then holds until the demo lets it finish (a slow service).
         command:
           `echo {{service}} >> ${runLog}; ` +
-          `while [ ! -e ${gate} ]; do sleep 0.05; done; echo restarted {{service}}`,
+          `while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done; echo restarted {{service}}`,
       },
       resolveCredential: async () => ssh.privateKey,
     });

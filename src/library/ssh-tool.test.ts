@@ -74,7 +74,7 @@ async function deployServer(
         ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
         command:
           `echo {{service}} >> ${counter}; ` +
-          `if [ -e ${gate}.wait ]; then while [ ! -e ${gate} ]; do sleep 0.05; done; fi; ` +
+          `if [ -e ${gate}.wait ]; then while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done; fi; ` +
           'echo deployed {{service}} {{version}}',
       },
       resolveCredential: async (name: string) => {

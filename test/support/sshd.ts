@@ -24,7 +24,11 @@ export interface TestSshd {
   hostKeyFingerprint: string;
   /** The user's private key (OpenSSH format, no passphrase). */
   privateKey: string;
-  /** A scratch directory the test may use (the remote side sees the same files: it is this machine). */
+  /**
+   * A scratch directory the test may use (the remote side sees the same files: it is this
+   * machine). Removed by stop(); a remote command that waits for a file here should also stop
+   * waiting when the directory is gone, or a failed test leaves it running (commands outlive sshd).
+   */
   dir: string;
   /** Logins so far, and how many of them have ended (from sshd's log): a test waits on these. */
   sessions(): { opened: number; closed: number };

@@ -199,7 +199,9 @@ describe('SSH channel at a real sshd: durable markers', () => {
   it('concurrent dispatches of one id: one mkdir wins, the rest are told it started and ran nothing', async () => {
     const dir = scratch();
     const gate = join(dir, 'gate');
-    const ssh = channel({ command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ]; do sleep 0.05; done` });
+    const ssh = channel({
+      command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done`,
+    });
     const id = newId();
     const attempts = Array.from({ length: 5 }, () =>
       ssh.dispatch(id, ssh.command({})).then(
@@ -236,7 +238,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     const dir = scratch();
     const gate = join(dir, 'gate');
     const ssh = channel({
-      command: `while [ ! -e ${gate} ]; do sleep 0.05; done; echo finished`,
+      command: `while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done; echo finished`,
       timeoutMs: 500,
     });
     const id = newId();
@@ -256,7 +258,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     const dir = scratch();
     const gate = join(dir, 'gate');
     const ssh = channel({
-      command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ]; do sleep 0.05; done; echo survived`,
+      command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done; echo survived`,
     });
     const id = newId();
     const pending = ssh.dispatch(id, ssh.command({})).catch((error: unknown) => error);
