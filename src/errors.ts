@@ -52,7 +52,11 @@ export type InvalidInputReason =
   | 'too_deep'
   | 'too_large'
   | 'unsupported_type'
-  | 'missing_business_key';
+  | 'missing_business_key'
+  /** An action channel cannot pass this value on safely (an SSH argument with a NUL byte, an object). */
+  | 'unsafe_argument'
+  /** A command template names an argument the call does not give. */
+  | 'missing_argument';
 
 export class IdemError extends Error {
   override readonly name: string = 'IdemError';

@@ -27,6 +27,13 @@ export {
   ToolContractSchema,
 } from './contracts/contract.js';
 export {
+  hostKeyFingerprint,
+  type ResolveCredential,
+  SshChannel,
+  type SshHost,
+  type SshToolSpec,
+} from './dispatch/ssh/index.js';
+export {
   IDEM_CODES,
   type IdemCode,
   IdemError,
@@ -62,6 +69,7 @@ export {
   type IdemToolExtra,
   type IdemToolHandler,
 } from './library/idem.js';
+export type { IdemSshToolConfig } from './library/ssh-tool.js';
 export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
 export { type IdScope, ReceiptTransport } from './receipts/receipt-transport.js';
 export * from './store/index.js';

@@ -1,14 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { GatewayConfigSchema } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
+import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { createChargeCardServer } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
 
@@ -231,34 +231,6 @@ async function callCharge(client: Client, orderId: string, amountCents: number):
     name: 'charge_card',
     arguments: { order_id: orderId, amount_cents: amountCents, card_number: CARD },
   })) as CallToolResult;
-}
-
-async function pollStatus(client: Client, ref: string): Promise<CallToolResult> {
-  let last: CallToolResult | undefined;
-  for (let i = 0; i < 50; i++) {
-    last = (await client.callTool({ name: 'idem_execution_status', arguments: { ref } })) as CallToolResult;
-    if (!idemCodeOf(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return last as CallToolResult;
-}
-
-function refOf(result: CallToolResult): string {
-  return (result.structuredContent as { idem: { ref: string } }).idem.ref;
-}
-
-function summarize(result: CallToolResult): string {
-  const code = idemCodeOf(result);
-  const text = (result.content[0] as { text?: string } | undefined)?.text ?? '';
-  if (code) return `${code} (ref ${refOf(result)})`;
-  const replayed = result._meta?.['io.idem/replayed'] === true ? ' [stored result, replayed]' : '';
-  return `${result.isError ? 'error: ' : ''}${text}${replayed}`;
-}
-
-async function connect(url: string, fetch?: typeof globalThis.fetch): Promise<Client> {
-  const client = new Client({ name: 'idem-demo-agent', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {}));
-  return client;
 }
 
 /**

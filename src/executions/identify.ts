@@ -49,11 +49,12 @@ export function identifiedOrRefused(identify: () => CallIdentity): CallIdentity 
   try {
     return identify();
   } catch (error) {
-    if (error instanceof InvalidInputError) {
-      return {
-        refused: idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` }),
-      };
-    }
+    if (error instanceof InvalidInputError) return { refused: invalidInputAnswer(error) };
     throw error;
   }
+}
+
+/** The answer to input that cannot be processed: what is wrong, where, and that nothing ran. */
+export function invalidInputAnswer(error: InvalidInputError): ToolResult {
+  return idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `${error.reason}: ${error.message}` });
 }

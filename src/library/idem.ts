@@ -34,6 +34,7 @@ import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.j
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
+import { type IdemSshToolConfig, sshToolParts } from './ssh-tool.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -65,7 +66,16 @@ export interface IdemOptions {
   retention?: string | number;
 }
 
-type ZodShape = Record<string, z.ZodType>;
+export type ZodShape = Record<string, z.ZodType>;
+
+/** Where a registered tool's effect lands, as the intent fingerprint names it. */
+export interface ToolOrigin {
+  channel: string;
+  target: string;
+  credentialRef: string | null;
+  /** An answer for arguments the channel cannot carry: nothing is claimed or sent. */
+  refuse?: (args: unknown) => CallToolResult | undefined;
+}
 
 export interface IdemToolConfig<Shape extends ZodShape> {
   title?: string;
@@ -165,6 +175,40 @@ export class Idem {
     config: IdemToolConfig<Shape>,
     handler: IdemToolHandler<Shape>,
   ): RegisteredTool {
+    // One server process: the tool name already says where the effect lands.
+    return this.#register(server, name, config, handler, {
+      channel: 'library',
+      target: 'local',
+      credentialRef: null,
+    });
+  }
+
+  /**
+   * Registers `name` as an SSH action tool (docs/channels-ssh.md): each call
+   * renders `ssh.command` with the arguments shell-quoted and runs it on
+   * `ssh.host` under a durable marker named by the execution id, so that the
+   * command runs at most once per execution, and an outcome lost on the way
+   * back is read from the marker instead of running it again. The contract
+   * defaults to `replay: keyed` (the marker is the key the host honours); its
+   * status probe is always the marker. The private key comes from
+   * `resolveCredential(ssh.host.credential)` at each call.
+   */
+  sshTool<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemSshToolConfig<Shape>,
+  ): RegisteredTool {
+    const tool = sshToolParts(name, config);
+    return this.#register(server, name, tool.config, tool.handler, tool.origin);
+  }
+
+  #register<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemToolConfig<Shape>,
+    handler: IdemToolHandler<Shape>,
+    origin: ToolOrigin,
+  ): RegisteredTool {
     const secrets = secretPathsFromSchema(jsonSchemaOf(config.inputSchema));
     const contract = resolveContract(config.contract, config.annotations, secrets);
     this.engine.registerContract(name, contract);
@@ -175,10 +219,9 @@ export class Idem {
     const runner = (args: unknown, extra: ToolExtra, caller: Caller) => ({
       call: {
         tool: name,
-        channel: 'library',
-        // One server process: the tool name already says where the effect lands.
-        target: 'local',
-        credentialRef: null,
+        channel: origin.channel,
+        target: origin.target,
+        credentialRef: origin.credentialRef,
         method: 'tools/call',
         arguments: args,
         contract,
@@ -200,6 +243,8 @@ export class Idem {
         }),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
+        const refused = origin.refuse?.(args);
+        if (refused) return refused;
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
         const key = extra._meta?.[META.executionId];

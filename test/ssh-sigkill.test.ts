@@ -1,0 +1,105 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idemCodeOf, META } from '../src/executions/answers.js';
+import { sleep } from '../src/testing/counting-target.js';
+import { startSshd, type TestSshd } from './support/sshd.js';
+
+let sshd: TestSshd;
+let dataDir: string;
+beforeAll(async () => {
+  sshd = await startSshd();
+  dataDir = mkdtempSync(join(tmpdir(), 'idem-ssh-sigkill-'));
+});
+afterAll(async () => {
+  await sshd?.stop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function startServer() {
+  const keyFile = join(sshd.dir, 'client_key');
+  writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/ssh-tool-server.ts')],
+    env: {
+      ...process.env,
+      IDEM_DATA_DIR: dataDir,
+      SSH_PORT: String(sshd.port),
+      SSH_USER: sshd.user,
+      SSH_HOST_KEY: sshd.hostKeyFingerprint,
+      SSH_KEY_FILE: keyFile,
+      MARKER_DIR: join(sshd.dir, 'markers'),
+      COUNTER_FILE: join(sshd.dir, 'count'),
+      GATE_FILE: join(sshd.dir, 'gate'),
+    } as Record<string, string>,
+    stderr: 'pipe',
+  });
+  // The same client name on the same machine: the same actor, as an agent restarted on its host would be.
+  const client = new Client({ name: 'restarting-agent', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const runs = () => {
+  const file = join(sshd.dir, 'count');
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+};
+const deploy = (client: Client) =>
+  client.callTool({ name: 'deploy', arguments: { service: 'db' } }) as Promise<CallToolResult>;
+
+async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await sleep(25);
+  }
+}
+
+describe('SSH action tool: the process SIGKILLed mid-command (SQLite, real sshd)', () => {
+  it('a fresh process never runs it again: unknown while the marker has no end, the true outcome once it has', async () => {
+    const first = await startServer();
+    void deploy(first.client).catch(() => {});
+    await waitFor(() => runs().length === 1);
+    process.kill(first.transport.pid as number, 'SIGKILL');
+    await first.client.close().catch(() => {});
+    const [ref] = readdirSync(join(sshd.dir, 'markers'));
+
+    // The command still waits on the host. In flight until the dead holder's lease lapses (store clock),
+    // then the marker is read: started, no end → unknown, and the re-send under the same id runs nothing.
+    const second = await startServer();
+    let answer = await deploy(second.client);
+    const retryUntil = Date.now() + 30_000;
+    while (idemCodeOf(answer) === 'IDEM_IN_FLIGHT' && Date.now() < retryUntil) {
+      await sleep(25);
+      answer = await deploy(second.client);
+    }
+    expect(idemCodeOf(answer)).toBe('IDEM_OUTCOME_UNKNOWN');
+    expect(answer._meta?.[META.executionId]).toBe(ref);
+    expect(runs()).toHaveLength(1);
+
+    // The command finishes on the host; the same call now reads its exit from the marker.
+    writeFileSync(join(sshd.dir, 'gate'), '');
+    await waitFor(() => existsSync(join(sshd.dir, 'markers', ref as string, 'exit')));
+    const done = await deploy(second.client);
+    expect(idemCodeOf(done)).toBeUndefined();
+    expect(done.isError).toBeFalsy();
+    expect(done._meta?.[META.executionId]).toBe(ref);
+    expect(done.structuredContent).toMatchObject({ exit_code: 0, stdout: 'finished db\n' });
+    expect(runs()).toEqual(['db']);
+    await second.client.close();
+
+    // The key was only ever in memory: no file of the store (SQLite, -wal, keys) holds any line of it.
+    const keyLines = sshd.privateKey
+      .split('\n')
+      .filter((line) => line.length > 20 && !line.startsWith('-----'));
+    for (const file of readdirSync(dataDir)) {
+      const bytes = readFileSync(join(dataDir, file)).toString('latin1');
+      for (const line of keyLines) expect(bytes.includes(line), file).toBe(false);
+    }
+  });
+});
