@@ -5,7 +5,7 @@ import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer } from './answers.js';
 import { type Approvals, runClaimed } from './approval.js';
 import type { CallIdentity, Dispatch, ToolCall } from './call.js';
-import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
+import { type Attempt, actionRecord, callEvent, type EngineCore, journal, RETRY } from './core.js';
 import { answerFor } from './describe.js';
 import { runDispatch } from './dispatch.js';
 import { newToken } from './ids.js';
@@ -79,7 +79,7 @@ export async function claimAndRun(
         ...(replacing ? { replacing } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
-          callEvent('accepted', call, id),
+          callEvent('accepted', call, id, actionRecord(call)),
           ...(plan.events?.(id) ?? []),
           callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
         ],

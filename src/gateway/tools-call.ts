@@ -4,6 +4,7 @@ import type {
   MessageExtraInfo,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { actionCall } from '../dispatch/action-call.js';
 import {
   UpstreamClosedError,
   type UpstreamConnection,
@@ -54,7 +55,7 @@ export async function toolsCall(
   if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
   const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
 
-  if (entry.contract.replay === 'read_only') {
+  if (entry.contract.replay === 'read_only' && !entry.action) {
     return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
   }
 
@@ -92,6 +93,22 @@ export async function toolsCall(
     forwarded.progressToken = progressToken;
   s.inFlight.set(renderRequestId(request.id), forwarded);
   try {
+    const caller = {
+      actor,
+      session,
+      requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+    };
+    if (entry.action) {
+      const { call, dispatch } = actionCall(
+        name,
+        entry.action.channel,
+        entry.contract,
+        args,
+        caller,
+        forwarded.cancelled?.signal,
+      );
+      return replyWithResult(s, request.id, await s.ctx.engine.execute(call, dispatch), forwarded);
+    }
     const result = await s.ctx.engine.execute(
       {
         signal: forwarded.cancelled?.signal,
@@ -102,11 +119,7 @@ export async function toolsCall(
         method: 'tools/call',
         arguments: args,
         contract: entry.contract,
-        caller: {
-          actor,
-          session,
-          requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
-        },
+        caller,
       },
       ({ executionId }) =>
         dispatchToolCall(s, upstream, entry, params, args, executionId as string, forwarded),
@@ -170,6 +183,17 @@ export async function repeat(
     const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
       const { entry } = await lookUpTool(s, remembered.tool);
       if (!entry) return undefined;
+      if (entry.action) {
+        const args = remembered.arguments as Record<string, unknown>;
+        return actionCall(
+          entry.name,
+          entry.action.channel,
+          entry.contract,
+          args,
+          caller,
+          forwarded.cancelled?.signal,
+        );
+      }
       const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
       if (!upstream.available) {
         try {
