@@ -1,4 +1,4 @@
-import type { ResolvedContract } from '../contracts/contract.js';
+import type { ResolvedContract, ToolContract } from '../contracts/contract.js';
 import type { Caller, Dispatch, ToolCall } from '../executions/call.js';
 import type { ActionChannel } from './channel.js';
 
@@ -35,4 +35,17 @@ export function actionCall(
         ...(signal ? { signal } : {}),
       }),
   };
+}
+
+/**
+ * An action tool's contract as declared, with the channel's own way of
+ * learning an unknown outcome (the SSH marker) as its status probe where the
+ * declaration has none.
+ */
+export function actionContract(
+  declared: ToolContract | undefined,
+  channel: ActionChannel,
+): ToolContract | undefined {
+  if (!declared || declared.status_probe || !channel.recover) return declared;
+  return { ...declared, status_probe: channel.recover };
 }

@@ -8,6 +8,7 @@ import {
   type StatusProbe,
   type ToolContract,
 } from '../contracts/contract.js';
+import { actionContract } from '../dispatch/action-call.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
@@ -245,9 +246,7 @@ export class ToolCatalog {
 export function actionEntry(action: ActionTool): CatalogEntry {
   const tool: Tool = { name: action.name, description: action.description, inputSchema: action.inputSchema };
   const declared = action.contract;
-  const recover = action.channel.recover;
-  const contract =
-    declared && !declared.status_probe && recover ? { ...declared, status_probe: recover } : declared;
+  const contract = actionContract(declared, action.channel);
   return {
     name: action.name,
     upstream: '',
