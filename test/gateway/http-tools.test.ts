@@ -18,6 +18,7 @@ import { PaymentProcessor } from '../../src/demo/processor.js';
 import { META } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { lintGateway } from '../../src/gateway/lint.js';
 import { runIdem } from '../support/run-cli.js';
 import { countingUpstream, freshDir, removeTemporaries } from './support.js';
 
@@ -212,5 +213,36 @@ describe('HTTP action tools in the gateway', () => {
       await expect(started).rejects.toBeInstanceOf(ConfigError);
       await expect(started).rejects.toThrow(message);
     }
+  });
+});
+
+describe('idem lint on action tools', () => {
+  it('reports an action tool without a contract, a credential that cannot be resolved now, and an upstream tool an action tool hides', async () => {
+    const dir = freshDir('http-tools-lint');
+    const tool = (extra: Record<string, unknown>) => ({
+      description: 'x',
+      method: 'POST',
+      url: 'https://api.example.com/x',
+      ...extra,
+    });
+    const config = GatewayConfigSchema.parse({
+      data_dir: dir,
+      store: { kind: 'memory' },
+      upstreams: { counter: countingUpstream(dir) },
+      credentials: { pay: { env: 'IDEM_TEST_LINT_UNSET_VARIABLE' } },
+      http_tools: {
+        count: tool({ contract: { replay: 'keyed' } }),
+        uncontracted: tool({}),
+        paying: tool({ credential: { name: 'pay', scheme: 'bearer' }, contract: { replay: 'keyed' } }),
+      },
+    });
+    const findings = await lintGateway(config, 'test');
+    const messages = findings.map((f) => f.message).join('\n');
+    expect(messages).toContain('count: upstream counter offers a tool of this name');
+    expect(messages).toContain('uncontracted: an action tool (http) without a contract');
+    expect(messages).toContain(
+      'paying: credential "pay" cannot be resolved: environment variable IDEM_TEST_LINT_UNSET_VARIABLE is not set; its calls would be denied',
+    );
+    expect(findings.filter((f) => f.tool === 'paying')).toHaveLength(1);
   });
 });
