@@ -40,6 +40,8 @@ export interface ActionChannel {
    * running it again (the SSH marker); a `status` contract without its own probe uses it.
    */
   readonly recover?: StatusProbe;
+  /** Releases what the channel holds open (connection pools); called when the gateway or Idem closes. */
+  close?(): Promise<void>;
 }
 
 /** A tool that a channel performs: declared in the gateway config (or in code), not listed by an upstream. */

@@ -36,7 +36,5 @@ export function actionToolsOf(config: GatewayConfig, credentials: Credentials): 
 
 /** Closes what the tools' channels hold open (connection pools). */
 export async function closeActionTools(tools: readonly ActionTool[]): Promise<void> {
-  await Promise.all(
-    tools.map((t) => (t.channel as { close?: () => Promise<void> }).close?.().catch(() => {})),
-  );
+  await Promise.all(tools.map((t) => t.channel.close?.().catch(() => {})));
 }

@@ -374,7 +374,8 @@ export class Gateway {
    */
   #nameCautiousDefaults(entries: CatalogEntry[]): void {
     const fresh = entries
-      .filter((e) => e.source === 'cautious_default' && !this.#namedCautious.has(e.name))
+      // An action tool's contract is declared beside it, not under tools: (the notice's advice); lint names those.
+      .filter((e) => e.source === 'cautious_default' && !e.action && !this.#namedCautious.has(e.name))
       .map((e) => e.name);
     if (fresh.length === 0) return;
     for (const name of fresh) this.#namedCautious.add(name);

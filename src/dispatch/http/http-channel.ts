@@ -31,6 +31,8 @@ export interface HttpChannelOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Connection pools kept per channel (one per origin and pinned address). */
+const MAX_POOLS = 32;
 /** Bounded excerpts of a target's answer in error texts. */
 const EXCERPT_CHARS = 500;
 
@@ -100,6 +102,9 @@ export class HttpChannel implements ActionChannel {
       // Resolved once per hop, judged, and the connection pinned to exactly that address:
       // a name that resolves elsewhere a moment later (DNS rebinding) changes nothing.
       const pinned = await this.#pin(url, hop);
+      // Cancelled (or out of time) while resolving: nothing has left yet, which a later retry may rely on.
+      if (hop === 0 && signal.aborted)
+        throw new NotDispatchedError('The call ended before the request was sent.');
       const response = await this.#send(url, pinned, method, headers, body, signal, timeout, hop);
       const location = response.headers.location;
       if (response.statusCode >= 300 && response.statusCode < 400 && typeof location === 'string') {
@@ -240,6 +245,12 @@ export class HttpChannel implements ActionChannel {
     const key = `${origin}|${pinned.address}`;
     let pool = this.#pools.get(key);
     if (!pool) {
+      // Bounded: a host from the arguments with DNS that rotates must not grow this without end.
+      if (this.#pools.size >= MAX_POOLS) {
+        const [oldest, idle] = this.#pools.entries().next().value as [string, Dispatcher];
+        this.#pools.delete(oldest);
+        idle.close().catch(() => {});
+      }
       pool = new Agent({
         connect: {
           timeout: connectTimeoutMs,
