@@ -92,8 +92,9 @@ export class HttpChannel implements ActionChannel {
         headers['content-type'] = 'application/json';
     }
     const credentialHeader = await this.#credentialHeader();
-    if (credentialHeader) headers[credentialHeader.name] = credentialHeader.value;
-    if (ctx.executionId) headers[spec.idempotency_header] = ctx.executionId;
+    // Ours win over a header template of the same name, whatever its case: one value each.
+    if (credentialHeader) setHeader(headers, credentialHeader.name, credentialHeader.value);
+    if (ctx.executionId) setHeader(headers, spec.idempotency_header, ctx.executionId);
 
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
@@ -122,7 +123,8 @@ export class HttpChannel implements ActionChannel {
         ) {
           method = 'GET';
           body = undefined;
-          delete headers['content-type'];
+          for (const key of Object.keys(headers))
+            if (key.toLowerCase() === 'content-type') delete headers[key];
         }
         url = next;
         continue;
@@ -302,6 +304,12 @@ export function allowedTargets(
     origin: `${scheme}://${authority}`,
     allowed: { schemes: allow.schemes ?? [scheme], hosts, ports, addresses: allow.addresses ?? [] },
   };
+}
+
+/** Sets a header, dropping any other-cased copy of its name. */
+function setHeader(headers: Record<string, string>, name: string, value: string): void {
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === name.toLowerCase()) delete headers[key];
+  headers[name] = value;
 }
 
 function redirectRefused(error: unknown, status?: number): Error {
