@@ -11,12 +11,13 @@
  *   4. journal: offline verify speed, and the journal's cost per call (bench/journal.ts);
  *   5. PostgreSQL store: claim and complete latency, bytes per row (bench/postgres-store.ts);
  *   6. gateway: idem gateway against direct, mcp-proxy and supergateway (bench/gateway.ts);
- *   7. fleet: 1, 2 and 4 gateway processes on one PostgreSQL database (bench/fleet.ts).
+ *   7. fleet: 1, 2 and 4 gateway processes on one PostgreSQL database (bench/fleet.ts);
+ *   8. http: an HTTP action tool against the same POST sent directly with undici (bench/http-tool.ts).
  *
  * BENCH_CALLS (default 20,000) scales every section: engine series N calls,
- * MCP, journal cost, PostgreSQL, gateway and fleet N/4, journal verify N×50
+ * MCP, journal cost, PostgreSQL, gateway, fleet and http N/4, journal verify N×50
  * entries (BENCH_JOURNAL_ENTRIES overrides). BENCH_SECTIONS=engine,mcp,journal,
- * postgres,gateway,fleet picks sections (default: all). PostgreSQL: IDEM_PG_URL,
+ * postgres,gateway,fleet,http picks sections (default: all). PostgreSQL: IDEM_PG_URL,
  * or else a throwaway server (fsync on) for the two sections that need it.
  */
 import { randomBytes } from 'node:crypto';
@@ -39,6 +40,7 @@ import { PG_URL_VARIABLE, startThrowawayPostgres, type ThrowawayPostgres } from 
 import { benchFleet } from './fleet.js';
 import { benchGateway } from './gateway.js';
 import { reason } from './harness.js';
+import { benchHttpTool } from './http-tool.js';
 import { benchJournalCost, benchVerify } from './journal.js';
 import { benchPostgresStore } from './postgres-store.js';
 
@@ -130,7 +132,7 @@ async function mcpBench() {
   await idem.close();
 }
 
-const SECTIONS = ['engine', 'mcp', 'journal', 'postgres', 'gateway', 'fleet'] as const;
+const SECTIONS = ['engine', 'mcp', 'journal', 'postgres', 'gateway', 'fleet', 'http'] as const;
 const chosen = new Set(
   (process.env.BENCH_SECTIONS ?? SECTIONS.join(','))
     .split(',')
@@ -228,6 +230,11 @@ try {
       }
       return benchFleet({ calls: QUARTER, gateways: [1, 2, 4], url });
     });
+  }
+  if (chosen.has('http')) {
+    await section('http: an HTTP action tool against the same request sent directly with undici', () =>
+      benchHttpTool(QUARTER),
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

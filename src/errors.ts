@@ -130,7 +130,18 @@ export class OutcomeUnknownError extends Error {
  * IDEM_NOT_EXECUTED: retrying is safe and starts afresh.
  */
 export class NotDispatchedError extends Error {
-  override readonly name = 'NotDispatchedError';
+  override readonly name: string = 'NotDispatchedError';
+}
+
+/**
+ * Thrown by a dispatch channel that refused to send before anything left: the
+ * credential it names cannot be resolved, or the target is not one the tool
+ * may reach (DESIGN §7: "target or credential unresolved → deny"). The caller
+ * is told IDEM_DENIED with the reason; the execution is retired, so a call
+ * made after an operator fixed the cause is judged afresh.
+ */
+export class DispatchRefusedError extends NotDispatchedError {
+  override readonly name = 'DispatchRefusedError';
 }
 
 /** The text of anything thrown: an Error's message, or the value itself (a throw need not be an Error). */

@@ -16,9 +16,12 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
         ['2. ', 1],
         ['3. ', 1],
         ['4. ', 1],
+        ['5. ', 1],
       ]);
       expect(reports.every((r) => r.ok)).toBe(true);
       expect(lines.join('\n')).not.toContain('4242424242424242');
+      // The processor's key (the HTTP action tool's credential) is never printed.
+      expect(lines.join('\n')).not.toMatch(/sk_demo_/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -78,12 +78,20 @@ export function registerExecutionCommands(program: Command): void {
         const requests = [
           ...new Set(timeline.map((e) => e.requestRef).filter((r): r is string => r !== null)),
         ];
-        if (flags.json) return printJson({ execution: record ?? null, requests, timeline });
+        // Where the action went, as its `accepted` event recorded it (channel, target, credential NAME).
+        const action = timeline.find(
+          (e) => e.kind === 'accepted' && typeof e.detail.channel === 'string',
+        )?.detail;
+        if (flags.json)
+          return printJson({ execution: record ?? null, action: action ?? null, requests, timeline });
         if (record) {
           for (const [label, value] of [
             ['ref', record.id],
             ['state', record.state],
             ['tool', record.tool],
+            ['channel', String(action?.channel ?? '-')],
+            ['target', String(action?.target ?? '-')],
+            ['credential', String(action?.credential ?? '-')],
             ['actor', record.actor],
             ['session', record.session ?? '-'],
             ['replay', record.replay],

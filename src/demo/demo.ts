@@ -1,8 +1,10 @@
-import { mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { idemCodeOf } from '../executions/answers.js';
 import { GatewayConfigSchema } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -40,13 +42,51 @@ function upstreamCommand(): { command: string; args: string[] } {
   return { command: process.execPath, args: ts ? ['--import', 'tsx', entry] : [entry] };
 }
 
+/**
+ * The HTTP action tool of scenario 5: the charge sent by Idem itself (gateway
+ * `http_tools:`, or `idem.httpTool` in the library), with the processor's key
+ * by reference and the execution id as its Idempotency-Key.
+ */
+function chargeHttpSpec(processorUrl: string) {
+  return {
+    method: 'POST' as const,
+    url: `${processorUrl}/charges`,
+    body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
+    credential: { name: 'processor', scheme: 'bearer' as const },
+    allow: { addresses: ['127.0.0.1'] },
+    timeout: '300ms',
+  };
+}
+const CHARGE_HTTP_DESCRIPTION = 'Charge an order through the processor API (sent by Idem itself).';
+const CHARGE_HTTP_CONTRACT = {
+  replay: 'keyed' as const,
+  scope: { business_key: 'order_id' },
+  timeout: '300ms',
+};
+
+/** The processor's API key, in a 0600 file: the credential the HTTP action tool names. */
+function processorKeyFile(dataDir: string): string {
+  const path = join(dataDir, 'processor.key');
+  writeFileSync(path, `sk_demo_${randomBytes(12).toString('hex')}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return path;
+}
+
 /** The agent's endpoint: the gateway in front of the example server, or the example server itself. */
 async function startTarget(via: 'gateway' | 'library', dataDir: string, processorUrl: string) {
+  const credentials = { processor: { file: processorKeyFile(dataDir) } };
   if (via === 'library') {
-    const idem = await Idem.open({ dataDir });
-    const http = await serveStreamableHttp(idem, () =>
-      createChargeCardServer({ idem, processorUrl, timeout: '600ms' }),
-    );
+    const idem = await Idem.open({ dataDir, credentials });
+    const http = await serveStreamableHttp(idem, () => {
+      const server = createChargeCardServer({ idem, processorUrl, timeout: '600ms' });
+      idem.httpTool(server, 'charge_card_http', {
+        description: CHARGE_HTTP_DESCRIPTION,
+        inputSchema: { order_id: z.string(), amount_cents: z.number().int().positive() },
+        contract: CHARGE_HTTP_CONTRACT,
+        http: chargeHttpSpec(processorUrl),
+      });
+      return server;
+    });
     return {
       url: http.url,
       describe: 'the example MCP server (Idem as a library inside it)',
@@ -65,6 +105,19 @@ async function startTarget(via: 'gateway' | 'library', dataDir: string, processo
         payments: {
           ...upstream,
           env: { PROCESSOR_URL: processorUrl, IDEM_DATA_DIR: join(dataDir, 'upstream') },
+        },
+      },
+      credentials,
+      http_tools: {
+        charge_card_http: {
+          description: CHARGE_HTTP_DESCRIPTION,
+          input_schema: {
+            type: 'object',
+            properties: { order_id: { type: 'string' }, amount_cents: { type: 'integer', minimum: 1 } },
+            required: ['order_id', 'amount_cents'],
+          },
+          contract: CHARGE_HTTP_CONTRACT,
+          ...chargeHttpSpec(processorUrl),
         },
       },
       tools: {
@@ -215,6 +268,34 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
         saw(`order-4001 → ${summarize(second)}`);
         await agent.close();
         return { callsSent: 2, ok: again._meta?.['io.idem/replayed'] === true && !second.isError };
+      },
+    );
+
+    await run(
+      '5. An HTTP action tool (Idem sends the charge itself, Idempotency-Key = execution id): the processor is slower than the timeout; the agent calls again',
+      1,
+      async (saw) => {
+        processor.delayMs = 600;
+        const requestsBefore = processor.requests;
+        const chargesBefore = processor.charges;
+        const agent = await connect(http.url);
+        const args = { order_id: 'order-5001', amount_cents: 3100 };
+        const first = (await agent.callTool({ name: 'charge_card_http', arguments: args })) as CallToolResult;
+        saw(first);
+        // The outcome is unknown. Once the processor is done, the agent calls again: the tool is
+        // keyed, so Idem re-sends under the same key, and the processor answers with the charge it made.
+        for (let i = 0; i < 100 && processor.charges === chargesBefore; i++)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        const again = (await agent.callTool({ name: 'charge_card_http', arguments: args })) as CallToolResult;
+        saw(again);
+        const requests = processor.requests - requestsBefore;
+        saw(`processor: ${requests} HTTP requests, both with Idempotency-Key ${processor.keys.at(-1)}`);
+        await agent.close();
+        const sameKey = processor.keys.at(-1) === processor.keys.at(-2);
+        return {
+          callsSent: 2,
+          ok: idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN' && !again.isError && requests === 2 && sameKey,
+        };
       },
     );
   } finally {

@@ -19,14 +19,25 @@ export class PaymentProcessor {
   charges = 0;
   /** Milliseconds each charge takes. */
   delayMs = 0;
+  /** When set, each charge also waits for it (a test holds the processor, then lets it go). */
+  hold: Promise<void> | undefined;
+  /** The Idempotency-Key of each POST, in order (undefined: none sent). */
+  readonly keys: (string | undefined)[] = [];
+  /** Every request's headers, so a test can check what reached the far side. */
+  readonly headers: Record<string, string | string[] | undefined>[] = [];
+
+  /** `honoursKeys: false`: a processor that ignores Idempotency-Key and charges every POST. */
+  constructor(readonly options: { honoursKeys?: boolean } = {}) {}
   readonly #byKey = new Map<string, Promise<Charge>>();
   #server: Server | undefined;
 
-  async start(): Promise<string> {
+  /** Listens on 127.0.0.1 (port 0: any free port); resolves with its base URL. */
+  async start(port = 0): Promise<string> {
     this.#server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
+        this.headers.push({ ...req.headers });
         this.#handle(
           req.method ?? 'GET',
           req.url ?? '/',
@@ -43,7 +54,7 @@ export class PaymentProcessor {
           });
       });
     });
-    await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.#server!.listen(port, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
@@ -65,10 +76,12 @@ export class PaymentProcessor {
     }
     if (method !== 'POST' || url !== '/charges') return { status: 404, body: { error: 'not found' } };
     this.requests++;
-    if (typeof key !== 'string' || key.length === 0) {
+    this.keys.push(typeof key === 'string' ? key : undefined);
+    const honours = this.options.honoursKeys ?? true;
+    if (honours && (typeof key !== 'string' || key.length === 0)) {
       return { status: 400, body: { error: 'Idempotency-Key header is required' } };
     }
-    const existing = this.#byKey.get(key);
+    const existing = honours ? this.#byKey.get(key as string) : undefined;
     if (existing) return { status: 200, body: await existing };
     const input = JSON.parse(body.toString('utf8')) as {
       order_id: string;
@@ -77,6 +90,7 @@ export class PaymentProcessor {
     };
     const charge = (async (): Promise<Charge> => {
       await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      await this.hold;
       this.charges++;
       return {
         charge_id: `ch_${this.charges}`,
@@ -85,7 +99,7 @@ export class PaymentProcessor {
         currency: input.currency,
       };
     })();
-    this.#byKey.set(key, charge);
+    if (honours) this.#byKey.set(key as string, charge);
     return { status: 201, body: await charge };
   }
 }

@@ -12,6 +12,8 @@ export const META = {
   repeat: 'io.idem/repeat',
   /** On the result of a deliberate repeat: the execution it repeated. */
   repeatOf: 'io.idem/repeat-of',
+  /** On a status answer: where the action went — `{channel, target, credential}` (the credential's NAME). */
+  action: 'io.idem/action',
 } as const;
 
 /** The status tool, as the gateway and the library both publish it. */

@@ -5,7 +5,7 @@ import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer } from './answers.js';
 import { type Approvals, attachWaiting, refusedByLadder, runAuthorized, runClaimed } from './approval.js';
 import type { CallIdentity, Dispatch, ToolCall } from './call.js';
-import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
+import { type Attempt, actionRecord, callEvent, type EngineCore, journal, RETRY } from './core.js';
 import { answerFor } from './describe.js';
 import { runDispatch } from './dispatch.js';
 import { newToken } from './ids.js';
@@ -83,7 +83,7 @@ export async function claimAndRun(
         ...(replacing ? { replacing } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
-          callEvent('accepted', call, id, { ladder: verdict.step }),
+          callEvent('accepted', call, id, { ...actionRecord(call), ladder: verdict.step }),
           ...(plan.events?.(id) ?? []),
           callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
         ],

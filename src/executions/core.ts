@@ -1,4 +1,5 @@
 import type { ResolvedContract } from '../contracts/contract.js';
+import type { KnownSecrets } from '../identity/redaction.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
@@ -18,6 +19,8 @@ export interface EngineCore {
   readonly logger: Logger;
   /** Contracts by tool name, so the status tool can run a tool's status probe. */
   readonly contracts: ReadonlyMap<string, ResolvedContract>;
+  /** Credentials and other secrets no argument carries: scrubbed from every result, stored or answered. */
+  readonly knownSecrets: KnownSecrets;
 }
 
 /** Lost a compare-and-set to another caller: read again and decide again. */
@@ -53,5 +56,17 @@ export function callEvent(
       token && (kind === 'received' || kind === 'attached')
         ? { ...detail, token: { issuer: token.issuer, jti: token.jti } }
         : detail,
+  };
+}
+
+/**
+ * Where the action goes, as the `accepted` event records it for the status
+ * tool and `idem executions show`: channel, target and credential NAME.
+ */
+export function actionRecord(call: ToolCall): Record<string, string> {
+  return {
+    channel: call.channel,
+    target: call.target,
+    ...(call.credentialRef ? { credential: call.credentialRef } : {}),
   };
 }

@@ -11,17 +11,25 @@ export async function answerFor(
   core: EngineCore,
   record: ExecutionRecord,
   events: ActivityEventInput[] = [],
+  /** What the dispatch said about an outcome it could not learn (e.g. "no answer within 2 s"). */
+  detail?: string,
 ): Promise<ToolResult> {
   await journal(core, events);
-  return describe(core, record, true);
+  return describe(core, record, true, detail);
 }
 
 export async function describe(
   core: EngineCore,
   record: ExecutionRecord,
   deliver = false,
+  detail?: string,
 ): Promise<ToolResult> {
-  const ctx = { ref: record.id, state: record.state, statusTool: core.statusTool };
+  const ctx = {
+    ref: record.id,
+    state: record.state,
+    statusTool: core.statusTool,
+    ...(detail ? { detail } : {}),
+  };
   switch (record.state) {
     case 'completed':
     case 'failed': {

@@ -1,4 +1,10 @@
-import { IDEM_CODES, messageOf, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import {
+  DispatchRefusedError,
+  IDEM_CODES,
+  messageOf,
+  NotDispatchedError,
+  OutcomeUnknownError,
+} from '../errors.js';
 import { redactSecrets, secretValues } from '../identity/redaction.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer, markExecuted } from './answers.js';
@@ -33,20 +39,34 @@ export async function runDispatch(
   );
   renewal.unref();
 
-  type Done = { outcome: 'completed' | 'failed' | 'unknown'; result?: ToolResult; notDispatched?: string };
+  type Done = {
+    outcome: 'completed' | 'failed' | 'unknown';
+    result?: ToolResult;
+    notDispatched?: 'not_dispatched' | 'refused';
+    /** Why the outcome is unknown, when the channel said (a timeout, a redirect it would not follow). */
+    detail?: string;
+  };
+  // Credentials the channel resolves are known only once it has: everything it hands back is
+  // scrubbed of them before anyone — caller, store, log — sees it.
+  const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   const work = (async (): Promise<Done> => {
     try {
-      const result = await dispatch({ executionId: record.id, redispatch });
+      const result = scrub(await dispatch({ executionId: record.id, redispatch }));
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
-        const answer = idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, { ref: record.id, detail: error.message });
-        return { outcome: 'failed', result: answer, notDispatched: error.message };
+        const refused = error instanceof DispatchRefusedError;
+        const answer = idemAnswer(refused ? IDEM_CODES.IDEM_DENIED : IDEM_CODES.IDEM_NOT_EXECUTED, {
+          ref: record.id,
+          detail: scrub(error.message),
+        });
+        return { outcome: 'failed', result: answer, notDispatched: refused ? 'refused' : 'not_dispatched' };
       }
-      if (error instanceof OutcomeUnknownError || isAbort(error)) return { outcome: 'unknown' };
+      if (error instanceof OutcomeUnknownError) return { outcome: 'unknown', detail: scrub(error.message) };
+      if (isAbort(error)) return { outcome: 'unknown' };
       return {
         outcome: 'failed',
-        result: { isError: true, content: [{ type: 'text', text: messageOf(error) }] },
+        result: { isError: true, content: [{ type: 'text', text: scrub(messageOf(error)) }] },
       };
     }
   })();
@@ -78,7 +98,7 @@ export async function runDispatch(
         events: [
           callEvent('outcome', call, record.id, {
             state: done.outcome,
-            ...(done.notDispatched ? { reason: 'not_dispatched' } : {}),
+            ...(done.notDispatched ? { reason: done.notDispatched } : {}),
           }),
           ...(delivering ? [callEvent('delivered', call, record.id)] : []),
         ],
@@ -121,7 +141,8 @@ export async function runDispatch(
     settled.catch(() => {});
     return answerFor(core, unknown ?? { ...record, state: 'unknown' });
   }
-  if (first.outcome === 'unknown' || !first.result) return answerFor(core, { ...record, state: 'unknown' });
+  if (first.outcome === 'unknown' || !first.result)
+    return answerFor(core, { ...record, state: 'unknown' }, [], first.detail);
   return markExecuted(first.result, record.id);
 }
 

@@ -4,6 +4,7 @@ import { decideApproval } from '../approval/decide.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
+import { KnownSecrets } from '../identity/redaction.js';
 import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
 import { Approvals } from './approval.js';
@@ -47,6 +48,11 @@ export interface ExecutionEngineOptions {
   approver?: Approver;
   /** Clock for window buckets (store clocks govern leases). */
   clock?: () => number;
+  /**
+   * Secrets no argument carries (resolved credentials): scrubbed from every
+   * result, stored or answered, and from what is logged. Default: an empty set.
+   */
+  knownSecrets?: KnownSecrets;
 }
 
 const silentLogger: Logger = {
@@ -54,6 +60,14 @@ const silentLogger: Logger = {
   error: (message, fields) =>
     process.stderr.write(`idem: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
 };
+
+/** Log lines carry error texts, which may quote a credential a target echoed back. */
+function redactingLogger(logger: Logger, secrets: KnownSecrets): Logger {
+  return {
+    warn: (message, fields) => logger.warn(secrets.redact(message), secrets.redact(fields)),
+    error: (message, fields) => logger.error(secrets.redact(message), secrets.redact(fields)),
+  };
+}
 
 /**
  * Layer 2 (DESIGN §4): gives each intended action one execution. Identifies
@@ -82,7 +96,8 @@ export class ExecutionEngine {
     this.fingerprinter = options.fingerprinter;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.statusTool = options.statusTool ?? 'idem_execution_status';
-    this.#logger = options.logger ?? silentLogger;
+    const knownSecrets = options.knownSecrets ?? new KnownSecrets();
+    this.#logger = redactingLogger(options.logger ?? silentLogger, knownSecrets);
     this.#approvals = new Approvals(options.approver, this.#logger);
     this.#clock = options.clock ?? Date.now;
     this.#core = {
@@ -91,6 +106,7 @@ export class ExecutionEngine {
       statusTool: this.statusTool,
       logger: this.#logger,
       contracts: this.#contracts,
+      knownSecrets,
     };
     this.#claimer = { core: this.#core, approvals: this.#approvals, newId: executionIds() };
   }

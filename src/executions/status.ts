@@ -1,6 +1,7 @@
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
+import type { JsonValue } from '../identity/canonical.js';
 import type { ExecutionRecord } from '../store/types.js';
-import { idemAnswer } from './answers.js';
+import { idemAnswer, META } from './answers.js';
 import type { EngineCore } from './core.js';
 import { describe } from './describe.js';
 import { isStale } from './leases.js';
@@ -27,7 +28,18 @@ export async function status(core: EngineCore, ref: string, actor: string): Prom
   // Another actor's execution is not theirs to see: answer as if it did not exist.
   if (!record || record.actor !== actor) return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
   // Handing the stored result to the agent here is a delivery too.
-  return describe(core, await current(core, record), true);
+  const answer = await describe(core, await current(core, record), true);
+  const action = await actionOf(core, ref);
+  return action ? { ...answer, _meta: { ...answer._meta, [META.action]: action } } : answer;
+}
+
+/** Channel, target and credential name, as the execution's `accepted` event recorded them (see actionRecord). */
+async function actionOf(core: EngineCore, ref: string): Promise<Record<string, JsonValue> | undefined> {
+  const timeline = await core.store.journalFor(ref).catch(() => []);
+  const accepted = timeline.find((e) => e.kind === 'accepted' && typeof e.detail.channel === 'string');
+  if (!accepted) return undefined;
+  const { channel, target, credential } = accepted.detail;
+  return { channel: channel ?? null, target: target ?? null, credential: credential ?? null };
 }
 
 /** A stale dispatch is `unknown` by now; an unknown one is probed, if its tool has a status probe. */

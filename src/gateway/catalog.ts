@@ -8,6 +8,8 @@ import {
   type StatusProbe,
   type ToolContract,
 } from '../contracts/contract.js';
+import { actionContract } from '../dispatch/action-call.js';
+import type { ActionTool } from '../dispatch/channel.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
 
@@ -23,7 +25,10 @@ export type ContractSource = 'declared' | 'annotations' | 'defaults' | 'cautious
 export interface CatalogEntry {
   /** The name the client sees (prefixed with the upstream's name when there are several). */
   name: string;
+  /** The upstream that lists it; '' for an action tool. */
   upstream: string;
+  /** An action tool (HTTP, SSH) the gateway performs itself, through this channel. */
+  action?: ActionTool;
   /** The name the upstream knows it by. */
   upstreamName: string;
   /** The upstream's definition. */
@@ -136,13 +141,32 @@ export interface CatalogOptions {
   probeFor(name: string, probe: NonNullable<GatewayToolContractConfig['status_probe']>): StatusProbe;
   /** Told of every tool listed, e.g. so the receipt layer can leave read-only tools alone. */
   onAdd?(entries: CatalogEntry[]): void;
+  /**
+   * Tools the gateway performs itself (config `http_tools:`…). Never prefixed; an upstream tool
+   * whose visible name is one of theirs is not listed (the config's tool wins, and `idem lint` says so).
+   */
+  actionTools?: readonly ActionTool[];
 }
 
 /** The tools of one session's upstreams, by the name the client sees. */
 export class ToolCatalog {
   readonly #entries = new Map<string, CatalogEntry>();
 
-  constructor(readonly options: CatalogOptions) {}
+  constructor(readonly options: CatalogOptions) {
+    const actions = (options.actionTools ?? []).map((action) => actionEntry(action));
+    for (const entry of actions) this.#entries.set(entry.name, entry);
+    if (actions.length > 0) options.onAdd?.(actions);
+  }
+
+  /** Whether an upstream tool of this visible name is hidden by an action tool of the same name. */
+  shadowedByAction(name: string): boolean {
+    return this.#entries.get(name)?.action !== undefined;
+  }
+
+  /** The action tools, in config order. */
+  actionEntries(): CatalogEntry[] {
+    return [...this.#entries.values()].filter((entry) => entry.action);
+  }
 
   visibleName(upstream: string, upstreamName: string): string {
     return this.options.prefixed ? `${upstream}${this.options.separator}${upstreamName}` : upstreamName;
@@ -156,7 +180,8 @@ export class ToolCatalog {
   }
 
   #add(upstream: string, tools: Tool[]): CatalogEntry[] {
-    return tools.map((tool) => {
+    const visible = tools.filter((tool) => !this.shadowedByAction(this.visibleName(upstream, tool.name)));
+    return visible.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
       const declaredConfig = this.options.contracts[name];
       let declared: ToolContract | undefined;
@@ -192,10 +217,11 @@ export class ToolCatalog {
     });
   }
 
+  /** Forgets an upstream's tools (all upstreams' without an argument); action tools stay. */
   clear(upstream?: string): void {
-    if (upstream === undefined) this.#entries.clear();
-    else
-      for (const [name, entry] of this.#entries) if (entry.upstream === upstream) this.#entries.delete(name);
+    for (const [name, entry] of this.#entries)
+      if (!entry.action && (upstream === undefined || entry.upstream === upstream))
+        this.#entries.delete(name);
   }
 
   get(name: string): CatalogEntry | undefined {
@@ -211,4 +237,26 @@ export class ToolCatalog {
     const annotations = publishedAnnotations(entry);
     return { ...entry.tool, name: entry.name, ...(annotations ? { annotations } : {}) };
   }
+}
+
+/**
+ * An action tool as a catalog entry. Its contract is the one declared beside
+ * it (none: the cautious default); a `status` contract without a probe of its
+ * own asks the channel (the SSH marker).
+ */
+export function actionEntry(action: ActionTool): CatalogEntry {
+  const tool: Tool = { name: action.name, description: action.description, inputSchema: action.inputSchema };
+  const declared = action.contract;
+  const contract = actionContract(declared, action.channel);
+  return {
+    name: action.name,
+    upstream: '',
+    upstreamName: action.name,
+    action,
+    tool,
+    contract: resolveContract(contract, undefined, secretPathsFromSchema(tool.inputSchema)),
+    declared: declared !== undefined,
+    source: declared ? 'declared' : 'cautious_default',
+    validate: validatorFor(tool.inputSchema),
+  };
 }

@@ -3,6 +3,8 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
+import { CredentialsConfigSchema } from '../credentials/config.js';
+import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { messageOf } from '../errors.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
@@ -285,6 +287,8 @@ export const GatewayConfigSchema = z
     upstreams: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstream, HttpUpstream]))
       .refine((u) => Object.keys(u).length > 0, 'at least one upstream'),
+    credentials: CredentialsConfigSchema.optional(),
+    http_tools: HttpToolsConfigSchema.optional(),
     tools: z
       .record(z.string(), GatewayToolContract)
       .optional()
@@ -349,6 +353,8 @@ export function loadConfig(path: string): GatewayConfig {
   if (config.store?.kind === 'sqlite' && config.store.path) config.store.path = rel(config.store.path);
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);
+  for (const credential of Object.values(config.credentials ?? {}))
+    if ('file' in credential) credential.file = rel(credential.file);
   return config;
 }
 

@@ -4,6 +4,8 @@ import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/t
 import { expirePending } from '../approval/decide.js';
 import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
+import { CredentialError, Credentials } from '../credentials/index.js';
+import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
@@ -11,12 +13,14 @@ import { type ServedHttp, serveHttpFront } from '../front/http.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
+import { KnownSecrets } from '../identity/redaction.js';
 import { signJournalHeads } from '../journal/head-signer.js';
 import type { ProtocolEra } from '../protocol/eras.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
+import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
@@ -43,6 +47,8 @@ export class Gateway {
   readonly engine: ExecutionEngine;
   readonly receipts: ReceiptBook;
   readonly dataDir: string;
+  /** HTTP (and SSH) tools declared in the config, performed by the gateway itself. */
+  readonly actionTools: readonly ActionTool[];
   readonly #config: GatewayConfig;
   readonly #options: GatewayOptions;
   readonly #fingerprinter: Fingerprinter;
@@ -63,11 +69,14 @@ export class Gateway {
     options: GatewayOptions,
     store: ExecutionStore,
     dataDir: string,
+    knownSecrets: KnownSecrets,
+    actionTools: ActionTool[],
   ) {
     this.#config = config;
     this.#options = options;
     this.store = store;
     this.dataDir = dataDir;
+    this.actionTools = actionTools;
     this.#fingerprinter = Fingerprinter.forDataDir(
       dataDir,
       config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
@@ -76,6 +85,7 @@ export class Gateway {
       store,
       fingerprinter: this.#fingerprinter,
       statusTool: config.status_tool,
+      knownSecrets,
       ...(options.logger ? { logger: options.logger } : {}),
     });
     this.receipts = new ReceiptBook({
@@ -105,8 +115,19 @@ export class Gateway {
 
   static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
     const dataDir = resolveDataDir(config.data_dir);
+    // Credentials and action tools are checked before the store opens: a credential file others
+    // can read, or a tool whose URLs cannot be confined, stops the start.
+    const knownSecrets = new KnownSecrets();
+    let credentials: Credentials;
+    try {
+      credentials = Credentials.fromConfig(config.credentials, knownSecrets);
+    } catch (error) {
+      if (error instanceof CredentialError) throw new ConfigError(error.message);
+      throw error;
+    }
+    const actionTools = actionToolsOf(config, credentials);
     const store = await openStore(storeSpecOf(config, dataDir));
-    return new Gateway(config, options, store, dataDir);
+    return new Gateway(config, options, store, dataDir, knownSecrets, actionTools);
   }
 
   get upstreams(): UpstreamSpec[] {
@@ -243,6 +264,7 @@ export class Gateway {
       const shared = await opening.catch(() => undefined);
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     }
+    await closeActionTools(this.actionTools);
     // What was journaled up to now leaves covered by a signature (after any signing under way, which may predate it).
     await this.#signing;
     await this.#signHeads();
@@ -364,6 +386,7 @@ export class Gateway {
           separator: NAME_SEPARATOR,
           probeFor: (name, probe) => this.#probe(name, probe),
           defaults: this.#config.defaults,
+          actionTools: this.actionTools,
           onAdd: (entries) => {
             // Contracts come from the config and the upstream's annotations, the same for every session.
             for (const entry of entries) {
@@ -384,7 +407,8 @@ export class Gateway {
    */
   #nameCautiousDefaults(entries: CatalogEntry[]): void {
     const fresh = entries
-      .filter((e) => e.source === 'cautious_default' && !this.#namedCautious.has(e.name))
+      // An action tool's contract is declared beside it, not under tools: (the notice's advice); lint names those.
+      .filter((e) => e.source === 'cautious_default' && !e.action && !this.#namedCautious.has(e.name))
       .map((e) => e.name);
     if (fresh.length === 0) return;
     for (const name of fresh) this.#namedCautious.add(name);

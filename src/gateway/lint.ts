@@ -1,8 +1,12 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CredentialError, Credentials } from '../credentials/index.js';
+import type { ActionTool } from '../dispatch/channel.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
-import { annotationMismatches, settlingLine, ToolCatalog } from './catalog.js';
-import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { KnownSecrets } from '../identity/redaction.js';
+import { actionToolsOf } from './action-tools.js';
+import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
+import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { Gateway } from './gateway.js';
 
 export interface LintFinding {
@@ -20,14 +24,17 @@ export interface LintFinding {
  */
 export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
   const upstreams = Gateway.upstreamSpecs(config);
+  const findings: LintFinding[] = [];
+  const actionTools = await lintActionTools(config, findings);
   const catalog = new ToolCatalog({
     contracts: config.tools ?? {},
     defaults: config.defaults,
     prefixed: upstreams.length > 1,
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
+    actionTools,
   });
-  const findings: LintFinding[] = [];
+  for (const entry of catalog.actionEntries()) cautiousFinding(entry, findings);
   for (const spec of upstreams) {
     const connection = new UpstreamConnection(
       spec,
@@ -52,16 +59,17 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
         const reply = await connection.request('tools/list', cursor ? { cursor } : undefined);
         if ('error' in reply) throw new Error(reply.error.message);
         const page = reply.result as { tools?: Tool[]; nextCursor?: string };
+        for (const tool of page.tools ?? []) {
+          const name = catalog.visibleName(spec.name, tool.name);
+          if (catalog.shadowedByAction(name))
+            findings.push({
+              tool: name,
+              message: `${name}: upstream ${spec.name} offers a tool of this name, and the config's action tool of the same name hides it`,
+            });
+        }
         for (const entry of catalog.add(spec.name, page.tools ?? [])) {
           for (const message of annotationMismatches(entry)) findings.push({ tool: entry.name, message });
-          if (entry.source === 'cautious_default') {
-            const settle = settlingLine(entry.name);
-            findings.push({
-              tool: entry.name,
-              message: `${entry.name}: neither annotations nor a contract, so it is treated as having effects (replay: review, scope: actor, attach_window: 15m): an identical call within 15 minutes gets the stored result, marked as a replay. If it only reads: ${settle}; if it has effects, declare its contract under tools.${entry.name}; or set defaults: for every such tool.`,
-              settle,
-            });
-          }
+          cautiousFinding(entry, findings);
         }
         cursor = page.nextCursor;
       } while (cursor);
@@ -82,4 +90,51 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
       });
   }
   return findings;
+}
+
+/** A tool on the cautious default, with the line that settles it (for an action tool: its own contract). */
+function cautiousFinding(entry: CatalogEntry, findings: LintFinding[]): void {
+  if (entry.source !== 'cautious_default') return;
+  if (entry.action) {
+    findings.push({
+      tool: entry.name,
+      message: `${entry.name}: an action tool (${entry.action.channel.kind}) without a contract, so it is treated as irreversible (replay: review, scope: actor, attach_window: 15m). Declare one beside it, e.g. contract: { replay: keyed } when the target honours the idempotency key.`,
+    });
+    return;
+  }
+  const settle = settlingLine(entry.name);
+  findings.push({
+    tool: entry.name,
+    message: `${entry.name}: neither annotations nor a contract, so it is treated as having effects (replay: review, scope: actor, attach_window: 15m): an identical call within 15 minutes gets the stored result, marked as a replay. If it only reads: ${settle}; if it has effects, declare its contract under tools.${entry.name}; or set defaults: for every such tool.`,
+    settle,
+  });
+}
+
+/**
+ * The action tools of a config, as the gateway would build them, and every
+ * credential they name that cannot be resolved now (their calls would be
+ * denied). Values are resolved into a throwaway set and never printed.
+ */
+async function lintActionTools(config: GatewayConfig, findings: LintFinding[]): Promise<ActionTool[]> {
+  let credentials: Credentials;
+  let tools: ActionTool[];
+  try {
+    credentials = Credentials.fromConfig(config.credentials, new KnownSecrets());
+    tools = actionToolsOf(config, credentials);
+  } catch (error) {
+    if (!(error instanceof ConfigError || error instanceof CredentialError)) throw error;
+    findings.push({ tool: '(config)', message: `the gateway would refuse to start: ${error.message}` });
+    return [];
+  }
+  for (const tool of tools) {
+    const name = tool.channel.credential;
+    if (!name) continue;
+    await credentials.resolve(name).catch((error: Error) => {
+      findings.push({
+        tool: tool.name,
+        message: `${tool.name}: ${error.message}; its calls would be denied`,
+      });
+    });
+  }
+  return tools;
 }

@@ -4,6 +4,7 @@ import type {
   MessageExtraInfo,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { actionCall } from '../dispatch/action-call.js';
 import {
   UpstreamClosedError,
   type UpstreamConnection,
@@ -58,7 +59,7 @@ export async function toolsCall(
   if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
   const upstream = s.upstreams.get(entry.upstream);
 
-  if (entry.contract.replay === 'read_only') {
+  if (entry.contract.replay === 'read_only' && !entry.action) {
     return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
   }
 
@@ -88,6 +89,24 @@ export async function toolsCall(
   const session = s.front.sessionId ?? null;
   const forwarded = s.track(request.id, entry.upstream, params._meta, true);
   try {
+    const caller = {
+      actor,
+      session,
+      requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
+      ...tokenOf(extra),
+    };
+    if (entry.action) {
+      const { call, dispatch } = actionCall(
+        name,
+        entry.action.channel,
+        entry.contract,
+        args,
+        caller,
+        forwarded.cancelled?.signal,
+      );
+      const approved = { ...call, ...approverFor(s, forwarded, entry) };
+      return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
+    }
     const result = await s.ctx.engine.execute(
       {
         signal: forwarded.cancelled?.signal,
@@ -98,12 +117,7 @@ export async function toolsCall(
         method: 'tools/call',
         arguments: args,
         contract: entry.contract,
-        caller: {
-          actor,
-          session,
-          requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
-          ...tokenOf(extra),
-        },
+        caller,
         // The ladder's "target unresolved" step, for an MCP tool: its upstream is not one this session knows.
         ...(upstream ? {} : { unresolved: `the upstream "${entry.upstream}" of ${name} is not configured` }),
         ...approverFor(s, forwarded, entry),
@@ -198,6 +212,17 @@ export async function repeat(
             detail: `Repeating ${entry.name} needs the scope ${missing.join(' ')}.`,
           }),
         };
+      }
+      if (entry.action) {
+        const args = remembered.arguments as Record<string, unknown>;
+        return actionCall(
+          entry.name,
+          entry.action.channel,
+          entry.contract,
+          args,
+          caller,
+          forwarded.cancelled?.signal,
+        );
       }
       const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
       if (!upstream.available) {

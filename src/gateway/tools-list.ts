@@ -35,7 +35,11 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
   } catch (error) {
     return s.replyError(request.id, -32603, `tools/list failed upstream: ${String(error)}`);
   }
-  if (cursor === undefined) tools.push(statusToolDefinition(s.ctx.statusTool));
+  if (cursor === undefined) {
+    // The gateway's own tools come with the first page: action tools, then the status tool.
+    tools.push(...s.catalog.actionEntries().map((entry) => s.catalog.publish(entry)));
+    tools.push(statusToolDefinition(s.ctx.statusTool));
+  }
   return s.reply(request.id, { tools, ...(nextCursor ? { nextCursor } : {}) });
 }
 

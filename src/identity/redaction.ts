@@ -25,12 +25,55 @@ export function secretValues(args: unknown, rules: Pick<ArgumentRules, 'secrets'
     for (const value of valuesAt(args, path.split('.').filter(Boolean), 0)) {
       const text = typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
       if (text === undefined || text.length < MIN_REDACTED_SECRET_LENGTH) continue;
-      found.add(text);
-      found.add(JSON.stringify(text).slice(1, -1));
-      found.add(encodeURIComponent(text));
+      addForms(found, text);
     }
   }
-  return [...found].sort((a, b) => b.length - a.length);
+  return longestFirst(found);
+}
+
+/** A secret as it may be echoed back: as given, JSON-escaped, URL-encoded. */
+function addForms(into: Set<string>, text: string): void {
+  into.add(text);
+  into.add(JSON.stringify(text).slice(1, -1));
+  into.add(encodeURIComponent(text));
+}
+
+function longestFirst(values: Iterable<string>): string[] {
+  return [...values].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Secret values this process holds that arrive in no argument: resolved
+ * credentials (src/credentials) and what is derived from them (an
+ * `Authorization` header value). Whatever is stored, journaled, logged or
+ * answered passes through `redact`, so a target that echoes a credential back
+ * (in a body, in an error) hands it to nobody. Values shorter than
+ * MIN_REDACTED_SECRET_LENGTH are refused: they could not be scrubbed reliably.
+ */
+export class KnownSecrets {
+  readonly #values = new Set<string>();
+  #sorted: string[] = [];
+
+  /** Adds a value (with its echoed forms). Throws if it is too short to be scrubbed. */
+  add(value: string): void {
+    if (value.length < MIN_REDACTED_SECRET_LENGTH)
+      throw new Error(
+        `a secret shorter than ${MIN_REDACTED_SECRET_LENGTH} characters cannot be scrubbed reliably`,
+      );
+    if (this.#values.has(value)) return;
+    const before = this.#values.size;
+    addForms(this.#values, value);
+    if (this.#values.size !== before) this.#sorted = longestFirst(this.#values);
+  }
+
+  values(): readonly string[] {
+    return this.#sorted;
+  }
+
+  /** A copy of `value` with every known secret replaced (see redactSecrets). */
+  redact<T>(value: T): T {
+    return redactSecrets(value, this.#sorted);
+  }
 }
 
 /**

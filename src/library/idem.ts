@@ -12,6 +12,10 @@ import { z } from 'zod';
 import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
+import { Credentials, type CredentialsConfig } from '../credentials/index.js';
+import { actionCall, actionContract } from '../dispatch/action-call.js';
+import type { ActionChannel } from '../dispatch/channel.js';
+import { HttpChannel, type HttpToolSpecInput, HttpToolSpecSchema } from '../dispatch/http/index.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
@@ -27,6 +31,7 @@ import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
+import { KnownSecrets } from '../identity/redaction.js';
 import { requestKey } from '../identity/request-key.js';
 import { signJournalHeads } from '../journal/head-signer.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
@@ -64,6 +69,13 @@ export interface IdemOptions {
   maintenanceIntervalMs?: number;
   /** How long finished executions are kept (default 48 h). */
   retention?: string | number;
+  /**
+   * Secrets that action tools (`httpTool`) use by name, as in the gateway's
+   * `credentials:` section: `{ pay: { env: 'PAY_KEY' } }` or `{ file: path }`
+   * (0600, owned by this user, else `open` throws). Their values are scrubbed
+   * from every result, stored or answered.
+   */
+  credentials?: CredentialsConfig;
 }
 
 export type ZodShape = Record<string, z.ZodType>;
@@ -85,6 +97,14 @@ export interface IdemToolConfig<Shape extends ZodShape> {
   annotations?: ToolAnnotations;
   /** How a lost response is recovered (DESIGN §5). Omitted: the cautious defaults. */
   contract?: ToolContract;
+}
+
+/** An HTTP action tool in code: the arguments as a zod shape, the request as the gateway's `http_tools:` spec. */
+export interface IdemHttpToolConfig<Shape extends ZodShape> extends Omit<IdemToolConfig<Shape>, 'contract'> {
+  description: string;
+  contract?: NonNullable<HttpToolSpecInput['contract']>;
+  /** Method, URL template, headers, body, credential, allow, timeout… (docs/channels.md). */
+  http: Omit<HttpToolSpecInput, 'description' | 'input_schema' | 'contract'>;
 }
 
 export type IdemToolHandler<Shape extends ZodShape> = (
@@ -117,6 +137,10 @@ export class Idem {
   >();
   readonly #ownsStore: boolean;
   readonly #dataDir: string;
+  /** Credentials by name; their resolved values join `#knownSecrets`, which the engine scrubs. */
+  readonly #credentials: Credentials;
+  /** Channels of action tools, closed with Idem (connection pools). */
+  readonly #channels: HttpChannel[] = [];
   readonly #maintenance: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -133,9 +157,12 @@ export class Idem {
     this.#actorOf = options.actorOf ?? defaultActorOf;
     this.#idScope = options.idScope;
     this.receipts = new ReceiptBook(options.receipts);
+    const knownSecrets = new KnownSecrets();
+    this.#credentials = Credentials.fromConfig(options.credentials, knownSecrets);
     this.engine = new ExecutionEngine({
       store,
       fingerprinter,
+      knownSecrets,
       statusTool: options.statusToolName ?? 'idem_execution_status',
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
@@ -175,12 +202,7 @@ export class Idem {
     config: IdemToolConfig<Shape>,
     handler: IdemToolHandler<Shape>,
   ): RegisteredTool {
-    // One server process: the tool name already says where the effect lands.
-    return this.#register(server, name, config, handler, {
-      channel: 'library',
-      target: 'local',
-      credentialRef: null,
-    });
+    return this.#register(server, name, config, handler);
   }
 
   /**
@@ -202,37 +224,48 @@ export class Idem {
     return this.#register(server, name, tool.config, tool.handler, tool.origin);
   }
 
+  /**
+   * Registers an HTTP action tool (the gateway's `http_tools:` channel, in
+   * code): Idem builds and sends the request itself — execution id as the
+   * `Idempotency-Key`, credential by name, SSRF guards — under the contract.
+   */
+  httpTool<Shape extends ZodShape>(
+    server: McpServer,
+    name: string,
+    config: IdemHttpToolConfig<Shape>,
+  ): RegisteredTool {
+    const { http, ...toolConfig } = config;
+    const spec = HttpToolSpecSchema.parse({
+      ...http,
+      description: config.description,
+      ...(config.contract ? { contract: config.contract } : {}),
+    });
+    const channel = new HttpChannel(name, spec, { credentials: this.#credentials });
+    this.#channels.push(channel);
+    return this.#register(server, name, toolConfig, channel);
+  }
+
   #register<Shape extends ZodShape>(
     server: McpServer,
     name: string,
     config: IdemToolConfig<Shape>,
-    handler: IdemToolHandler<Shape>,
-    origin: ToolOrigin,
+    perform: IdemToolHandler<Shape> | ActionChannel,
+    /** Where a handler's effect lands, when not in this process (SSH tools); default library/local. */
+    origin?: ToolOrigin,
   ): RegisteredTool {
     const secrets = secretPathsFromSchema(jsonSchemaOf(config.inputSchema));
-    const contract = resolveContract(config.contract, config.annotations, secrets);
+    const declared =
+      typeof perform === 'function' ? config.contract : actionContract(config.contract, perform);
+    const contract = resolveContract(declared, config.annotations, secrets);
     this.engine.registerContract(name, contract);
     if (contract.replay !== 'read_only') this.#effectful.add(name);
     this.#ensureStatusTool(server);
 
     const { contract: _contract, ...sdkConfig } = config;
-    const runner = (args: unknown, extra: ToolExtra, caller: Caller) => ({
-      call: {
-        tool: name,
-        channel: origin.channel,
-        target: origin.target,
-        credentialRef: origin.credentialRef,
-        method: 'tools/call',
-        arguments: args,
-        contract,
-        signal: extra.signal,
-        caller,
-      } satisfies ToolCall,
-      dispatch: ((dispatch) =>
-        Promise.resolve(
-          handler(args as z.output<z.ZodObject<Shape>>, { ...extra, idem: dispatch }),
-        )) satisfies Dispatch,
-    });
+    const runner = (args: unknown, extra: ToolExtra, caller: Caller) =>
+      typeof perform === 'function'
+        ? handlerCall(name, contract, perform, args, extra, caller, origin)
+        : actionCall(name, perform, contract, args as Record<string, unknown>, caller, extra.signal);
     this.#runners.set(name, runner);
     return server.registerTool(
       name,
@@ -243,7 +276,7 @@ export class Idem {
         }),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
-        const refused = origin.refuse?.(args);
+        const refused = origin?.refuse?.(args);
         if (refused) return refused;
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
@@ -284,6 +317,7 @@ export class Idem {
 
   async close(): Promise<void> {
     clearInterval(this.#maintenance);
+    await Promise.all(this.#channels.map((c) => c.close()));
     if (this.#ownsStore) {
       await signJournalHeads(this.store, this.#dataDir).catch(() => {});
       await this.store.close();
@@ -330,6 +364,34 @@ export class Idem {
       },
     );
   }
+}
+
+/** A call of a tool whose handler is code: the effect lands wherever the handler takes it. */
+function handlerCall<Shape extends ZodShape>(
+  name: string,
+  contract: ToolCall['contract'],
+  handler: IdemToolHandler<Shape>,
+  args: unknown,
+  extra: ToolExtra,
+  caller: Caller,
+  origin: ToolOrigin | undefined,
+): { call: ToolCall; dispatch: Dispatch } {
+  return {
+    call: {
+      tool: name,
+      // One server process, by default: the tool name already says where the effect lands.
+      channel: origin?.channel ?? 'library',
+      target: origin?.target ?? 'local',
+      credentialRef: origin?.credentialRef ?? null,
+      method: 'tools/call',
+      arguments: args,
+      contract,
+      signal: extra.signal,
+      caller,
+    },
+    dispatch: (dispatch) =>
+      Promise.resolve(handler(args as z.output<z.ZodObject<Shape>>, { ...extra, idem: dispatch })),
+  };
 }
 
 function isStore(spec: ExecutionStore | StoreSpec): spec is ExecutionStore {

@@ -1,0 +1,138 @@
+/**
+ * The HTTP action channel's per-call cost: the same POST sent directly with
+ * undici (keep-alive pool, Idempotency-Key and Authorization set by hand) and
+ * as an HTTP action tool through the execution engine on SQLite (identify →
+ * claim → credential → SSRF check and pinned connection → request → outcome →
+ * delivery). The target is a trivial loopback server in this process; calls
+ * alternate between the two series, so both see the same machine state.
+ *
+ *   npx tsx bench/http-tool.ts      # BENCH_CALLS calls per series (default 5,000)
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { resolveContract } from '../src/contracts/contract.js';
+import { Credentials } from '../src/credentials/index.js';
+import { actionCall } from '../src/dispatch/action-call.js';
+import { httpActionTool } from '../src/dispatch/http/index.js';
+import { ExecutionEngine } from '../src/executions/engine.js';
+import { Fingerprinter } from '../src/identity/fingerprint.js';
+import { KnownSecrets } from '../src/identity/redaction.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+
+const KEY = 'sk_bench_0123456789abcdef';
+
+function percentile(sorted: Float64Array, q: number): number {
+  return (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) / 1e6;
+}
+
+export async function benchHttpTool(calls: number): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-bench-http-'));
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.end('{"charge_id":"ch_1"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}/charges`;
+  const store = await SqliteStore.open({ path: join(dir, 'http.db') });
+  const secrets = new KnownSecrets();
+  const credentials = Credentials.fromConfig({ pay: { env: 'PAY' } }, secrets, { env: { PAY: KEY } });
+  const tool = httpActionTool(
+    'charge',
+    {
+      description: 'bench',
+      method: 'POST',
+      url,
+      body: { order_id: '{order_id}', amount_cents: '{amount_cents}' },
+      credential: { name: 'pay', scheme: 'bearer' },
+      allow: { addresses: ['127.0.0.1'] },
+      contract: { replay: 'keyed', scope: { business_key: 'order_id' } },
+    },
+    { credentials },
+  );
+  const engine = new ExecutionEngine({
+    store,
+    fingerprinter: new Fingerprinter(randomBytes(32)),
+    knownSecrets: secrets,
+  });
+  const contract = resolveContract(tool.contract, undefined);
+  const caller = { actor: 'local:bench', session: 'bench' };
+  const direct = new Agent();
+
+  const viaIdem = async (i: number) => {
+    const { call, dispatch } = actionCall(
+      'charge',
+      tool.channel,
+      contract,
+      { order_id: `o-${i}`, amount_cents: 100 },
+      caller,
+    );
+    const result = await engine.execute(call, dispatch);
+    if (result.isError) throw new Error(`bench call failed: ${JSON.stringify(result.content)}`);
+  };
+  const viaUndici = async (i: number) => {
+    const response = await request(url, {
+      method: 'POST',
+      dispatcher: direct,
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${KEY}`,
+        'idempotency-key': `key-${i}`,
+      },
+      body: JSON.stringify({ order_id: `d-${i}`, amount_cents: 100 }),
+    });
+    await response.body.text();
+  };
+
+  const warmup = Math.min(500, Math.floor(calls / 10));
+  for (let i = 0; i < warmup; i++) {
+    await viaUndici(-1 - i);
+    await viaIdem(-1 - i);
+  }
+  const samples = { undici: new Float64Array(calls), idem: new Float64Array(calls) };
+  for (let i = 0; i < calls; i++) {
+    let start = process.hrtime.bigint();
+    await viaUndici(i);
+    samples.undici[i] = Number(process.hrtime.bigint() - start);
+    start = process.hrtime.bigint();
+    await viaIdem(i);
+    samples.idem[i] = Number(process.hrtime.bigint() - start);
+  }
+  await tool.channel.close();
+  await direct.close();
+  await store.close();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+
+  const expected = 2 * (calls + warmup);
+  if (requests !== expected) throw new Error(`the target counted ${requests} requests, expected ${expected}`);
+  const u = samples.undici.sort();
+  const d = samples.idem.sort();
+  const row = (label: string, s: Float64Array) =>
+    `| ${label} | ${percentile(s, 0.5).toFixed(3)} | ${percentile(s, 0.99).toFixed(3)} |`;
+  return [
+    `${calls} calls per series, alternating; the target counted ${requests} requests.`,
+    '',
+    '| series | p50 ms | p99 ms |',
+    '| --- | ---: | ---: |',
+    row('POST sent directly with undici (keep-alive pool)', u),
+    row('the same POST as an HTTP action tool (engine, SQLite)', d),
+    '',
+    `Idem adds ${(percentile(d, 0.5) - percentile(u, 0.5)).toFixed(3)} ms at p50 (ratio ${(percentile(d, 0.5) / percentile(u, 0.5)).toFixed(2)}×).`,
+  ];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const line of await benchHttpTool(Number(process.env.BENCH_CALLS ?? 5_000))) console.log(line);
+}

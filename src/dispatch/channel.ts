@@ -1,0 +1,56 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { StatusProbe, ToolContract } from '../contracts/contract.js';
+import type { ToolResult } from '../executions/outcome.js';
+
+/** What a channel is told about the one dispatch it performs. */
+export interface ActionDispatch {
+  /** The execution id: the target's idempotency key (HTTP), the marker's name (SSH). Null for a read-only tool. */
+  executionId: string | null;
+  /** A re-send of an earlier dispatch under the same key (recovery of a `keyed` tool). */
+  redispatch: boolean;
+  /** The caller cancelled: the channel may stop waiting (the outcome is then unknown). */
+  signal?: AbortSignal;
+}
+
+/**
+ * One way of reaching a target that is not an MCP server (DESIGN §6): HTTP,
+ * SSH. A channel performs one tool's action; the execution engine around it
+ * gives it identity, claim, lease, journal and answers, exactly as for an
+ * upstream MCP tool.
+ *
+ * `dispatch` resolves with the target's answer (`isError: true` for a failure
+ * the target reported) and otherwise throws, choosing by what it knows:
+ * - DispatchRefusedError: refused before anything left (credential unresolved,
+ *   target not allowed) → IDEM_DENIED;
+ * - NotDispatchedError: provably nothing sent (connect refused) → IDEM_NOT_EXECUTED;
+ * - OutcomeUnknownError: sent, and no answer (timeout, connection lost) → unknown.
+ */
+export interface ActionChannel {
+  /** `http`, `ssh`: recorded on the execution and part of its fingerprint. */
+  readonly kind: string;
+  /** Where the effect lands, as recorded (an HTTP origin, an SSH inventory host). */
+  readonly target: string;
+  /** The NAME of the credential it uses, never its value; null when it uses none. */
+  readonly credential: string | null;
+  /** The operation, as recorded: an HTTP method, `exec`. */
+  readonly method: string;
+  dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult>;
+  /**
+   * How to learn the outcome of an execution that became unknown without
+   * running it again (the SSH marker); a `status` contract without its own probe uses it.
+   */
+  readonly recover?: StatusProbe;
+  /** Releases what the channel holds open (connection pools); called when the gateway or Idem closes. */
+  close?(): Promise<void>;
+}
+
+/** A tool that a channel performs: declared in the gateway config (or in code), not listed by an upstream. */
+export interface ActionTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments, validated before anything is claimed. */
+  inputSchema: Tool['inputSchema'];
+  /** As written; undefined gets the cautious default (`review`). */
+  contract: ToolContract | undefined;
+  channel: ActionChannel;
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { checkUrl, refusedRange } from './address-guard.js';
+import { statusOutcome } from './outcome.js';
+import { buildBody, buildUrl } from './template.js';
+
+describe('refusedRange', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['::1', 'loopback'],
+    ['10.0.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'link-local (cloud metadata)'],
+    ['fd00:ec2::254', 'unique-local (cloud metadata)'],
+    ['fe80::1', 'link-local'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['0.0.0.0', '"this network"'],
+    ['100.64.0.1', 'carrier-grade NAT'],
+  ])('%s is %s', (address, label) => {
+    expect(refusedRange(address)).toBe(label);
+  });
+
+  it.each(['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c', '172.32.0.1', '::ffff:8.8.8.8'])(
+    '%s is public',
+    (address) => {
+      expect(refusedRange(address)).toBeUndefined();
+    },
+  );
+});
+
+describe('checkUrl', () => {
+  const allowed = { schemes: ['https'], hosts: ['api.example.com', '::1'], ports: [443], addresses: [] };
+  it('refuses another scheme, host, port, or user-info, naming what is wrong', () => {
+    expect(() => checkUrl(new URL('http://api.example.com/'), allowed)).toThrow('scheme http');
+    expect(() => checkUrl(new URL('https://api.example.org/'), allowed)).toThrow('host api.example.org');
+    expect(() => checkUrl(new URL('https://api.example.com:8443/'), allowed)).toThrow('port 8443');
+    expect(() => checkUrl(new URL('https://u:p@api.example.com/'), allowed)).toThrow('user-info');
+    expect(() => checkUrl(new URL('https://API.example.com/x'), allowed)).not.toThrow();
+    expect(() => checkUrl(new URL('https://[0:0:0:0:0:0:0:1]/x'), allowed)).not.toThrow();
+  });
+});
+
+describe('statusOutcome', () => {
+  it('by default: 2xx completed, 4xx failed, 3xx and 5xx unknown', () => {
+    expect([200, 201, 204, 302, 400, 404, 409, 500, 503].map((s) => statusOutcome(s, undefined))).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'unknown',
+      'failed',
+      'failed',
+      'failed',
+      'unknown',
+      'unknown',
+    ]);
+  });
+  it('follows configured lists in the order completed, failed, unknown', () => {
+    const rules = { completed: ['2xx', 409], failed: ['400-428', 501], unknown: ['429'] };
+    expect([409, 429, 404, 501, 502].map((s) => statusOutcome(s, rules))).toEqual([
+      'completed',
+      'unknown',
+      'failed',
+      'failed',
+      'unknown',
+    ]);
+  });
+});
+
+describe('templates', () => {
+  it('percent-encodes every value, so a host value cannot smuggle a port, path or user-info', () => {
+    expect(() => buildUrl('http://{h}/x', { h: '127.0.0.1:22' })).toThrow('not a valid URL');
+    expect(() => buildUrl('http://{h}/x', { h: 'evil.com#' })).toThrow('not a valid URL');
+    expect(() => buildUrl('http://{h}/x', { h: 'u@evil.com' })).toThrow('not a valid URL');
+    expect(buildUrl('http://h/{p}?q={q}', { p: 'a/../b', q: 'x&y=1' }).href).toBe(
+      'http://h/a%2F..%2Fb?q=x%26y%3D1',
+    );
+    expect(() => buildUrl('http://h/{missing}', {})).toThrow('argument "missing" is missing');
+    expect(() => buildUrl('http://h/{o}', { o: { a: 1 } })).toThrow('must be a string, number or boolean');
+  });
+  it('keeps a whole placeholder typed, leaves an absent one out, and interpolates text', () => {
+    expect(
+      buildBody(
+        { n: '{n}', o: '{o.k}', absent: '{nope}', t: 'order {id}', list: ['{n}'] },
+        {
+          n: 5,
+          o: { k: [1] },
+          id: 'A-1',
+        },
+      ),
+    ).toEqual({ n: 5, o: [1], t: 'order A-1', list: [5] });
+  });
+});

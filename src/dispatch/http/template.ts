@@ -1,0 +1,91 @@
+import { DispatchRefusedError } from '../../errors.js';
+
+/** `{name}` or `{a.b.c}`: an argument, by path. */
+const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}/g;
+const WHOLE = /^\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}$/;
+
+/** Whether a template text refers to any argument. */
+export function hasPlaceholder(text: string): boolean {
+  return new RegExp(PLACEHOLDER.source).test(text);
+}
+
+function argumentAt(args: Record<string, unknown>, path: string): unknown {
+  let node: unknown = args;
+  for (const key of path.split('.')) {
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+function scalarText(args: Record<string, unknown>, path: string, where: string): string {
+  const value = argumentAt(args, path);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw new DispatchRefusedError(
+    value === undefined || value === null
+      ? `argument "${path}" is missing, and the ${where} needs it`
+      : `argument "${path}" must be a string, number or boolean to be placed in the ${where}`,
+  );
+}
+
+/**
+ * The URL a call leads to. Every substituted value is percent-encoded
+ * (encodeURIComponent) wherever it lands, so an argument cannot add a path
+ * segment, a query parameter, a user-info part or another host: "a/../b",
+ * "x?admin=1", "evil.com#" all stay inside their placeholder, or make the URL
+ * invalid (refused).
+ */
+export function buildUrl(template: string, args: Record<string, unknown>): URL {
+  const text = template.replace(PLACEHOLDER, (_, path: string) =>
+    encodeURIComponent(scalarText(args, path, 'URL')),
+  );
+  try {
+    return new URL(text);
+  } catch {
+    throw new DispatchRefusedError('the URL built from the arguments is not a valid URL');
+  }
+}
+
+/** Header values; a value with a line break (header injection) is refused. */
+export function buildHeaders(
+  templates: Record<string, string> | undefined,
+  args: Record<string, unknown>,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, template] of Object.entries(templates ?? {})) {
+    const value = template.replace(PLACEHOLDER, (_, path: string) =>
+      scalarText(args, path, `header ${name}`),
+    );
+    if (/[\r\n\0]/.test(value))
+      throw new DispatchRefusedError(`header ${name} would contain a line break; refused`);
+    headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * The JSON body: a string that is exactly one placeholder becomes the argument
+ * itself, typed (an object member whose argument is absent is left out); a
+ * placeholder inside longer text is replaced as text.
+ */
+export function buildBody(template: unknown, args: Record<string, unknown>): unknown {
+  if (typeof template === 'string') {
+    const whole = WHOLE.exec(template);
+    if (whole) return argumentAt(args, whole[1] as string);
+    return template.replace(PLACEHOLDER, (_, path: string) => {
+      const value = argumentAt(args, path);
+      return value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+    });
+  }
+  if (Array.isArray(template)) return template.map((item) => buildBody(item, args) ?? null);
+  if (template !== null && typeof template === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(template)) {
+      const value = buildBody(item, args);
+      if (value !== undefined) out[key] = value;
+    }
+    return out;
+  }
+  return template;
+}

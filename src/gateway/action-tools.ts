@@ -1,0 +1,40 @@
+import type { Credentials } from '../credentials/index.js';
+import type { ActionTool } from '../dispatch/channel.js';
+import { httpActionTool } from '../dispatch/http/index.js';
+import { ConfigError, type GatewayConfig } from './config.js';
+
+/**
+ * The action tools a config declares (`http_tools:`; SSH adds `ssh_tools:`
+ * here), built and checked at start: names unique across kinds, none taken
+ * by the status tool, contracts declared beside the tool (not under `tools:`).
+ * A spec that cannot be made safe stops the start with a ConfigError.
+ */
+export function actionToolsOf(config: GatewayConfig, credentials: Credentials): ActionTool[] {
+  const tools: ActionTool[] = [];
+  const seen = new Map<string, string>();
+  const add = (section: string, name: string, build: () => ActionTool) => {
+    const where = `${section}.${name}`;
+    if (name === config.status_tool)
+      throw new ConfigError(`${where}: the name is the status tool's (status_tool: ${config.status_tool})`);
+    const other = seen.get(name);
+    if (other) throw new ConfigError(`${where}: ${other} already declares a tool of that name`);
+    if (config.tools?.[name])
+      throw new ConfigError(
+        `tools.${name}: an action tool's contract is declared beside it, as ${where}.contract`,
+      );
+    seen.set(name, where);
+    try {
+      tools.push(build());
+    } catch (error) {
+      throw error instanceof ConfigError ? error : new ConfigError(`${where}: ${(error as Error).message}`);
+    }
+  };
+  for (const [name, spec] of Object.entries(config.http_tools ?? {}))
+    add('http_tools', name, () => httpActionTool(name, spec, { credentials }));
+  return tools;
+}
+
+/** Closes what the tools' channels hold open (connection pools). */
+export async function closeActionTools(tools: readonly ActionTool[]): Promise<void> {
+  await Promise.all(tools.map((t) => t.channel.close?.().catch(() => {})));
+}

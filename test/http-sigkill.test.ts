@@ -1,0 +1,121 @@
+/**
+ * `idem gateway` SIGKILLed while an HTTP action tool's request is at the
+ * target, then restarted on the same store: the same call never becomes a
+ * second charge. A `keyed` tool is recovered by re-sending with the same
+ * Idempotency-Key (the processor, which honours it, charges once); a `review`
+ * tool to a target that ignores keys waits for an operator and sends nothing.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { PaymentProcessor } from '../src/demo/processor.js';
+import { idemCodeOf, META } from '../src/executions/answers.js';
+import { sleep } from '../src/testing/counting-target.js';
+import { countingUpstream } from './gateway/support.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from './support/gateway-process.js';
+
+const root = mkdtempSync(join(tmpdir(), 'idem-http-sigkill-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+async function scenario(replay: 'keyed' | 'review', honoursKeys: boolean) {
+  const dir = mkdtempSync(join(root, `${replay}-`));
+  const processor = new PaymentProcessor({ honoursKeys });
+  let release!: () => void;
+  processor.hold = new Promise((resolve) => (release = resolve));
+  const base = await processor.start();
+  cleanups.push(async () => {
+    release();
+    await processor.stop();
+  });
+  const keyFile = join(dir, 'pay.key');
+  writeFileSync(keyFile, 'sk_test_sigkill_0123456789');
+  chmodSync(keyFile, 0o600);
+  const config = {
+    data_dir: dir,
+    upstreams: { counter: countingUpstream(dir) },
+    credentials: { pay: { file: keyFile } },
+    http_tools: {
+      charge: {
+        description: 'Charge an order once.',
+        method: 'POST',
+        url: `${base}/charges`,
+        body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
+        credential: { name: 'pay', scheme: 'bearer' },
+        allow: { addresses: ['127.0.0.1'] },
+        contract: { replay, scope: { business_key: 'order_id' }, timeout: '60s', lease: '1s' },
+      },
+    },
+  };
+  const configPath = join(dir, 'idem.json');
+  const start = async () => {
+    const gateway = await startGatewayProcess(config, configPath);
+    cleanups.push(() => gateway.kill('SIGKILL'));
+    const client = await mcpClient(gateway.url, 'restarting-agent');
+    cleanups.push(() => client.close());
+    return { gateway, client };
+  };
+  return { processor, release: () => release(), start };
+}
+
+const charge = (client: Client) =>
+  client.callTool({
+    name: 'charge',
+    arguments: { order_id: 'K-1', amount_cents: 4200 },
+  }) as Promise<CallToolResult>;
+
+/** Calls again while the dead holder's lease runs (IDEM_IN_FLIGHT), by the store's clock, up to a bound. */
+async function afterLease(client: Client): Promise<CallToolResult> {
+  const until = Date.now() + 30_000;
+  let answer = await charge(client);
+  while (idemCodeOf(answer) === 'IDEM_IN_FLIGHT' && Date.now() < until) {
+    await sleep(50);
+    answer = await charge(client);
+  }
+  return answer;
+}
+
+async function killMidRequest(
+  first: { gateway: GatewayProcess; client: Client },
+  processor: PaymentProcessor,
+) {
+  void charge(first.client).catch(() => {});
+  const until = Date.now() + 30_000;
+  while (processor.requests === 0 && Date.now() < until) await sleep(25);
+  expect(processor.requests).toBe(1);
+  await first.gateway.kill('SIGKILL');
+}
+
+// Two gateway processes per test (tsx compiles each at start): slow on a loaded machine.
+describe('gateway SIGKILLed while an HTTP action is at the target', { timeout: 150_000 }, () => {
+  it('keyed: the restarted gateway re-sends with the same key, and the target charges once', async () => {
+    const { processor, release, start } = await scenario('keyed', true);
+    await killMidRequest(await start(), processor);
+    const second = await start();
+    release();
+    const answer = await afterLease(second.client);
+    expect(answer.isError).toBeFalsy();
+    expect(processor.requests).toBe(2);
+    expect(processor.keys[1]).toBe(processor.keys[0]);
+    expect(answer._meta?.[META.executionId]).toBe(processor.keys[0]);
+    expect(processor.charges).toBe(1);
+  });
+
+  it('review, target ignoring keys: the restarted gateway answers IDEM_REVIEW_REQUIRED and sends nothing', async () => {
+    const { processor, release, start } = await scenario('review', false);
+    await killMidRequest(await start(), processor);
+    const second = await start();
+    const answer = await afterLease(second.client);
+    expect(idemCodeOf(answer)).toBe('IDEM_REVIEW_REQUIRED');
+    release();
+    await expect.poll(() => processor.charges).toBe(1);
+    expect(idemCodeOf(await charge(second.client))).toBe('IDEM_REVIEW_REQUIRED');
+    expect(processor.requests).toBe(1);
+  });
+});
