@@ -541,7 +541,7 @@ function registerPrompts(server: McpServer): void {
 }
 
 /** Keeps every event of a session so a client can resume a stream after Last-Event-ID. */
-class MemoryEventStore implements EventStore {
+export class MemoryEventStore implements EventStore {
   readonly #events = new Map<EventId, { streamId: StreamId; message: JSONRPCMessage }>();
 
   async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
