@@ -33,8 +33,6 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createDualFixtureServer, type DualFixtureState, newDualFixtureState } from './dual-fixture.js';
 import { MemoryEventStore } from './fixture-server.js';
 
-export const DUAL_FIXTURE_PATH = new URL(import.meta.url).pathname;
-
 export interface ServedDualFixture {
   url: string;
   state: DualFixtureState;

@@ -128,6 +128,7 @@ export function createDualFixtureServer(state: DualFixtureState): McpServer {
   registerInteractiveTools(server);
   registerInputRequiredTools(server, state, clientCapabilities);
   registerDiagnosticTools(server, state);
+  registerHeaderTool(server);
   registerEffectTools(server, state);
   registerResources(server, state);
   registerPrompts(server);
@@ -595,6 +596,25 @@ function registerDiagnosticTools(server: McpServer, state: DualFixtureState): vo
       if (!state.notifier) await ctx.mcpReq.notify({ method: 'notifications/prompts/list_changed' });
       return done('Mutation triggered');
     },
+  );
+}
+
+// Declared apart: the SDK's JSON Schema type does not know the x-mcp-header annotation.
+const PARAM_HEADER_SCHEMA = {
+  type: 'object' as const,
+  properties: { region: { type: 'string', 'x-mcp-header': 'Region' } },
+  required: ['region'],
+};
+
+/** SEP-2243: an argument mirrored in an `Mcp-Param-Region` header, which createMcpHandler checks against the body. */
+function registerHeaderTool(server: McpServer): void {
+  server.registerTool(
+    'test_param_header',
+    {
+      description: 'Echoes its region, an argument the client also sends as the Mcp-Param-Region header.',
+      inputSchema: fromJsonSchema<{ region: string }>(PARAM_HEADER_SCHEMA),
+    },
+    async ({ region }) => done(`region: ${region}`),
   );
 }
 
