@@ -16,7 +16,7 @@
  *   --requirements <revision>   the 0.2 suite only, the scenarios this revision requires
  *                               (2025-11-25, 2026-07-28 or all; repeatable), against dual-fixture-server.ts
  *   --scenario <name>           one scenario only (of the suite, or at the given revision)
- *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 10000)
+ *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
  *   --url <url>                 test this server instead of starting a fixture
  *   --via "<shell command>"     also run each suite through a proxy started by this command
  *                               (one proxy per fixture), then compare: every check that passed

@@ -28,7 +28,7 @@ import {
   type ServerNotifier,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { RED_PIXEL_PNG, SILENT_WAV } from './fixture-server.js';
+import { RED_PIXEL_PNG, SILENT_WAV } from './media.js';
 
 /** State shared by every instance of one fixture process: what the effect tools did. */
 export interface DualFixtureState {

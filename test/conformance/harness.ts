@@ -142,8 +142,9 @@ export function readNotScored(log: string): Record<string, string> {
 
 /**
  * Runs the suite against `url` on Node 22: with `requirements`, the 0.2 suite's
- * scenarios for that revision (`scenarioTimeoutMs` each); otherwise the 0.1.16
- * suite's `suite` (or one `scenario`).
+ * scenarios for that revision (`scenarioTimeoutMs` each, default 30 s: through
+ * a gateway each scenario's session spawns a stdio upstream, seconds on a busy
+ * machine); otherwise the 0.1.16 suite's `suite` (or one `scenario`).
  */
 export async function runConformance(options: {
   url: string;
@@ -161,7 +162,7 @@ export async function runConformance(options: {
           ? ['--scenario', options.scenario, '--spec-version', options.requirements]
           : ['--requirements', options.requirements]),
         '--timeout',
-        String(options.scenarioTimeoutMs ?? 10_000),
+        String(options.scenarioTimeoutMs ?? 30_000),
       ]
     : options.scenario
       ? ['--scenario', options.scenario]
