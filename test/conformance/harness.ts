@@ -180,7 +180,7 @@ export async function runConformance(options: {
   ];
   const started = performance.now();
   try {
-    const { code, output } = await runToEnd(node22(), args, options.timeoutMs ?? 300_000);
+    const { code, output } = await runToEnd(node22(), args, options.timeoutMs ?? 600_000);
     const scenarios = readResults(outputDir, output, options.scenario);
     return {
       url: options.url,

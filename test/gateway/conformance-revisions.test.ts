@@ -110,7 +110,7 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
       expect(evaluation.stale).toEqual([]);
       expect(run.scenarios.length).toBeGreaterThanOrEqual(revision === '2026-07-28' ? 40 : 25);
       expect(run.passed).toBeGreaterThan(80);
-    }, 300_000);
+    }, 600_000);
 
     for (const front of FRONTS) {
       it(`${revision} through the ${front} HTTP front: every check that passes directly passes`, async () => {
@@ -135,7 +135,7 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
           known.filter((check) => !lost.includes(check)),
           'known losses that no longer happen',
         ).toEqual([]);
-      }, 300_000);
+      }, 600_000);
     }
   }
 });
