@@ -10,6 +10,11 @@
  * from the same registrations; a handler that returns `inputRequired(...)`
  * reaches a 2025 client through the SDK's legacy shim (pushed requests).
  * Serving (HTTP, stdio) lives in dual-fixture-server.ts.
+ *
+ * The tools, resources and prompts it shares with fixture-server.ts are
+ * written again here on the v2 API on purpose: the v1 fixture stays the
+ * reference of 0.1.16's suite and the upstream of the existing gateway tests
+ * (what a v1 server does is what they pin); folding the two is a later step.
  */
 import {
   acceptedContent,
@@ -85,7 +90,7 @@ const JSON_SCHEMA_2020_12 = {
   else: { required: ['email'] },
   additionalProperties: false,
 };
-const askName = (message: string, field = 'name') =>
+const askText = (message: string, field = 'name') =>
   inputRequired.elicit({
     message,
     requestedSchema: { type: 'object', properties: { [field]: { type: 'string' } }, required: [field] },
@@ -402,7 +407,7 @@ function registerInputRequiredTools(
     async (_args, ctx): ToolOutcome => {
       const name = answered(ctx, 'user_name', 'name');
       if (name === undefined)
-        return inputRequired({ inputRequests: { user_name: askName('What is your name?') } });
+        return inputRequired({ inputRequests: { user_name: askText('What is your name?') } });
       return done(`Hello, ${name}!`);
     },
   );
@@ -462,7 +467,7 @@ function registerInputRequiredTools(
         return done(`Name: ${name}; Greeting: ${greeting}; Roots: ${roots}`);
       return inputRequired({
         inputRequests: {
-          user_name: askName('What is your name?'),
+          user_name: askText('What is your name?'),
           greeting: inputRequired.createMessage({
             messages: [{ role: 'user', content: text('Generate a greeting') }],
             maxTokens: 50,
@@ -481,14 +486,14 @@ function registerInputRequiredTools(
       const name = answered(ctx, 'step1', 'name');
       if (previous?.round === 1 && name !== undefined)
         return inputRequired({
-          inputRequests: { step2: askName('Step 2: What is your favorite color?', 'color') },
+          inputRequests: { step2: askText('Step 2: What is your favorite color?', 'color') },
           requestState: await mint({ kind: 'multi-round', round: 2, name }),
         });
       const color = answered(ctx, 'step2', 'color');
       if (previous?.round === 2 && color !== undefined)
         return done(`Multi-round complete for ${previous.name ?? 'friend'} who likes ${color}`);
       return inputRequired({
-        inputRequests: { step1: askName('Step 1: What is your name?') },
+        inputRequests: { step1: askText('Step 1: What is your name?') },
         requestState: await mint({ kind: 'multi-round', round: 1 }),
       });
     },
@@ -786,7 +791,7 @@ function registerPrompts(server: McpServer): void {
       const context = answered(ctx, 'user_context', 'context');
       if (context === undefined)
         return inputRequired({
-          inputRequests: { user_context: askName('What context should the prompt use?', 'context') },
+          inputRequests: { user_context: askText('What context should the prompt use?', 'context') },
         });
       return { messages: [{ role: 'user', content: text(`Prompt with context: ${context}`) }] };
     },
