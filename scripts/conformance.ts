@@ -1,18 +1,26 @@
 /**
  * npm run conformance [-- options]
  *
- * Runs the MCP conformance suite (server mode, on Node 22) against the
- * fixture server over Streamable HTTP on a free loopback port, prints every
- * scenario's result, and exits non-zero if any check fails or warns beyond
- * the documented KNOWN_NON_SUCCESS list (test/conformance/harness.ts).
+ * Runs the MCP conformance suites (server mode, on Node 22) against the
+ * project's fixtures over Streamable HTTP on free loopback ports, prints every
+ * scenario's result, and exits non-zero if any check fails or warns beyond the
+ * documented known lists (KNOWN_NON_SUCCESS and KNOWN_NON_SUCCESS_BY_REVISION
+ * in test/conformance/harness.ts), or if a --via proxy loses a check.
+ *
+ * With neither --suite nor --requirements it runs all three: the 0.1.16 active
+ * suite against the 2025 fixture, then the 0.2 suite's requirement sets for
+ * 2025-11-25 and 2026-07-28 against the dual-revision fixture.
  *
  * Options:
- *   --suite active|all|pending  which scenarios (default: active — every active scenario)
- *   --scenario <name>           one scenario only
- *   --url <url>                 test this server instead of starting the fixture
- *   --via "<shell command>"     also run the suite through a proxy started by this command,
- *                               then compare: every check that passed directly must pass
- *                               through it. Placeholders:
+ *   --suite active|all|pending  the 0.1.16 suite only, these scenarios (against fixture-server.ts)
+ *   --requirements <revision>   the 0.2 suite only, the scenarios this revision requires
+ *                               (2025-11-25, 2026-07-28 or all; repeatable), against dual-fixture-server.ts
+ *   --scenario <name>           one scenario only (of the suite, or at the given revision)
+ *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
+ *   --url <url>                 test this server instead of starting a fixture
+ *   --via "<shell command>"     also run each suite through a proxy started by this command
+ *                               (one proxy per fixture), then compare: every check that passed
+ *                               directly must pass through it. Placeholders:
  *                                 {upstream}        the direct server's URL
  *                                 {upstream_stdio}  the command line (words) that runs the fixture over stdio
  *                                 {port}            a free loopback port for the proxy to listen on
@@ -20,8 +28,10 @@
  *                               otherwise the first http(s) URL the command prints on stdout.
  *   --json                      print the runs as JSON instead of text
  *
- * Example (the gateway task):
- *   npm run conformance -- --via "npx idem gateway --upstream {upstream} --port {port}"
+ * Examples (the gateway, stateful HTTP front, fixture as its stdio upstream):
+ *   npm run conformance -- --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
+ *   npm run conformance -- --requirements 2026-07-28 --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
+ * The stateless front needs a config file with listen.http.stateless: true (see docs/protocol.md, Conformance).
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -29,9 +39,14 @@ import { parseArgs } from 'node:util';
 import {
   type ConformanceRun,
   compareRuns,
+  DUAL_FIXTURE_PATH,
   evaluate,
+  FIXTURE_PATH,
   fixtureStdioCommand,
   formatRun,
+  isRevision,
+  REVISIONS,
+  type Revision,
   type RunningServer,
   runConformance,
   type Suite,
@@ -41,7 +56,8 @@ import {
 } from '../test/conformance/harness.js';
 import { REPO_ROOT } from '../test/support/node22.js';
 
-const USAGE = `usage: npm run conformance -- [--suite active|all|pending] [--scenario <name>] [--url <url>]
+const USAGE = `usage: npm run conformance -- [--suite active|all|pending] [--requirements 2025-11-25|2026-07-28|all]...
+                               [--scenario <name>] [--scenario-timeout <ms>] [--url <url>]
                                [--via "<command with {upstream}, {upstream_stdio}, {port}>"] [--json]
 (see the head of scripts/conformance.ts)`;
 
@@ -75,8 +91,8 @@ async function waitUntilListening(url: string, timeoutMs: number): Promise<void>
 }
 
 /** Starts the --via command in its own process group (so the whole group can be stopped). */
-async function startVia(template: string, upstream: string): Promise<RunningServer> {
-  const stdio = fixtureStdioCommand();
+async function startVia(template: string, upstream: string, fixturePath: string): Promise<RunningServer> {
+  const stdio = fixtureStdioCommand(fixturePath);
   const port = template.includes('{port}') ? await freePort() : undefined;
   const command = template
     .replaceAll('{upstream_stdio}', [stdio.command, ...stdio.args].map(shellWord).join(' '))
@@ -124,11 +140,41 @@ function report(run: ConformanceRun, json: boolean): boolean {
   return evaluation.ok;
 }
 
+/** One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision. */
+type Plan = { label: string; fixturePath: string } & ({ suite: Suite } | { requirements: Revision });
+
+function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan[] {
+  const byRevision = (revision: Revision): Plan => ({
+    label: `0.2 suite, requirements ${revision}`,
+    fixturePath: DUAL_FIXTURE_PATH,
+    requirements: revision,
+  });
+  const bySuite = (suite: Suite): Plan => ({
+    label: `0.1.16 ${suite} suite`,
+    fixturePath: FIXTURE_PATH,
+    suite,
+  });
+  if (suiteFlag !== undefined && !['active', 'all', 'pending'].includes(suiteFlag))
+    throw new Error(`unknown suite ${suiteFlag}`);
+  const revisions = requirementsFlags.flatMap((r) => (r === 'all' ? [...REVISIONS] : [r]));
+  for (const revision of revisions)
+    if (!isRevision(revision))
+      throw new Error(`unknown revision ${revision} (known: ${REVISIONS.join(', ')}, all)`);
+  if (suiteFlag === undefined && revisions.length === 0)
+    return [bySuite('active'), ...REVISIONS.map(byRevision)];
+  return [
+    ...(suiteFlag === undefined ? [] : [bySuite(suiteFlag as Suite)]),
+    ...[...new Set(revisions as Revision[])].map(byRevision),
+  ];
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      suite: { type: 'string', default: 'active' },
+      suite: { type: 'string' },
+      requirements: { type: 'string', multiple: true, default: [] },
       scenario: { type: 'string' },
+      'scenario-timeout': { type: 'string' },
       url: { type: 'string' },
       via: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -139,42 +185,60 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const suite = values.suite as Suite;
-  if (!['active', 'all', 'pending'].includes(suite)) throw new Error(`unknown suite ${suite}`);
   const json = values.json ?? false;
+  const scenarioTimeoutMs = values['scenario-timeout'] ? Number(values['scenario-timeout']) : undefined;
+  if (scenarioTimeoutMs !== undefined && !(scenarioTimeoutMs > 0))
+    throw new Error(`--scenario-timeout ${values['scenario-timeout']}: expected a positive number of ms`);
+  const fixtures = new Map<string, RunningServer>();
   const started: RunningServer[] = [];
+  const results: Record<string, unknown>[] = [];
+  let ok = true;
   try {
-    let url = values.url;
-    if (!url) {
-      const fixture = await startFixture();
-      started.push(fixture);
-      url = fixture.url;
-    }
-    const options = { suite, ...(values.scenario ? { scenario: values.scenario } : {}) };
-    if (!json) console.log(`== direct: ${url}`);
-    const direct = await runConformance({ url, ...options });
-    let ok = report(direct, json);
-    const runs: Record<string, unknown> = { direct };
-
-    if (values.via) {
-      const via = await startVia(values.via, url);
-      started.push(via);
-      if (!json) console.log(`== via: ${values.via}\n   at ${via.url}`);
-      const proxied = await runConformance({ url: via.url, ...options });
-      ok = report(proxied, json) && ok;
-      const comparison = compareRuns(direct, proxied);
-      runs.via = proxied;
-      runs.comparison = comparison;
-      if (!json) {
-        for (const check of comparison.lost) console.log(`LOST through the proxy: ${check}`);
-        for (const check of comparison.gained) console.log(`gained through the proxy: ${check}`);
-        console.log(
-          comparison.lost.length === 0 ? 'Same passing checks through the proxy.' : 'The proxy is visible.',
-        );
+    for (const plan of plans(values.suite, values.requirements ?? [])) {
+      let url = values.url;
+      if (!url) {
+        let fixture = fixtures.get(plan.fixturePath);
+        if (!fixture) {
+          fixture = await startFixture({ path: plan.fixturePath });
+          fixtures.set(plan.fixturePath, fixture);
+          started.push(fixture);
+        }
+        url = fixture.url;
       }
-      ok = ok && comparison.lost.length === 0;
+      const options = {
+        ...('suite' in plan ? { suite: plan.suite } : { requirements: plan.requirements }),
+        ...(values.scenario ? { scenario: values.scenario } : {}),
+        ...(scenarioTimeoutMs ? { scenarioTimeoutMs } : {}),
+      };
+      if (!json) console.log(`== ${plan.label}, direct: ${url}`);
+      const direct = await runConformance({ url, ...options });
+      ok = report(direct, json) && ok;
+      const result: Record<string, unknown> = { label: plan.label, direct };
+      results.push(result);
+      if (!values.via) continue;
+
+      const via = await startVia(values.via, url, plan.fixturePath);
+      try {
+        if (!json) console.log(`== ${plan.label}, via: ${values.via}\n   at ${via.url}`);
+        const proxied = await runConformance({ url: via.url, ...options });
+        ok = report(proxied, json) && ok;
+        const comparison = compareRuns(direct, proxied);
+        Object.assign(result, { via: proxied, comparison });
+        if (!json) {
+          for (const check of comparison.lost) console.log(`LOST through the proxy: ${check}`);
+          for (const check of comparison.gained) console.log(`gained through the proxy: ${check}`);
+          console.log(
+            comparison.lost.length === 0
+              ? `Same passing checks through the proxy (${plan.label}).\n`
+              : `The proxy is visible (${plan.label}): ${comparison.lost.length} checks lost.\n`,
+          );
+        }
+        ok = ok && comparison.lost.length === 0;
+      } finally {
+        await via.close();
+      }
     }
-    if (json) console.log(JSON.stringify(runs, null, 2));
+    if (json) console.log(JSON.stringify(results, null, 2));
     return ok ? 0 : 1;
   } finally {
     for (const server of started.reverse()) await server.close();

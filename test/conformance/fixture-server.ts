@@ -19,28 +19,18 @@ import { pathToFileURL } from 'node:url';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import {
-  type EventId,
-  type EventStore,
-  StreamableHTTPServerTransport,
-  type StreamId,
-} from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CreateMessageResultSchema,
   ElicitResultSchema,
-  type JSONRPCMessage,
   type LoggingLevel,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-
-/** A 1×1 red PNG. */
-export const RED_PIXEL_PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
-/** Eight samples of 8-bit mono silence at 8 kHz. */
-export const SILENT_WAV = 'UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==';
+import { MemoryEventStore } from './event-store.js';
+import { RED_PIXEL_PNG, SILENT_WAV } from './media.js';
 
 const LOG_LEVELS: LoggingLevel[] = [
   'debug',
@@ -538,36 +528,6 @@ function registerPrompts(server: McpServer): void {
       ],
     }),
   );
-}
-
-/** Keeps every event of a session so a client can resume a stream after Last-Event-ID. */
-class MemoryEventStore implements EventStore {
-  readonly #events = new Map<EventId, { streamId: StreamId; message: JSONRPCMessage }>();
-
-  async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
-    const eventId = `${streamId}_${randomUUID()}`;
-    this.#events.set(eventId, { streamId, message });
-    return eventId;
-  }
-
-  async getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined> {
-    return this.#events.get(eventId)?.streamId;
-  }
-
-  async replayEventsAfter(
-    lastEventId: EventId,
-    { send }: { send: (eventId: EventId, message: JSONRPCMessage) => Promise<void> },
-  ): Promise<StreamId> {
-    const streamId = this.#events.get(lastEventId)?.streamId;
-    if (streamId === undefined) return '';
-    let after = false;
-    // A Map iterates in insertion order: the events after lastEventId, in order.
-    for (const [eventId, event] of this.#events) {
-      if (eventId === lastEventId) after = true;
-      else if (after && event.streamId === streamId) await send(eventId, event.message);
-    }
-    return streamId;
-  }
 }
 
 export interface ServedFixture {

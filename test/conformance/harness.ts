@@ -1,18 +1,32 @@
 /**
- * Runs the MCP conformance suite (npm @modelcontextprotocol/conformance, server
- * mode) on Node 22 against a server URL and reads back every check it made.
+ * Runs the MCP conformance suite (server mode) on Node 22 against a server URL
+ * and reads back every check it made. Two suites:
+ *   - 0.1.16 (`@modelcontextprotocol/conformance`), by suite (active/all/pending),
+ *     against the 2025 fixture (fixture-server.ts);
+ *   - 0.2.x (`conformance-next`), by `--requirements <revision>` (2025-11-25 or
+ *     2026-07-28: exactly the scenarios that revision requires, each run at its
+ *     wire version), against the dual-revision fixture (dual-fixture-server.ts).
  *
- * The same checks run against the fixture directly and, later, through the
- * gateway; `compareRuns` then says which checks passed directly but not
+ * The same checks run against a fixture directly and through a proxy (the
+ * gateway); `compareRuns` then says which checks passed directly but not
  * through it. A gateway is invisible when that list is empty.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { node22, packageBin, REPO_ROOT } from '../support/node22.js';
 
 export const FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/fixture-server.ts');
+export const DUAL_FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/dual-fixture-server.ts');
+
+/** The protocol revisions the 0.2 suite has requirement sets for. */
+export const REVISIONS = ['2025-11-25', '2026-07-28'] as const;
+export type Revision = (typeof REVISIONS)[number];
+
+export function isRevision(value: string): value is Revision {
+  return (REVISIONS as readonly string[]).includes(value);
+}
 
 export type CheckStatus = 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED';
 
@@ -38,6 +52,10 @@ export type Suite = 'active' | 'all' | 'pending';
 export interface ConformanceRun {
   url: string;
   suite: Suite;
+  /** Set for a 0.2 run by requirement set (then `suite` is not what ran). */
+  requirements?: Revision;
+  /** Scenarios the suite ran but does not score for `requirements`, with its reason (extension, pending, …). */
+  notScored?: Record<string, string>;
   scenarios: ScenarioResult[];
   passed: number;
   failed: number;
@@ -49,19 +67,23 @@ export interface ConformanceRun {
   log: string;
 }
 
+/** A check (or, without `check`, every check of a scenario) known not to reach SUCCESS, and why. */
+export interface KnownNonSuccess {
+  scenario: string;
+  check?: string;
+  status: CheckStatus;
+  reason: string;
+}
+
 /**
  * Checks that a plain SDK server cannot pass, each with its reason. Anything
  * else that is not SUCCESS/INFO fails the run, and an entry here that no
  * longer happens fails it too (stale), so the list stays exact.
  *
  * The active suite (the default) needs no entry: the fixture passes all of it.
+ * These are the 0.1.16 suite's; the 0.2 suite's are KNOWN_NON_SUCCESS_BY_REVISION.
  */
-export const KNOWN_NON_SUCCESS: readonly {
-  scenario: string;
-  check: string;
-  status: CheckStatus;
-  reason: string;
-}[] = [
+export const KNOWN_NON_SUCCESS: readonly KnownNonSuccess[] = [
   {
     scenario: 'server-sse-polling',
     check: 'server-sse-priming-event',
@@ -79,31 +101,93 @@ export const KNOWN_NON_SUCCESS: readonly {
   },
 ];
 
-/** Runs the suite (all scenarios of `suite`, or one `scenario`) against `url` on Node 22. */
+const TASKS_EXTENSION =
+  'Tasks extension (SEP-2663), run but not scored for 2026-07-28: the dual fixture serves no tasks ' +
+  '(McpServer does not implement the extension and the fixture declares no tasks capability).';
+
+/**
+ * The 0.2 suite against the dual fixture (dual-fixture-server.ts), per
+ * revision. Every scenario a revision scores passes; what is left is unscored.
+ */
+export const KNOWN_NON_SUCCESS_BY_REVISION: Readonly<Record<Revision, readonly KnownNonSuccess[]>> = {
+  '2025-11-25': [],
+  '2026-07-28': [
+    'tasks-lifecycle',
+    'tasks-capability-negotiation',
+    'tasks-wire-fields',
+    'tasks-request-state-removal',
+    'tasks-mrtr-input',
+    'tasks-request-headers',
+    'tasks-dispatch-and-envelope',
+    'tasks-required-task-error',
+    'tasks-mrtr-composition',
+  ].map((scenario) => ({ scenario, status: 'FAILURE' as const, reason: TASKS_EXTENSION })),
+};
+
+/** The known non-successes that apply to a run: by its revision for the 0.2 suite, else the 0.1.16 list. */
+export function knownNonSuccessFor(run: ConformanceRun): readonly KnownNonSuccess[] {
+  return run.requirements ? KNOWN_NON_SUCCESS_BY_REVISION[run.requirements] : KNOWN_NON_SUCCESS;
+}
+
+/**
+ * What the 0.2 suite does not score for a revision, and why, read from its
+ * summary ("Not scored for <rev>: …" then one `  ✓|✗ <scenario> (<reason>)` line each).
+ */
+export function readNotScored(log: string): Record<string, string> {
+  const section = log.split(/^Not scored for /m)[1] ?? '';
+  return Object.fromEntries(
+    [...section.matchAll(/^ {2}[✓✗] (\S+) \(([^)]+)\)$/gmu)].map((m) => [m[1] ?? '', m[2] ?? '']),
+  );
+}
+
+/**
+ * Runs the suite against `url` on Node 22: with `requirements`, the 0.2 suite's
+ * scenarios for that revision (`scenarioTimeoutMs` each, default 30 s: through
+ * a gateway each scenario's session spawns a stdio upstream, seconds on a busy
+ * machine); otherwise the 0.1.16 suite's `suite` (or one `scenario`).
+ */
 export async function runConformance(options: {
   url: string;
   suite?: Suite;
+  requirements?: Revision;
   scenario?: string;
   timeoutMs?: number;
+  scenarioTimeoutMs?: number;
 }): Promise<ConformanceRun> {
   const suite = options.suite ?? 'active';
   const outputDir = mkdtempSync(join(tmpdir(), 'idem-conformance-'));
+  const select = options.requirements
+    ? [
+        ...(options.scenario
+          ? ['--scenario', options.scenario, '--spec-version', options.requirements]
+          : ['--requirements', options.requirements]),
+        '--timeout',
+        String(options.scenarioTimeoutMs ?? 30_000),
+      ]
+    : options.scenario
+      ? ['--scenario', options.scenario]
+      : ['--suite', suite];
   const args = [
-    packageBin('@modelcontextprotocol/conformance', 'conformance'),
+    options.requirements
+      ? packageBin('conformance-next', 'conformance')
+      : packageBin('@modelcontextprotocol/conformance', 'conformance'),
     'server',
     '--url',
     options.url,
-    ...(options.scenario ? ['--scenario', options.scenario] : ['--suite', suite]),
+    ...select,
     '--output-dir',
     outputDir,
   ];
   const started = performance.now();
   try {
-    const { code, output } = await runToEnd(node22(), args, options.timeoutMs ?? 300_000);
+    const { code, output } = await runToEnd(node22(), args, options.timeoutMs ?? 600_000);
     const scenarios = readResults(outputDir, output, options.scenario);
     return {
       url: options.url,
       suite,
+      ...(options.requirements
+        ? { requirements: options.requirements, notScored: readNotScored(output) }
+        : {}),
       scenarios,
       passed: sum(scenarios, 'passed'),
       failed: sum(scenarios, 'failed'),
@@ -152,15 +236,18 @@ function runToEnd(
 
 /**
  * Reads each scenario's checks.json (written as `server-<scenario>-<timestamp>/`).
- * A scenario the suite names in its summary but that wrote no file crashed: it
- * is reported as one failed check rather than dropped.
+ * A scenario the suite names in its summary but that wrote no file crashed or
+ * timed out: it is reported as one failed check rather than dropped.
  */
 function readResults(outputDir: string, log: string, single: string | undefined): ScenarioResult[] {
   const byScenario = new Map<string, Check[]>();
   for (const entry of readdirSync(outputDir)) {
     const match = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry);
     if (!match?.[1]) continue;
-    const checks = JSON.parse(readFileSync(join(outputDir, entry, 'checks.json'), 'utf8')) as Check[];
+    const file = join(outputDir, entry, 'checks.json');
+    // A scenario that timed out or crashed leaves its directory without checks.
+    if (!existsSync(file)) continue;
+    const checks = JSON.parse(readFileSync(file, 'utf8')) as Check[];
     byScenario.set(match[1], [...(byScenario.get(match[1]) ?? []), ...checks]);
   }
   const named = single
@@ -201,15 +288,16 @@ export interface Evaluation {
   stale: string[];
 }
 
+const matches = (k: KnownNonSuccess, scenario: string, check: Check) =>
+  k.scenario === scenario && (k.check === undefined || k.check === check.id) && k.status === check.status;
+
 /** Compares a run with the known non-successes: ok when it has only those, and all of those. */
-export function evaluate(run: ConformanceRun, known = KNOWN_NON_SUCCESS): Evaluation {
+export function evaluate(run: ConformanceRun, known = knownNonSuccessFor(run)): Evaluation {
   const unexpected: string[] = [];
   for (const { scenario, checks } of run.scenarios) {
     for (const check of checks) {
       if (check.status !== 'FAILURE' && check.status !== 'WARNING') continue;
-      const isKnown = known.some(
-        (k) => k.scenario === scenario && k.check === check.id && k.status === check.status,
-      );
+      const isKnown = known.some((k) => matches(k, scenario, check));
       if (!isKnown)
         unexpected.push(
           `${scenario}/${check.id}: ${check.status} ${check.errorMessage ?? check.description}`,
@@ -219,9 +307,9 @@ export function evaluate(run: ConformanceRun, known = KNOWN_NON_SUCCESS): Evalua
   const stale = known
     .filter((k) => {
       const ran = run.scenarios.find((s) => s.scenario === k.scenario);
-      return ran && !ran.checks.some((c) => c.id === k.check && c.status === k.status);
+      return ran && !ran.checks.some((c) => matches(k, k.scenario, c));
     })
-    .map((k) => `${k.scenario}/${k.check}: expected ${k.status}, no longer happens`);
+    .map((k) => `${k.scenario}/${k.check ?? '*'}: expected ${k.status}, no longer happens`);
   return { ok: unexpected.length === 0 && stale.length === 0, unexpected, stale };
 }
 
@@ -252,14 +340,17 @@ export function formatRun(run: ConformanceRun): string {
   const width = Math.max(...run.scenarios.map((s) => s.scenario.length));
   const lines = run.scenarios.map(({ scenario, passed, failed, warnings, checks }) => {
     const mark = failed > 0 ? '✗' : warnings > 0 ? '!' : '✓';
-    const head = `${mark} ${scenario.padEnd(width)}  ${passed} passed, ${failed} failed, ${warnings} warnings`;
+    const unscored = run.notScored?.[scenario];
+    const head =
+      `${mark} ${scenario.padEnd(width)}  ${passed} passed, ${failed} failed, ${warnings} warnings` +
+      (unscored ? ` (not scored: ${unscored})` : '');
     const problems = checks
       .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING')
       .map((c) => `    ${c.status} ${c.id}: ${c.errorMessage ?? c.description}`);
     return [head, ...problems].join('\n');
   });
   lines.push(
-    `${run.scenarios.length} scenarios (${run.suite} suite) against ${run.url}: ` +
+    `${run.scenarios.length} scenarios (${run.requirements ? `requirements ${run.requirements}` : `${run.suite} suite`}) against ${run.url}: ` +
       `${run.passed} checks passed, ${run.failed} failed, ${run.warnings} warnings in ${(run.durationMs / 1000).toFixed(1)} s`,
   );
   return lines.join('\n');
@@ -271,9 +362,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts the fixture over HTTP in its own process (the project's Node) on a free loopback port. */
-export async function startFixture(options: { timeoutMs?: number } = {}): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE_PATH, '--port', '0'], {
+/**
+ * Starts a fixture over HTTP in its own process (the project's Node) on a free
+ * loopback port: the 2025 fixture by default, `path: DUAL_FIXTURE_PATH` for the dual-revision one.
+ */
+export async function startFixture(
+  options: { timeoutMs?: number; path?: string } = {},
+): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.path ?? FIXTURE_PATH, '--port', '0'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -281,9 +377,9 @@ export async function startFixture(options: { timeoutMs?: number } = {}): Promis
   return { url, process: child, close: () => stopProcess(child) };
 }
 
-/** The command that runs the fixture over stdio, for clients and gateways that spawn their upstream. */
-export function fixtureStdioCommand(): { command: string; args: string[]; cwd: string } {
-  return { command: process.execPath, args: ['--import', 'tsx', FIXTURE_PATH, '--stdio'], cwd: REPO_ROOT };
+/** The command that runs a fixture (default: the 2025 one) over stdio, for clients and gateways that spawn their upstream. */
+export function fixtureStdioCommand(path = FIXTURE_PATH): { command: string; args: string[]; cwd: string } {
+  return { command: process.execPath, args: ['--import', 'tsx', path, '--stdio'], cwd: REPO_ROOT };
 }
 
 /** Resolves with the first capture of `pattern` in the child's stdout; rejects if it exits or times out first. */

@@ -1,0 +1,46 @@
+/**
+ * The dual-revision conformance fixture: a plain MCP server on the official v2
+ * SDK (no Idem) that serves MCP 2025-11-25 and 2026-07-28 from one factory
+ * (dual-fixture.ts). The gateway is proven invisible for both revisions by
+ * running the 0.2 conformance suite against it directly and through the gateway.
+ *
+ *   node --import tsx test/conformance/dual-fixture-server.ts --stdio
+ *   node --import tsx test/conformance/dual-fixture-server.ts --port 0   # prints "listening <url>"
+ *
+ * Over stdio `serveStdio` pins each connection to the era its opening exchange
+ * chose (initialize → 2025, server/discover → 2026-07-28). HTTP is served by
+ * dual-fixture-http.ts, imported only then: the gateway spawns one stdio
+ * upstream per client session, so the stdio start loads as little as it can.
+ */
+import { pathToFileURL } from 'node:url';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { createDualFixtureServer, newDualFixtureState } from './dual-fixture.js';
+
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--stdio')) {
+    const state = newDualFixtureState();
+    serveStdio(() => createDualFixtureServer(state));
+    return;
+  }
+  const portIndex = argv.indexOf('--port');
+  const port = portIndex >= 0 ? Number(argv[portIndex + 1]) : Number.NaN;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    process.stderr.write('usage: dual-fixture-server.ts --stdio | --port <n> (0: any free port)\n');
+    process.exit(2);
+  }
+  const { serveDualFixtureHttp } = await import('./dual-fixture-http.js');
+  const served = await serveDualFixtureHttp({ port });
+  process.stdout.write(`listening ${served.url}\n`);
+  const stop = () => {
+    served.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await main(process.argv.slice(2));
+}
