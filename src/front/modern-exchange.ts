@@ -9,6 +9,7 @@ import {
   type JSONRPCRequest,
   type MessageExtraInfo,
 } from '@modelcontextprotocol/sdk/types.js';
+import { MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/eras.js';
 
 /**
  * One 2026-07-28 request over Streamable HTTP, as a transport: the POST is
@@ -71,7 +72,10 @@ export class ModernExchange implements Transport {
       if ((message as { id?: unknown }).id !== this.#request.id) return;
       this.#answered = true;
       if (this.#streaming) this.#res.end(sseEvent(message));
-      else this.#res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+      else
+        this.#res
+          .writeHead(httpStatusOf(message), { 'content-type': 'application/json' })
+          .end(JSON.stringify(message));
       return;
     }
     // Notifications that belong to the request ride its stream; a client that takes only JSON
@@ -105,6 +109,19 @@ export class ModernExchange implements Transport {
     }
     this.onclose?.();
   }
+}
+
+/**
+ * The HTTP status of a 2026-07-28 answer sent as JSON: the revision wants
+ * "method not found" as 404 (removed methods included) and a missing client
+ * capability (-32021) as 400; every other answer, errors included, is 200.
+ * (An answer on an open stream keeps the 200 the stream began with.)
+ */
+function httpStatusOf(message: JSONRPCMessage): number {
+  if (!isJSONRPCErrorResponse(message)) return 200;
+  if (message.error.code === -32601) return 404;
+  if (message.error.code === MISSING_REQUIRED_CLIENT_CAPABILITY) return 400;
+  return 200;
 }
 
 function sseEvent(message: unknown): string {

@@ -3,13 +3,15 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
-import { envelopeOf, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION } from '../protocol/eras.js';
+import {
+  envelopeOf,
+  HEADER_MISMATCH,
+  MODERN_VERSIONS,
+  UNSUPPORTED_PROTOCOL_VERSION,
+} from '../protocol/eras.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { ModernExchange } from './modern-exchange.js';
 import { rpcError, sendJson } from './replies.js';
-
-/** SEP-2243: a standard header missing or disagreeing with the body. */
-const HEADER_MISMATCH = -32020;
 
 export type EraOfRequest =
   | { kind: 'legacy' }

@@ -17,7 +17,12 @@ import type { Approver } from '../executions/engine.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
 import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
-import { isInputRequired } from '../protocol/eras.js';
+import {
+  HEADER_MISMATCH,
+  isInputRequired,
+  MISSING_REQUIRED_CLIENT_CAPABILITY,
+  UNSUPPORTED_PROTOCOL_VERSION,
+} from '../protocol/eras.js';
 import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
@@ -25,7 +30,15 @@ import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './
 import { lookUpTool } from './tools-list.js';
 
 /** JSON-RPC codes meaning the upstream refused the request before running it. */
-const REFUSED_BEFORE_RUNNING = new Set([-32600, -32601, -32602]);
+const REFUSED_BEFORE_RUNNING = new Set([
+  -32600,
+  -32601,
+  -32602,
+  // 2026-07-28: a header, a client capability or the revision refused before the tool ran.
+  HEADER_MISMATCH,
+  MISSING_REQUIRED_CLIENT_CAPABILITY,
+  UNSUPPORTED_PROTOCOL_VERSION,
+]);
 
 export async function toolsCall(
   s: SessionState,

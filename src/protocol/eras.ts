@@ -29,6 +29,12 @@ export const MODERN_VERSIONS = ['2026-07-28'];
 export const LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0] as string;
 export const LATEST_MODERN_VERSION = MODERN_VERSIONS[0] as string;
 
+/** JSON-RPC error (SEP-2243): a standard or parameter header missing, or disagreeing with the body. */
+export const HEADER_MISMATCH = -32020;
+
+/** JSON-RPC error: the request needs a client capability its envelope does not declare. */
+export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
+
 /** JSON-RPC error of a modern request naming a revision this side does not serve. */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 

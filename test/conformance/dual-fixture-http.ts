@@ -61,10 +61,18 @@ async function requestId(request: Request): Promise<unknown> {
 
 /** Serves the fixture over Streamable HTTP at http://127.0.0.1:<port>/mcp (port 0: any free port). */
 export async function serveDualFixtureHttp(
-  options: { port?: number; state?: DualFixtureState } = {},
+  options: {
+    port?: number;
+    state?: DualFixtureState;
+    /** 2025-era traffic per request too (createMcpHandler's default), without sessions: the baseline of a stateless front. */
+    stateless?: boolean;
+  } = {},
 ): Promise<ServedDualFixture> {
   const state = options.state ?? newDualFixtureState();
-  const modern: McpHttpHandler = createMcpHandler(() => createDualFixtureServer(state), { legacy: 'reject' });
+  const modern: McpHttpHandler = createMcpHandler(
+    () => createDualFixtureServer(state),
+    options.stateless ? {} : { legacy: 'reject' },
+  );
   state.notifier = modern.notify;
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
@@ -100,7 +108,7 @@ export async function serveDualFixtureHttp(
         ? transport.handleRequest(request)
         : jsonError(404, -32001, 'Session not found', await requestId(request));
     }
-    if (!(await isLegacyRequest(request.clone()))) return modern.fetch(request);
+    if (options.stateless || !(await isLegacyRequest(request.clone()))) return modern.fetch(request);
     if (request.method !== 'POST')
       return jsonError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     // A 2025 POST without a session: the transport accepts only an initialize

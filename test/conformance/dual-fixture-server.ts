@@ -6,6 +6,7 @@
  *
  *   node --import tsx test/conformance/dual-fixture-server.ts --stdio
  *   node --import tsx test/conformance/dual-fixture-server.ts --port 0   # prints "listening <url>"
+ *   … --port 0 --stateless   # 2025-era traffic per request too, no sessions (a stateless front's baseline)
  *
  * Over stdio `serveStdio` pins each connection to the era its opening exchange
  * chose (initialize → 2025, server/discover → 2026-07-28). HTTP is served by
@@ -29,7 +30,7 @@ async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const { serveDualFixtureHttp } = await import('./dual-fixture-http.js');
-  const served = await serveDualFixtureHttp({ port });
+  const served = await serveDualFixtureHttp({ port, stateless: argv.includes('--stateless') });
   process.stdout.write(`listening ${served.url}\n`);
   const stop = () => {
     served.close().then(

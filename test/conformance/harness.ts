@@ -367,9 +367,10 @@ export interface RunningServer {
  * loopback port: the 2025 fixture by default, `path: DUAL_FIXTURE_PATH` for the dual-revision one.
  */
 export async function startFixture(
-  options: { timeoutMs?: number; path?: string } = {},
+  options: { timeoutMs?: number; path?: string; args?: string[] } = {},
 ): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.path ?? FIXTURE_PATH, '--port', '0'], {
+  const script = options.path ?? FIXTURE_PATH;
+  const child = spawn(process.execPath, ['--import', 'tsx', script, '--port', '0', ...(options.args ?? [])], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
