@@ -1,3 +1,7 @@
+// Longer than most files on purpose: the HTTP front's request handler is one ordered list of
+// checks (path, Host/Origin, auth, session ownership, body, revision, receipts) that reads best
+// top to bottom; what each check needs beyond a few lines lives beside it (auth/, modern-http,
+// legacy-refusals, idle-sessions, event-store, replies).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

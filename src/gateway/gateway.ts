@@ -1,3 +1,6 @@
+// Longer than most files on purpose: this is the wiring of the gateway — store, engine, catalog,
+// fronts, shared upstream connections, action tools, sweeper, head signing — and only the wiring;
+// each part it wires lives in its own file (config-specs, session-*, action-tools, front/).
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';

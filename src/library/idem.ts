@@ -1,3 +1,6 @@
+// Longer than most files on purpose: `Idem` is the library's one public face (open, tool,
+// httpTool, sshTool, connect, close); the parts behind each method live in their own files
+// (http-tool, ssh-tool, http, the engine in src/executions).
 import { join } from 'node:path';
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';

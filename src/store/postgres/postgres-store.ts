@@ -1,3 +1,6 @@
+// Longer than most files on purpose: it implements every method of the ExecutionStore interface
+// for PostgreSQL, each a few lines over the SQL (sql.ts), transactions (transactions.ts) and error
+// classification (errors.ts) that live beside it — the same shape as the SQLite store.
 import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { buildEntry } from '../../journal/chain.js';
