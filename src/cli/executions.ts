@@ -79,9 +79,15 @@ export function registerExecutionCommands(program: Command): void {
           ...new Set(timeline.map((e) => e.requestRef).filter((r): r is string => r !== null)),
         ];
         // Where the action went, as its `accepted` event recorded it (channel, target, credential NAME).
-        const action = timeline.find(
+        const accepted = timeline.find(
           (e) => e.kind === 'accepted' && typeof e.detail.channel === 'string',
         )?.detail;
+        // Only where it went: the same event also says which step of the approval ladder let it run.
+        const action = accepted
+          ? Object.fromEntries(
+              ['channel', 'target', 'credential'].filter((k) => k in accepted).map((k) => [k, accepted[k]]),
+            )
+          : undefined;
         if (flags.json)
           return printJson({ execution: record ?? null, action: action ?? null, requests, timeline });
         if (record) {
