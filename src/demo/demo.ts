@@ -13,6 +13,7 @@ import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { createChargeCardServer } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
+import { runSshScenarios, type SshScenarioReport } from './ssh-demo.js';
 
 export interface ScenarioReport {
   name: string;
@@ -32,6 +33,14 @@ export interface DemoOptions {
    * server directly, Idem inside it.
    */
   via?: 'gateway' | 'library';
+  /** Where the SSH scenarios look for sshd (default /usr/sbin/sshd); none there: they are skipped, said in one line. */
+  sshdBinary?: string;
+}
+
+/** One report per scenario: the charges (payment processor) and the SSH action tool's (empty when skipped). */
+export interface DemoReport {
+  charges: ScenarioReport[];
+  ssh: SshScenarioReport[];
 }
 
 /** The upstream entry point beside this module: TypeScript under tsx (tests), JavaScript from dist/. */
@@ -148,7 +157,7 @@ const CARD = '4242424242424242';
  * through four ways a charge gets repeated. Resolves with one report per
  * scenario; every count must be right.
  */
-export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport[]> {
+export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const dataDir = options.dataDir ?? process.env.IDEM_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'idem-demo-'));
   const processor = new PaymentProcessor();
@@ -302,9 +311,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
     await http.close();
     await processor.stop();
   }
-  const failed = reports.filter((r) => !r.ok).length;
+  const ssh = await runSshScenarios({
+    dataDir,
+    out,
+    ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
+  });
+  const failed = [...reports, ...ssh].filter((r) => !r.ok).length;
   out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);
-  return reports;
+  return { charges: reports, ssh };
 }
 
 async function callCharge(client: Client, orderId: string, amountCents: number): Promise<CallToolResult> {

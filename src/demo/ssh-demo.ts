@@ -7,6 +7,7 @@ import { idemCodeOf } from '../executions/answers.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
+import { SSHD_BINARY, sshdAvailable, startSshd } from './sshd.js';
 
 /**
  * An sshd the demo may use: on this machine (the demo counts the command's runs
@@ -158,6 +159,35 @@ export async function runSshDemo(options: {
     await idem.close();
   }
   return reports;
+}
+
+/**
+ * The SSH part of `idem demo`: starts a throwaway sshd on loopback, runs the
+ * scenarios against it, stops it. Where there is no sshd binary it says so in
+ * one line and runs nothing (resolves with no reports): the demo still shows
+ * the rest.
+ */
+export async function runSshScenarios(options: {
+  dataDir: string;
+  out: (line: string) => void;
+  /** Where the sshd binary is looked for (a test points it at a path that does not exist). */
+  sshdBinary?: string;
+}): Promise<SshScenarioReport[]> {
+  const binary = options.sshdBinary ?? SSHD_BINARY;
+  if (!sshdAvailable(binary)) {
+    options.out(`SSH scenarios skipped: no sshd at ${binary} (install openssh-server)\n`);
+    return [];
+  }
+  const sshd = await startSshd();
+  try {
+    return await runSshDemo({
+      ssh: { ...sshd, dir: join(sshd.dir, 'demo') },
+      dataDir: join(options.dataDir, 'ssh'),
+      out: options.out,
+    });
+  } finally {
+    await sshd.stop();
+  }
 }
 
 /** A command's result spans lines (exit code, then its output): one line per answer in the demo's report. */

@@ -11,12 +11,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSshd, type TestSshd } from '../../src/demo/sshd.js';
 import { META } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
 import { runIdem } from '../support/run-cli.js';
-import { startSshd, type TestSshd } from '../support/sshd.js';
 import { countingUpstream, freshDir, removeTemporaries } from './support.js';
 
 let sshd: TestSshd;
