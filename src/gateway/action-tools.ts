@@ -33,9 +33,7 @@ export function actionToolsOf(config: GatewayConfig, credentials: Credentials): 
   for (const [name, spec] of Object.entries(config.http_tools ?? {}))
     add('http_tools', name, () => httpActionTool(name, spec, { credentials }));
   for (const [name, spec] of Object.entries(config.ssh_tools ?? {}))
-    add('ssh_tools', name, () =>
-      sshActionTool(name, spec, spec.host, config.ssh_hosts?.[spec.host], { credentials }),
-    );
+    add('ssh_tools', name, () => sshActionTool(name, spec, config.ssh_hosts, { credentials }));
   return tools;
 }
 

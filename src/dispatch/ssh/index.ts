@@ -12,4 +12,4 @@ export {
   SshToolsConfigSchema,
 } from './spec.js';
 export { SshChannel, type SshToolSpec } from './ssh-channel.js';
-export { sshActionTool } from './tool.js';
+export { refuseMissingArguments, refuseReadOnly, sshActionTool } from './tool.js';

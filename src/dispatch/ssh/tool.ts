@@ -39,6 +39,23 @@ class SshActionChannel implements ActionChannel {
   }
 }
 
+/** An SSH tool needs an execution id to name its marker: a read-only tool has none. Throws. */
+export function refuseReadOnly(contract: ToolContract): void {
+  if (contract.replay === 'read_only')
+    throw new Error('replay read_only has no execution id to put in a marker; use keyed, status or review');
+}
+
+/** Every `{{placeholder}}` of the command must be an argument the schema (`where`) declares. Throws. */
+export function refuseMissingArguments(
+  ssh: SshChannel,
+  argumentNames: readonly string[],
+  where: string,
+): void {
+  const missing = ssh.template.placeholders.filter((p) => !argumentNames.includes(p));
+  if (missing.length > 0)
+    throw new Error(`the command uses {{${missing.join('}}, {{')}}}, which ${where} does not have`);
+}
+
 /**
  * An SSH action tool from its spec (as under `ssh_tools:`) and its inventory
  * host, the private key resolved by name through `credentials` at each run.
@@ -47,19 +64,19 @@ class SshActionChannel implements ActionChannel {
 export function sshActionTool(
   name: string,
   spec: SshToolSpecConfigInput,
-  hostName: string,
-  host: SshHostSpec | undefined,
+  hosts: Readonly<Record<string, SshHostSpec>> | undefined,
   options: { credentials: Credentials },
 ): ActionTool {
   const parsed = SshToolSpecSchema.parse(spec);
+  const hostName = parsed.host;
+  const host = hosts?.[hostName];
   if (!host) throw new Error(`host "${hostName}" is not declared under ssh_hosts:`);
   if (!options.credentials.has(host.credential))
     throw new Error(
       `credential "${host.credential}" (of ssh_hosts.${hostName}) is not declared under credentials:`,
     );
   const contract: ToolContract = parsed.contract ?? { replay: 'keyed' };
-  if (contract.replay === 'read_only')
-    throw new Error('replay read_only has no execution id to put in a marker; use keyed, status or review');
+  refuseReadOnly(contract);
   const retentionMs = durationMs(parsed.marker_retention, 'marker_retention');
   if (!Number.isInteger(retentionMs / DAY_MS) || retentionMs < DAY_MS)
     throw new Error('marker_retention must be whole days, at least 1 (e.g. "7d")');
