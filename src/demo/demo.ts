@@ -14,6 +14,7 @@ import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { createChargeCardServer } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
 import { runSshScenarios, type SshScenarioReport } from './ssh-demo.js';
+import { upstreamCommand } from './upstream-command.js';
 
 export interface ScenarioReport {
   name: string;
@@ -41,14 +42,6 @@ export interface DemoOptions {
 export interface DemoReport {
   charges: ScenarioReport[];
   ssh: SshScenarioReport[];
-}
-
-/** The upstream entry point beside this module: TypeScript under tsx (tests), JavaScript from dist/. */
-function upstreamCommand(): { command: string; args: string[] } {
-  const here = new URL(import.meta.url);
-  const ts = here.pathname.endsWith('.ts');
-  const entry = new URL(`./charge-card-upstream.${ts ? 'ts' : 'js'}`, here).pathname;
-  return { command: process.execPath, args: ts ? ['--import', 'tsx', entry] : [entry] };
 }
 
 /**
@@ -309,13 +302,19 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     );
   } finally {
     await http.close();
+  }
+  let ssh: SshScenarioReport[];
+  try {
+    ssh = await runSshScenarios({
+      dataDir,
+      out,
+      via: options.via ?? 'gateway',
+      processorUrl,
+      ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
+    });
+  } finally {
     await processor.stop();
   }
-  const ssh = await runSshScenarios({
-    dataDir,
-    out,
-    ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
-  });
   const failed = [...reports, ...ssh].filter((r) => !r.ok).length;
   out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);
   return { charges: reports, ssh };
