@@ -41,8 +41,9 @@ export interface SshScenarioReport {
 /**
  * The SSH action tool scenarios of `idem demo`: `restart_service`, offered by
  * idem gateway (`ssh_tools:`) or by an MCP server built with the library
- * (`idem.sshTool`), runs a command on `ssh` under a durable marker. Only where an sshd is available (the caller starts one); the
- * agent is the official SDK client over Streamable HTTP on loopback.
+ * (`idem.sshTool`), runs a command on `ssh` under a durable marker. Only
+ * where an sshd is available (the caller starts one); the agent is the
+ * official SDK client over Streamable HTTP on loopback.
  */
 export async function runSshDemo(options: {
   ssh: DemoSshHost;
@@ -123,7 +124,14 @@ export async function runSshDemo(options: {
       { version: 'demo', upstreamStderr: 'ignore' },
     );
     const { url } = await gateway.serveHttp();
-    return { url, close: () => gateway.close() };
+    return {
+      url,
+      close: async () => {
+        await gateway.close();
+        // A throwaway key of a throwaway sshd, but a private key all the same: not left behind.
+        rmSync(keyFile, { force: true });
+      },
+    };
   }
 
   /** The tool as `idem.sshTool` in an MCP server built with the library. */
