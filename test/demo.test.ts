@@ -9,8 +9,15 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-test-'));
     const lines: string[] = [];
     try {
-      const reports = await runDemo({ dataDir, via, out: (line) => lines.push(line) });
-      expect(reports.map((r) => [r.name.slice(0, 3), r.charges])).toEqual([
+      // The SSH scenarios run once (via the gateway); the library run shows the line said without an sshd.
+      const sshdBinary = via === 'library' ? join(dataDir, 'no-such-sshd') : undefined;
+      const reports = await runDemo({
+        dataDir,
+        via,
+        out: (line) => lines.push(line),
+        ...(sshdBinary ? { sshdBinary } : {}),
+      });
+      expect(reports.charges.map((r) => [r.name.slice(0, 3), r.charges])).toEqual([
         ['1. ', 1],
         ['1b.', 1],
         ['2. ', 1],
@@ -18,7 +25,18 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
         ['4. ', 1],
         ['5. ', 1],
       ]);
-      expect(reports.every((r) => r.ok)).toBe(true);
+      if (sshdBinary) {
+        expect(reports.ssh).toEqual([]);
+        expect(lines).toContain(`SSH scenarios skipped: no sshd at ${sshdBinary} (install openssh-server)\n`);
+      } else {
+        expect(reports.ssh.map((r) => [r.name.slice(0, 3), r.runs])).toEqual([
+          ['S1.', 1],
+          ['S2.', 1],
+          ['S3.', 1],
+        ]);
+      }
+      expect([...reports.charges, ...reports.ssh].every((r) => r.ok)).toBe(true);
+      expect(lines.join('\n')).not.toContain('PRIVATE KEY');
       expect(lines.join('\n')).not.toContain('4242424242424242');
       // The processor's key (the HTTP action tool's credential) is never printed.
       expect(lines.join('\n')).not.toMatch(/sk_demo_/);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSshDemo } from '../src/demo/ssh-demo.js';
-import { startSshd, type TestSshd } from './support/sshd.js';
+import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 
 let sshd: TestSshd;
 beforeAll(async () => {

@@ -5,9 +5,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
 import { sleep } from '../src/testing/counting-target.js';
-import { startSshd, type TestSshd } from './support/sshd.js';
 
 let sshd: TestSshd;
 let dataDir: string;

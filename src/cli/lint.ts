@@ -7,7 +7,7 @@ export function registerLintCommand(program: Command, version: string): void {
   program
     .command('lint')
     .description(
-      'List every tool annotation the contracts do not back (e.g. idempotentHint without a contract), every tool with neither annotations nor a contract (with the config line that settles it), and for action tools (http_tools): a missing contract, a credential that cannot be resolved now, an upstream tool one hides; exit 1 if any',
+      'List every tool annotation the contracts do not back (e.g. idempotentHint without a contract), every tool with neither annotations nor a contract (with the config line that settles it), and for action tools (http_tools, ssh_tools): a missing contract, a credential that cannot be resolved now, an upstream tool one hides; exit 1 if any',
     )
     .requiredOption('-c, --config <file>', 'the gateway config')
     .option('--json', 'machine-readable')

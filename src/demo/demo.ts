@@ -13,6 +13,8 @@ import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { createChargeCardServer } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
+import { runSshScenarios, type SshScenarioReport } from './ssh-demo.js';
+import { upstreamCommand } from './upstream-command.js';
 
 export interface ScenarioReport {
   name: string;
@@ -32,14 +34,14 @@ export interface DemoOptions {
    * server directly, Idem inside it.
    */
   via?: 'gateway' | 'library';
+  /** Where the SSH scenarios look for sshd (default /usr/sbin/sshd); none there: they are skipped, said in one line. */
+  sshdBinary?: string;
 }
 
-/** The upstream entry point beside this module: TypeScript under tsx (tests), JavaScript from dist/. */
-function upstreamCommand(): { command: string; args: string[] } {
-  const here = new URL(import.meta.url);
-  const ts = here.pathname.endsWith('.ts');
-  const entry = new URL(`./charge-card-upstream.${ts ? 'ts' : 'js'}`, here).pathname;
-  return { command: process.execPath, args: ts ? ['--import', 'tsx', entry] : [entry] };
+/** One report per scenario: the charges (payment processor) and the SSH action tool's (empty when skipped). */
+export interface DemoReport {
+  charges: ScenarioReport[];
+  ssh: SshScenarioReport[];
 }
 
 /**
@@ -148,7 +150,7 @@ const CARD = '4242424242424242';
  * through four ways a charge gets repeated. Resolves with one report per
  * scenario; every count must be right.
  */
-export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport[]> {
+export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const dataDir = options.dataDir ?? process.env.IDEM_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'idem-demo-'));
   const processor = new PaymentProcessor();
@@ -300,11 +302,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<ScenarioReport
     );
   } finally {
     await http.close();
+  }
+  let ssh: SshScenarioReport[];
+  try {
+    ssh = await runSshScenarios({
+      dataDir,
+      out,
+      via: options.via ?? 'gateway',
+      processorUrl,
+      ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
+    });
+  } finally {
     await processor.stop();
   }
-  const failed = reports.filter((r) => !r.ok).length;
+  const failed = [...reports, ...ssh].filter((r) => !r.ok).length;
   out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);
-  return reports;
+  return { charges: reports, ssh };
 }
 
 async function callCharge(client: Client, orderId: string, amountCents: number): Promise<CallToolResult> {

@@ -34,6 +34,12 @@ export interface ActionChannel {
   readonly credential: string | null;
   /** The operation, as recorded: an HTTP method, `exec`. */
   readonly method: string;
+  /**
+   * Throws InvalidInputError for arguments the channel could never carry (an SSH
+   * argument quoting cannot hold): called before anything is claimed, so such a
+   * call is refused with nothing recorded or sent.
+   */
+  check?(args: Record<string, unknown>): void;
   dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult>;
   /**
    * How to learn the outcome of an execution that became unknown without

@@ -1,11 +1,12 @@
 import type { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { httpActionTool } from '../dispatch/http/index.js';
+import { sshActionTool } from '../dispatch/ssh/index.js';
 import { ConfigError, type GatewayConfig } from './config.js';
 
 /**
- * The action tools a config declares (`http_tools:`; SSH adds `ssh_tools:`
- * here), built and checked at start: names unique across kinds, none taken
+ * The action tools a config declares (`http_tools:`, `ssh_tools:` on the
+ * `ssh_hosts:` inventory), built and checked at start: names unique across kinds, none taken
  * by the status tool, contracts declared beside the tool (not under `tools:`).
  * A spec that cannot be made safe stops the start with a ConfigError.
  */
@@ -31,6 +32,8 @@ export function actionToolsOf(config: GatewayConfig, credentials: Credentials): 
   };
   for (const [name, spec] of Object.entries(config.http_tools ?? {}))
     add('http_tools', name, () => httpActionTool(name, spec, { credentials }));
+  for (const [name, spec] of Object.entries(config.ssh_tools ?? {}))
+    add('ssh_tools', name, () => sshActionTool(name, spec, config.ssh_hosts, { credentials }));
   return tools;
 }
 

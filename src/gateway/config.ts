@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
+import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { messageOf } from '../errors.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
@@ -289,6 +290,8 @@ export const GatewayConfigSchema = z
       .refine((u) => Object.keys(u).length > 0, 'at least one upstream'),
     credentials: CredentialsConfigSchema.optional(),
     http_tools: HttpToolsConfigSchema.optional(),
+    ssh_hosts: SshHostsConfigSchema.optional(),
+    ssh_tools: SshToolsConfigSchema.optional(),
     tools: z
       .record(z.string(), GatewayToolContract)
       .optional()

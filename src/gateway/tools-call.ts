@@ -11,9 +11,10 @@ import {
   type UpstreamReply,
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
-import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import { IDEM_CODES, InvalidInputError, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import type { Approver } from '../executions/engine.js';
+import { invalidInputAnswer } from '../executions/identify.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
 import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
@@ -96,6 +97,13 @@ export async function toolsCall(
       request.id,
       idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: `Invalid arguments for ${name}: ${why}.` }),
     );
+  }
+  // What the channel could never carry (an SSH argument with a NUL byte) is refused before anything is claimed.
+  try {
+    entry.action?.channel.check?.(args);
+  } catch (error) {
+    if (error instanceof InvalidInputError) return s.reply(request.id, invalidInputAnswer(error));
+    throw error;
   }
 
   const actor = s.actor();

@@ -1,6 +1,12 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
-import { type ResolveCredential, SshChannel, type SshToolSpec } from '../dispatch/ssh/index.js';
+import {
+  type ResolveCredential,
+  refuseMissingArguments,
+  refuseReadOnly,
+  SshChannel,
+  type SshToolSpec,
+} from '../dispatch/ssh/index.js';
 import { InvalidInputError } from '../errors.js';
 import { invalidInputAnswer } from '../executions/identify.js';
 import type { IdemToolConfig, IdemToolHandler, ToolOrigin, ZodShape } from './idem.js';
@@ -30,20 +36,16 @@ export function sshToolParts<Shape extends ZodShape>(
 ): { config: IdemToolConfig<Shape>; handler: IdemToolHandler<Shape>; origin: ToolOrigin } {
   const { ssh, resolveCredential, contract, ...toolConfig } = config;
   const declared: ToolContract = { replay: 'keyed', ...contract };
-  if (declared.replay === 'read_only') {
-    throw new Error(
-      `ssh tool "${name}": replay read_only has no execution id to put in a marker; use keyed, status or review`,
+  let channel: SshChannel;
+  try {
+    refuseReadOnly(declared);
+    channel = new SshChannel(
+      { ...ssh, timeoutMs: resolveContract(declared, config.annotations).timeoutMs },
+      resolveCredential,
     );
-  }
-  const channel = new SshChannel(
-    { ...ssh, timeoutMs: resolveContract(declared, config.annotations).timeoutMs },
-    resolveCredential,
-  );
-  const missing = channel.template.placeholders.filter((p) => !(p in config.inputSchema));
-  if (missing.length > 0) {
-    throw new Error(
-      `ssh tool "${name}": the command uses {{${missing.join('}}, {{')}}}, which inputSchema does not have`,
-    );
+    refuseMissingArguments(channel, Object.keys(config.inputSchema), 'inputSchema');
+  } catch (error) {
+    throw new Error(`ssh tool "${name}": ${(error as Error).message}`);
   }
   return {
     config: {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKey, startSshd, type TestSshd } from '../../../test/support/sshd.js';
+import { generateKey, startSshd, type TestSshd } from '../../demo/sshd.js';
 import { InvalidInputError, NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
 import type { SshHost } from './host.js';
 import { SshChannel, type SshToolSpec } from './ssh-channel.js';

@@ -1,0 +1,216 @@
+/**
+ * SSH action tools through the in-process gateway, at a real sshd on
+ * loopback: declared under ssh_hosts:/ssh_tools: with the private key by
+ * credential NAME, listed beside the upstream's tools, run at most once per
+ * intent (counted on the host), hostile arguments carried as one word or
+ * refused before anything is claimed, and the key found in no stored byte.
+ */
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSshd, type TestSshd } from '../../src/demo/sshd.js';
+import { META } from '../../src/executions/answers.js';
+import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { lintGateway } from '../../src/gateway/lint.js';
+import { runIdem } from '../support/run-cli.js';
+import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+
+let sshd: TestSshd;
+beforeAll(async () => {
+  sshd = await startSshd();
+});
+afterAll(async () => {
+  await sshd?.stop();
+  removeTemporaries();
+});
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+let cases = 0;
+const call = (client: Client, name: string, args: Record<string, unknown>) =>
+  client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+const lines = (file: string) =>
+  existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+
+/** Resolves once `check` holds; polls the host's files (the remote side is this machine). */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+function configFor(dataDir: string, work: string, extra: Record<string, unknown> = {}) {
+  const keyFile = join(dataDir, 'deploy.key');
+  writeFileSync(keyFile, sshd.privateKey);
+  chmodSync(keyFile, 0o600);
+  return GatewayConfigSchema.parse({
+    data_dir: dataDir,
+    listen: { http: { host: '127.0.0.1', port: 0 } },
+    upstreams: { counter: countingUpstream(freshDir('ssh-tools-counts')) },
+    credentials: { 'deploy-key': { file: keyFile } },
+    ssh_hosts: {
+      web: {
+        host: sshd.host,
+        port: sshd.port,
+        user: sshd.user,
+        credential: 'deploy-key',
+        host_key: sshd.hostKeyFingerprint,
+        marker_dir: join(work, 'markers'),
+      },
+    },
+    ssh_tools: {
+      deploy: {
+        description: 'Deploy a service on web (once).',
+        host: 'web',
+        input_schema: {
+          type: 'object',
+          properties: { service: { type: 'string' } },
+          required: ['service'],
+        },
+        // Each run leaves a line on the host, then waits for the test's release (or the directory's removal).
+        command: `printf '%s\\n' {{service}} >> ${work}/runs; while [ ! -e ${work}/release ] && [ -d ${work} ]; do sleep 0.05; done; printf 'deployed %s' {{service}}`,
+        contract: { replay: 'keyed', timeout: '30s' },
+      },
+    },
+    ...extra,
+  });
+}
+
+async function start() {
+  const dataDir = freshDir('ssh-tools');
+  const work = join(sshd.dir, `gateway-${++cases}`);
+  mkdirSync(work);
+  const gateway = await Gateway.start(configFor(dataDir, work), {
+    version: 'test',
+    upstreamStderr: 'ignore',
+  });
+  const { url } = await gateway.serveHttp();
+  cleanups.push(() => gateway.close());
+  const client = new Client({ name: 'ssh-tools-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  cleanups.push(() => client.close());
+  return { gateway, client, dataDir, work, runs: () => lines(join(work, 'runs')) };
+}
+
+describe('SSH action tools in the gateway, at a real sshd', () => {
+  it('are listed, run once for concurrent identical calls, replay, and show channel, target and credential name', async () => {
+    const { client, dataDir, work, runs, gateway } = await start();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['count', 'deploy', 'idem_execution_status']),
+    );
+    expect(tools.find((t) => t.name === 'deploy')?.inputSchema.required).toEqual(['service']);
+
+    const args = { service: 'api' };
+    const both = Promise.all([call(client, 'deploy', args), call(client, 'deploy', args)]);
+    await until(() => runs().length > 0);
+    writeFileSync(join(work, 'release'), '');
+    const answers = await both;
+    const fresh = answers.find((r) => !r.isError);
+    expect(fresh?.structuredContent).toMatchObject({ exit_code: 0, stdout: 'deployed api' });
+    expect(runs()).toEqual(['api']);
+
+    const replay = await call(client, 'deploy', args);
+    expect(replay._meta?.[META.replayed]).toBe(true);
+    expect(replay.structuredContent).toMatchObject({ exit_code: 0, stdout: 'deployed api' });
+    expect(runs()).toEqual(['api']);
+
+    const ref = fresh?._meta?.[META.executionId] as string;
+    const action = {
+      channel: 'ssh',
+      target: `ssh://${sshd.user}@${sshd.host}:${sshd.port}`,
+      credential: 'deploy-key',
+    };
+    const status = await call(client, 'idem_execution_status', { ref });
+    expect(status._meta?.[META.action]).toEqual(action);
+    // The marker on the host carries the execution id and its exit.
+    expect(readFileSync(join(work, 'markers', ref, 'exit'), 'utf8')).toMatch(/^0 /);
+
+    const keyLine = sshd.privateKey.split('\n')[1] as string;
+    expect(keyLine.length).toBeGreaterThan(20);
+    const stored = readdirSync(dataDir)
+      .filter((f) => f.startsWith('idem.db'))
+      .map((f) => readFileSync(join(dataDir, f)));
+    await gateway.close();
+    for (const bytes of stored) expect(bytes.includes(Buffer.from(keyLine))).toBe(false);
+    const shown = await runIdem(['executions', 'show', ref, '--db', join(dataDir, 'idem.db'), '--json'], {
+      dataDir,
+    });
+    expect(JSON.parse(shown.stdout).action).toMatchObject(action);
+  });
+
+  it('carry a hostile argument as one word, and refuse one quoting cannot carry before anything is claimed', async () => {
+    const { client, work, runs } = await start();
+    writeFileSync(join(work, 'release'), '');
+    const hostile = `x; touch ${work}/CANARY $(touch ${work}/CANARY2) \`touch ${work}/CANARY3\``;
+    const carried = await call(client, 'deploy', { service: hostile });
+    expect(carried.structuredContent).toMatchObject({ exit_code: 0, stdout: `deployed ${hostile}` });
+    expect(runs()).toEqual([hostile]);
+
+    const refused = await call(client, 'deploy', { service: `a\u0000; touch ${work}/CANARY` });
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused)).toContain('IDEM_INVALID_INPUT');
+    expect(refused._meta?.[META.executionId]).toBeUndefined();
+    expect(runs()).toEqual([hostile]);
+    for (const canary of ['CANARY', 'CANARY2', 'CANARY3']) expect(existsSync(join(work, canary))).toBe(false);
+  });
+});
+
+describe('SSH action tools in the config', () => {
+  it('refuse to start with an undeclared host or credential, a placeholder not in the schema, or replay read_only', async () => {
+    const dataDir = freshDir('ssh-tools-bad');
+    const work = freshDir('ssh-tools-bad-work');
+    const good = configFor(dataDir, work);
+    const deploy = good.ssh_tools?.deploy;
+    const web = good.ssh_hosts?.web;
+    const variants: Array<[Record<string, unknown>, string]> = [
+      [
+        { ssh_tools: { deploy: { ...deploy, host: 'nope' } } },
+        'host "nope" is not declared under ssh_hosts:',
+      ],
+      [
+        { ssh_hosts: { web: { ...web, credential: 'other' } } },
+        'credential "other" (of ssh_hosts.web) is not declared',
+      ],
+      [
+        { ssh_tools: { deploy: { ...deploy, command: 'echo {{version}}' } } },
+        'the command uses {{version}}, which input_schema',
+      ],
+      [
+        { ssh_tools: { deploy: { ...deploy, contract: { replay: 'read_only' } } } },
+        'replay read_only has no execution id',
+      ],
+      [
+        { ssh_tools: { deploy: { ...deploy, marker_retention: '36h' } } },
+        'marker_retention must be whole days',
+      ],
+    ];
+    for (const [extra, message] of variants) {
+      const config = GatewayConfigSchema.parse({ ...good, store: { kind: 'memory' }, ...extra });
+      const started = Gateway.start(config, { version: 'test' });
+      await expect(started).rejects.toBeInstanceOf(ConfigError);
+      await expect(started).rejects.toThrow(`ssh_tools.deploy: ${message}`);
+    }
+    expect(() =>
+      GatewayConfigSchema.parse({ ...good, ssh_hosts: { web: { ...web, host_key: 'MD5:aa:bb' } } }),
+    ).toThrow(/ssh-keygen -l/);
+  });
+
+  it('idem lint names an SSH tool whose key cannot be resolved now', async () => {
+    const dataDir = freshDir('ssh-tools-lint');
+    const good = configFor(dataDir, freshDir('ssh-tools-lint-work'));
+    const config = GatewayConfigSchema.parse({
+      ...good,
+      store: { kind: 'memory' },
+      credentials: { 'deploy-key': { env: 'IDEM_TEST_SSH_KEY_UNSET' } },
+    });
+    const findings = await lintGateway(config, 'test');
+    expect(findings.map((f) => f.message)).toContainEqual(
+      expect.stringContaining('deploy: credential "deploy-key" cannot be resolved'),
+    );
+  });
+});
