@@ -28,5 +28,28 @@ export const withStandardHeaders: typeof fetch = (input, init) => {
     /^[\x20-\x7e]*$/.test(name)
   )
     headers.set('mcp-name', name);
-  return fetch(input, { ...init, headers });
+  return fetch(input, { ...init, headers }).then(inBand);
 };
+
+/**
+ * The revision answers some JSON-RPC errors with an HTTP status of their own
+ * (404 for method not found, 400 for a missing client capability or a header
+ * mismatch). The SDK 1.x client transport the gateway speaks through turns
+ * any non-2xx into a thrown error and drops the answer; given back as a 200,
+ * the JSON-RPC error reaches the gateway as the upstream's reply, which is
+ * what it is.
+ */
+async function inBand(response: Response): Promise<Response> {
+  if (response.ok || !(response.status === 400 || response.status === 404)) return response;
+  if (!/application\/json/i.test(response.headers.get('content-type') ?? '')) return response;
+  const text = await response.text();
+  let body: { jsonrpc?: unknown; error?: unknown; id?: unknown };
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    return new Response(text, { status: response.status, headers: response.headers });
+  }
+  const isErrorReply =
+    body?.jsonrpc === '2.0' && typeof body.error === 'object' && body.id !== undefined && body.id !== null;
+  return new Response(text, { status: isErrorReply ? 200 : response.status, headers: response.headers });
+}
