@@ -3,6 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
+import { messageOf } from '../errors.js';
 import {
   envelopeOf,
   HEADER_MISMATCH,
@@ -125,7 +126,17 @@ export async function serveModernRequest(
   }
   const exchange = new ModernExchange(req, res, request);
   const receipts = serve.wrap(exchange);
-  await serve.attach(receipts);
+  try {
+    await serve.attach(receipts);
+  } catch (error) {
+    // Nothing was received for this request (the upstreams could not be started): safe to retry.
+    sendJson(
+      res,
+      503,
+      rpcError(-32603, `The gateway could not serve this request: ${messageOf(error)}`, request.id),
+    );
+    return;
+  }
   const admission = await receipts.admit(request, req.auth ? { authInfo: req.auth } : undefined);
   if (admission.kind === 'answer') {
     await exchange.send(admission.reply);

@@ -9,7 +9,6 @@ import {
   compareRuns,
   DUAL_FIXTURE_PATH,
   evaluate,
-  fixtureStdioCommand,
   REVISIONS,
   type Revision,
   type RunningServer,
