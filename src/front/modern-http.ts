@@ -9,6 +9,7 @@ import {
   HEADER_MISMATCH,
   MODERN_VERSIONS,
   UNSUPPORTED_PROTOCOL_VERSION,
+  unsupportedVersionError,
 } from '../protocol/eras.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { ModernExchange } from './modern-exchange.js';
@@ -55,12 +56,7 @@ export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
     return {
       kind: 'reject',
       status: 400,
-      reply: rpcError(
-        UNSUPPORTED_PROTOCOL_VERSION,
-        `Unsupported protocol version ${version}: this gateway serves ${MODERN_VERSIONS.join(', ')} per request, and 2025-era revisions through initialize`,
-        message.id,
-        { supported: MODERN_VERSIONS, requested: version },
-      ),
+      reply: { jsonrpc: '2.0', id: message.id, error: unsupportedVersionError(version) },
     };
   }
   // The revision requires the standard headers on every request POST (the classifier checks

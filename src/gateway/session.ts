@@ -13,12 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
-import {
-  envelopeOf,
-  isModernVersion,
-  MODERN_VERSIONS,
-  UNSUPPORTED_PROTOCOL_VERSION,
-} from '../protocol/eras.js';
+import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';
 import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
@@ -137,11 +132,7 @@ export class ProxySession {
       return s.send({
         jsonrpc: '2.0',
         id: request.id,
-        error: {
-          code: UNSUPPORTED_PROTOCOL_VERSION,
-          message: `Unsupported protocol version ${version}`,
-          data: { supported: MODERN_VERSIONS, requested: version },
-        },
+        error: unsupportedVersionError(version),
       });
     }
     const envelope = envelopeOf(request.params);

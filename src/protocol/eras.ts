@@ -38,6 +38,15 @@ export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
 /** JSON-RPC error of a modern request naming a revision this side does not serve. */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
+/** The JSON-RPC error for a 2026-era request naming a revision the gateway does not serve. */
+export function unsupportedVersionError(version: string) {
+  return {
+    code: UNSUPPORTED_PROTOCOL_VERSION,
+    message: `Unsupported protocol version ${version}: this gateway serves ${MODERN_VERSIONS.join(', ')} per request, and 2025-era revisions through initialize`,
+    data: { supported: MODERN_VERSIONS, requested: version },
+  };
+}
+
 export const ENVELOPE = {
   protocolVersion: PROTOCOL_VERSION_META_KEY,
   clientCapabilities: CLIENT_CAPABILITIES_META_KEY,

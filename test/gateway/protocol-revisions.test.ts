@@ -1,11 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
-import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
-import { Client as Client110 } from 'sdk-1-10/client/index.js';
-import { StreamableHTTPClientTransport as Http110 } from 'sdk-1-10/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
+import { CLIENT_KINDS, type ClientKind, type ClientTarget, connectClient } from '../support/clients.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { executionsOf } from './fixtures/counting-server.js';
 import {
@@ -42,63 +39,16 @@ function counting2026Upstream(dir: string) {
   };
 }
 
-type ClientKind = 'pinned-2026' | 'auto' | 'legacy-v2' | 'sdk-1.10';
-const CLIENT_KINDS: ClientKind[] = ['pinned-2026', 'auto', 'legacy-v2', 'sdk-1.10'];
-
-interface Connected {
-  /** The revision the client ended up speaking. */
-  version: string | undefined;
-  call(args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
-  toolNames(): Promise<string[]>;
-  close(): Promise<void>;
-}
-
-function v2Client(kind: Exclude<ClientKind, 'sdk-1.10'>): ClientV2 {
-  const mode = kind === 'pinned-2026' ? { pin: '2026-07-28' } : kind === 'auto' ? 'auto' : 'legacy';
-  return new ClientV2(
-    { name: `revisions-${kind}`, version: '1.0.0' },
-    { versionNegotiation: { mode } as never },
-  );
-}
-
-async function wrapV2(client: ClientV2): Promise<Connected> {
+/** A client of the shared matrix (test/support/clients.ts), with the counting `count` tool at hand. */
+async function connect(kind: ClientKind, target: ClientTarget) {
+  const client = await connectClient(kind, target);
   return {
-    version: client.getNegotiatedProtocolVersion(),
-    call: (args, signal) =>
-      client.callTool({ name: 'count', arguments: args }, signal ? { signal } : undefined),
-    toolNames: async () => (await client.listTools()).tools.map((t) => t.name),
+    version: client.protocolVersion,
+    call: (args: Record<string, unknown>, signal?: AbortSignal) =>
+      client.callTool('count', args, signal ? { signal } : {}),
+    toolNames: () => client.listTools(),
     close: () => client.close(),
   };
-}
-
-async function overHttp(kind: ClientKind, url: string): Promise<Connected> {
-  if (kind === 'sdk-1.10') {
-    const client = new Client110({ name: 'revisions-sdk-1.10', version: '1.0.0' });
-    const transport = new Http110(new URL(url));
-    // This SDK keeps the negotiated revision to itself: read it off the initialize answer.
-    let version: string | undefined;
-    const start = transport.start.bind(transport);
-    transport.start = async () => {
-      const deliver = transport.onmessage;
-      transport.onmessage = (message) => {
-        const result = (message as { result?: { protocolVersion?: string } }).result;
-        version ??= result?.protocolVersion;
-        deliver?.(message);
-      };
-      return start();
-    };
-    await client.connect(transport);
-    return {
-      version,
-      call: (args, signal) =>
-        client.callTool({ name: 'count', arguments: args }, undefined, signal ? { signal } : undefined),
-      toolNames: async () => (await client.listTools()).tools.map((t) => t.name),
-      close: () => client.close(),
-    };
-  }
-  const client = v2Client(kind);
-  await client.connect(new HttpV2(new URL(url)));
-  return wrapV2(client);
 }
 
 afterAll(() => removeTemporaries());
@@ -129,10 +79,10 @@ describe.each([
           upstreams: { counter: upstreamOf(counts) },
           http: { stateless },
         });
-        const client = await overHttp(kind, running.url);
+        const client = await connect(kind, { url: running.url });
         try {
           expect(client.version).toBe(
-            kind === 'pinned-2026' || kind === 'auto'
+            kind === 'v2-2026' || kind === 'v2-auto'
               ? '2026-07-28'
               : kind === 'sdk-1.10'
                 ? '2024-11-05'
@@ -158,7 +108,7 @@ describe.each([
 
     it('a 2026-07-28 client that closes the stream after dispatch has cancelled: the outcome is unknown, never failed', async () => {
       running ??= await startHttpGateway({ upstreams: { counter: upstreamOf(counts) }, http: { stateless } });
-      const client = await overHttp('pinned-2026', running.url);
+      const client = await connect('v2-2026', { url: running.url });
       const key = `cancelled-${stateless}-${upstreamOf.name}`;
       const aborted = new AbortController();
       const call = client.call({ key, hold_file: `${key}.release` }, aborted.signal).catch((e: unknown) => e);
@@ -183,7 +133,7 @@ describe.each([
 });
 
 describe('HTTP front in front of a 2026-07-28-only upstream over HTTP', () => {
-  it.each(['pinned-2026', 'sdk-1.10'] as const)('%s: connects, lists, calls once', async (kind) => {
+  it.each(['v2-2026', 'sdk-1.10'] as const)('%s: connects, lists, calls once', async (kind) => {
     const counts = freshDir('revisions-http-up');
     const { spawn } = await import('node:child_process');
     const upstream = spawn(process.execPath, ['--import', 'tsx', COUNTING_2026, '--dir', counts, '--http'], {
@@ -200,7 +150,7 @@ describe('HTTP front in front of a 2026-07-28-only upstream over HTTP', () => {
       });
       const running = await startHttpGateway({ upstreams: { counter: { url: upstreamUrl } } });
       try {
-        const client = await overHttp(kind, running.url);
+        const client = await connect(kind, { url: running.url });
         expect(await client.toolNames()).toContain('count');
         expect(textOf(await client.call({ key: kind }))).toBe(`${kind}=1`);
         expect(textOf(await client.call({ key: kind }))).toBe(`${kind}=1`);
@@ -217,10 +167,10 @@ describe('HTTP front in front of a 2026-07-28-only upstream over HTTP', () => {
 
 describe('stdio front (the gateway as its client launches it)', () => {
   it.each([
-    ['pinned-2026', 'a 2026-07-28-only upstream'],
-    ['auto', 'a 2026-07-28-only upstream'],
-    ['legacy-v2', 'a 2026-07-28-only upstream'],
-    ['pinned-2026', 'a 2025-era upstream'],
+    ['v2-2026', 'a 2026-07-28-only upstream'],
+    ['v2-auto', 'a 2026-07-28-only upstream'],
+    ['v2-legacy', 'a 2026-07-28-only upstream'],
+    ['v2-2026', 'a 2025-era upstream'],
   ] as const)(
     '%s in front of %s: connects, lists, calls once; a cancelled call after dispatch is unknown',
     async (kind, upstream) => {
@@ -228,19 +178,14 @@ describe('stdio front (the gateway as its client launches it)', () => {
       const data = freshDir('revisions-stdio-data');
       const up = upstream === 'a 2025-era upstream' ? countingUpstream(counts) : counting2026Upstream(counts);
       const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
-      const client = v2Client(kind);
-      await client.connect(
-        new StdioV2({
-          command: gateway.command,
-          args: gateway.args,
-          cwd: gateway.cwd,
-          env: { ...(process.env as Record<string, string>), IDEM_DATA_DIR: data },
-          stderr: 'ignore',
-        }),
-      );
-      const connected = await wrapV2(client);
+      const connected = await connect(kind, {
+        command: gateway.command,
+        args: gateway.args,
+        cwd: gateway.cwd,
+        env: { ...(process.env as Record<string, string>), IDEM_DATA_DIR: data },
+      });
       try {
-        expect(connected.version).toBe(kind === 'legacy-v2' ? '2025-11-25' : '2026-07-28');
+        expect(connected.version).toBe(kind === 'v2-legacy' ? '2025-11-25' : '2026-07-28');
         expect(await connected.toolNames()).toContain('count');
         expect(textOf(await connected.call({ key: 'once' }))).toBe('once=1');
         expect(textOf(await connected.call({ key: 'once' }))).toBe('once=1');

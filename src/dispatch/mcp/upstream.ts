@@ -237,6 +237,17 @@ export class UpstreamConnection {
     return reply;
   }
 
+  /** Who the gateway speaks for on this connection: the client's initialize parameters (or the gateway's own). */
+  get #client(): {
+    capabilities?: Record<string, unknown>;
+    clientInfo?: { name?: string; version?: string };
+  } {
+    return (this.#initializeParams ?? {}) as {
+      capabilities?: Record<string, unknown>;
+      clientInfo?: { name?: string; version?: string };
+    };
+  }
+
   /**
    * A request's params as this upstream's revision wants them: a 2026-07-28
    * upstream gets the envelope on every request (the client's own when it
@@ -246,9 +257,7 @@ export class UpstreamConnection {
   #forEra(method: string, params: JSONRPCRequest['params']): JSONRPCRequest['params'] {
     if (method === 'initialize' || method === 'server/discover') return params;
     if (this.#era !== 'modern') return withoutEnvelope(params);
-    const init = this.#initializeParams as
-      | { capabilities?: Record<string, unknown>; clientInfo?: { name?: string; version?: string } }
-      | undefined;
+    const init = this.#client;
     const own = envelopeOf(params);
     return withEnvelope(params, {
       protocolVersion: this.#initializeResult?.protocolVersion ?? LATEST_MODERN_VERSION,
@@ -359,15 +368,15 @@ export class UpstreamConnection {
   async #discover(transport: Transport): Promise<boolean> {
     let reply: UpstreamReply;
     try {
-      reply = await this.request('server/discover', {
-        _meta: {
-          [ENVELOPE.protocolVersion]: LATEST_MODERN_VERSION,
-          [ENVELOPE.clientCapabilities]:
-            (this.#initializeParams as { capabilities?: unknown } | undefined)?.capabilities ?? {},
-          [ENVELOPE.clientInfo]: (this.#initializeParams as { clientInfo?: unknown } | undefined)
-            ?.clientInfo ?? { name: 'idem-gateway', version: '0' },
-        },
-      });
+      const init = this.#client;
+      reply = await this.request(
+        'server/discover',
+        withEnvelope(undefined, {
+          protocolVersion: LATEST_MODERN_VERSION,
+          clientCapabilities: init?.capabilities ?? {},
+          clientInfo: init?.clientInfo ?? { name: 'idem-gateway', version: '0' },
+        }),
+      );
     } catch (error) {
       // Refused over HTTP: a 2025-era server.
       if (error instanceof UpstreamUnavailableError) {
