@@ -294,3 +294,32 @@ describe('refusals keep the request id, in both revisions', () => {
     );
   }
 });
+
+describe('a 2026-07-28 request the gateway cannot serve', () => {
+  it('an upstream that will not start: 503 with the request id, nothing recorded, safe to retry', async () => {
+    const running = await startHttpGateway({
+      upstreams: { broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] } },
+    });
+    try {
+      const response = await rawRequest(running.url, {
+        headers: { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'req-77',
+          method: 'tools/list',
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+      });
+      expect(response.status).toBe(503);
+      expect(messagesOf(response)[0]).toMatchObject({ id: 'req-77', error: { code: -32603 } });
+      expect(await running.gateway.store.list({})).toEqual([]);
+    } finally {
+      await running.close();
+    }
+  });
+});
