@@ -1,7 +1,6 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
-import { Gateway } from '../gateway/gateway.js';
 
 interface GatewayFlags {
   config?: string;
@@ -37,6 +36,8 @@ export function registerGatewayCommand(program: Command, version: string): void 
         process.stderr.write(`idem gateway: unhandled rejection (a bug, please report it): ${text}\n`);
       });
       const config = buildConfig(command, flags);
+      // Loaded here, not at the top: every other command starts without the gateway's module graph.
+      const { Gateway } = await import('../gateway/gateway.js');
       const gateway = await Gateway.start(config, {
         version,
         logger: {

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../gateway/config.js';
-import { lintGateway } from '../gateway/lint.js';
 import { printJson } from './format.js';
 
 export function registerLintCommand(program: Command, version: string): void {
@@ -12,6 +11,8 @@ export function registerLintCommand(program: Command, version: string): void {
     .requiredOption('-c, --config <file>', 'the gateway config')
     .option('--json', 'machine-readable')
     .action(async (flags: { config: string; json?: boolean }) => {
+      // Loaded on use: lint reaches the upstreams, whose module graph the other commands do not need.
+      const { lintGateway } = await import('../gateway/lint.js');
       const findings = await lintGateway(loadConfig(flags.config), version);
       if (flags.json) printJson(findings);
       else if (findings.length === 0)

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { runDemo } from '../demo/demo.js';
 import { messageOf } from '../errors.js';
 import { registerApprovalCommands } from './approvals.js';
 import { registerAuditCommands } from './audit.js';
@@ -37,6 +36,8 @@ program
     'the agent talks to the example server directly (Idem inside it) instead of through idem gateway',
   )
   .action(async (options: { dataDir?: string; library?: boolean }) => {
+    // Loaded on use: the demo's module graph (gateway, SSH, HTTP) is the heaviest of all commands.
+    const { runDemo } = await import('../demo/demo.js');
     const reports = await runDemo({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       via: options.library ? 'library' : 'gateway',

@@ -13,10 +13,10 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 
 export const COUNTING_SERVER = join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts');
-export const CLI = join(REPO_ROOT, 'src/cli/main.ts');
 
 /** The counting upstream as a stdio command; it counts into `dir`. */
 export function countingUpstream(dir: string): { command: string; args: string[]; cwd: string } {
@@ -27,10 +27,8 @@ export function countingUpstream(dir: string): { command: string; args: string[]
   };
 }
 
-/** `idem gateway …` as a command line (the project's Node, TypeScript through tsx). */
-export function cliCommand(args: string[]): { command: string; args: string[]; cwd: string } {
-  return { command: process.execPath, args: ['--import', 'tsx', CLI, ...args], cwd: REPO_ROOT };
-}
+/** `idem gateway …` as a command line (the project's Node, the compiled CLI). */
+export const cliCommand = idemCommand;
 
 const temporaries: string[] = [];
 

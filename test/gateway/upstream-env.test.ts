@@ -4,7 +4,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from '../support/gateway-process.js';
-import { CLI, freshDir, removeTemporaries } from './support.js';
+import { IDEM_CLI } from '../support/idem-cli.js';
+import { freshDir, removeTemporaries } from './support.js';
 
 /**
  * Issue 9.1: MCP clients hand servers their API keys through the environment
@@ -42,7 +43,7 @@ describe("a stdio upstream gets the gateway's environment, minus Idem's own", ()
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: ['--import', 'tsx', CLI, 'gateway', '--', envServer.command, ...envServer.args],
+        args: [IDEM_CLI, 'gateway', '--', envServer.command, ...envServer.args],
         cwd: REPO_ROOT,
         env: { ...(process.env as Record<string, string>), ...CLIENT_ENV, IDEM_DATA_DIR: dataDir },
         stderr: 'ignore',

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { IDEM_CLI } from './idem-cli.js';
 
 export const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -25,10 +26,8 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   const args = [
-    '--import',
-    'tsx',
     ...(options.preload ?? []).flatMap((p) => ['--import', p]),
-    join(REPO_ROOT, 'src/cli/main.ts'),
+    IDEM_CLI,
     'gateway',
     '--config',
     configPath,

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { IDEM_CLI } from './idem-cli.js';
+import { REPO_ROOT } from './node22.js';
 
 const run = promisify(execFile);
-const REPO_ROOT = join(import.meta.dirname, '../..');
 
 export interface CliResult {
   code: number;
@@ -19,20 +19,16 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-/** `idem …` as a user runs it (its own process, from src through tsx); never throws on a non-zero exit. */
+/** `idem …` as a user runs it (its own process, the compiled CLI); never throws on a non-zero exit. */
 export async function runIdem(args: string[], options: RunOptions): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts'), ...args],
-      {
-        cwd: REPO_ROOT,
-        env: { ...process.env, IDEM_DATA_DIR: options.dataDir },
-        maxBuffer: 64 * 1024 * 1024,
-        ...(options.user ?? {}),
-        ...(options.timeoutMs ? { timeout: options.timeoutMs, killSignal: 'SIGKILL' as const } : {}),
-      },
-    );
+    const { stdout, stderr } = await run(process.execPath, [IDEM_CLI, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, IDEM_DATA_DIR: options.dataDir },
+      maxBuffer: 64 * 1024 * 1024,
+      ...(options.user ?? {}),
+      ...(options.timeoutMs ? { timeout: options.timeoutMs, killSignal: 'SIGKILL' as const } : {}),
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as CliResult;
