@@ -224,6 +224,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
         return;
       }
       busyUntilDone(existing, res);
+      endWhenTokenExpires(req, res);
       await existing.http.handleRequest(req, res);
       return;
     }
@@ -275,6 +276,17 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     await session.http.handleRequest(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
     else if (!existing) await discardUnlessInitialized(session);
+  };
+
+  // A GET stream is opened once and then only written to: without this, a token that expired (or
+  // was not renewed) would go on receiving the session's messages for as long as the client
+  // stays connected. At expiry the stream ends; the client opens it again with a fresh token
+  // (Last-Event-ID resumes it), and the session itself lives on.
+  const endWhenTokenExpires = (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
+    const until = req.auth && options.auth?.acceptedUntil(req.auth);
+    if (until === undefined) return;
+    const timer = setTimeout(() => res.end(), Math.min(Math.max(0, until - clock()), 2 ** 31 - 1));
+    res.once('close', () => clearTimeout(timer));
   };
 
   // A session opened for a request that did not initialize it (no session id, not an

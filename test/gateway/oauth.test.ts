@@ -234,6 +234,29 @@ describe('OAuth 2.1 at the HTTP front', () => {
     expect(executionsOf(countDir, 'expiry')).toBe(1);
   });
 
+  it('a GET stream ends when its token expires (by the gateway clock); the session lives on for a fresh token', async () => {
+    const first = await tokenFor('alice');
+    const session = await rawSession(url, 'listening', bearer(first));
+    // The gateway's clock put 1.5 s before the token stops being accepted (exp + the 30 s leeway).
+    const acceptedUntilMs = ((decodeJwt(first).exp as number) + 30) * 1000;
+    clockAheadMs = acceptedUntilMs - 1_500 - Date.now();
+    try {
+      const stream = await rawRequest(url, {
+        method: 'GET',
+        headers: { ...session.headers, accept: 'text/event-stream' },
+        // Idle for this long (no end) rejects: without the expiry, the stream would stay open.
+        timeoutMs: 20_000,
+      });
+      expect(stream.status).toBe(200);
+    } finally {
+      clockAheadMs = 0;
+    }
+    // The same subject's next token carries on in the same session.
+    const renewed = await session.post(call(1, 'after-stream'), bearer(await tokenFor('alice')));
+    expect(renewed.status).toBe(200);
+    expect(textOf(messagesOf(renewed).find((m) => m.id === 1)?.result)).toBe('after-stream=1');
+  });
+
   it('a token without a tool’s scope gets 403 insufficient_scope naming it; one without the base scope is refused at once', async () => {
     const readOnly = await tokenFor('carol', 'mcp:tools');
     const session = await rawSession(url, 'carol', bearer(readOnly));

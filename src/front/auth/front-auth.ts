@@ -136,6 +136,10 @@ export function createFrontAuth(options: FrontAuthOptions): FrontAuth {
 
     scopesMissing,
 
+    acceptedUntil(auth) {
+      return oauth && auth.expiresAt !== undefined ? oauth.verifier.acceptedUntil(auth.expiresAt) : undefined;
+    },
+
     wellKnown(pathname, frontUrl) {
       if (!oauth) return undefined;
       const resource = resourceOf(frontUrl);

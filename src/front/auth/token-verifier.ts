@@ -74,6 +74,18 @@ export class TokenVerifier {
     return [...(this.#options.audience ?? [this.#options.resource ?? frontUrl])];
   }
 
+  /**
+   * The last instant (ms) at which a token whose `exp` is `expiresAt` (s) is
+   * still accepted: exp plus the clock-skew leeway, as `verify` judges it.
+   */
+  acceptedUntil(expiresAt: number): number {
+    return (expiresAt + this.#leewaySeconds()) * 1000;
+  }
+
+  #leewaySeconds(): number {
+    return Math.ceil(this.#options.clockSkewMs / 1000);
+  }
+
   async verify(token: string, frontUrl: string): Promise<Verification> {
     let claimedIssuer: unknown;
     try {
@@ -99,7 +111,7 @@ export class TokenVerifier {
         issuer: issuer.issuer,
         audience: this.audienceFor(frontUrl),
         algorithms: [...this.#options.algorithms],
-        clockTolerance: Math.ceil(this.#options.clockSkewMs / 1000),
+        clockTolerance: this.#leewaySeconds(),
         currentDate: new Date(this.#clock()),
         // A token that never expires cannot be revoked by waiting: refused.
         requiredClaims: ['exp', this.#options.actorClaim],

@@ -27,6 +27,11 @@ export interface FrontAuth {
   authorize(auth: AuthInfo, messages: readonly unknown[], frontUrl: string): AuthRefusal | undefined;
   /** The scopes a call of `tool` needs that this caller's token lacks (none for static tokens). */
   scopesMissing(auth: AuthInfo | undefined, tool: string): string[];
+  /**
+   * Until when (ms, by the auth's clock) this caller's token is accepted;
+   * undefined for a token that does not expire (a static bearer).
+   */
+  acceptedUntil(auth: AuthInfo): number | undefined;
   /** The JSON document served at this /.well-known/ path (RFC 9728), undefined if none. */
   wellKnown(pathname: string, frontUrl: string): unknown;
 }
