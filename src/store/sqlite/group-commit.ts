@@ -39,6 +39,8 @@ export class GroupCommit {
   readonly #batch: Database.Transaction<(writes: PendingWrite[]) => unknown[]>;
   #pending: PendingWrite[] = [];
   #scheduled = false;
+  /** Batches run and writes in them, for the benchmark's "writes per commit". */
+  readonly stats = { commits: 0, writes: 0 };
 
   constructor(db: Database.Database, options: GroupCommitOptions) {
     this.#db = db;
@@ -73,6 +75,8 @@ export class GroupCommit {
     const writes = this.#pending;
     this.#pending = [];
     if (writes.length === 0) return;
+    this.stats.commits++;
+    this.stats.writes += writes.length;
     if (writes.length === 1) {
       // Alone: its own transaction, no savepoint needed.
       const [write] = writes as [PendingWrite];

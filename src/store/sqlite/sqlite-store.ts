@@ -237,6 +237,11 @@ export class SqliteStore implements ExecutionStore {
     this.#db.close();
   }
 
+  /** Transactions committed through group commit, and the writes they held (batches since open). */
+  commitStats(): { commits: number; writes: number } {
+    return { ...this.#writes.stats };
+  }
+
   /** The connection's `PRAGMA synchronous`, as SQLite reports it (what a commit waits for). */
   synchronous(): 'off' | 'normal' | 'full' | 'extra' {
     const level = this.#guard(() => this.#db.pragma('synchronous', { simple: true }) as number);
