@@ -1,3 +1,6 @@
+// Over 400 lines on purpose: this is the ExecutionStore interface for SQLite, one method per
+// operation; its SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
+// (group-commit.ts), errors and integrity checks already live in files of their own.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
