@@ -41,20 +41,12 @@ function callFor(label: string, i: number): ToolCall {
 
 const SETTINGS: SqliteSynchronous[] = ['normal', 'full'];
 
-function percentile(sortedUs: Float64Array, q: number): number {
-  return sortedUs[Math.min(sortedUs.length - 1, Math.floor(q * sortedUs.length))] as number;
-}
-
+/** One call at a time after `warmup` calls: p50 and p99 in µs (the gateway bench's driver and summary). */
 async function sequential(n: number, warmup: number, fn: (i: number) => Promise<unknown>) {
-  for (let i = 0; i < warmup; i++) await fn(-1 - i);
-  const samples = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const start = process.hrtime.bigint();
-    await fn(i);
-    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
-  }
-  samples.sort();
-  return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99) };
+  await drive({ calls: warmup, concurrency: 1, call: (i) => fn(-1 - i) });
+  const load = summarize([await drive({ calls: n, concurrency: 1, call: fn })]);
+  if (load.errors > 0) throw new Error(`${load.errors} calls failed: ${load.firstError}`);
+  return load;
 }
 
 /**
