@@ -47,6 +47,7 @@ export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
   return {
     kind: 'sqlite',
     path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, 'idem.db'),
+    ...(store?.kind === 'sqlite' && store.synchronous ? { synchronous: store.synchronous } : {}),
   };
 }
 

@@ -198,7 +198,18 @@ export const GatewayConfigSchema = z
       ),
     store: z
       .union([
-        z.object({ kind: z.literal('sqlite'), path: z.string().optional() }).strict(),
+        z
+          .object({
+            kind: z.literal('sqlite'),
+            path: z.string().optional(),
+            synchronous: z
+              .enum(['full', 'normal'])
+              .optional()
+              .describe(
+                'When a commit counts as done. full (default): on disk before the call is dispatched; survives a power cut. normal: faster, survives a process crash, but a power cut may lose the last commits, and an action whose claim was lost may run again.',
+              ),
+          })
+          .strict(),
         z
           .object({
             kind: z.literal('postgres'),

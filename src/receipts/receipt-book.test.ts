@@ -62,6 +62,39 @@ describe('ReceiptBook', () => {
     expect(book.begin('b', 'fp', true).kind).toBe('duplicate');
   });
 
+  it('at the bound each new id evicts only the receipt settled first, in settle order, not begin order', () => {
+    let now = 0;
+    const book = new ReceiptBook({ maxReceipts: 4, retentionMs: 100, clock: () => now });
+    const begun = Object.fromEntries(
+      ['a', 'b', 'c', 'd'].map((key) => [key, book.begin(key, `fp-${key}`, true)]),
+    );
+    const settleAt = (key: string, at: number) => {
+      now = at;
+      const decision = begun[key];
+      if (decision?.kind !== 'new') throw new Error(`expected ${key} new`);
+      decision.settle(reply(at));
+    };
+    settleAt('c', 1);
+    settleAt('a', 2);
+    settleAt('d', 3);
+    // b is still running: it is never evicted, however old.
+    const held = (...keys: string[]) =>
+      keys.every((key) => book.begin(key, `fp-${key}`, true).kind === 'duplicate');
+    now = 101; // c is past retention, a (102) not yet
+    expect(book.begin('e', 'fp-e', true).kind).toBe('new');
+    expect(book.size).toBe(4);
+    expect(held('a', 'b', 'd', 'e')).toBe(true);
+    now = 102; // a is next
+    expect(book.begin('f', 'fp-f', true).kind).toBe('new');
+    expect(held('b', 'd', 'e', 'f')).toBe(true);
+    // d is kept until 103: nothing else may go, so a new id is refused and nothing is evicted.
+    expect(book.begin('g', 'fp-g', true).kind).toBe('full');
+    expect(held('b', 'd', 'e', 'f')).toBe(true);
+    now = 103;
+    expect(book.begin('g', 'fp-g', true).kind).toBe('new');
+    expect(held('b', 'e', 'f', 'g')).toBe(true);
+  });
+
   it('a settled receipt past retention no longer answers: the id starts fresh', () => {
     let now = 0;
     const book = new ReceiptBook({ retentionMs: 10, clock: () => now });

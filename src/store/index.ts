@@ -1,6 +1,6 @@
 import { MemoryStore } from './memory/index.js';
 import { PostgresStore, type PostgresStoreOptions } from './postgres/index.js';
-import { SqliteStore } from './sqlite/index.js';
+import { SqliteStore, type SqliteSynchronous } from './sqlite/index.js';
 import type { ExecutionStore } from './types.js';
 
 export { MemoryStore } from './memory/index.js';
@@ -10,13 +10,19 @@ export {
   PostgresStore,
   type PostgresStoreOptions,
 } from './postgres/index.js';
-export { bytesPerExecutionRow, type RowBytes, SqliteStore, type SqliteStoreOptions } from './sqlite/index.js';
+export {
+  bytesPerExecutionRow,
+  type RowBytes,
+  SqliteStore,
+  type SqliteStoreOptions,
+  type SqliteSynchronous,
+} from './sqlite/index.js';
 export type * from './types.js';
 
 /** Which backend holds the executions; one case per folder under src/store/. */
 export type StoreSpec =
   | { kind: 'memory' }
-  | { kind: 'sqlite'; path: string; busyTimeoutMs?: number }
+  | { kind: 'sqlite'; path: string; busyTimeoutMs?: number; synchronous?: SqliteSynchronous }
   | ({ kind: 'postgres' } & PostgresStoreOptions);
 
 /** A spec, or a `postgres://` / `postgresql://` URL (as in IDEM_STORE_URL). */

@@ -89,15 +89,22 @@ describe('SqliteStore', () => {
   }
 
   describe('the file', () => {
-    it('runs in WAL mode with synchronous=NORMAL and a busy timeout', async () => {
+    it('runs in WAL mode with synchronous=FULL (a commit is on disk when it returns) and a busy timeout', async () => {
       const db = raw();
       opened.pop();
       const store = new SqliteStore(db);
       opened.push(store);
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(db.pragma('synchronous', { simple: true })).toBe(1);
+      expect(db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(store.synchronous()).toBe('full');
       expect(db.pragma('busy_timeout', { simple: true })).toBe(5000);
       expect(store.kind).toBe('sqlite');
+    });
+
+    it('trades that for speed only when asked: synchronous "normal"', async () => {
+      const store = await open({ synchronous: 'normal' });
+      expect(store.synchronous()).toBe('normal');
+      await expect(open({ synchronous: 'off' as 'normal' })).rejects.toThrow(/synchronous must be/);
     });
 
     it('is created 0600, and so are its -wal and -shm files', async () => {
@@ -398,6 +405,117 @@ describe('SqliteStore', () => {
       const error = await store.claim(claimInput({ id: input.id })).catch((e: unknown) => e);
       expect(error).not.toBeInstanceOf(StoreUnavailableError);
       expect((error as { code?: string }).code).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+    });
+  });
+
+  describe('group commit: writes asked for in one turn share one transaction', () => {
+    /** Executions visible to another connection: what is committed. */
+    function committedIds(): string[] {
+      const reader = raw({ readonly: true });
+      const ids = reader.prepare('SELECT id FROM executions ORDER BY id').pluck().all() as string[];
+      reader.close();
+      return ids;
+    }
+
+    it('settles each claim only after the commit that holds all of them', async () => {
+      const store = await open();
+      const inputs = Array.from({ length: 16 }, () => claimInput());
+      const claims = inputs.map((input) =>
+        store.claim(input, { events: [{ kind: 'accepted', executionId: input.id }] }),
+      );
+      // Queued, not yet written: nothing is visible until the batch commits.
+      expect(committedIds()).toEqual([]);
+      const first = await claims[0];
+      // When the first caller hears "won", every claim of the batch is already committed with it.
+      expect(first?.won).toBe(true);
+      expect(committedIds()).toEqual(inputs.map((input) => input.id).sort());
+      expect((await Promise.all(claims)).every((claim) => claim.won)).toBe(true);
+      const journal = await store.readJournal();
+      expect(journal.map((entry) => entry.executionId)).toEqual(inputs.map((input) => input.id));
+      expectValidChain(journal);
+    });
+
+    it('keeps the claim semantics inside a batch: one winner per fingerprint, the other sees it', async () => {
+      const store = await open();
+      const fingerprint = newFingerprint();
+      const [a, b] = await Promise.all([
+        store.claim(claimInput({ fingerprint })),
+        store.claim(claimInput({ fingerprint })),
+      ]);
+      expect(a?.won).toBe(true);
+      expect(b?.won).toBe(false);
+      expect(b?.record?.id).toBe(a?.record?.id);
+    });
+
+    it('a write that fails alone is undone alone; the rest of its batch commits', async () => {
+      const store = await open();
+      const taken = claimInput();
+      await store.claim(taken);
+      const good = [claimInput(), claimInput(), claimInput()];
+      const results = await Promise.allSettled([
+        store.claim(good[0]!, { events: [{ kind: 'accepted', executionId: good[0]!.id }] }),
+        // Reuses an id: a bug, not "unavailable"; its journal entry goes with it.
+        store.claim(claimInput({ id: taken.id }), { events: [{ kind: 'accepted', executionId: taken.id }] }),
+        store.claim(good[1]!, { events: [{ kind: 'accepted', executionId: good[1]!.id }] }),
+        store.claim(good[2]!, { events: [{ kind: 'accepted', executionId: good[2]!.id }] }),
+      ]);
+      expect(results.map((result) => result.status)).toEqual([
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+      ]);
+      const failure = (results[1] as PromiseRejectedResult).reason;
+      expect(failure).not.toBeInstanceOf(StoreUnavailableError);
+      expect(failure.code).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+      expect(committedIds()).toEqual([taken.id, ...good.map((input) => input.id)].sort());
+      const journal = await store.readJournal();
+      expect(journal.map((entry) => entry.executionId)).toEqual(good.map((input) => input.id));
+      expectValidChain(journal);
+    });
+
+    it('a batch that cannot commit fails every write closed: none recorded, each told "not executed"', async () => {
+      const store = await open({ busyTimeoutMs: 50 });
+      await store.claim(claimInput());
+      const before = committedIds();
+      const other = raw();
+      other.exec('BEGIN IMMEDIATE');
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () => store.claim(claimInput())));
+      other.exec('COMMIT');
+      for (const result of results) {
+        expect(result.status).toBe('rejected');
+        const error = (result as PromiseRejectedResult).reason;
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect(error.code).toBe('IDEM_NOT_EXECUTED');
+      }
+      expect(committedIds()).toEqual(before);
+    });
+
+    it('when the disk fills mid-batch, every promise settles and no claim answered "won" is missing', async () => {
+      await (await SqliteStore.open({ path })).close();
+      const db = raw();
+      opened.pop();
+      const store = new SqliteStore(db);
+      opened.push(store);
+      db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 4}`);
+      const big = 'x'.repeat(3000);
+      const inputs = Array.from({ length: 12 }, () => claimInput({ argumentsPreview: big }));
+      const results = await Promise.allSettled(inputs.map((input) => store.claim(input)));
+      const won = inputs.filter((_, i) => results[i]?.status === 'fulfilled').map((input) => input.id);
+      for (const result of results) {
+        if (result.status === 'rejected') expect(result.reason).toBeInstanceOf(StoreUnavailableError);
+      }
+      expect(results.some((result) => result.status === 'rejected')).toBe(true);
+      expect(committedIds()).toEqual(won.sort());
+    });
+
+    it('close() commits what is still queued: every caller is answered, nothing is lost', async () => {
+      const store = await open();
+      const inputs = [claimInput(), claimInput()];
+      const claims = inputs.map((input) => store.claim(input));
+      await store.close();
+      expect((await Promise.all(claims)).map((claim) => claim.won)).toEqual([true, true]);
+      expect(committedIds()).toEqual(inputs.map((input) => input.id).sort());
     });
   });
 

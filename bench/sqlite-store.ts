@@ -1,0 +1,265 @@
+/**
+ * The embedded SQLite store (issue 14): what one new intent costs with each
+ * durability setting, what group commit keeps of the throughput with calls in
+ * flight, and whether a claim slows down as executions pile up.
+ *
+ *   npx tsx bench/sqlite-store.ts      # BENCH_CALLS (default 20,000) calls per series
+ *
+ * Durability settings: `full` (the default: each commit fsyncs the WAL, so a
+ * claim is on disk before dispatch) and `normal` (survives a process crash;
+ * a power cut may lose the last commits).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { resolveContract } from '../src/contracts/contract.js';
+import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
+import type { ToolResult } from '../src/executions/outcome.js';
+import { Fingerprinter } from '../src/identity/fingerprint.js';
+import { SqliteStore, type SqliteSynchronous } from '../src/store/sqlite/index.js';
+import { claimInput } from '../src/testing/claim-input.js';
+import { drive, perSec, ratio, summarize, us } from './harness.js';
+
+const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });
+const contract = resolveContract({ replay: 'keyed', scope: { business_key: 'order_id' } }, undefined);
+
+function callFor(label: string, i: number): ToolCall {
+  return {
+    tool: 'charge_card',
+    channel: 'library',
+    target: 'local',
+    credentialRef: null,
+    method: 'tools/call',
+    arguments: { order_id: `${label}-${i}`, amount_cents: 1999, currency: 'EUR' },
+    contract,
+    caller: { actor: 'local:bench', session: 'bench-session' },
+  };
+}
+
+const SETTINGS: SqliteSynchronous[] = ['normal', 'full'];
+
+/** One call at a time after `warmup` calls: p50 and p99 in µs (the gateway bench's driver and summary). */
+async function sequential(n: number, warmup: number, fn: (i: number) => Promise<unknown>) {
+  await drive({ calls: warmup, concurrency: 1, call: (i) => fn(-1 - i) });
+  const load = summarize([await drive({ calls: n, concurrency: 1, call: fn })]);
+  if (load.errors > 0) throw new Error(`${load.errors} calls failed: ${load.firstError}`);
+  return load;
+}
+
+/**
+ * Per new intent, one at a time: the whole engine (identify → claim → dispatch
+ * → outcome + delivery, 5 journal rows) and the store's part alone (claim with
+ * 3 journal rows, then completion with delivery and 2), for each setting.
+ */
+export async function benchSqliteOverhead(calls: number): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
+  const fingerprinter = new Fingerprinter(randomBytes(32));
+  const warmup = Math.min(2_000, Math.floor(calls / 10));
+  const lines = [
+    '| series | synchronous | calls | p50 µs | p99 µs | store commits per call |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+  ];
+  try {
+    for (const synchronous of SETTINGS) {
+      const store = await SqliteStore.open({ path: join(dir, `overhead-${synchronous}.db`), synchronous });
+      const engine = new ExecutionEngine({ store, fingerprinter });
+      const before = store.commitStats().commits;
+      const whole = await sequential(calls, warmup, (i) => engine.execute(callFor('e', i), handler));
+      const commits = (store.commitStats().commits - before) / (calls + warmup);
+      lines.push(
+        `| engine, new intent per call (identify → claim → dispatch → outcome + delivery) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(whole.p50)} | ${us1(whole.p99)} | ${commits.toFixed(2)} |`,
+      );
+      const alone = await sequential(calls, warmup, async () => {
+        const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
+        const events = (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
+          kind,
+          executionId: input.id,
+        }));
+        await store.claim(input, { events });
+        await store.transition({
+          id: input.id,
+          from: ['dispatched'],
+          to: 'completed',
+          token: input.claimToken,
+          outcome: { result: { content: [{ type: 'text', text: 'ok' }] } },
+          delivered: true,
+          events: (['outcome', 'delivered'] as const).map((kind) => ({ kind, executionId: input.id })),
+        });
+      });
+      lines.push(
+        `| store alone: claim (3 journal rows) + completion with delivery (2) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(alone.p50)} | ${us1(alone.p99)} | 2.00 |`,
+      );
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return lines;
+}
+
+/** Engine calls/s with 1 and 16 in flight, each setting: how many writes group commit puts in one commit. */
+export async function benchSqliteThroughput(calls: number): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
+  const fingerprinter = new Fingerprinter(randomBytes(32));
+  const lines = [
+    '| synchronous | in flight | calls | p50 µs | p99 µs | calls/s | writes per commit | calls/s ÷ normal at 1 in flight |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  let base: number | undefined;
+  try {
+    for (const synchronous of SETTINGS) {
+      const store = await SqliteStore.open({ path: join(dir, `throughput-${synchronous}.db`), synchronous });
+      const engine = new ExecutionEngine({ store, fingerprinter });
+      await drive({
+        calls: Math.min(1_000, calls),
+        concurrency: 16,
+        call: (i) => engine.execute(callFor('w', i), handler),
+      });
+      for (const concurrency of [1, 16]) {
+        const before = store.commitStats();
+        const load = summarize([
+          await drive({
+            calls,
+            concurrency,
+            call: (i) => engine.execute(callFor(`t${concurrency}`, i), handler),
+          }),
+        ]);
+        const after = store.commitStats();
+        const perCommit = (after.writes - before.writes) / (after.commits - before.commits);
+        base ??= load.perSecond;
+        lines.push(
+          `| ${synchronous} | ${concurrency} | ${load.calls.toLocaleString('en')} | ${us(load.p50)} | ${us(load.p99)} | ${perSec(load.perSecond)} | ${perCommit.toFixed(2)} | ${ratio(load.perSecond / base)} |`,
+        );
+        if (load.errors > 0) throw new Error(`${load.errors} calls failed: ${load.firstError}`);
+      }
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return lines;
+}
+
+/**
+ * Claim p50 (the claim alone, 3 journal rows, normal) on a file already
+ * holding 10^4, 10^5 and 10^6 executions (up to `maxRows`), each seeded in
+ * one transaction; and the query plans the hot statements use.
+ */
+export async function benchSqliteGrowth(calls: number, maxRows: number): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
+  const sizes = [10_000, 100_000, 1_000_000].filter((size) => size <= Math.max(10_000, maxRows));
+  const lines = [
+    '| executions already in the file | journal rows | seeding s | claim p50 µs | claim p99 µs | p50 ÷ first row |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  let plans: string[] = [];
+  let first: number | undefined;
+  try {
+    for (const size of sizes) {
+      const path = join(dir, `growth-${size}.db`);
+      await (await SqliteStore.open({ path })).close();
+      const started = performance.now();
+      seedExecutions(path, size);
+      const seeding = (performance.now() - started) / 1000;
+      const store = await SqliteStore.open({ path, synchronous: 'normal' });
+      const claim = await sequential(calls, Math.min(1_000, Math.floor(calls / 10)), async () => {
+        const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
+        await store.claim(input, {
+          events: (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
+            kind,
+            executionId: input.id,
+          })),
+        });
+      });
+      await store.close();
+      first ??= claim.p50;
+      lines.push(
+        `| ${size.toLocaleString('en')} | ${(size * 5).toLocaleString('en')} | ${seeding.toFixed(1)} | ${us1(claim.p50)} | ${us1(claim.p99)} | ${ratio(claim.p50 / first)} |`,
+      );
+      if (size === sizes.at(-1)) plans = queryPlans(path);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return [...lines, '', 'Query plans of the hot statements (EXPLAIN QUERY PLAN):', '', ...plans];
+}
+
+/**
+ * `count` completed executions with random fingerprints, each with 5 journal
+ * rows, written in one transaction by SQL alone (a chain that does not
+ * verify: only its size matters here).
+ */
+function seedExecutions(path: string, count: number): void {
+  const db = new Database(path);
+  try {
+    db.pragma('synchronous = OFF');
+    // Random fingerprints land all over their index: give it the memory to do that in one pass.
+    db.pragma('cache_size = -262144');
+    db.transaction(() => {
+      db.prepare(`
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @count)
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, arguments_preview, outcome, delivered_at)
+        SELECT printf('exe_0SEED%021d', i), randomblob(32), 1, 'local:bench', 'charge_card', 'bench-session',
+          'keyed', 'completed', @now, @now, @now + 900000, '{"amount_cents":1999}',
+          '{"result":{"content":[{"type":"text","text":"ok"}]}}', @now
+        FROM n`).run({ count, now: Date.now() });
+      db.prepare(`
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @rows)
+        INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+        SELECT i, @now, 'completed', printf('exe_0SEED%021d', (i + 4) / 5), 'local:bench', 'charge_card', NULL,
+          '{}', hex(randomblob(32)), hex(randomblob(32))
+        FROM n`).run({ rows: count * 5, now: Date.now() });
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+function queryPlans(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  const statements: [string, string][] = [
+    [
+      'claim (insert; conflict on the active fingerprint)',
+      `INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
+         attach_until, arguments_preview) VALUES ('x', x'00', 1, 'a', 't', NULL, 'keyed', 'accepted', 0, 0, 0, '{}')
+       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`,
+    ],
+    [
+      'claim read-back / attach (findActive)',
+      `SELECT * FROM executions WHERE fingerprint = x'00' AND active = 1`,
+    ],
+    [
+      'transition, get',
+      `UPDATE executions SET state = 'completed' WHERE id = 'x' AND state IN ('dispatched')`,
+    ],
+    ['journal head', 'SELECT seq, hash FROM activity_journal ORDER BY seq DESC LIMIT 1'],
+    ["one execution's journal", `SELECT * FROM activity_journal WHERE execution_id = 'x' ORDER BY seq`],
+    [
+      'sweep: expired dispatches',
+      `SELECT * FROM executions WHERE state = 'dispatched' AND lease_expires_at <= 0`,
+    ],
+  ];
+  try {
+    return statements.map(([label, sql]) => {
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[];
+      return `- ${label}: ${plan.map((step) => step.detail).join('; ') || '(no table access)'}`;
+    });
+  } finally {
+    db.close();
+  }
+}
+
+const us1 = (n: number) => n.toFixed(1);
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const calls = Number(process.env.BENCH_CALLS ?? 20_000);
+  for (const line of await benchSqliteOverhead(calls)) console.log(line);
+  console.log('');
+  for (const line of await benchSqliteThroughput(Math.floor(calls / 4))) console.log(line);
+  console.log('');
+  for (const line of await benchSqliteGrowth(Math.floor(calls / 4), 1_000_000)) console.log(line);
+}
