@@ -5,6 +5,7 @@ import { runDemo } from '../demo/demo.js';
 import { messageOf } from '../errors.js';
 import { registerApprovalCommands } from './approvals.js';
 import { registerAuditCommands } from './audit.js';
+import { registerConsoleCommand } from './console.js';
 import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerLintCommand } from './lint.js';
@@ -51,6 +52,7 @@ registerApprovalCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);
 registerSweepCommand(program);
+registerConsoleCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -12,8 +12,8 @@ import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall 
 import { type Claimer, claimAndRun } from './claim.js';
 import type { EngineCore } from './core.js';
 import { identifiedOrRefused, identify } from './identify.js';
-import type { CallObserver } from './observer.js';
 import { executionIds } from './ids.js';
+import type { CallObserver } from './observer.js';
 import { resolveExecution } from './operator.js';
 import type { ToolResult } from './outcome.js';
 import { RecentCalls } from './recent-calls.js';

@@ -22,11 +22,15 @@ export const ConsoleConfigSchema = z
     token_file: z
       .string()
       .optional()
-      .describe('File holding the operator token (mode 0600, owned by the gateway user); wins over token_env.'),
+      .describe(
+        'File holding the operator token (mode 0600, owned by the gateway user); wins over token_env.',
+      ),
     allowed_hosts: z
       .array(z.string())
       .optional()
-      .describe('Host header values accepted. Default: the listen address, localhost and 127.0.0.1 on its port.'),
+      .describe(
+        'Host header values accepted. Default: the listen address, localhost and 127.0.0.1 on its port.',
+      ),
   })
   .strict()
   .describe(
@@ -37,7 +41,9 @@ export const MetricsConfigSchema = z
   .object({
     listen: hostPort
       .default('127.0.0.1:9464')
-      .describe('Where GET /metrics (Prometheus text format) is served, without auth: keep it on loopback or a private network.'),
+      .describe(
+        'Where GET /metrics (Prometheus text format) is served, without auth: keep it on loopback or a private network.',
+      ),
   })
   .strict()
   .describe('Serve Prometheus metrics of this gateway process (docs/console.md#metrics).');

@@ -6,7 +6,6 @@ import type { ToolResult } from '../executions/outcome.js';
 import type { CallAnswer, IdemMetrics } from './metrics.js';
 import { spanForStep, traceCall } from './tracing.js';
 
-
 const ANSWER_OF_CODE: Record<IdemCode, CallAnswer> = {
   [IDEM_CODES.IDEM_IN_FLIGHT]: 'in_flight',
   [IDEM_CODES.IDEM_OUTCOME_UNKNOWN]: 'unknown',

@@ -62,5 +62,8 @@ export function spanForStep(
 }
 
 function recordFailure(span: Span, error: unknown): void {
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  span.setStatus({
+    code: SpanStatusCode.ERROR,
+    message: error instanceof Error ? error.message : String(error),
+  });
 }
