@@ -81,7 +81,8 @@ export function consoleApp(
     );
     c.header('x-frame-options', 'DENY');
     c.header('x-content-type-options', 'nosniff');
-    c.header('referrer-policy', 'no-referrer');
+    // Not no-referrer: with it a browser sends `Origin: null` on its own form posts, which the Origin check refuses.
+    c.header('referrer-policy', 'same-origin');
     c.header('cache-control', 'no-store');
   });
   app.use(bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('Form too large', 413) }));

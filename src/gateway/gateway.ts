@@ -92,7 +92,7 @@ export class Gateway {
       config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
     );
     this.engine = new ExecutionEngine({
-      store,
+      store: this.store,
       fingerprinter: this.#fingerprinter,
       statusTool: config.status_tool,
       knownSecrets,

@@ -8,8 +8,9 @@ import type { Html } from '../layout.js';
  * Calls per minute over the last hour, by how they were answered, drawn as
  * stacked bars (an SVG made here: no chart library, no script). Read from
  * the activity journal, so it covers every gateway on the store: a call that
- * made a new execution (`received`) is answered as that execution stands; a
- * call that attached to one (`attached`) by the state it found.
+ * made a new execution (`received`) is counted as that execution stands now
+ * (in flight if it had to wait for an approval); a call that attached to one
+ * (`attached`) by the state it found — an `authorized` one it then ran.
  */
 
 export const CHART_ANSWERS = [
@@ -37,6 +38,8 @@ const JOURNAL_WINDOW = 100_000;
 
 function answerOfState(state: ExecutionState | undefined, attached: boolean): ChartAnswer {
   switch (state) {
+    case 'authorized':
+      return attached ? 'executed' : 'in_flight';
     case 'completed':
     case 'failed':
       return attached ? 'replayed' : 'executed';
@@ -62,6 +65,8 @@ export interface ActivityBuckets {
 export function bucketActivity(
   entries: readonly ActivityEntry[],
   stateOf: (executionId: string) => ExecutionState | undefined,
+  /** Executions that waited for an approval: their first call was answered "awaiting approval". */
+  approvalAsked: (executionId: string) => boolean,
   now: number,
 ): ActivityBuckets {
   const from = Math.floor(now / 60_000) * 60_000 - (MINUTES - 1) * 60_000;
@@ -73,9 +78,11 @@ export function bucketActivity(
     const state =
       e.kind === 'attached'
         ? (e.detail.state as ExecutionState | undefined)
-        : e.executionId
-          ? stateOf(e.executionId)
-          : undefined;
+        : e.executionId && approvalAsked(e.executionId)
+          ? 'awaiting_approval'
+          : e.executionId
+            ? stateOf(e.executionId)
+            : undefined;
     const bucket = minutes[Math.min(MINUTES - 1, Math.floor((e.at - from) / 60_000))];
     if (bucket) bucket[answerOfState(state, e.kind === 'attached')]++;
   }
@@ -92,7 +99,17 @@ export async function loadActivity(store: ExecutionStore): Promise<ActivityBucke
       r.state,
     ]),
   );
-  return bucketActivity(entries, (id) => states.get(id), now);
+  const asked = new Set(
+    (await store.listApprovals({ limit: JOURNAL_WINDOW }))
+      .filter((a) => a.requestedAt >= now - (MINUTES + 1) * 60_000)
+      .map((a) => a.executionId),
+  );
+  return bucketActivity(
+    entries,
+    (id) => states.get(id),
+    (id) => asked.has(id),
+    now,
+  );
 }
 
 /** The chart: stacked bars, one per minute, an axis with the peak and a legend with the hour's totals. */
