@@ -137,7 +137,7 @@ export function activityChart({ from, minutes }: ActivityBuckets): Html {
   });
   const ticks = [0, 15, 30, 45, 59].map((i) => {
     const x = left + i * barWidth + barWidth / 2;
-    return `<text x="${x.toFixed(1)}" y="${height - 6}" text-anchor="middle">${new Date(from + i * 60_000).toISOString().slice(11, 16)}</text>`;
+    return `<text x="${x.toFixed(1)}" y="${height - 6}" text-anchor="${i === 59 ? 'end' : 'middle'}">${new Date(from + i * 60_000).toISOString().slice(11, 16)}</text>`;
   });
   const totals = CHART_ANSWERS.map((a) => [a, minutes.reduce((sum, m) => sum + m[a], 0)] as const);
   // Every value in the SVG is a number, an ISO time or a fixed name: nothing from a caller.
