@@ -50,6 +50,8 @@ const config = {
     approver__count: { replay: 'status', approval: 'every_call', attach_window: '1h', timeout: '90s' },
   },
   metrics: { listen: '127.0.0.1:0' },
+  // The gateway serves a console too (its /metrics behind the operator token).
+  console: { listen: '127.0.0.1:0' },
   sweep_interval: '1h',
 };
 
@@ -57,6 +59,7 @@ let gateway: GatewayProcess;
 let consoleProcess: ChildProcess | undefined;
 let consoleUrl = '';
 let metricsUrl = '';
+let gatewayConsoleUrl = '';
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -111,12 +114,15 @@ beforeAll(async () => {
     );
   }
   mkdirSync(SCREENSHOTS, { recursive: true });
-  gateway = await startGatewayProcess(config, join(work, 'idem.json'));
-  metricsUrl = await vi.waitFor(
+  gateway = await startGatewayProcess(config, join(work, 'idem.json'), {
+    env: { IDEM_CONSOLE_TOKEN: TOKEN },
+  });
+  [metricsUrl, gatewayConsoleUrl] = await vi.waitFor(
     () => {
-      const match = /metrics on (http:\S+)/.exec(gateway.stderr());
-      expect(match).not.toBeNull();
-      return (match as RegExpExecArray)[1] as string;
+      const metrics = /metrics on (http:\S+)/.exec(gateway.stderr());
+      const console = /console on (http:\S+)/.exec(gateway.stderr());
+      expect(metrics && console).not.toBeNull();
+      return [metrics?.[1] as string, (console?.[1] as string).replace(/\/$/, '')];
     },
     { timeout: 30_000, interval: 50 },
   );
@@ -349,5 +355,14 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     const claimsTimed = /^idem_store_operation_seconds_count\{operation="claim"\} (\d+)$/m.exec(text)?.[1];
     expect(Number(claimsTimed)).toBe(sum('idem_claims_total'));
     expect(families.find((f) => f.name === 'idem_receipts_in_use')?.type).toBe('GAUGE');
+
+    // The console the gateway serves has the same registry, behind the operator token.
+    expect((await fetch(`${gatewayConsoleUrl}/metrics`)).status).toBe(401);
+    const viaConsole = await fetch(`${gatewayConsoleUrl}/metrics`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(viaConsole.status).toBe(200);
+    const claimed = parsePrometheus(await viaConsole.text()).find((f) => f.name === 'idem_claims_total');
+    expect(claimed?.metrics.find((m) => m.labels?.result === 'won')?.value).toBe(String(records.length));
   }, 30_000);
 });
