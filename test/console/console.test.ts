@@ -120,9 +120,9 @@ beforeAll(async () => {
   [metricsUrl, gatewayConsoleUrl] = await vi.waitFor(
     () => {
       const metrics = /metrics on (http:\S+)/.exec(gateway.stderr());
-      const console = /console on (http:\S+)/.exec(gateway.stderr());
-      expect(metrics && console).not.toBeNull();
-      return [metrics?.[1] as string, (console?.[1] as string).replace(/\/$/, '')];
+      const mounted = /console on (http:\S+)/.exec(gateway.stderr());
+      expect(metrics && mounted).not.toBeNull();
+      return [metrics?.[1] as string, (mounted?.[1] ?? '').replace(/\/$/, '')];
     },
     { timeout: 30_000, interval: 50 },
   );
