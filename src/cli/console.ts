@@ -3,6 +3,8 @@ import { loadOperatorToken } from '../console/auth.js';
 import { startConsole } from '../console/server.js';
 import { loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { measuredStore } from '../metrics/store.js';
 import { verifyFromFlags } from './audit.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
@@ -42,8 +44,11 @@ export function registerConsoleCommand(program: Command): void {
       });
       const { host, port } = splitHostPort(flags.listen ?? section?.listen ?? '127.0.0.1:8788');
       const store = await openLocatedStore(locateStore(flags));
+      // Its own metrics: the store as the console uses it (latency, errors); calls are the gateways'.
+      const metrics = createMetrics();
       const running = await startConsole({
-        store,
+        store: measuredStore(store, metrics),
+        metrics: metrics.registry,
         token,
         host,
         port,

@@ -31,7 +31,7 @@ export interface ConsoleOptions {
   allowedHosts?: string[];
   /** The journals' verification, as `idem audit verify` does it for this store. */
   verifyJournal: () => Promise<StoreVerifyReport>;
-  /** Served at /metrics (operator token as a bearer, or a logged-in session): the gateway's, when it mounts the console. */
+  /** Served at /metrics (operator token as a bearer, or a logged-in session): the gateway's when it mounts the console, else the console's own. */
   metrics?: Registry;
   clock?: () => number;
 }

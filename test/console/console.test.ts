@@ -364,5 +364,9 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     expect(viaConsole.status).toBe(200);
     const claimed = parsePrometheus(await viaConsole.text()).find((f) => f.name === 'idem_claims_total');
     expect(claimed?.metrics.find((m) => m.labels?.result === 'won')?.value).toBe(String(records.length));
+    // `idem console` alone: its own store operations, behind the same token.
+    const own = await fetch(`${consoleUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(own.status).toBe(200);
+    expect(await own.text()).toMatch(/^idem_store_operation_seconds_count\{operation="list"\} [1-9]/m);
   }, 30_000);
 });
