@@ -118,7 +118,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #556; }
 
 /**
  * Live refresh: every few seconds the page is fetched again and its main part
- * replaced — unless the operator is typing in a form (focus or unsent text),
+ * replaced — unless the operator is busy with a form (focus, or a value changed and not sent),
  * which a refresh must never throw away.
  */
 export const LIVE_SCRIPT = `
@@ -126,14 +126,19 @@ export const LIVE_SCRIPT = `
   const main = document.querySelector('main[data-live]');
   if (!main) return;
   const every = Number(main.dataset.live) || 5000;
-  const busy = () => main.contains(document.activeElement) && document.activeElement !== document.body
-    || [...main.querySelectorAll('input[type=text], textarea')].some((e) => e.value !== '');
+  const fields = () => JSON.stringify([...main.querySelectorAll('input, textarea, select')].map(
+    (e) => (e.type === 'radio' || e.type === 'checkbox' ? e.checked : e.value)));
+  let rendered = fields();
+  const busy = () => (main.contains(document.activeElement) && document.activeElement !== main)
+    || fields() !== rendered;
   setInterval(async () => {
     if (busy() || document.hidden) return;
     const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
     if (!response || !response.ok || response.redirected) return;
     const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
-    if (next && !busy()) main.innerHTML = next.innerHTML;
+    if (!next || busy()) return;
+    main.innerHTML = next.innerHTML;
+    rendered = fields();
   }, every);
 })();
 `;

@@ -265,6 +265,15 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     });
   }, 60_000);
 
+  it('refreshes itself: a call made while the Executions page is open appears without a reload', async () => {
+    await page.goto(`${consoleUrl}/executions`);
+    const loads: string[] = [];
+    page.on('load', () => loads.push(page.url()));
+    const fresh = refOf(await call(clients[0] as Client, 'counter__count', { key: 'live-1' }));
+    await page.locator(`#executions tr[data-ref="${fresh}"]`).waitFor({ timeout: 20_000 });
+    expect(loads).toEqual([]);
+  }, 40_000);
+
   it('shows sessions, the journal verified, and the activity chart', async () => {
     await page.goto(`${consoleUrl}/sessions`);
     await expect(page.locator('#sessions').textContent()).resolves.toContain('console-agent');
@@ -277,11 +286,11 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     await shot('journal');
     await page.goto(`${consoleUrl}/activity`);
     await expect(page.locator('#activity-chart rect').count()).resolves.toBeGreaterThan(0);
-    // k1, k2, u1 (resolved as completed) and the approved a1's second call ran; the k1 retry was a
-    // replay; a1's first call waited for the approval.
+    // k1, k2, live-1, u1 (resolved as completed) and the approved a1's second call ran; the k1
+    // retry was a replay; a1's first call waited for the approval.
     const legend = (answer: string) =>
       page.locator(`#activity-legend strong[data-answer=${answer}]`).textContent();
-    await expect(legend('executed')).resolves.toBe('4');
+    await expect(legend('executed')).resolves.toBe('5');
     await expect(legend('replayed')).resolves.toBe('1');
     await expect(legend('in_flight')).resolves.toBe('1');
     await shot('activity');
@@ -343,8 +352,10 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     const records = JSON.parse(listed.stdout) as { id: string; state: string }[];
     // One claim won per execution in the store; one executed answer per execution that ran for its caller.
     expect(sum('idem_claims_total', { result: 'won' })).toBe(records.length);
-    expect(records.length).toBe(4);
-    expect(sum('idem_calls_total', { answer: 'executed' })).toBe(3);
+    expect(records.length).toBe(5);
+    // k1, k2, live-1 and a1 once approved (u1 was answered unknown).
+    expect(sum('idem_calls_total', { answer: 'executed' })).toBe(4);
+    expect(sum('idem_calls_total', { answer: 'unknown' })).toBe(1);
     expect(sum('idem_calls_total', { answer: 'replayed' })).toBe(1);
     expect(sum('idem_calls_total', { answer: 'awaiting_approval' })).toBe(1);
     expect(sum('idem_unknown_outcomes_total')).toBe(1);
