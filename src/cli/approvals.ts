@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { decideApproval, expireIfDue, expirePending } from '../approval/decide.js';
+import { expirePending } from '../approval/decide.js';
+import { decideAsOperator } from '../approval/operator-decision.js';
 import { type ApprovalView, approvalView, loadApprovalView } from '../approval/view.js';
 import type { ExecutionStore } from '../store/types.js';
 import { printJson, printTable, time } from './format.js';
@@ -89,25 +90,19 @@ export function registerApprovalCommands(program: Command): void {
       .action(async (ref: string, flags: DecideFlags) => {
         const by = flags.operator ?? `operator:${userInfo().username}`;
         await withStore(flags, async (store) => {
-          const result = await decideApproval(store, ref, decision === 'approve' ? 'approved' : 'denied', {
+          const outcome = await decideAsOperator(store, ref, decision === 'approve' ? 'approved' : 'denied', {
             by,
             via: 'cli',
             ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
           });
-          // Refused while still undecided: its time ran out. End it as such, and say so.
-          if (!result.decided && result.record?.state === 'awaiting_approval')
-            await expireIfDue(store, result.record);
-          const view = result.decided
-            ? approvalView(result.record, result.approval)
-            : await loadApprovalView(store, ref);
-          if (flags.json) printJson({ decided: result.decided, approval: view ?? null });
-          if (result.decided) {
-            if (!flags.json) process.stdout.write(`${ref}: ${result.approval.decision} by ${by}\n`);
+          if (flags.json) printJson({ decided: outcome.decided, approval: outcome.view ?? null });
+          if (outcome.decided) {
+            if (!flags.json) process.stdout.write(`${ref}: ${outcome.view?.decision} by ${by}\n`);
             return;
           }
           // The loser of a race (or a late or wrong ref) is told what stands, and fails.
           process.exitCode = 1;
-          if (!flags.json) process.stderr.write(`idem: ${notDecided(ref, view)}\n`);
+          if (!flags.json) process.stderr.write(`idem: ${outcome.reason}\n`);
         });
       });
   }
@@ -120,14 +115,6 @@ async function withStore(flags: StoreFlags, work: (store: ExecutionStore) => Pro
   } finally {
     await store.close();
   }
-}
-
-function notDecided(ref: string, view: ApprovalView | undefined): string {
-  if (!view) return `no approval request for ${ref}`;
-  if (view.decision !== null) {
-    return `${ref} was already decided: ${view.decision} by ${view.decidedBy} via ${view.decidedVia} at ${time(view.decidedAt)}${view.reason ? ` (${view.reason})` : ''}`;
-  }
-  return `${ref} is ${view.state}, not awaiting approval`;
 }
 
 function printView(view: ApprovalView): void {

@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { resolveExecution } from '../executions/operator.js';
+import { isResolution, RESOLUTIONS, resolveAsOperator } from '../executions/operator.js';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
 import { parseSince, printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
@@ -138,19 +138,13 @@ export function registerExecutionCommands(program: Command): void {
     .requiredOption('--note <text>', 'what you checked, for the journal')
     .option('--by <operator>', 'who resolves it (default: your OS user)')
     .action(async (ref: string, flags: StoreFlags & { as: string; note: string; by?: string }) => {
-      if (flags.as !== 'completed' && flags.as !== 'failed')
-        throw new Error('--as must be completed or failed');
+      if (!isResolution(flags.as)) throw new Error(`--as must be ${RESOLUTIONS.join(' or ')}`);
       const by = flags.by ?? `operator:${userInfo().username}`;
       const store = await openLocatedStore(locateStore(flags));
       try {
-        const before = await store.get(ref);
-        if (!before) throw new Error(`no execution ${ref}`);
-        const after = await resolveExecution(store, ref, flags.as, by, flags.note);
-        if (!after) {
-          throw new Error(
-            `${ref} is ${before.state}: only an unknown outcome (or a dispatch whose holder is gone) can be resolved`,
-          );
-        }
+        const outcome = await resolveAsOperator(store, ref, flags.as, by, flags.note);
+        if (!outcome.resolved) throw new Error(outcome.reason);
+        const { before, after } = outcome;
         process.stdout.write(`${ref}: ${before.state} → ${after.state} (by ${by})\n`);
       } finally {
         await store.close();

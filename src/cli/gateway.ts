@@ -1,6 +1,11 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
+import { loadOperatorToken } from '../console/auth.js';
 import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
+import { splitHostPort } from '../gateway/config-operator.js';
+import type { Gateway } from '../gateway/gateway.js';
+import { serveMetrics } from '../metrics/serve.js';
+import { verifyFromFlags } from './audit.js';
 
 interface GatewayFlags {
   config?: string;
@@ -47,7 +52,9 @@ export function registerGatewayCommand(program: Command, version: string): void 
             process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
         },
       });
+      let closeOperatorListeners = async () => {};
       const stop = async () => {
+        await closeOperatorListeners();
         await gateway.close().catch(() => {});
         process.exit(0);
       };
@@ -61,6 +68,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
         });
         process.stderr.write(`idem gateway: Streamable HTTP on ${http.url}\n`);
       }
+      closeOperatorListeners = await serveOperatorListeners(gateway, config, flags);
       if (config.listen?.stdio ?? !config.listen?.http) {
         const session = await gateway.serveStdio();
         // stdio serves one client: when it goes, so does the gateway.
@@ -106,4 +114,53 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
   }
   if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
   return config;
+}
+
+/**
+ * The `metrics:` and `console:` sections: each on its own listener, closed
+ * with the gateway. The console shares the gateway's store (one pool) and
+ * serves its metrics too; its token is checked before anything listens.
+ */
+async function serveOperatorListeners(
+  gateway: Gateway,
+  config: GatewayConfig,
+  flags: GatewayFlags,
+): Promise<() => Promise<void>> {
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    if (config.metrics) {
+      const { host, port } = splitHostPort(config.metrics.listen);
+      const served = await serveMetrics(gateway.metrics.registry, host, port);
+      closers.push(served.close);
+      process.stderr.write(`idem gateway: metrics on ${served.url}\n`);
+    }
+    if (config.console) {
+      const section = config.console;
+      const token = await loadOperatorToken({
+        ...(section.token_file ? { file: section.token_file } : {}),
+        ...(section.token_env ? { env: section.token_env } : {}),
+      });
+      const { host, port } = splitHostPort(section.listen);
+      // Loaded on use: the web app (Hono, pages) is not needed by the other commands.
+      const { startConsole } = await import('../console/server.js');
+      const running = await startConsole({
+        store: gateway.store,
+        token,
+        host,
+        port,
+        metrics: gateway.metrics.registry,
+        ...(section.allowed_hosts ? { allowedHosts: section.allowed_hosts } : {}),
+        verifyJournal: async () => (await verifyFromFlags({ config: flags.config, json: true })).report,
+      });
+      closers.push(running.close);
+      process.stderr.write(`idem gateway: console on ${running.url}\n`);
+    }
+  } catch (error) {
+    for (const close of closers) await close().catch(() => {});
+    await gateway.close().catch(() => {});
+    throw error;
+  }
+  return async () => {
+    for (const close of closers) await close().catch(() => {});
+  };
 }

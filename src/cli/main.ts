@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { messageOf } from '../errors.js';
 import { registerApprovalCommands } from './approvals.js';
 import { registerAuditCommands } from './audit.js';
+import { registerConsoleCommand } from './console.js';
 import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerLintCommand } from './lint.js';
@@ -52,6 +53,7 @@ registerApprovalCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);
 registerSweepCommand(program);
+registerConsoleCommand(program);
 
 try {
   await program.parseAsync(process.argv);

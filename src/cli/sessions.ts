@@ -1,41 +1,7 @@
 import type { Command } from 'commander';
-import type { ActivityEntry } from '../journal/events.js';
+import { sessionsOf } from '../journal/agent-runs.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
-
-interface SessionRow {
-  session: string;
-  actor: string | null;
-  client: string;
-  protocol: string;
-  started: number | null;
-  ended: number | null;
-}
-
-/** Groups the sessions journal into agent runs. */
-function sessionsOf(entries: ActivityEntry[]): SessionRow[] {
-  const byId = new Map<string, SessionRow>();
-  for (const e of entries) {
-    const id = e.requestRef ?? '(no session)';
-    const row = byId.get(id) ?? {
-      session: id,
-      actor: e.actor,
-      client: '-',
-      protocol: '-',
-      started: null,
-      ended: null,
-    };
-    if (e.kind === 'session_start') {
-      const client = e.detail.client as { name?: string; version?: string } | null | undefined;
-      row.started = e.at;
-      row.actor = e.actor;
-      row.client = client?.name ? `${client.name} ${client.version ?? ''}`.trim() : '-';
-      row.protocol = typeof e.detail.protocol_version === 'string' ? e.detail.protocol_version : '-';
-    } else if (e.kind === 'session_end') row.ended = e.at;
-    byId.set(id, row);
-  }
-  return [...byId.values()].sort((a, b) => (b.started ?? 0) - (a.started ?? 0));
-}
 
 export function registerSessionCommands(program: Command): void {
   const sessions = program

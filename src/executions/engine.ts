@@ -13,6 +13,7 @@ import { type Claimer, claimAndRun } from './claim.js';
 import type { EngineCore } from './core.js';
 import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
+import type { CallObserver } from './observer.js';
 import { resolveExecution } from './operator.js';
 import type { ToolResult } from './outcome.js';
 import { RecentCalls } from './recent-calls.js';
@@ -53,6 +54,8 @@ export interface ExecutionEngineOptions {
    * result, stored or answered, and from what is logged. Default: an empty set.
    */
   knownSecrets?: KnownSecrets;
+  /** Sees every side-effecting call and its answer (metrics, traces: src/metrics). */
+  observer?: CallObserver;
 }
 
 const silentLogger: Logger = {
@@ -90,6 +93,7 @@ export class ExecutionEngine {
   /** What the steps share (see core.ts). */
   readonly #core: EngineCore;
   readonly #claimer: Claimer;
+  readonly #observer: CallObserver | undefined;
 
   constructor(options: ExecutionEngineOptions) {
     this.store = options.store;
@@ -109,6 +113,7 @@ export class ExecutionEngine {
       knownSecrets,
     };
     this.#claimer = { core: this.#core, approvals: this.#approvals, newId: executionIds() };
+    this.#observer = options.observer;
   }
 
   registerContract(tool: string, contract: ResolvedContract): void {
@@ -120,7 +125,9 @@ export class ExecutionEngine {
     if (call.contract.replay === 'read_only') return this.#execute(call, dispatch);
     // Copied before the handler runs: a handler that changes its arguments does not change the repeat.
     const copy = repeatable(call);
-    const result = await this.#execute(call, dispatch);
+    const result = this.#observer
+      ? await this.#observer.observe(call, dispatch, (observed) => this.#execute(call, observed))
+      : await this.#execute(call, dispatch);
     const ref = result._meta?.[META.executionId];
     // A replay is remembered too: the model may want to repeat what it was handed, even from another process.
     if (copy && typeof ref === 'string') this.#recent.remember(ref, copy.call, copy.size);

@@ -12,6 +12,7 @@ import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelco
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
+import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { legacyRefusal } from './legacy-refusals.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
@@ -127,10 +128,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     ? new Set(options.allowedHosts)
     : undefined;
   // A page served from the gateway's own address is not a rebinding attack; any other origin is.
-  const allowedOrigins = () =>
-    new Set(
-      options.allowedOrigins ?? [...(allowedHosts ?? [])].flatMap((h) => [`http://${h}`, `https://${h}`]),
-    );
+  const allowedOrigins = () => new Set(options.allowedOrigins ?? originsOf(allowedHosts ?? []));
 
   const openSession = async (owner: string): Promise<Session> => {
     const session = { lastSeen: clock(), busy: 0, owner } as Session;
@@ -184,13 +182,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       refuse(req, res, 404, undefined);
       return;
     }
-    if (allowedHosts && !allowedHosts.has(req.headers.host ?? '')) {
-      refuse(req, res, 403, rpcError(-32000, `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`));
-      return;
-    }
-    const origin = req.headers.origin;
-    if (origin !== undefined && !allowedOrigins().has(origin)) {
-      refuse(req, res, 403, rpcError(-32000, `Forbidden: Origin "${origin}" is not allowed`));
+    const crossSite = allowedHosts && hostOriginRefusal(req.headers, allowedHosts, allowedOrigins());
+    if (crossSite) {
+      refuse(req, res, 403, rpcError(-32000, crossSite));
       return;
     }
     if (options.auth) {
@@ -317,7 +311,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  allowedHosts ??= new Set([`${host}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]);
+  allowedHosts ??= new Set(defaultAllowedHosts(host, port));
   frontUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
   return {
     url: frontUrl,

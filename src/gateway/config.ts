@@ -7,6 +7,7 @@ import { CredentialsConfigSchema } from '../credentials/config.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { messageOf } from '../errors.js';
+import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
 
@@ -329,6 +330,8 @@ export const GatewayConfigSchema = z
       .optional(),
     retention: duration.default('48h').describe('How long finished executions are kept.'),
     sweep_interval: duration.default('30s'),
+    console: ConsoleConfigSchema.optional(),
+    metrics: MetricsConfigSchema.optional(),
   })
   .strict();
 
@@ -367,6 +370,7 @@ export function loadConfig(path: string): GatewayConfig {
   if (config.store?.kind === 'sqlite' && config.store.path) config.store.path = rel(config.store.path);
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);
+  if (config.console?.token_file) config.console.token_file = rel(config.console.token_file);
   for (const credential of Object.values(config.credentials ?? {}))
     if ('file' in credential) credential.file = rel(credential.file);
   return config;

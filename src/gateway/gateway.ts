@@ -18,6 +18,9 @@ import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { signJournalHeads } from '../journal/head-signer.js';
+import { metricsObserver } from '../metrics/calls.js';
+import { createMetrics, type IdemMetrics } from '../metrics/metrics.js';
+import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/eras.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
@@ -47,6 +50,8 @@ export interface GatewayOptions {
  */
 export class Gateway {
   readonly store: ExecutionStore;
+  /** This gateway's Prometheus metrics (served by `metrics:`; see docs/console.md). */
+  readonly metrics: IdemMetrics;
   readonly engine: ExecutionEngine;
   readonly receipts: ReceiptBook;
   readonly dataDir: string;
@@ -77,7 +82,9 @@ export class Gateway {
   ) {
     this.#config = config;
     this.#options = options;
-    this.store = store;
+    this.metrics = createMetrics({ receiptsInUse: () => this.receipts.size });
+    // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
+    this.store = measuredStore(store, this.metrics);
     this.dataDir = dataDir;
     this.actionTools = actionTools;
     this.#fingerprinter = Fingerprinter.forDataDir(
@@ -85,10 +92,11 @@ export class Gateway {
       config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
     );
     this.engine = new ExecutionEngine({
-      store,
+      store: this.store,
       fingerprinter: this.#fingerprinter,
       statusTool: config.status_tool,
       knownSecrets,
+      observer: metricsObserver(this.metrics),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     this.receipts = new ReceiptBook({
@@ -362,6 +370,7 @@ export class Gateway {
           .catch(() => {});
       },
       onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
+        this.metrics.upstreamRestarts.inc({ upstream });
         // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
         this.#options.logger?.warn(
           `upstream ${upstream} restarted (attempt ${attempt}, after ${delayMs} ms): ${reason}`,

@@ -139,6 +139,7 @@ describe('an upstream that is restarted', () => {
         data_dir: dataDir,
         upstreams: { flaky: crashingUpstream(dir) },
         tools: { act: { replay: 'status', scope: { business_key: 'key' } } },
+        metrics: { listen: '127.0.0.1:0' },
       },
       join(dataDir, 'idem.json'),
     );
@@ -163,6 +164,10 @@ describe('an upstream that is restarted', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/attempt 1, after \d+ ms\): exited with code 1/);
     expect(lines[1]).toMatch(/attempt 1, after \d+ ms\): killed by SIGKILL/);
+    // The same two restarts in the gateway's metrics.
+    const metricsUrl = /metrics on (http:\S+)/.exec(gateway.stderr())?.[1];
+    const metrics = await (await fetch(metricsUrl as string)).text();
+    expect(metrics).toMatch(/^idem_upstream_restarts_total\{upstream="flaky"\} 2$/m);
 
     const store = await openStore({ kind: 'sqlite', path: join(dataDir, 'idem.db') });
     try {

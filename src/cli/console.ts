@@ -1,0 +1,71 @@
+import type { Command } from 'commander';
+import { loadOperatorToken } from '../console/auth.js';
+import { loadConfig } from '../gateway/config.js';
+import { splitHostPort } from '../gateway/config-operator.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { measuredStore } from '../metrics/store.js';
+import { verifyFromFlags } from './audit.js';
+import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+
+interface ConsoleFlags extends StoreFlags {
+  listen?: string;
+  tokenFile?: string;
+  tokenEnv?: string;
+}
+
+/**
+ * `idem console`: the operator console in the browser, over the store the
+ * gateways use (SQLite or PostgreSQL), live while they run. The same store
+ * location rules as the other operator commands; the `console:` section of
+ * `--config` gives the defaults of --listen and the token.
+ */
+export function registerConsoleCommand(program: Command): void {
+  program
+    .command('console')
+    .description(
+      'Serve the operator console (executions, approvals, sessions, journal, activity) over the store; needs an operator token (IDEM_CONSOLE_TOKEN or --token-file)',
+    )
+    .option(
+      '--db <file|postgres-url>',
+      'the store (default: --config, IDEM_STORE_URL, or the data directory)',
+    )
+    .option('-c, --config <file>', 'read the store location (and the console: section) from an idem.yaml')
+    .option('-l, --listen <host:port>', 'where to listen (default: console.listen, else 127.0.0.1:8788)')
+    .option('--token-file <file>', 'the operator token in a file (mode 0600)')
+    .option('--token-env <name>', 'the environment variable holding the token (default IDEM_CONSOLE_TOKEN)')
+    .action(async (flags: ConsoleFlags) => {
+      const section = flags.config ? loadConfig(flags.config).console : undefined;
+      const tokenFile = flags.tokenFile ?? section?.token_file;
+      const tokenEnv = flags.tokenEnv ?? section?.token_env;
+      const token = await loadOperatorToken({
+        ...(tokenFile ? { file: tokenFile } : {}),
+        ...(tokenEnv ? { env: tokenEnv } : {}),
+      });
+      const { host, port } = splitHostPort(flags.listen ?? section?.listen ?? '127.0.0.1:8788');
+      const store = await openLocatedStore(locateStore(flags));
+      // Its own metrics: the store as the console uses it (latency, errors); calls are the gateways'.
+      const metrics = createMetrics();
+      // Loaded on use: the web app (Hono, pages) is not needed by the other commands.
+      const { startConsole } = await import('../console/server.js');
+      const running = await startConsole({
+        store: measuredStore(store, metrics),
+        metrics: metrics.registry,
+        token,
+        host,
+        port,
+        ...(section?.allowed_hosts ? { allowedHosts: section.allowed_hosts } : {}),
+        verifyJournal: async () => (await verifyFromFlags({ ...flags, json: true })).report,
+      }).catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
+      process.stderr.write(`idem console: on ${running.url}\n`);
+      const stop = async () => {
+        await running.close().catch(() => {});
+        await store.close().catch(() => {});
+        process.exit(0);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}

@@ -1,0 +1,72 @@
+import type { ClaimResult, ExecutionStore, SweepResult, TransitionInput } from '../store/types.js';
+import type { IdemMetrics } from './metrics.js';
+import { spanForStep } from './tracing.js';
+
+/**
+ * The store as the gateway uses it, measured at its boundary: every
+ * operation's latency and failures, and the events that only the store sees
+ * happen — a claim won or lost, an execution becoming `unknown`, a lease found
+ * expired. Counting here (one place) instead of at each caller means a new
+ * caller is counted without anyone remembering to.
+ */
+export function measuredStore(store: ExecutionStore, metrics: IdemMetrics): ExecutionStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || typeof property !== 'string' || property === 'close') {
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return (...args: unknown[]) => measure(metrics, property, () => value.apply(target, args), args);
+    },
+  });
+}
+
+async function measure(
+  metrics: IdemMetrics,
+  operation: string,
+  run: () => Promise<unknown>,
+  args: unknown[],
+): Promise<unknown> {
+  const stop = metrics.storeLatency.startTimer({ operation });
+  const span = spanFor(operation, args);
+  try {
+    const result = await run();
+    observe(metrics, operation, args, result);
+    return result;
+  } catch (error) {
+    metrics.storeErrors.inc({ operation });
+    span?.recordFailure(error);
+    throw error;
+  } finally {
+    stop();
+    span?.end();
+  }
+}
+
+/** The claim and the outcome are steps of a call's trace (receive → claim → dispatch → outcome). */
+function spanFor(operation: string, args: unknown[]) {
+  if (operation === 'claim') return spanForStep('claim', (args[0] as { id: string }).id);
+  if (operation === 'transition') {
+    const input = args[0] as TransitionInput;
+    if (input.outcome !== undefined || input.to === 'unknown') return spanForStep('outcome', input.id);
+  }
+  return undefined;
+}
+
+function observe(metrics: IdemMetrics, operation: string, args: unknown[], result: unknown): void {
+  if (operation === 'claim') {
+    metrics.claims.inc({ result: (result as ClaimResult).won ? 'won' : 'lost' });
+  } else if (operation === 'transition') {
+    const input = args[0] as TransitionInput;
+    if (result === undefined || input.to !== 'unknown') return;
+    const expired = input.events?.some((e) => e.kind === 'lease_expired') ?? false;
+    metrics.unknownOutcomes.inc({ cause: expired ? 'lease_expired' : 'no_answer' });
+    if (expired) metrics.leasesExpired.inc();
+  } else if (operation === 'sweep') {
+    if ((args[0] as { dryRun?: boolean }).dryRun) return;
+    const { expired } = result as SweepResult;
+    if (expired.length === 0) return;
+    metrics.unknownOutcomes.inc({ cause: 'lease_expired' }, expired.length);
+    metrics.leasesExpired.inc(expired.length);
+  }
+}
