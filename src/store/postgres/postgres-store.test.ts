@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import pgDriver from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -13,7 +14,9 @@ import { StoreUnavailableError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
+import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
+import { type RegisteredHead, verifyJournal } from '../../journal/verify.js';
 import { claimInput, newFingerprint } from '../../testing/claim-input.js';
 import { CountingTarget } from '../../testing/counting-target.js';
 import { chainProblems } from '../../testing/journal-chains.js';
@@ -117,6 +120,68 @@ describe('PostgresStore', () => {
   }
 
   describe('schema and migrations', () => {
+    it('v4 keeps a v3 journal as chain 0, which still verifies; new writes go to chains of their own after it', async () => {
+      const client = await pg.admin().connect();
+      let prev = GENESIS_HASH;
+      try {
+        await client.query(`SET search_path TO ${schema.schema}`);
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 3) });
+        // A journal as v3 wrote it: one chain from the all-zero genesis, its end in journal_head.
+        for (let seq = 1; seq <= 3; seq++) {
+          const { entry, detailText } = buildEntry(
+            { kind: 'received', executionId: `ex_${seq}` },
+            seq,
+            1_000,
+            prev,
+          );
+          await client.query(
+            `INSERT INTO activity_journal (seq, at, kind, execution_id, detail, prev_hash, hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+            [seq, entry.at, entry.kind, entry.executionId, detailText, entry.prevHash, entry.hash],
+          );
+          prev = entry.hash;
+        }
+        await client.query(
+          "UPDATE journal_head SET seq = 3, hash = $1, at = 1000 WHERE stream = 'activity'",
+          [prev],
+        );
+      } finally {
+        client.release();
+      }
+      const store = await open();
+      await store.appendEvents([{ kind: 'receipt_hit', executionId: 'ex_3' }]);
+      const journal = await store.readJournal();
+      expect(journal.map((e) => [e.seq, e.chain ?? 0])).toEqual([
+        [1, 0],
+        [2, 0],
+        [3, 0],
+        [4, 1],
+      ]);
+      expect(chainProblems(journal)).toEqual([]);
+      const registry = await sql<RegisteredHead>(
+        "SELECT chain, seq::float8 AS seq, hash FROM journal_head WHERE stream = 'activity' AND seq > 0 ORDER BY chain",
+      );
+      expect(registry).toEqual([
+        { chain: 0, seq: 3, hash: prev },
+        { chain: 1, seq: 4, hash: journal[3]!.hash },
+      ]);
+      const rows = journal.map(({ detail, ...row }) => ({
+        ...row,
+        detailText: canonicalize(detail) as string,
+      }));
+      const report = await verifyJournal(rows, { registry });
+      expect(report).toMatchObject({ ok: true, entries: 4, lastSeq: 4 });
+      expect(report.chains?.map((c) => [c.chain, c.entries])).toEqual([
+        [0, 3],
+        [1, 1],
+      ]);
+      // The old chain's tail cut off shows against its registered end.
+      expect((await verifyJournal(rows.slice(0, 2), { registry })).firstBad).toMatchObject({
+        problem: 'truncated',
+        seq: 3,
+      });
+    });
+
     it('records each applied migration once, and a reopen applies nothing', async () => {
       const first = await open();
       const applied = await sql<{ version: number; name: string }>(
