@@ -7,7 +7,11 @@
  *      into `dispatched` with its 3 journal events, then `completed` with the
  *      result, delivery and 2 events;
  *   2. the claim alone;
- *   3. bytes per execution row, result payload excluded, as PostgreSQL counts them.
+ *   3. bytes per execution row, result payload excluded, as PostgreSQL counts them;
+ *   4. the database's work per call: transactions committed and WAL bytes written
+ *      (pg_stat_database, pg_current_wal_lsn), what a fleet's database must absorb;
+ *   5. growth: the claim's p50 on a table of 10⁴ and of 10⁶ existing executions
+ *      (seeded with generate_series), in alternating rounds (`benchPostgresGrowth`).
  *
  * `benchPostgresStore(url, calls)` works in a schema of its own, dropped at
  * the end. Standalone (`npx tsx bench/postgres-store.ts`) it uses IDEM_PG_URL,
@@ -118,7 +122,9 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
     const roundTrip = await measure(calls, warmup, async () => {
       await store.now();
     });
+    const before = await databaseWork(admin);
     const full = await measure(calls, warmup, (i) => claimAndComplete(store, i));
+    const work = perCall(before, await databaseWork(admin), calls + warmup);
     const bytes = await store.measureRowBytes();
     const claims = await measure(calls, warmup, (i) => claimOnly(store, i));
     const fmt = (n: number) => n.toFixed(0);
@@ -134,6 +140,9 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
       row('claim → dispatched (3 events) + complete with delivery (2 events)', full),
       row('claim → dispatched (3 events) alone', claims),
       '',
+      `Database work per call (claim + complete, 5 journal rows): ${work.commits.toFixed(2)} transactions, ` +
+        `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), 2 statements.`,
+      '',
       `PostgreSQL bytes per execution row, result payload excluded (${bytes.rows} completed rows): ` +
         `${fmt(bytes.heapBytesPerRow)} B on the table's pages (pg_relation_size of a copy without the outcome column, ` +
         `per row; avg pg_column_size ${fmt(bytes.columnBytesPerRow)} B) + ${fmt(bytes.indexBytesPerRow)} B in its 3 indexes ` +
@@ -147,12 +156,99 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
   }
 }
 
+interface DatabaseWork {
+  lsn: string;
+  commits: number;
+}
+
+/** Where the WAL is, and how many transactions the database committed so far. */
+async function databaseWork(admin: pg.Client): Promise<DatabaseWork> {
+  const { rows } = await admin.query<{ lsn: string; commits: string }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn, xact_commit::text AS commits
+     FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return { lsn: rows[0]!.lsn, commits: Number(rows[0]!.commits) };
+}
+
+function perCall(before: DatabaseWork, after: DatabaseWork, calls: number) {
+  const lsn = (text: string) => {
+    const [hi, lo] = text.split('/').map((h) => BigInt(`0x${h}`));
+    return (hi! << 32n) + lo!;
+  };
+  return {
+    walBytes: Number(lsn(after.lsn) - lsn(before.lsn)) / calls,
+    // pg_stat_database counts with a delay and includes this reader's own statements: an upper bound.
+    commits: (after.commits - before.commits) / calls,
+  };
+}
+
+/**
+ * The claim's p50 with 10⁴ and with 10⁶ executions already in the table (each
+ * in a schema of its own, seeded with generate_series: completed, still
+ * active, spread fingerprints, ids below the new ones), in alternating
+ * rounds so that the machine's load falls on both alike.
+ */
+export async function benchPostgresGrowth(
+  url: string,
+  calls: number,
+  sizes = [10_000, 1_000_000],
+): Promise<string[]> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const opened: { size: number; schema: string; store: PostgresStore; samples: number[] }[] = [];
+  try {
+    for (const size of sizes) {
+      const schema = `idem_growth_${randomBytes(4).toString('hex')}`;
+      const store = await PostgresStore.open({ url, schema });
+      opened.push({ size, schema, store, samples: [] });
+      await admin.query(`
+        INSERT INTO ${schema}.executions (created_at, updated_at, attach_until, state, replay, active, id,
+          fingerprint, actor, tool, arguments_preview, outcome)
+        SELECT 1764547200000 + i, 1764547200000 + i, 1764547200000 + i + 900000, 'completed', 'keyed', true,
+          'exe_00' || lpad(i::text, 24, '0'), sha256(int8send(i)), 'token:agent-' || (i % 50),
+          'payments.charge', '{"order_id":"order-' || i || '","amount_cents":1999}',
+          '{"result":{"content":[{"type":"text","text":"charged"}]}}'
+        FROM generate_series(1, ${size}) AS i`);
+      await admin.query(`VACUUM ANALYZE ${schema}.executions`);
+    }
+    const rounds = 3;
+    const perRound = Math.ceil(calls / rounds);
+    for (let round = 0; round < rounds; round++) {
+      for (const o of opened) {
+        const stats = await measure(perRound, Math.min(200, perRound), (i) => claimOnly(o.store, i));
+        o.samples.push(stats.p50);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const base = median(opened[0]!.samples);
+    return [
+      `Claim → dispatched (3 events), ${rounds} alternating rounds of ${perRound} sequential calls; p50 per round, µs:`,
+      '',
+      '| existing executions | p50 per round µs | median | vs the smallest |',
+      '| ---: | --- | ---: | ---: |',
+      ...opened.map(
+        (o) =>
+          `| ${o.size.toLocaleString('en-US')} | ${o.samples.map((x) => x.toFixed(0)).join(', ')} | ${median(o.samples).toFixed(0)} | ${((median(o.samples) / base - 1) * 100).toFixed(1)} % |`,
+      ),
+    ];
+  } finally {
+    for (const o of opened) {
+      await o.store.close();
+      await admin.query(`DROP SCHEMA IF EXISTS ${o.schema} CASCADE`).catch(() => {});
+    }
+    await admin.end();
+  }
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const calls = Number(process.env.BENCH_CALLS ?? 5_000);
   const given = process.env[PG_URL_VARIABLE];
   const server = given ? undefined : await startThrowawayPostgres({ durable: true });
   try {
-    for (const line of await benchPostgresStore(given ?? server!.url, calls)) console.log(line);
+    const url = given ?? server!.url;
+    if (process.env.BENCH_GROWTH !== 'only')
+      for (const line of await benchPostgresStore(url, calls)) console.log(line);
+    if (process.env.BENCH_GROWTH) for (const line of await benchPostgresGrowth(url, calls)) console.log(line);
   } finally {
     await server?.dispose();
   }
