@@ -314,6 +314,21 @@ describe('PostgresStore', () => {
       expect((await wholeJournal(stores[1]!)).map((e) => e.executionId)).toEqual([winners[0]!.record.id]);
     });
 
+    it('a store registers at most one chain per pooled connection, however many writes are in flight', async () => {
+      const store = await open({ pool: { max: 3 } });
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          store.appendEvents([{ kind: 'receipt_hit', requestRef: `r${i}` }]),
+        ),
+      );
+      const chains = await store.journalChains('activity');
+      expect(chains.length).toBeGreaterThanOrEqual(1);
+      expect(chains.length).toBeLessThanOrEqual(3);
+      const journal = await store.readJournal(0, 1000);
+      expect(journal).toHaveLength(60);
+      expect(chainProblems(journal)).toEqual([]);
+    });
+
     it("each writer's chain stays valid under writers in several stores, and the registry holds every chain's end", async () => {
       const stores = await Promise.all(Array.from({ length: 4 }, () => open({ pool: { max: 4 } })));
       const perStore = 40;

@@ -28,6 +28,7 @@ import { APPROVAL_SQL } from './approval-sql.js';
 import {
   connectionConfig,
   MIGRATION_TIMEOUT_MS,
+  POSTGRES_DEFAULTS,
   type PostgresStoreOptions,
   poolConfig,
 } from './connection.js';
@@ -57,6 +58,12 @@ export class PostgresStore implements ExecutionStore {
   readonly #db: Connections;
   /** This handle's journal chains that no write holds now. */
   readonly #idleChains: number[] = [];
+  /** Writes waiting for a chain, when all `#maxChains` are held. */
+  readonly #chainWaiters: ((chain: number | undefined) => void)[] = [];
+  /** Chains registered by this handle (or being registered), at most `#maxChains`. */
+  #chains = 0;
+  /** As many as writes can run at once: the pool's size. */
+  readonly #maxChains: number;
 
   /** Connects, brings the schema up to date and returns the store; StoreUnavailableError if it cannot. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -82,6 +89,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   private constructor(options: PostgresStoreOptions, connection: pg.ClientConfig) {
+    this.#maxChains = options.pool?.max ?? POSTGRES_DEFAULTS.poolMax;
     this.#db = new Connections(poolConfig(options, connection));
   }
 
@@ -380,10 +388,46 @@ export class PostgresStore implements ExecutionStore {
    */
   async #withChain<T>(events: ActivityEventInput[], work: (journal: unknown[]) => Promise<T>): Promise<T> {
     if (events.length === 0) return work(journalParams([]));
-    const chain = this.#idleChains.pop() ?? (await this.#registerChain());
-    const result = await work([chain, ...journalParams(events).slice(1)]);
-    this.#idleChains.push(chain);
+    const chain = await this.#takeChain();
+    let result: T;
+    try {
+      result = await work([chain, ...journalParams(events).slice(1)]);
+    } catch (error) {
+      this.#chains--;
+      this.#giveChain(undefined);
+      throw error;
+    }
+    this.#giveChain(chain);
     return result;
+  }
+
+  /**
+   * An idle chain, else a new one while fewer than the pool's size exist (no
+   * more writes than that can run at once), else the next one given back.
+   */
+  async #takeChain(): Promise<number> {
+    const idle = this.#idleChains.pop();
+    if (idle !== undefined) return idle;
+    if (this.#chains >= this.#maxChains) {
+      const given = await new Promise<number | undefined>((resolve) => this.#chainWaiters.push(resolve));
+      if (given !== undefined) return given;
+      // A dropped chain made room: register one in its place.
+    }
+    this.#chains++;
+    try {
+      return await this.#registerChain();
+    } catch (error) {
+      this.#chains--;
+      this.#giveChain(undefined);
+      throw error;
+    }
+  }
+
+  /** Hands `chain` to the next waiter, or keeps it idle; `undefined`: a chain was dropped, a waiter may register one. */
+  #giveChain(chain: number | undefined): void {
+    const waiter = this.#chainWaiters.shift();
+    if (waiter) waiter(chain);
+    else if (chain !== undefined) this.#idleChains.push(chain);
   }
 
   async #registerChain(): Promise<number> {
