@@ -17,7 +17,7 @@
  * the end. Standalone (`npx tsx bench/postgres-store.ts`) it uses IDEM_PG_URL,
  * or else starts a throwaway server (durable: fsync and synchronous_commit on).
  * BENCH_GROWTH=1 adds the growth series, BENCH_VERIFY_ENTRIES=N the verify scan of N entries,
- * BENCH_ONLY=1 leaves out the latency series.
+ * BENCH_ONLY=1 leaves out the latency series, BENCH_PG_FSYNC=off starts the throwaway server without fsync.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -216,7 +216,8 @@ export async function benchPostgresGrowth(
         FROM generate_series(1, ${size}) AS i`);
       await admin.query(`VACUUM ANALYZE ${schema}.executions`);
     }
-    const rounds = 3;
+    // Many short rounds: the machine's load swings within seconds, and each round's p50 feels it.
+    const rounds = 10;
     const perRound = Math.ceil(calls / rounds);
     for (let round = 0; round < rounds; round++) {
       for (const o of opened) {
@@ -328,7 +329,10 @@ export async function benchPostgresVerify(url: string, entries: number): Promise
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const calls = Number(process.env.BENCH_CALLS ?? 5_000);
   const given = process.env[PG_URL_VARIABLE];
-  const server = given ? undefined : await startThrowawayPostgres({ durable: true });
+  // BENCH_PG_FSYNC=off separates round trips and server work from the disk's flushes.
+  const server = given
+    ? undefined
+    : await startThrowawayPostgres({ durable: process.env.BENCH_PG_FSYNC !== 'off' });
   try {
     const url = given ?? server!.url;
     if (!process.env.BENCH_ONLY) for (const line of await benchPostgresStore(url, calls)) console.log(line);

@@ -118,9 +118,11 @@ export class PostgresStore implements ExecutionStore {
       ]);
       const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
 
-      // The common case: one statement, one round trip (autocommit), journal included.
+      // The common case: one statement, one round trip (autocommit), journal included. A lost
+      // claim reads the holder on the same connection: under a storm of identical calls, a
+      // loser queues for the pool once, not twice.
       if (options.replacing === undefined && approval === undefined) {
-        return this.#db.use(async (db) => {
+        return this.#db.connection(async (db) => {
           const [row] = (await claim(db)).rows;
           if (row) return { won: true, record: toRecord(row) };
           const [active] = (await holder(db)).rows;
