@@ -284,7 +284,7 @@ export class PostgresStore implements ExecutionStore {
       });
     }
     // A chain is held for the whole transaction: which rows expire is known only inside it.
-    return this.#withChain([{ kind: 'lease_expired' }], (journal) =>
+    return this.#holdingChain((chain) =>
       this.#db.transaction(async (tx) => {
         const { db } = tx;
         const trim = query(SQL.trim, [retentionMs])(db);
@@ -303,7 +303,7 @@ export class PostgresStore implements ExecutionStore {
               detail: { state: 'unknown' },
             }),
           );
-          tx.defer(query(SQL.append, ['activity', journal[0], ...journalParams(events).slice(1)])(db));
+          tx.defer(query(SQL.append, ['activity', ...journalParams(events, chain)])(db));
         }
         return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
       }),
@@ -381,19 +381,23 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /**
-   * Runs `work` holding one of this handle's chains (registering a new one
-   * when all are held), with the journal parameters of `events`: the chain,
-   * then journalParams. No two writes in flight share a chain, so their
+   * Runs `work` holding one of this handle's chains (#takeChain), with the
+   * journal parameters of `events` (journalParams). No two writes in flight share a chain, so their
    * appends never wait for each other. A chain whose write failed is dropped,
    * not reused: its statement may still be running on a connection the pool
    * gave up on. Without events, no chain is held.
    */
   async #withChain<T>(events: ActivityEventInput[], work: (journal: unknown[]) => Promise<T>): Promise<T> {
-    if (events.length === 0) return work(journalParams([]));
+    if (events.length === 0) return work(journalParams([], null));
+    return this.#holdingChain((chain) => work(journalParams(events, chain)));
+  }
+
+  /** Runs `work` holding one of this handle's chains (see #withChain). */
+  async #holdingChain<T>(work: (chain: number) => Promise<T>): Promise<T> {
     const chain = await this.#takeChain();
     let result: T;
     try {
-      result = await work([chain, ...journalParams(events).slice(1)]);
+      result = await work(chain);
     } catch (error) {
       this.#chains--;
       this.#giveChain(undefined);
@@ -440,15 +444,15 @@ export class PostgresStore implements ExecutionStore {
 }
 
 /**
- * The journal parameters of a statement that appends `events`: the chain
- * (filled in by #withChain), then one array per column — the columns stored,
- * the canonical detail and the envelope's tail (chain.ts), which the database
- * hashes. All entries go in with one statement.
+ * The journal parameters of a statement that appends `events` to `chain`:
+ * the chain, then one array per column — the columns stored, the canonical
+ * detail and the envelope's tail (chain.ts), which the database hashes. All
+ * entries go in with one statement.
  */
-function journalParams(events: ActivityEventInput[]): unknown[] {
-  if (events.length === 0) return [null, null, null, null, null, null, null, null];
+function journalParams(events: ActivityEventInput[], chain: number | null): unknown[] {
+  if (events.length === 0) return [chain, null, null, null, null, null, null, null];
   return [
-    null,
+    chain,
     events.map((e) => e.kind),
     events.map((e) => e.executionId ?? null),
     events.map((e) => e.actor ?? null),
