@@ -219,7 +219,7 @@ try {
         // Growth from 10⁴ to 10⁶ existing executions (BENCH_GROWTH_MAX scales the larger table down for CI).
         ...(await benchPostgresGrowth(url, QUARTER, [
           10_000,
-          Number(process.env.BENCH_GROWTH_MAX ?? 1_000_000),
+          Number(process.env.BENCH_GROWTH_MAX ?? N * 50),
         ])),
         '',
         ...(await benchPostgresVerify(url, Number(process.env.BENCH_PG_VERIFY_ENTRIES ?? N * 20))),
