@@ -9,7 +9,8 @@
  *      Idem, over the SDK's in-memory transport, on SQLite;
  *   3. bytes per stored execution row (SQLite, without the result payload);
  *   4. journal: offline verify speed, and the journal's cost per call (bench/journal.ts);
- *   5. PostgreSQL store: claim and complete latency, bytes per row (bench/postgres-store.ts);
+ *   5. PostgreSQL store: claim and complete latency, bytes per row, database work per call, claim
+ *      growth from 10⁴ to 10⁶ executions, verify speed (bench/postgres-store.ts);
  *   6. gateway: idem gateway against direct, mcp-proxy and supergateway (bench/gateway.ts);
  *   7. fleet: 1, 2 and 4 gateway processes on one PostgreSQL database (bench/fleet.ts);
  *   8. http: an HTTP action tool against the same POST sent directly with undici (bench/http-tool.ts);
@@ -48,7 +49,7 @@ import { reason } from './harness.js';
 import { benchHttpTool } from './http-tool.js';
 import { benchJournalCost, benchVerify } from './journal.js';
 import { benchGatewayMemory, receiptCostAtBound } from './memory.js';
-import { benchPostgresStore } from './postgres-store.js';
+import { benchPostgresGrowth, benchPostgresStore, benchPostgresVerify } from './postgres-store.js';
 import { benchSqliteGrowth, benchSqliteOverhead, benchSqliteThroughput } from './sqlite-store.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 20_000);
@@ -231,7 +232,17 @@ try {
       } catch (error) {
         return [`unavailable: no PostgreSQL (${reason(error)})`];
       }
-      return benchPostgresStore(url, QUARTER);
+      return [
+        ...(await benchPostgresStore(url, QUARTER)),
+        '',
+        // Growth from 10⁴ to 10⁶ existing executions (BENCH_GROWTH_MAX scales the larger table down for CI).
+        ...(await benchPostgresGrowth(url, QUARTER, [
+          10_000,
+          Number(process.env.BENCH_GROWTH_MAX ?? N * 50),
+        ])),
+        '',
+        ...(await benchPostgresVerify(url, Number(process.env.BENCH_PG_VERIFY_ENTRIES ?? N * 20))),
+      ];
     });
   }
   if (chosen.has('gateway')) {

@@ -1,6 +1,14 @@
 import { createPrivateKey, hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { buildEntry, chainHash, entryBody, GENESIS_HASH, journalEntryHash } from './chain.js';
+import {
+  buildEntry,
+  chainGenesis,
+  chainHash,
+  entryBody,
+  envelopeTail,
+  GENESIS_HASH,
+  journalEntryHash,
+} from './chain.js';
 import type { ActivityEventInput } from './events.js';
 import { outcomeDigest } from './outcome-digest.js';
 import { signedHeadMessage, signHead, verifySignedHead } from './signing.js';
@@ -100,8 +108,22 @@ const SESSION_START: Vector = {
   hash: 'df2d2b2190c870bf90f80184f1f934b4d99dcdaed5f3cd55dee2da905fcc5885',
 };
 
+/** chainGenesis('activity', 1), spelled out: SHA-256 of "idem-journal-chain/v1\nactivity\n1". */
+const CHAIN_1_GENESIS = 'cea0bc80cb1134a4cbda5de2fb4de3deba1ea54a53eef4465eeaff5d48b93fe3';
+
+const WRITER_FIRST: Vector = {
+  name: "first entry of a writer's chain (PostgreSQL chain 1): prev_hash is the chain's genesis, seq from the stream's sequence",
+  event: { kind: 'accepted', executionId: 'ex_02', actor: 'user:bob', tool: 'charge_card' },
+  seq: 41,
+  at: AT,
+  prevHash: CHAIN_1_GENESIS,
+  detailText: '{}',
+  body: '[41,1764547200000,"accepted","ex_02","user:bob","charge_card",null]\n{}',
+  hash: '293f77e612335de1ca5ebf7461d7e787a188644edd1c450137e3bd53e2d6536c',
+};
+
 const ACTIVITY = [RECEIVED, OUTCOME_ENTRY, UNICODE];
-const VECTORS = [...ACTIVITY, SESSION_START];
+const VECTORS = [...ACTIVITY, SESSION_START, WRITER_FIRST];
 
 /** The row a store keeps for a vector: detail as its canonical text. */
 function storedRow(v: Vector): StoredJournalRow {
@@ -113,6 +135,17 @@ function storedRow(v: Vector): StoredJournalRow {
 describe('journal entry hash: known answers', () => {
   it('the genesis prev_hash is 64 zeros', () => {
     expect(GENESIS_HASH).toBe('0000000000000000000000000000000000000000000000000000000000000000');
+  });
+
+  it("a chain's genesis: chain 0 is the all-zero one; any other binds its stream and id", () => {
+    expect(chainGenesis('activity', 0)).toBe(GENESIS_HASH);
+    expect(chainGenesis('activity', 1)).toBe(CHAIN_1_GENESIS);
+    expect(chainGenesis('sessions', 1)).toBe(
+      '934ccd1f27ce4374df5986b66faf634def6fc04591adc2113cd0b578382d8933',
+    );
+    expect(chainGenesis('activity', 7)).toBe(
+      'fdfc639e11d12efff9024163987aa67d6451c45d66f5389c1a841ece75b0e270',
+    );
   });
 
   it('the outcome digest an outcome entry carries', () => {
@@ -132,6 +165,11 @@ describe('journal entry hash: known answers', () => {
         expect(entry.hash).toBe(v.hash);
         expect(entryBody(entry)).toBe(v.body);
         expect(chainHash(v.prevHash, entryBody(entry))).toBe(v.hash);
+      });
+
+      it("the envelope tail PostgreSQL's journal_append completes is the body's envelope after [seq,at,", () => {
+        const envelope = v.body.slice(0, v.body.indexOf('\n'));
+        expect(`[${v.seq},${v.at},${envelopeTail(v.event)}`).toBe(envelope);
       });
 
       it('journalEntryHash over the stored row gives the same hash', () => {
@@ -183,6 +221,18 @@ describe('signed head: known answers', () => {
     expect(signHead(head, privateKeyPem).signature).toBe(signature);
     expect(verifySignedHead({ ...head, signature }, publicKeyPem)).toBe(true);
     expect(verifySignedHead({ ...head, seq: 3, signature }, publicKeyPem)).toBe(false);
+  });
+
+  it("a writer's chain's head names its chain (v2), so it cannot be moved to another chain", () => {
+    const chainHead = { ...head, chain: 1, seq: 41, hash: WRITER_FIRST.hash };
+    expect(signedHeadMessage(chainHead).toString('utf8')).toBe(
+      `idem-journal-head/v2\nactivity\n1\n41\n${WRITER_FIRST.hash}\n1764547300000`,
+    );
+    const signed = signHead(chainHead, privateKeyPem);
+    expect(verifySignedHead(signed, publicKeyPem)).toBe(true);
+    expect(verifySignedHead({ ...signed, chain: 2 }, publicKeyPem)).toBe(false);
+    const { chain: _chain, ...asChain0 } = signed;
+    expect(verifySignedHead(asChain0, publicKeyPem)).toBe(false);
   });
 
   it('a journal of the vectors, with that signed head, verifies', async () => {

@@ -2,8 +2,24 @@ import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { ActivityEntry, ActivityEventInput } from './events.js';
 
-/** prev_hash of the first entry. */
+/** prev_hash of the first entry of chain 0: the one chain of a single-writer store, and of PostgreSQL stores before v4. */
 export const GENESIS_HASH = '0'.repeat(64);
+
+/**
+ * prev_hash of the first entry of chain `chain` of `stream`. A PostgreSQL store
+ * gives each writer chains of its own (docs/postgres.md, "One chain per
+ * writer"); the chain's id and stream are bound into every hash of it through
+ * this genesis, so a row cannot be moved to another chain or stream unseen.
+ * Chain 0 keeps the all-zero genesis, so journals written before chains
+ * existed verify unchanged. PostgreSQL computes the same text in SQL when it
+ * registers a chain (store/postgres/migrations.ts, v4): chain.test.ts pins it.
+ *
+ *   genesis = SHA-256("idem-journal-chain/v1\n" ‖ stream ‖ "\n" ‖ chain), hex
+ */
+export function chainGenesis(stream: string, chain: number): string {
+  if (chain === 0) return GENESIS_HASH;
+  return hash('sha256', `idem-journal-chain/v1\n${stream}\n${chain}`, 'hex');
+}
 
 /**
  * The fields of an entry its hash covers besides `detail` (and `prevHash`,
@@ -54,6 +70,22 @@ function envelopeText(e: HashedEnvelope): string {
 }
 
 /**
+ * The envelope's text after `[seq,at,` — what a store that hashes in SQL
+ * (PostgreSQL's journal_append) is given, so that the JSON encoding of the
+ * strings stays this one (JSON.stringify), and the database only adds the two
+ * integers it decides: `'[' ‖ seq ‖ ',' ‖ at ‖ ',' ‖ tail` is envelopeText.
+ */
+export function envelopeTail(event: ActivityEventInput): string {
+  return JSON.stringify([
+    event.kind,
+    event.executionId ?? null,
+    event.actor ?? null,
+    event.tool ?? null,
+    event.requestRef ?? null,
+  ]).slice(1);
+}
+
+/**
  * Builds the next entry of a chain whose head is (`seq`, `prevHash`), and the
  * canonical text of its detail — what stores keep, so that an offline
  * verifier hashes the stored bytes as they are. Used by every store.
@@ -65,7 +97,7 @@ export function buildEntry(
   prevHash: string,
 ): { entry: ActivityEntry; detailText: string } {
   const detail = event.detail ?? {};
-  const detailText = canonicalize(detail) as string;
+  const detailText = eventDetailText(event);
   const partial = {
     seq,
     at,
@@ -80,6 +112,11 @@ export function buildEntry(
     entry: { ...partial, prevHash, hash: journalEntryHash(prevHash, partial, detailText) },
     detailText,
   };
+}
+
+/** The canonical (RFC 8785) text of an event's detail: what stores keep and the hash covers. */
+export function eventDetailText(event: ActivityEventInput): string {
+  return canonicalize(event.detail ?? {}) as string;
 }
 
 /** The next entry of a chain whose head is (`seq`, `prevHash`). */

@@ -57,4 +57,6 @@ export interface ActivityEntry {
   detail: Record<string, JsonValue>;
   prevHash: string;
   hash: string;
+  /** The writer's chain (PostgreSQL: one per store handle and concurrent write); absent for chain 0. */
+  chain?: number;
 }

@@ -10,4 +10,10 @@ export interface JournalReader {
   readJournal(afterSeq?: number, limit?: number, stream?: JournalStream): Promise<ActivityEntry[]>;
   /** The last entry's seq and hash (what a signed head covers), if the stream has any. */
   journalHead(stream?: JournalStream): Promise<{ seq: number; hash: string } | undefined>;
+  /**
+   * Each writer's chain end, for stores whose writers append to chains of
+   * their own (PostgreSQL). A store without it has one chain, chain 0, whose
+   * head is journalHead.
+   */
+  journalChains?(stream?: JournalStream): Promise<{ chain: number; seq: number; hash: string }[]>;
 }

@@ -13,6 +13,8 @@ import { dirname, join } from 'node:path';
 /** A journal head (seq, hash) signed with the installation's Ed25519 key. */
 export interface SignedHead {
   stream: 'activity' | 'sessions';
+  /** The writer's chain (chain.ts chainGenesis); absent for chain 0, the one chain of a single-writer store. */
+  chain?: number;
   seq: number;
   hash: string;
   signedAt: number;
@@ -24,12 +26,21 @@ export const SIGNING_KEY_FILE = 'journal-signing.key';
 export const PUBLIC_KEY_FILE = 'journal-signing.pub';
 export const SIGNED_HEAD_FILE = 'journal-head.json';
 
-/** The exact bytes signed: a fixed, versioned layout. */
+/**
+ * The exact bytes signed: a fixed, versioned layout. A head of chain 0 keeps
+ * v1, so heads signed before chains existed still verify; any other chain is
+ * named in v2, so a head cannot be moved to another writer's chain.
+ */
 export function signedHeadMessage(head: Omit<SignedHead, 'signature'>): Buffer {
-  return Buffer.from(
-    `idem-journal-head/v1\n${head.stream}\n${head.seq}\n${head.hash}\n${head.signedAt}`,
-    'utf8',
-  );
+  const text = head.chain
+    ? `idem-journal-head/v2\n${head.stream}\n${head.chain}\n${head.seq}\n${head.hash}\n${head.signedAt}`
+    : `idem-journal-head/v1\n${head.stream}\n${head.seq}\n${head.hash}\n${head.signedAt}`;
+  return Buffer.from(text, 'utf8');
+}
+
+/** The chain a head covers: 0 when it names none. */
+export function chainOf(head: { chain?: number }): number {
+  return head.chain ?? 0;
 }
 
 /** Where the journal signing key is looked for: the given file, else IDEM_JOURNAL_SIGNING_KEY_FILE, else the data directory. */
@@ -146,11 +157,19 @@ function asHead(value: unknown): SignedHead {
     typeof v.seq !== 'number' ||
     typeof v.hash !== 'string' ||
     typeof v.signedAt !== 'number' ||
-    typeof v.signature !== 'string'
+    typeof v.signature !== 'string' ||
+    (v.chain !== undefined && !(Number.isSafeInteger(v.chain) && v.chain >= 0))
   ) {
-    throw new Error('expected {stream, seq, hash, signedAt, signature}');
+    throw new Error('expected {stream, chain?, seq, hash, signedAt, signature}');
   }
-  return { stream: v.stream, seq: v.seq, hash: v.hash, signedAt: v.signedAt, signature: v.signature };
+  return {
+    stream: v.stream,
+    ...(v.chain ? { chain: v.chain } : {}),
+    seq: v.seq,
+    hash: v.hash,
+    signedAt: v.signedAt,
+    signature: v.signature,
+  };
 }
 
 export function writeSignedHeads(path: string, heads: SignedHead[]): void {

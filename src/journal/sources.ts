@@ -3,11 +3,11 @@ import pg from 'pg';
 import type { JournalStream } from './events.js';
 import type { StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
-import type { StoredJournalRow } from './verify.js';
+import type { RegisteredHead, StoredJournalRow } from './verify.js';
 
 const TABLES: Record<JournalStream, string> = { activity: 'activity_journal', sessions: 'sessions_journal' };
 
-/** A journal row as `SELECT ${COLUMNS}` returns it in raw (array) mode. */
+/** A journal row as `SELECT ${COLUMNS}` returns it in raw (array) mode; PostgreSQL adds the chain. */
 export type RawRow = [
   number,
   number,
@@ -19,6 +19,7 @@ export type RawRow = [
   string,
   string,
   string,
+  number?,
 ];
 
 export function toStored(r: RawRow): StoredJournalRow {
@@ -33,6 +34,7 @@ export function toStored(r: RawRow): StoredJournalRow {
     detailText: r[7],
     prevHash: r[8],
     hash: r[9],
+    ...(r[10] ? { chain: r[10] } : {}),
   };
 }
 
@@ -75,11 +77,12 @@ export async function* postgresJournalRows(
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    const chain = (await hasChains(client, TABLES[stream])) ? ', chain' : '';
     // Whatever follows the last row read: a deleted row shows as a gap, a moved one out of place.
     let after = -1;
     for (;;) {
       const { rows } = await client.query<RawRow>({
-        text: `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash
+        text: `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${chain}
                FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY seq LIMIT $2`,
         values: [after, pageSize],
         rowMode: 'array',
@@ -91,6 +94,35 @@ export async function* postgresJournalRows(
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Each chain's end as a PostgreSQL store records it (journal_head): read
+ * before the rows, so rows appended meanwhile only lengthen what is checked.
+ */
+export async function postgresRegistry(url: string, stream: JournalStream): Promise<RegisteredHead[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    if (!(await hasChains(client, 'journal_head'))) return [];
+    const { rows } = await client.query<[number, number, string]>({
+      text: 'SELECT chain, seq::float8, hash FROM journal_head WHERE stream = $1 AND seq > 0 ORDER BY chain',
+      values: [stream],
+      rowMode: 'array',
+    });
+    return rows.map(([chain, seq, hash]) => ({ chain, seq, hash }));
+  } finally {
+    await client.end();
+  }
+}
+
+/** Whether `table` has the chain column (schema v4): a database not yet migrated is verified as one chain. */
+async function hasChains(client: pg.Client, table: string): Promise<boolean> {
+  const { rows } = await client.query(
+    `SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'chain' AND NOT attisdropped`,
+    [table],
+  );
+  return rows.length > 0;
 }
 
 /** The execution rows of a SQLite store file, read-only, with each stored outcome's digest (executions-check.ts). */

@@ -10,6 +10,7 @@ import type { SignedHead } from './signing.js';
 import {
   postgresExecutionRows,
   postgresJournalRows,
+  postgresRegistry,
   sqliteExecutionRows,
   sqliteJournalRows,
 } from './sources.js';
@@ -86,7 +87,10 @@ async function verifyStream(
   options: StoreVerifyOptions,
 ): Promise<VerifyReport> {
   const verifyOptions = {
+    stream,
     signedHeads: options.heads.filter((h) => h.stream === stream),
+    // PostgreSQL's own record of each writer's chain end, read before the rows.
+    ...(source.kind === 'postgres' ? { registry: await postgresRegistry(source.url, stream) } : {}),
     ...(options.publicKeyPem ? { publicKeyPem: options.publicKeyPem } : {}),
     ...(options.requireSignedHead ? { requireSignedHead: true } : {}),
     ...(options.onProgress

@@ -76,6 +76,8 @@ export interface JournalColumns {
   detail: string;
   prev_hash: string;
   hash: string;
+  /** PostgreSQL: the writer's chain (0 for rows from before chains). SQLite has one chain and no column. */
+  chain?: number;
 }
 
 export function entryFromColumns(row: JournalColumns): ActivityEntry {
@@ -90,6 +92,7 @@ export function entryFromColumns(row: JournalColumns): ActivityEntry {
     detail: JSON.parse(row.detail),
     prevHash: row.prev_hash,
     hash: row.hash,
+    ...(row.chain ? { chain: row.chain } : {}),
   };
 }
 

@@ -8,10 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chainHash, entryBody, GENESIS_HASH } from '../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ExecutionState } from '../journal/states.js';
+import { chainProblems } from '../testing/journal-chains.js';
 import type { StoredOutcome } from './outcome.js';
 import type { ApprovalRequestInput, ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
 
@@ -84,16 +84,6 @@ const AWKWARD_OUTCOME: StoredOutcome = {
     isError: false,
   },
 };
-
-function verifyChain(entries: ActivityEntry[]): void {
-  let prev = GENESIS_HASH;
-  entries.forEach((entry, index) => {
-    expect(entry.seq).toBe(index + 1);
-    expect(entry.prevHash).toBe(prev);
-    expect(entry.hash).toBe(chainHash(prev, entryBody(entry)));
-    prev = entry.hash;
-  });
-}
 
 /**
  * The behaviour every ExecutionStore must show (src/store/types.ts). Each
@@ -893,7 +883,7 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
           'id_reused',
           'receipt_hit',
         ]);
-        verifyChain(journal);
+        expect(chainProblems(journal)).toEqual([]);
         expect(journal[0]).toMatchObject({
           executionId: null,
           actor: 'user:alice',
@@ -938,7 +928,7 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         );
         const all = await store.readJournal();
         expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
-        verifyChain(all);
+        expect(chainProblems(all)).toEqual([]);
 
         const pages: ActivityEntry[][] = [];
         for (let after = 0; ; ) {
@@ -960,7 +950,7 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         entry!.hash = 'f'.repeat(64);
         const [again] = await store.readJournal();
         expect(again!.detail).toEqual({ list: [1, 2] });
-        verifyChain([again!]);
+        expect(chainProblems([again!])).toEqual([]);
       });
 
       it('stays one chain under concurrent writers', async () => {
@@ -972,7 +962,7 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         );
         const journal = await store.readJournal();
         expect(journal).toHaveLength(80);
-        verifyChain(journal);
+        expect(chainProblems(journal)).toEqual([]);
       });
     });
 
@@ -1003,10 +993,10 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
           client: { name: 'agent', version: '1' },
           protocol_version: '2025-11-25',
         });
-        verifyChain(sessions);
+        expect(chainProblems(sessions, 'sessions')).toEqual([]);
         const activity = await store.readJournal();
         expect(activity.map((e) => e.kind)).toEqual(['received']);
-        verifyChain(activity);
+        expect(chainProblems(activity)).toEqual([]);
       });
 
       it('journalHead is the last entry of each stream', async () => {
@@ -1100,7 +1090,7 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
           actor: 'user:carol',
           tool: 'deploy.run',
         });
-        verifyChain(journal);
+        expect(chainProblems(journal)).toEqual([]);
 
         const again = await store.sweep({ retentionMs: LONG_MS });
         expect(again.expired).toEqual([]);

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyFromFlags } from '../../src/cli/audit.js';
 import { signJournalHeads } from '../../src/journal/head-signer.js';
+import { verifyStore } from '../../src/journal/verify-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { postgresForTests, type TestPostgres, withDatabase } from '../support/postgres.js';
 import { populate, type RunIds } from '../support/tamper.js';
@@ -16,16 +17,25 @@ import { populate, type RunIds } from '../support/tamper.js';
 const dataDir = mkdtempSync(join(tmpdir(), 'idem-pg-tamper-'));
 let server: TestPostgres;
 let ids: RunIds;
+/** A second gateway's chain: its seqs, oldest first. */
+let writer: { chain: number; seqs: number[] };
 const FORGED = JSON.stringify({ result: { content: [{ type: 'text', text: 'charged (forged)' }] } });
 
 beforeAll(async () => {
   server = await postgresForTests();
   const store = await PostgresStore.open({ url: server.url });
+  const second = await PostgresStore.open({ url: server.url });
   try {
     ids = await populate(store, dataDir, { calls: 30 });
+    // A second gateway on the same database appends to a chain of its own.
+    for (let i = 0; i < 6; i++) await second.appendEvents([{ kind: 'receipt_hit', requestRef: `r${i}` }]);
+    const [chain] = await second.journalChains('activity').then((all) => all.slice(-1));
+    const rows = (await second.readJournal(0, 100_000)).filter((e) => e.chain === chain?.chain);
+    writer = { chain: chain?.chain as number, seqs: rows.map((e) => e.seq) };
     await signJournalHeads(store, dataDir);
   } finally {
     await store.close();
+    await second.close();
   }
 }, 120_000);
 afterAll(async () => {
@@ -133,6 +143,58 @@ describe('idem audit verify on PostgreSQL', () => {
     expect((await verify(url)).report.firstBad).toMatchObject({
       executionId: ids.dead,
       problem: 'execution_missing',
+    });
+  });
+
+  describe("a second gateway's chain", () => {
+    it('a middle row deleted: missing, at the row after it', async () => {
+      const url = await tampered((db) =>
+        db.query('DELETE FROM activity_journal WHERE seq = $1', [writer.seqs[2]]),
+      );
+      expect((await verify(url)).report.firstBad).toMatchObject({
+        stream: 'activity',
+        chain: writer.chain,
+        seq: writer.seqs[3],
+        problem: 'missing',
+      });
+    });
+
+    it('its whole chain deleted: truncated, against its registered end even with no signed head at hand', async () => {
+      const url = await tampered((db) =>
+        db.query('DELETE FROM activity_journal WHERE chain = $1', [writer.chain]),
+      );
+      const report = await verifyStore({ kind: 'postgres', url }, { streams: ['activity'], heads: [] });
+      expect(report.firstBad).toMatchObject({
+        chain: writer.chain,
+        problem: 'truncated',
+        message: expect.stringContaining('registered head'),
+      });
+      expect((await verify(url)).report.firstBad).toMatchObject({
+        chain: writer.chain,
+        problem: 'truncated',
+      });
+    });
+
+    it('its whole chain and its registry row deleted: truncated, against its signed head', async () => {
+      const url = await tampered(async (db) => {
+        await db.query('DELETE FROM activity_journal WHERE chain = $1', [writer.chain]);
+        await db.query('DELETE FROM journal_head WHERE chain = $1', [writer.chain]);
+      });
+      expect((await verify(url)).report.firstBad).toMatchObject({
+        chain: writer.chain,
+        problem: 'truncated',
+        message: expect.stringContaining('signed head'),
+      });
+    });
+
+    it('two of its rows swapped (seqs exchanged): found', async () => {
+      const [a, b] = [writer.seqs[1], writer.seqs[4]];
+      const url = await tampered(async (db) => {
+        await db.query('UPDATE activity_journal SET seq = -1 WHERE seq = $1', [a]);
+        await db.query('UPDATE activity_journal SET seq = $1 WHERE seq = $2', [a, b]);
+        await db.query('UPDATE activity_journal SET seq = $1 WHERE seq = -1', [b]);
+      });
+      expect((await verify(url)).report.firstBad).toMatchObject({ chain: writer.chain, seq: a });
     });
   });
 });

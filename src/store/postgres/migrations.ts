@@ -145,6 +145,91 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'a journal chain per writer, appended in SQL',
+    sql: `
+      -- One chain per writer (docs/postgres.md, "One chain per writer"): every
+      -- store handle appends to chains of its own, so no row is locked by every
+      -- gateway. Rows written before this are chain 0, which keeps its all-zero
+      -- genesis and its contiguous seqs. ADD COLUMN with a constant default only
+      -- changes the catalog; the default goes again so every append names its chain.
+      ALTER TABLE activity_journal ADD COLUMN chain integer NOT NULL DEFAULT 0;
+      ALTER TABLE activity_journal ALTER COLUMN chain DROP DEFAULT;
+      ALTER TABLE sessions_journal ADD COLUMN chain integer NOT NULL DEFAULT 0;
+      ALTER TABLE sessions_journal ALTER COLUMN chain DROP DEFAULT;
+
+      -- journal_head becomes the registry of chains: each one's end, one row per
+      -- (stream, chain). audit verify checks every chain reaches its registered head.
+      ALTER TABLE journal_head ADD COLUMN chain integer NOT NULL DEFAULT 0;
+      ALTER TABLE journal_head ALTER COLUMN chain DROP DEFAULT;
+      ALTER TABLE journal_head DROP CONSTRAINT journal_head_pkey;
+      ALTER TABLE journal_head ADD PRIMARY KEY (stream, chain);
+      CREATE SEQUENCE journal_chains AS integer MINVALUE 1;
+
+      -- seq: one sequence per stream, shared by every chain, so seq still orders
+      -- the stream and names a row; a chain's seqs rise but skip the others'.
+      CREATE SEQUENCE activity_journal_seq MINVALUE 1;
+      SELECT setval('activity_journal_seq', (SELECT coalesce(max(seq), 0) + 1 FROM activity_journal), false);
+      CREATE SEQUENCE sessions_journal_seq MINVALUE 1;
+      SELECT setval('sessions_journal_seq', (SELECT coalesce(max(seq), 0) + 1 FROM sessions_journal), false);
+
+      -- A new chain of each stream for a writer; its genesis is chain.ts chainGenesis, computed here.
+      CREATE FUNCTION journal_register_chain() RETURNS integer LANGUAGE sql AS $$
+        WITH c AS (SELECT nextval('journal_chains')::integer AS chain)
+        INSERT INTO journal_head (stream, chain, seq, hash, at)
+        SELECT s, c.chain, 0,
+          encode(sha256(convert_to('idem-journal-chain/v1' || E'\\n' || s || E'\\n' || c.chain, 'UTF8')), 'hex'), 0
+        FROM c, unnest(ARRAY['activity', 'sessions']) AS s
+        RETURNING chain
+      $$;
+
+      -- Appends events to one chain in the statement that made the change, so a
+      -- journaled write is one round trip and the chain's head row is locked only
+      -- from here to COMMIT. The hash is chain.ts journalEntryHash:
+      --   SHA-256(prev_hash ‖ "\\n" ‖ "[" ‖ seq ‖ "," ‖ at ‖ "," ‖ tail ‖ "\\n" ‖ detail)
+      -- where the client sends tail (envelopeTail: the JSON of kind, execution id,
+      -- actor, tool, request ref) and detail (canonical JSON), so JSON is encoded in
+      -- one place; the database adds the seq and time it decides. \`at\` never goes
+      -- below the chain's last, so a chain's times read in order.
+      CREATE FUNCTION journal_append(p_stream text, p_chain integer, p_now bigint, p_kind text[],
+        p_execution_id text[], p_actor text[], p_tool text[], p_request_ref text[], p_detail text[],
+        p_tail text[]) RETURNS bigint LANGUAGE plpgsql AS $$
+      DECLARE
+        v_seq bigint;
+        v_prev text;
+        v_hash text;
+        v_at bigint;
+      BEGIN
+        SELECT seq, hash, greatest(at, coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint))
+          INTO v_seq, v_hash, v_at
+          FROM journal_head WHERE stream = p_stream AND chain = p_chain FOR UPDATE;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'journal chain % of % is not registered', p_chain, p_stream;
+        END IF;
+        FOR i IN 1 .. coalesce(cardinality(p_kind), 0) LOOP
+          v_seq := nextval((p_stream || '_journal_seq')::regclass);
+          v_prev := v_hash;
+          v_hash := encode(sha256(convert_to(
+            v_prev || E'\\n[' || v_seq || ',' || v_at || ',' || p_tail[i] || E'\\n' || p_detail[i], 'UTF8')), 'hex');
+          IF p_stream = 'activity' THEN
+            INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash,
+              hash, chain)
+            VALUES (v_seq, v_at, p_kind[i], p_execution_id[i], p_actor[i], p_tool[i], p_request_ref[i], p_detail[i],
+              v_prev, v_hash, p_chain);
+          ELSE
+            INSERT INTO sessions_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash,
+              hash, chain)
+            VALUES (v_seq, v_at, p_kind[i], p_execution_id[i], p_actor[i], p_tool[i], p_request_ref[i], p_detail[i],
+              v_prev, v_hash, p_chain);
+          END IF;
+        END LOOP;
+        UPDATE journal_head SET seq = v_seq, hash = v_hash, at = v_at WHERE stream = p_stream AND chain = p_chain;
+        RETURN v_seq;
+      END
+      $$;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

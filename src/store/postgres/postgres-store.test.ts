@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import pgDriver from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -13,10 +14,12 @@ import { StoreUnavailableError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
-import { chainHash, entryBody, GENESIS_HASH } from '../../journal/chain.js';
+import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
+import { type RegisteredHead, verifyJournal } from '../../journal/verify.js';
 import { claimInput, newFingerprint } from '../../testing/claim-input.js';
 import { CountingTarget } from '../../testing/counting-target.js';
+import { chainProblems } from '../../testing/journal-chains.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
 import type { ClaimInput, ExecutionStore } from '../types.js';
@@ -39,17 +42,6 @@ function claimEvents(input: ClaimInput): ActivityEventInput[] {
     { kind: 'accepted', executionId: input.id },
     { kind: 'dispatched', executionId: input.id },
   ];
-}
-
-function expectValidChain(entries: ActivityEntry[]): void {
-  let prev = GENESIS_HASH;
-  entries.forEach((entry, index) => {
-    expect(entry.seq).toBe(index + 1);
-    expect(entry.prevHash).toBe(prev);
-    expect(entry.hash).toBe(chainHash(prev, entryBody(entry)));
-    if (index > 0) expect(entry.at).toBeGreaterThanOrEqual(entries[index - 1]!.at);
-    prev = entry.hash;
-  });
 }
 
 async function wholeJournal(store: ExecutionStore): Promise<ActivityEntry[]> {
@@ -128,6 +120,68 @@ describe('PostgresStore', () => {
   }
 
   describe('schema and migrations', () => {
+    it('v4 keeps a v3 journal as chain 0, which still verifies; new writes go to chains of their own after it', async () => {
+      const client = await pg.admin().connect();
+      let prev = GENESIS_HASH;
+      try {
+        await client.query(`SET search_path TO ${schema.schema}`);
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 3) });
+        // A journal as v3 wrote it: one chain from the all-zero genesis, its end in journal_head.
+        for (let seq = 1; seq <= 3; seq++) {
+          const { entry, detailText } = buildEntry(
+            { kind: 'received', executionId: `ex_${seq}` },
+            seq,
+            1_000,
+            prev,
+          );
+          await client.query(
+            `INSERT INTO activity_journal (seq, at, kind, execution_id, detail, prev_hash, hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+            [seq, entry.at, entry.kind, entry.executionId, detailText, entry.prevHash, entry.hash],
+          );
+          prev = entry.hash;
+        }
+        await client.query(
+          "UPDATE journal_head SET seq = 3, hash = $1, at = 1000 WHERE stream = 'activity'",
+          [prev],
+        );
+      } finally {
+        client.release();
+      }
+      const store = await open();
+      await store.appendEvents([{ kind: 'receipt_hit', executionId: 'ex_3' }]);
+      const journal = await store.readJournal();
+      expect(journal.map((e) => [e.seq, e.chain ?? 0])).toEqual([
+        [1, 0],
+        [2, 0],
+        [3, 0],
+        [4, 1],
+      ]);
+      expect(chainProblems(journal)).toEqual([]);
+      const registry = await sql<RegisteredHead>(
+        "SELECT chain, seq::float8 AS seq, hash FROM journal_head WHERE stream = 'activity' AND seq > 0 ORDER BY chain",
+      );
+      expect(registry).toEqual([
+        { chain: 0, seq: 3, hash: prev },
+        { chain: 1, seq: 4, hash: journal[3]!.hash },
+      ]);
+      const rows = journal.map(({ detail, ...row }) => ({
+        ...row,
+        detailText: canonicalize(detail) as string,
+      }));
+      const report = await verifyJournal(rows, { registry });
+      expect(report).toMatchObject({ ok: true, entries: 4, lastSeq: 4 });
+      expect(report.chains?.map((c) => [c.chain, c.entries])).toEqual([
+        [0, 3],
+        [1, 1],
+      ]);
+      // The old chain's tail cut off shows against its registered end.
+      expect((await verifyJournal(rows.slice(0, 2), { registry })).firstBad).toMatchObject({
+        problem: 'truncated',
+        seq: 3,
+      });
+    });
+
     it('records each applied migration once, and a reopen applies nothing', async () => {
       const first = await open();
       const applied = await sql<{ version: number; name: string }>(
@@ -143,7 +197,7 @@ describe('PostgresStore', () => {
       expect(await sql('SELECT version FROM schema_migrations')).toHaveLength(MIGRATIONS.length);
       expect((await second.get(input.id))?.id).toBe(input.id);
       await second.appendEvents([{ kind: 'delivered', executionId: input.id }]);
-      expectValidChain(await wholeJournal(second));
+      expect(chainProblems(await wholeJournal(second))).toEqual([]);
     });
 
     it('several stores opening one empty database at once migrate it once', async () => {
@@ -237,7 +291,7 @@ describe('PostgresStore', () => {
       expect(await sql('SELECT id FROM executions')).toEqual([{ id: winnerId }]);
       const journal = await wholeJournal(stores[0]!);
       expect(journal.map((e) => e.executionId)).toEqual([winnerId, winnerId, winnerId]);
-      expectValidChain(journal);
+      expect(chainProblems(journal)).toEqual([]);
     });
 
     it('concurrent replacers in separate stores: one new holder', async () => {
@@ -260,7 +314,22 @@ describe('PostgresStore', () => {
       expect((await wholeJournal(stores[1]!)).map((e) => e.executionId)).toEqual([winners[0]!.record.id]);
     });
 
-    it('each journal stays one valid chain under writers in several stores', async () => {
+    it('a store registers at most one chain per pooled connection, however many writes are in flight', async () => {
+      const store = await open({ pool: { max: 3 } });
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          store.appendEvents([{ kind: 'receipt_hit', requestRef: `r${i}` }]),
+        ),
+      );
+      const chains = await store.journalChains('activity');
+      expect(chains.length).toBeGreaterThanOrEqual(1);
+      expect(chains.length).toBeLessThanOrEqual(3);
+      const journal = await store.readJournal(0, 1000);
+      expect(journal).toHaveLength(60);
+      expect(chainProblems(journal)).toEqual([]);
+    });
+
+    it("each writer's chain stays valid under writers in several stores, and the registry holds every chain's end", async () => {
       const stores = await Promise.all(Array.from({ length: 4 }, () => open({ pool: { max: 4 } })));
       const perStore = 40;
       await Promise.all(
@@ -302,18 +371,28 @@ describe('PostgresStore', () => {
         ),
       );
       const journal = await wholeJournal(stores[2]!);
-      expectValidChain(journal);
+      expect(chainProblems(journal)).toEqual([]);
       const expired = stores.length * (perStore / 5);
       const finished = stores.length * perStore - expired;
       // 3 per claim; per finished call: outcome, delivered, receipt_hit; one lease_expired per expired one.
       expect(journal).toHaveLength(stores.length * perStore * 3 + finished * 3 + expired);
       expect(journal.filter((e) => e.kind === 'lease_expired')).toHaveLength(expired);
-      const head = await sql<{ seq: string; hash: string }>(
-        "SELECT seq, hash FROM journal_head WHERE stream = 'activity'",
+      // Each writer appended to chains of its own, and the registry holds each chain's end.
+      const chains = [...new Set(journal.map((e) => e.chain))];
+      expect(chains.length).toBeGreaterThanOrEqual(stores.length);
+      const registry = await sql<{ chain: number; seq: string; hash: string }>(
+        "SELECT chain, seq, hash FROM journal_head WHERE stream = 'activity' AND seq > 0 ORDER BY chain",
       );
-      expect(head).toEqual([{ seq: String(journal.length), hash: journal.at(-1)!.hash }]);
+      expect(registry).toEqual(
+        chains
+          .sort((a, b) => (a ?? 0) - (b ?? 0))
+          .map((chain) => {
+            const end = journal.filter((e) => e.chain === chain).at(-1)!;
+            return { chain, seq: String(end.seq), hash: end.hash };
+          }),
+      );
       const sessions = await stores[1]!.readJournal(0, 10_000, 'sessions');
-      expectValidChain(sessions);
+      expect(chainProblems(sessions, 'sessions')).toEqual([]);
       expect(sessions).toHaveLength(stores.length * perStore);
     });
   });
@@ -496,7 +575,7 @@ describe('PostgresStore', () => {
         // A claim that failed at COMMIT may still have committed: it is there whole or not at all.
         const executions = await store.list({ limit: 100_000 });
         const journal = await wholeJournal(store);
-        expectValidChain(journal);
+        expect(chainProblems(journal)).toEqual([]);
         for (const kind of ['received', 'accepted', 'dispatched'] as const) {
           expect(journal.filter((e) => e.kind === kind && e.executionId?.startsWith('exe_'))).toHaveLength(
             executions.length,
@@ -579,7 +658,7 @@ describe('PostgresStore', () => {
         holder.release();
       }
       expect((await store.claim(claimInput(), { events: [{ kind: 'accepted' }] })).won).toBe(true);
-      expectValidChain(await wholeJournal(store));
+      expect(chainProblems(await wholeJournal(store))).toEqual([]);
     });
 
     it('cannot open: nothing listening, or no such database', async () => {

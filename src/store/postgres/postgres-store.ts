@@ -3,7 +3,7 @@
 // classification (errors.ts) that live beside it — the same shape as the SQLite store.
 import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
-import { buildEntry } from '../../journal/chain.js';
+import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
@@ -28,14 +28,15 @@ import { APPROVAL_SQL } from './approval-sql.js';
 import {
   connectionConfig,
   MIGRATION_TIMEOUT_MS,
+  POSTGRES_DEFAULTS,
   type PostgresStoreOptions,
   poolConfig,
 } from './connection.js';
 import { ignore, toStoreError } from './errors.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
-import { type ExecutionRow, type HeadColumns, type JournalRow, SQL, toRecord } from './sql.js';
-import { Connections, type Db, last, query, type Transaction } from './transactions.js';
+import { type ExecutionRow, type JournalRow, SQL, toRecord } from './sql.js';
+import { Connections, last, query } from './transactions.js';
 
 export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './connection.js';
 export { toStoreError } from './errors.js';
@@ -46,14 +47,23 @@ export { toStoreError } from './errors.js';
  * The claim is one INSERT … ON CONFLICT DO NOTHING against a partial unique
  * index: of any number of concurrent claims, in any number of processes, the
  * database lets exactly one insert. A write and the journal entries that
- * describe it commit in one transaction; the journal's one-row head is locked
- * last, so appends from every process form one chain while the lock is held
- * for about one round trip. Statements of one transaction are pipelined:
- * a claim with its events costs two round trips.
+ * describe it are one statement: the database hashes the entries onto a chain
+ * of this handle's own (journal_append, migrations v4), so a journaled claim is
+ * one round trip, and no row is locked by every gateway. Each write in flight
+ * holds one of the handle's chains; there are as many as writes were ever in
+ * flight at once (docs/postgres.md, "One chain per writer").
  */
 export class PostgresStore implements ExecutionStore {
   readonly kind = 'postgres' as const;
   readonly #db: Connections;
+  /** This handle's journal chains that no write holds now. */
+  readonly #idleChains: number[] = [];
+  /** Writes waiting for a chain, when all `#maxChains` are held. */
+  readonly #chainWaiters: ((chain: number | undefined) => void)[] = [];
+  /** Chains registered by this handle (or being registered), at most `#maxChains`. */
+  #chains = 0;
+  /** As many as writes can run at once: the pool's size. */
+  readonly #maxChains: number;
 
   /** Connects, brings the schema up to date and returns the store; StoreUnavailableError if it cannot. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -79,98 +89,103 @@ export class PostgresStore implements ExecutionStore {
   }
 
   private constructor(options: PostgresStoreOptions, connection: pg.ClientConfig) {
+    this.#maxChains = options.pool?.max ?? POSTGRES_DEFAULTS.poolMax;
     this.#db = new Connections(poolConfig(options, connection));
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
     const events = options.events ?? [];
     const fingerprint = postgresFingerprint.encode(input.fingerprint);
-    const claim = query<ExecutionRow & HeadColumns>(SQL.claim, [
-      events.length > 0,
-      wholeMs(input.attachWindowMs),
-      input.state === 'dispatched' ? wholeMs(input.dispatchTimeoutMs ?? 0) : null,
-      wholeMs(input.leaseMs),
-      input.id,
-      fingerprint,
-      input.actor,
-      input.tool,
-      input.session,
-      input.replay,
-      input.state,
-      input.claimToken,
-      input.leaseOwner,
-      input.argumentsPreview,
-      encodeOptional(postgresFingerprint, input.requestDigest),
-    ]);
-    const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
-
     const approval = input.state === 'awaiting_approval' ? input.approval : undefined;
-    if (events.length === 0 && options.replacing === undefined && approval === undefined) {
-      return this.#db.use(async (db) => {
-        const [row] = (await claim(db)).rows;
-        if (row) return { won: true, record: toRecord(row) };
-        const [active] = (await holder(db)).rows;
-        return { won: false, record: active && toRecord(active) };
+    return this.#withChain(events, async (journal) => {
+      const claim = query<ExecutionRow>(SQL.claim, [
+        events.length > 0,
+        wholeMs(input.attachWindowMs),
+        input.state === 'dispatched' ? wholeMs(input.dispatchTimeoutMs ?? 0) : null,
+        wholeMs(input.leaseMs),
+        input.id,
+        fingerprint,
+        input.actor,
+        input.tool,
+        input.session,
+        input.replay,
+        input.state,
+        input.claimToken,
+        input.leaseOwner,
+        input.argumentsPreview,
+        encodeOptional(postgresFingerprint, input.requestDigest),
+        ...journal,
+      ]);
+      const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
+
+      // The common case: one statement, one round trip (autocommit), journal included. A lost
+      // claim reads the holder on the same connection: under a storm of identical calls, a
+      // loser queues for the pool once, not twice.
+      if (options.replacing === undefined && approval === undefined) {
+        return this.#db.connection(async (db) => {
+          const [row] = (await claim(db)).rows;
+          if (row) return { won: true, record: toRecord(row) };
+          const [active] = (await holder(db)).rows;
+          return { won: false, record: active && toRecord(active) };
+        });
+      }
+      return this.#db.transaction(async (tx) => {
+        const retire =
+          options.replacing === undefined ? [] : [query(SQL.retire, [options.replacing, fingerprint])(tx.db)];
+        const [row] = (await last(retire, claim(tx.db))).rows;
+        if (!row) {
+          const read = holder(tx.db);
+          // Whatever `replacing` retired stays active: a lost claim changes nothing.
+          tx.rollback();
+          const [active] = (await read).rows;
+          return { won: false, record: active && toRecord(active) };
+        }
+        if (approval) {
+          tx.defer(
+            query(APPROVAL_SQL.insert, [
+              input.id,
+              approval.policy,
+              approval.channel,
+              approval.target,
+              approval.credentialRef,
+              approval.earlier,
+              row.read_at,
+              wholeMs(approval.expiresInMs),
+            ])(tx.db),
+          );
+        }
+        return { won: true, record: toRecord(row) };
       });
-    }
-    return this.#db.transaction(async (tx) => {
-      const retire =
-        options.replacing === undefined ? [] : [query(SQL.retire, [options.replacing, fingerprint])(tx.db)];
-      const [row] = (await last(retire, claim(tx.db))).rows;
-      if (!row) {
-        const read = holder(tx.db);
-        // Whatever `replacing` retired stays active: a lost claim changes nothing.
-        tx.rollback();
-        const [active] = (await read).rows;
-        return { won: false, record: active && toRecord(active) };
-      }
-      if (approval) {
-        tx.defer(
-          query(APPROVAL_SQL.insert, [
-            input.id,
-            approval.policy,
-            approval.channel,
-            approval.target,
-            approval.credentialRef,
-            approval.earlier,
-            row.read_at,
-            wholeMs(approval.expiresInMs),
-          ])(tx.db),
-        );
-      }
-      this.#append(tx, events, row.read_at, row);
-      return { won: true, record: toRecord(row) };
     });
   }
 
   async transition(t: TransitionInput): Promise<ExecutionRecord | undefined> {
     const events = withOutcomeDigest(t.id, t.outcome, t.events) ?? [];
-    const transition = query<ExecutionRow & HeadColumns>(SQL.transition, [
-      events.length > 0,
-      t.id,
-      t.to,
-      t.from,
-      t.token ?? null,
-      t.requireStale === true,
-      holderChange(t.holder),
-      t.holder?.token ?? null,
-      t.holder?.owner ?? null,
-      t.holder ? wholeMs(t.holder.leaseMs) : null,
-      t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
-      t.outcome === undefined ? null : JSON.stringify(t.outcome),
-      t.delivered === true,
-      t.note ?? null,
-      t.release === true,
-    ]);
-    const apply = async (db: Db, tx?: Transaction) => {
-      const [row] = (await transition(db)).rows;
-      if (!row) return undefined;
-      if (tx) this.#append(tx, events, row.read_at, row);
-      return toRecord(row);
-    };
-    return events.length === 0
-      ? this.#db.use((db) => apply(db))
-      : this.#db.transaction((tx) => apply(tx.db, tx));
+    return this.#withChain(events, (journal) =>
+      this.#db.use(async (db) => {
+        const [row] = (
+          await query<ExecutionRow>(SQL.transition, [
+            events.length > 0,
+            t.id,
+            t.to,
+            t.from,
+            t.token ?? null,
+            t.requireStale === true,
+            holderChange(t.holder),
+            t.holder?.token ?? null,
+            t.holder?.owner ?? null,
+            t.holder ? wholeMs(t.holder.leaseMs) : null,
+            t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
+            t.outcome === undefined ? null : JSON.stringify(t.outcome),
+            t.delivered === true,
+            t.note ?? null,
+            t.release === true,
+            ...journal,
+          ])(db)
+        ).rows;
+        return row && toRecord(row);
+      }),
+    );
   }
 
   async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
@@ -180,14 +195,9 @@ export class PostgresStore implements ExecutionStore {
   }
 
   async markDelivered(id: string, events: ActivityEventInput[] = []): Promise<void> {
-    const mark = query<{ read_at: number } & HeadColumns>(SQL.markDelivered, [events.length > 0, id]);
-    const apply = async (db: Db, tx?: Transaction) => {
-      const [row] = (await mark(db)).rows;
-      if (row && tx) this.#append(tx, events, row.read_at, row);
-    };
-    await (events.length === 0
-      ? this.#db.use((db) => apply(db))
-      : this.#db.transaction((tx) => apply(tx.db, tx)));
+    await this.#withChain(events, (journal) =>
+      this.#db.use((db) => query(SQL.markDelivered, [events.length > 0, id, ...journal])(db)),
+    );
   }
 
   async get(id: string): Promise<ExecutionRecord | undefined> {
@@ -221,10 +231,9 @@ export class PostgresStore implements ExecutionStore {
 
   async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     if (events.length === 0) return;
-    await this.#db.transaction(async (tx) => {
-      const [head] = (await query<HeadColumns & { read_at: number }>(SQL.lockHead, [stream])(tx.db)).rows;
-      this.#append(tx, events, head!.read_at, head!, stream);
-    });
+    await this.#withChain(events, (journal) =>
+      this.#db.use((db) => query(SQL.append, [stream, ...journal])(db)),
+    );
   }
 
   async readJournal(
@@ -240,9 +249,18 @@ export class PostgresStore implements ExecutionStore {
   async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
     return this.#db.use(async (db) => {
       const [head] = (await query<{ seq: number; hash: string }>(SQL.journalHead, [stream])(db)).rows;
-      // The head row exists from the start; seq 0 is the empty chain.
+      // Registered chains start at seq 0, the empty chain.
       return head && head.seq > 0 ? { seq: head.seq, hash: head.hash } : undefined;
     });
+  }
+
+  async journalChains(
+    stream: JournalStream = 'activity',
+  ): Promise<{ chain: number; seq: number; hash: string }[]> {
+    return this.#db.use(
+      async (db) =>
+        (await query<{ chain: number; seq: number; hash: string }>(SQL.journalChains, [stream])(db)).rows,
+    );
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
@@ -265,29 +283,31 @@ export class PostgresStore implements ExecutionStore {
         };
       });
     }
-    return this.#db.transaction(async (tx) => {
-      const { db } = tx;
-      // Trimming first, so the journal's lock (taken by the expiry) is not held while it deletes.
-      const trim = query(SQL.trim, [retentionMs])(db);
-      const trimSessions = query(APPROVAL_SQL.trimSessions, [retentionMs])(db);
-      const expire = query<ExecutionRow & HeadColumns>(SQL.expire, [true])(db);
-      const [trimmed, expired] = await Promise.all([trim, expire, trimSessions]);
-      // RETURNING gives no order; by id is creation order, as the journal should read.
-      const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      if (rows.length > 0) {
-        const events = rows.map(
-          (row): ActivityEventInput => ({
-            kind: 'lease_expired',
-            executionId: row.id,
-            actor: row.actor,
-            tool: row.tool,
-            detail: { state: 'unknown' },
-          }),
-        );
-        this.#append(tx, events, rows[0]!.read_at, rows[0]!);
-      }
-      return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
-    });
+    // A chain is held for the whole transaction: which rows expire is known only inside it.
+    return this.#holdingChain((chain) =>
+      this.#db.transaction(async (tx) => {
+        const { db } = tx;
+        const trim = query(SQL.trim, [retentionMs])(db);
+        const trimSessions = query(APPROVAL_SQL.trimSessions, [retentionMs])(db);
+        const expire = query<ExecutionRow>(SQL.expire, [])(db);
+        const [trimmed, expired] = await Promise.all([trim, expire, trimSessions]);
+        // RETURNING gives no order; by id is creation order, as the journal should read.
+        const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        if (rows.length > 0) {
+          const events = rows.map(
+            (row): ActivityEventInput => ({
+              kind: 'lease_expired',
+              executionId: row.id,
+              actor: row.actor,
+              tool: row.tool,
+              detail: { state: 'unknown' },
+            }),
+          );
+          tx.defer(query(SQL.append, ['activity', ...journalParams(events, chain)])(db));
+        }
+        return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
+      }),
+    );
   }
 
   async getApproval(id: string): Promise<ApprovalRequest | undefined> {
@@ -307,42 +327,37 @@ export class PostgresStore implements ExecutionStore {
 
   async decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult> {
     const events = input.events ?? [];
-    return this.#db.transaction(async (tx) => {
-      const decide = query<{ id: string }>(APPROVAL_SQL.decide, [
-        input.id,
-        input.decision,
-        input.by,
-        input.via,
-        input.reason ?? null,
-      ])(tx.db);
-      const [decided] = (await decide).rows;
-      const read = async () => {
-        const [execution, request] = await Promise.all([
-          query<ExecutionRow>(SQL.get, [input.id])(tx.db),
-          query<ApprovalColumns>(APPROVAL_SQL.get, [input.id])(tx.db),
-        ]);
-        const row = execution.rows[0];
-        const approval = request.rows[0];
-        return { record: row && toRecord(row), approval: approval && approvalFromColumns(approval) };
-      };
-      if (!decided) {
+    return this.#withChain(events, (journal) =>
+      this.#db.transaction(async (tx) => {
+        const decide = query<{ id: string }>(APPROVAL_SQL.decide, [
+          input.id,
+          input.decision,
+          input.by,
+          input.via,
+          input.reason ?? null,
+        ])(tx.db);
+        const [decided] = (await decide).rows;
+        const read = async () => {
+          const [execution, request] = await Promise.all([
+            query<ExecutionRow>(SQL.get, [input.id])(tx.db),
+            query<ApprovalColumns>(APPROVAL_SQL.get, [input.id])(tx.db),
+          ]);
+          const row = execution.rows[0];
+          const approval = request.rows[0];
+          return { record: row && toRecord(row), approval: approval && approvalFromColumns(approval) };
+        };
+        if (!decided) {
+          const now = await read();
+          tx.rollback();
+          return { decided: false, ...now };
+        }
+        // The chain's head is locked after the decision, so it is held from here to COMMIT only.
+        if (events.length > 0) tx.defer(query(SQL.append, ['activity', ...journal])(tx.db));
         const now = await read();
-        tx.rollback();
-        return { decided: false, ...now };
-      }
-      // The journal's head is locked after the decision, so it is held from here to COMMIT only.
-      const head =
-        events.length > 0
-          ? query<HeadColumns & { read_at: number }>(SQL.lockHead, ['activity'])(tx.db)
-          : undefined;
-      const now = await read();
-      if (!now.record || !now.approval) throw new Error(`the decision on ${input.id} cannot be read back`);
-      if (head) {
-        const [locked] = (await head).rows;
-        this.#append(tx, events, locked!.read_at, locked!);
-      }
-      return { decided: true, record: now.record, approval: now.approval };
-    });
+        if (!now.record || !now.approval) throw new Error(`the decision on ${input.id} cannot be read back`);
+        return { decided: true, record: now.record, approval: now.approval };
+      }),
+    );
   }
 
   async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
@@ -366,46 +381,86 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /**
-   * Writes `events` as the next entries of the chain, whose head the caller's
-   * statement has locked and returned; the transaction's COMMIT follows in the
-   * same round trip. `at` never goes below the previous entry's, so the chain's
-   * times read in order even when another process's clock read came later.
+   * Runs `work` holding one of this handle's chains (#takeChain), with the
+   * journal parameters of `events` (journalParams). No two writes in flight share a chain, so their
+   * appends never wait for each other. A chain whose write failed is dropped,
+   * not reused: its statement may still be running on a connection the pool
+   * gave up on. Without events, no chain is held.
    */
-  #append(
-    tx: Transaction,
-    events: ActivityEventInput[],
-    now: number,
-    head: HeadColumns,
-    stream: JournalStream = 'activity',
-  ): void {
-    if (events.length === 0) return;
-    if (head.head_seq === null || head.head_hash === null || head.head_at === null) {
-      throw new Error('journal head was not locked');
-    }
-    const at = Math.max(now, head.head_at);
-    let seq = head.head_seq;
-    let prevHash = head.head_hash;
-    const entries: { entry: ActivityEntry; detailText: string }[] = [];
-    for (const event of events) {
-      const built = buildEntry(event, ++seq, at, prevHash);
-      entries.push(built);
-      prevHash = built.entry.hash;
-    }
-    // One array per column: all entries go in with one statement.
-    const columns = [
-      entries.map(({ entry }) => entry.seq),
-      entries.map(({ entry }) => entry.kind),
-      entries.map(({ entry }) => entry.executionId),
-      entries.map(({ entry }) => entry.actor),
-      entries.map(({ entry }) => entry.tool),
-      entries.map(({ entry }) => entry.requestRef),
-      // Stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
-      entries.map(({ detailText }) => detailText),
-      entries.map(({ entry }) => entry.prevHash),
-      entries.map(({ entry }) => entry.hash),
-    ];
-    tx.defer(query(SQL.journal[stream].append, [at, ...columns, seq, prevHash])(tx.db));
+  async #withChain<T>(events: ActivityEventInput[], work: (journal: unknown[]) => Promise<T>): Promise<T> {
+    if (events.length === 0) return work(journalParams([], null));
+    return this.#holdingChain((chain) => work(journalParams(events, chain)));
   }
+
+  /** Runs `work` holding one of this handle's chains (see #withChain). */
+  async #holdingChain<T>(work: (chain: number) => Promise<T>): Promise<T> {
+    const chain = await this.#takeChain();
+    let result: T;
+    try {
+      result = await work(chain);
+    } catch (error) {
+      this.#chains--;
+      this.#giveChain(undefined);
+      throw error;
+    }
+    this.#giveChain(chain);
+    return result;
+  }
+
+  /**
+   * An idle chain, else a new one while fewer than the pool's size exist (no
+   * more writes than that can run at once), else the next one given back.
+   */
+  async #takeChain(): Promise<number> {
+    const idle = this.#idleChains.pop();
+    if (idle !== undefined) return idle;
+    if (this.#chains >= this.#maxChains) {
+      const given = await new Promise<number | undefined>((resolve) => this.#chainWaiters.push(resolve));
+      if (given !== undefined) return given;
+      // A dropped chain made room: register one in its place.
+    }
+    this.#chains++;
+    try {
+      return await this.#registerChain();
+    } catch (error) {
+      this.#chains--;
+      this.#giveChain(undefined);
+      throw error;
+    }
+  }
+
+  /** Hands `chain` to the next waiter, or keeps it idle; `undefined`: a chain was dropped, a waiter may register one. */
+  #giveChain(chain: number | undefined): void {
+    const waiter = this.#chainWaiters.shift();
+    if (waiter) waiter(chain);
+    else if (chain !== undefined) this.#idleChains.push(chain);
+  }
+
+  async #registerChain(): Promise<number> {
+    return this.#db.use(
+      async (db) => (await query<{ chain: number }>(SQL.registerChain, [])(db)).rows[0]!.chain,
+    );
+  }
+}
+
+/**
+ * The journal parameters of a statement that appends `events` to `chain`:
+ * the chain, then one array per column — the columns stored, the canonical
+ * detail and the envelope's tail (chain.ts), which the database hashes. All
+ * entries go in with one statement.
+ */
+function journalParams(events: ActivityEventInput[], chain: number | null): unknown[] {
+  if (events.length === 0) return [chain, null, null, null, null, null, null, null];
+  return [
+    chain,
+    events.map((e) => e.kind),
+    events.map((e) => e.executionId ?? null),
+    events.map((e) => e.actor ?? null),
+    events.map((e) => e.tool ?? null),
+    events.map((e) => e.requestRef ?? null),
+    events.map(eventDetailText),
+    events.map(envelopeTail),
+  ];
 }
 
 /** Times are bigint columns, which refuse a fraction rather than round it. */

@@ -10,13 +10,6 @@ export interface ExecutionRow extends ExecutionColumns {
   read_at: number;
 }
 
-/** The journal's end, returned (and locked) by the statement that made the change. */
-export interface HeadColumns {
-  head_seq: number | null;
-  head_hash: string | null;
-  head_at: number | null;
-}
-
 export type JournalRow = JournalColumns;
 
 /**
@@ -32,19 +25,22 @@ const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_a
   request_digest`;
 
 /**
- * Locks the journal's head row only if the change (`changed`) happened and has
- * events to journal ($1): a refused write never queues for the lock, and the
- * lock is taken after the row change, so it is held from here to COMMIT only.
+ * Appends the events ($first: the chain, then the 7 arrays of journalParams)
+ * in the statement that made the change (`changed`, at most one row), only if
+ * it happened and has events ($1): a refused write never touches the journal,
+ * and the chain's head is locked from here to COMMIT only — the end of this
+ * statement when it runs alone. Referenced from the final SELECT, so it runs.
  */
-function headLockedAfter(changed: string): string {
-  return `head AS (
-    SELECT seq, hash, at FROM journal_head
-    WHERE stream = 'activity' AND $1::boolean AND EXISTS (SELECT FROM ${changed})
-    FOR UPDATE
+function journalAfter(changed: string, first: number): string {
+  const p = (i: number) => `$${first + i}`;
+  return `j AS (
+    SELECT journal_append('activity', ${p(0)}::integer, ${changed}.read_at, ${p(1)}::text[], ${p(2)}::text[],
+      ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[]) AS seq
+    FROM ${changed} WHERE $1::boolean
   )`;
 }
 
-const HEAD = 'head.seq AS head_seq, head.hash AS head_hash, head.at AS head_at';
+const JOURNALED = '(SELECT max(seq) FROM j) AS journal_seq';
 
 /** The holder is gone, by the database's clock (see lease.ts). */
 const STALE = holderGoneSql('c.now');
@@ -64,8 +60,8 @@ export const SQL = {
         ON CONFLICT (fingerprint) WHERE active DO NOTHING
         RETURNING ${COLUMNS}, created_at AS read_at
       ),
-      ${headLockedAfter('ins')}
-      SELECT ins.*, ${HEAD} FROM ins LEFT JOIN head ON true`,
+      ${journalAfter('ins', 16)}
+      SELECT ins.*, ${JOURNALED} FROM ins`,
   },
   retire: {
     name: 'idem_retire',
@@ -104,8 +100,8 @@ export const SQL = {
           AND (NOT $6::boolean OR ${STALE})
         RETURNING ${COLUMNS}, c.now AS read_at
       ),
-      ${headLockedAfter('upd')}
-      SELECT upd.*, ${HEAD} FROM upd LEFT JOIN head ON true`,
+      ${journalAfter('upd', 16)}
+      SELECT upd.*, ${JOURNALED} FROM upd`,
   },
   renewLease: {
     name: 'idem_renew_lease',
@@ -122,8 +118,8 @@ export const SQL = {
         WHERE id = $2 AND delivered_at IS NULL
         RETURNING c.now AS read_at
       ),
-      ${headLockedAfter('upd')}
-      SELECT upd.read_at, ${HEAD} FROM upd LEFT JOIN head ON true`,
+      ${journalAfter('upd', 3)}
+      SELECT upd.read_at, ${JOURNALED} FROM upd`,
   },
   // Not a named statement: a plan cached for one filter would be a poor plan for the next.
   list: `
@@ -135,17 +131,22 @@ export const SQL = {
       AND ($4::bigint IS NULL OR created_at >= $4::bigint)
     ORDER BY id DESC
     LIMIT $5`,
-  lockHead: {
-    name: 'idem_lock_head',
+  /** Events appended on their own ($1 the stream, $2 the chain, then the arrays), at the database's time. */
+  append: {
+    name: 'idem_append',
     text: `
-      SELECT seq AS head_seq, hash AS head_hash, at AS head_at, ${CLOCK} AS read_at
-      FROM journal_head WHERE stream = $1
-      FOR UPDATE`,
+      SELECT journal_append($1, $2::integer, NULL, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+        $8::text[], $9::text[]) AS seq`,
   },
+  registerChain: { name: 'idem_register_chain', text: 'SELECT journal_register_chain() AS chain' },
   journal: { activity: journalStatements('activity'), sessions: journalStatements('sessions') },
   journalHead: {
     name: 'idem_journal_head',
-    text: 'SELECT seq, hash FROM journal_head WHERE stream = $1',
+    text: 'SELECT seq, hash FROM journal_head WHERE stream = $1 ORDER BY seq DESC LIMIT 1',
+  },
+  journalChains: {
+    name: 'idem_journal_chains',
+    text: 'SELECT chain, seq, hash FROM journal_head WHERE stream = $1 AND seq > 0 ORDER BY chain',
   },
   journalFor: {
     name: 'idem_journal_for',
@@ -165,9 +166,8 @@ export const SQL = {
         UPDATE executions SET state = 'unknown', updated_at = c.now FROM c
         WHERE id IN (SELECT id FROM stale)
         RETURNING ${COLUMNS}, c.now AS read_at
-      ),
-      ${headLockedAfter('upd')}
-      SELECT upd.*, ${HEAD} FROM upd LEFT JOIN head ON true`,
+      )
+      SELECT * FROM upd`,
   },
   trim: {
     name: 'idem_trim',
@@ -194,22 +194,10 @@ export const SQL = {
   now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
 } as const;
 
-/** One journal's statements; the table name is one of two constants, never input. */
+/** One journal's reads; the table name is one of two constants, never input. */
 function journalStatements(stream: JournalStream) {
   const table = `${stream}_journal`;
   return {
-    append: {
-      name: `idem_append_${stream}`,
-      text: `
-        WITH entries AS (
-          INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-          SELECT e.seq, $1::bigint, e.kind, e.execution_id, e.actor, e.tool, e.request_ref, e.detail, e.prev_hash,
-            e.hash
-          FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-            $9::text[], $10::text[]) AS e(seq, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-        )
-        UPDATE journal_head SET seq = $11::bigint, hash = $12, at = $1::bigint WHERE stream = '${stream}'`,
-    },
     read: {
       name: `idem_read_${stream}`,
       text: `SELECT * FROM ${table} WHERE seq > $1 ORDER BY seq LIMIT $2`,
