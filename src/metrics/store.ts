@@ -21,26 +21,38 @@ export function measuredStore(store: ExecutionStore, metrics: IdemMetrics): Exec
   });
 }
 
-async function measure(
-  metrics: IdemMetrics,
-  operation: string,
-  run: () => Promise<unknown>,
-  args: unknown[],
-): Promise<unknown> {
+/**
+ * Runs one store operation, timed and traced. A method that answers at once
+ * (not a promise: a setting read off the handle, no round trip) is passed
+ * through as it is, unmeasured: wrapping it would turn its value into a promise.
+ */
+function measure(metrics: IdemMetrics, operation: string, run: () => unknown, args: unknown[]): unknown {
   const stop = metrics.storeLatency.startTimer({ operation });
   const span = spanFor(operation, args);
-  try {
-    const result = await run();
-    observe(metrics, operation, args, result);
-    return result;
-  } catch (error) {
+  const failed = (error: unknown): never => {
     metrics.storeErrors.inc({ operation });
     span?.recordFailure(error);
-    throw error;
-  } finally {
     stop();
     span?.end();
+    throw error;
+  };
+  let pending: unknown;
+  try {
+    pending = run();
+  } catch (error) {
+    // As the store's async methods fail: a rejection, never a throw at the call.
+    return Promise.resolve().then(() => failed(error));
   }
+  if (!(pending instanceof Promise)) {
+    span?.end();
+    return pending;
+  }
+  return pending.then((result) => {
+    observe(metrics, operation, args, result);
+    stop();
+    span?.end();
+    return result;
+  }, failed);
 }
 
 /** The claim and the outcome are steps of a call's trace (receive → claim → dispatch → outcome). */
