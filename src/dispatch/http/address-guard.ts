@@ -52,17 +52,21 @@ const ranges = REFUSED_RANGES.map(([network, prefix, type, label]) => {
   return { list, type, label };
 });
 
-/** Every refused range in one list: most addresses a call pins are not in any, and one check says so. */
-const anyRefused = new BlockList();
-for (const [network, prefix, type] of REFUSED_RANGES) anyRefused.addSubnet(network, prefix, type);
+/** Judgements already made, by address as written: the same few addresses come back call after call. */
+const judged = new Map<string, string | undefined>();
+/** Bounds `judged`: addresses come from DNS answers for hosts that arguments may name. */
+const MAX_JUDGED = 1024;
 
 /** The range an address is refused for, if any. An IPv4-mapped IPv6 address is judged as its IPv4 address. */
 export function refusedRange(address: string): string | undefined {
+  if (judged.has(address)) return judged.get(address);
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   const ip = mapped ? (mapped[1] as string) : address;
   const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-  if (!anyRefused.check(ip, type)) return undefined;
-  return ranges.find((r) => r.type === type && r.list.check(ip, type))?.label;
+  const label = ranges.find((r) => r.type === type && r.list.check(ip, type))?.label;
+  if (judged.size >= MAX_JUDGED) judged.clear();
+  judged.set(address, label);
+  return label;
 }
 
 /**
