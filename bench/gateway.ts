@@ -61,7 +61,14 @@ const EXECUTION_ID = 'io.idem/execution-id';
 const REPLAYED = 'io.idem/replayed';
 
 interface Target {
-  key: 'direct' | 'mcp-proxy' | 'supergateway' | 'idem' | 'idem-memory' | 'idem-passthrough';
+  key:
+    | 'direct'
+    | 'mcp-proxy'
+    | 'supergateway'
+    | 'idem'
+    | 'idem-stateless'
+    | 'idem-memory'
+    | 'idem-passthrough';
   label: string;
   start(): Promise<ServerProcess>;
   /** Throws when a result is not what this series must return. */
@@ -89,6 +96,8 @@ function idemTarget(options: {
   dir: string;
   contract: Record<string, unknown>;
   store?: Record<string, unknown>;
+  /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
+  stateless?: boolean;
   instruments: Instruments;
 }): Target {
   const newExecution = options.contract.replay !== 'read_only';
@@ -103,6 +112,7 @@ function idemTarget(options: {
         JSON.stringify({
           data_dir: options.dir,
           ...(options.store ? { store: options.store } : {}),
+          ...(options.stateless ? { listen: { http: { stateless: true } } } : {}),
           upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
           tools: { echo: options.contract },
           // The default (10,000 receipts held for 10 minutes) refuses every call past the
@@ -247,6 +257,14 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
       label: 'idem gateway (SQLite; every call claimed + journaled)',
       dir: join(work, 'idem'),
       contract: { replay: 'keyed', scope: { business_key: 'id' } },
+      instruments,
+    }),
+    idemTarget({
+      key: 'idem-stateless',
+      label: 'idem gateway, stateless front (SQLite; every call claimed + journaled)',
+      dir: join(work, 'idem-stateless'),
+      contract: { replay: 'keyed', scope: { business_key: 'id' } },
+      stateless: true,
       instruments,
     }),
     ...(diagnostics
