@@ -7,6 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { Gate } from '../testing/gate.js';
 import { BoundedEventStore } from './event-store.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 
@@ -20,7 +21,7 @@ afterEach(async () => {
  * One stateful session with an event store (so every POST's stream opens with
  * a priming event, as in Idem's stateful front) and an `echo` tool, on loopback.
  */
-async function served(kind: 'idem' | 'sdk'): Promise<{ url: string }> {
+async function served(kind: 'idem' | 'sdk', gate?: Gate): Promise<{ url: string }> {
   const options = { sessionIdGenerator: () => randomUUID(), eventStore: new BoundedEventStore() };
   const transport =
     kind === 'idem' ? new NodeStreamableTransport(options) : new StreamableHTTPServerTransport(options);
@@ -28,6 +29,11 @@ async function served(kind: 'idem' | 'sdk'): Promise<{ url: string }> {
   mcp.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => ({
     content: [{ type: 'text', text }],
   }));
+  // Holds until the test opens the gate.
+  mcp.registerTool('slow', { inputSchema: {} }, async () => {
+    await gate?.wait();
+    return { content: [{ type: 'text', text: 'slow done' }] };
+  });
   await mcp.connect(transport);
   const serve = (req: IncomingMessage, res: ServerResponse) =>
     transport instanceof NodeStreamableTransport
@@ -57,6 +63,36 @@ async function adapterTimersDuringOneCall(url: string): Promise<{ timers: number
   const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
   vi.restoreAllMocks();
   return { timers, text: (result.content as { text: string }[])[0]?.text ?? '' };
+}
+
+const RAW_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+};
+
+/** Initializes a session by hand (fetch, no SDK client); returns its id. */
+async function rawSession(url: string): Promise<string> {
+  const init = await fetch(url, {
+    method: 'POST',
+    headers: RAW_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  });
+  await init.text();
+  return init.headers.get('mcp-session-id') as string;
+}
+
+function rawCall(url: string, session: string, id: number, name: string, args: Record<string, unknown>) {
+  return fetch(url, {
+    method: 'POST',
+    headers: { ...RAW_HEADERS, 'mcp-session-id': session },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+  });
 }
 
 describe('NodeStreamableTransport (the stateful front on Node http)', () => {
@@ -107,5 +143,34 @@ describe('NodeStreamableTransport (the stateful front on Node http)', () => {
     // The priming event (an id to resume from), then the result.
     expect(body).toMatch(/^id: [^\n]+\n(retry: \d+\n)?data: \n\n/);
     expect(body).toContain('"text":"chunked"');
+  });
+
+  it('streams a slow call: headers and the priming event arrive while the tool still runs, the result when it ends', async () => {
+    const gate = new Gate();
+    const { url } = await served('idem', gate);
+    const call = await rawCall(url, await rawSession(url), 2, 'slow', {});
+    // The response has started (fetch resolved on its headers) while the tool is held.
+    await gate.started;
+    const reader = (call.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('\n\n')) text += decoder.decode((await reader.read()).value, { stream: true });
+    expect(text).toMatch(/^id: [^\n]+\n(retry: \d+\n)?data: \n\n$/);
+    gate.open();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+    expect(text).toContain('"text":"slow done"');
+  });
+
+  it('a client that leaves mid-call ends its stream; the session goes on serving', async () => {
+    const gate = new Gate();
+    const { url } = await served('idem', gate);
+    const session = await rawSession(url);
+    const call = await rawCall(url, session, 2, 'slow', {});
+    await gate.started;
+    await call.body?.cancel();
+    gate.open();
+    const next = await rawCall(url, session, 3, 'echo', { text: 'still here' });
+    expect(next.status).toBe(200);
+    expect(await next.text()).toContain('"text":"still here"');
   });
 });
