@@ -8,7 +8,8 @@
  *   1. direct — the same server served over Streamable HTTP by itself;
  *   2. mcp-proxy — stdio → Streamable HTTP bridge, its own process;
  *   3. supergateway — `--stdio … --outputTransport streamableHttp --stateful`, its own process;
- *   4. idem gateway — the CLI as its own process, SQLite store in a fresh data
+ *   4. idem gateway — the CLI as its own process (`node dist/cli/main.js`, as
+ *      `npx idem` runs it; dist/ is rebuilt first if stale), SQLite store in a fresh data
  *      directory; the tool's contract (replay: keyed, business key `id`) and a
  *      new `id` per call make every call a new execution: claimed, dispatched,
  *      recorded and journaled.
@@ -21,7 +22,8 @@
  * what it measured.
  *
  * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
- * 5,000; BENCH_GATEWAY_PROFILE=<dir> writes a V8 CPU profile of each series'
+ * 5,000; BENCH_GATEWAY_SERIES=idem,supergateway runs only those series;
+ * BENCH_GATEWAY_IN_FLIGHT=1 only that concurrency; BENCH_GATEWAY_PROFILE=<dir> writes a V8 CPU profile of each series'
  * server process into <dir>/<series>/; BENCH_GATEWAY_TIMING=<dir> writes the
  * median time each server spends on the way in, at the upstream and on the way
  * back (bench/timing-hooks.mjs) into <dir>/<series>/).
@@ -34,7 +36,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Database from 'better-sqlite3';
 import {
-  CLI,
+  builtCli,
   connectClient,
   drive,
   freePort,
@@ -59,7 +61,14 @@ const EXECUTION_ID = 'io.idem/execution-id';
 const REPLAYED = 'io.idem/replayed';
 
 interface Target {
-  key: 'direct' | 'mcp-proxy' | 'supergateway' | 'idem' | 'idem-memory' | 'idem-passthrough';
+  key:
+    | 'direct'
+    | 'mcp-proxy'
+    | 'supergateway'
+    | 'idem'
+    | 'idem-stateless'
+    | 'idem-memory'
+    | 'idem-passthrough';
   label: string;
   start(): Promise<ServerProcess>;
   /** Throws when a result is not what this series must return. */
@@ -77,13 +86,18 @@ function packageBin(name: string): { path: string; version: string } {
   return { path: join(dir, bin), version: manifest.version };
 }
 
-/** `idem gateway --config … --listen 127.0.0.1:0` (the CLI, from src through tsx) with one contract for `echo`. */
+/**
+ * `idem gateway --config … --listen 127.0.0.1:0` with one contract for `echo`: the CLI
+ * as a user runs it, `node dist/cli/main.js` (built first if stale: harness `builtCli`).
+ */
 function idemTarget(options: {
   key: Target['key'];
   label: string;
   dir: string;
   contract: Record<string, unknown>;
   store?: Record<string, unknown>;
+  /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
+  stateless?: boolean;
   instruments: Instruments;
 }): Target {
   const newExecution = options.contract.replay !== 'read_only';
@@ -98,6 +112,7 @@ function idemTarget(options: {
         JSON.stringify({
           data_dir: options.dir,
           ...(options.store ? { store: options.store } : {}),
+          ...(options.stateless ? { listen: { http: { stateless: true } } } : {}),
           upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
           tools: { echo: options.contract },
           // The default (10,000 receipts held for 10 minutes) refuses every call past the
@@ -111,9 +126,7 @@ function idemTarget(options: {
         command: process.execPath,
         args: [
           ...profileFlags(options.instruments, options.key),
-          '--import',
-          'tsx',
-          CLI,
+          builtCli(),
           'gateway',
           '--config',
           configPath,
@@ -246,6 +259,14 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
       contract: { replay: 'keyed', scope: { business_key: 'id' } },
       instruments,
     }),
+    idemTarget({
+      key: 'idem-stateless',
+      label: 'idem gateway, stateless front (SQLite; every call claimed + journaled)',
+      dir: join(work, 'idem-stateless'),
+      contract: { replay: 'keyed', scope: { business_key: 'id' } },
+      stateless: true,
+      instruments,
+    }),
     ...(diagnostics
       ? [
           idemTarget({
@@ -331,6 +352,8 @@ export async function benchGateway(options: {
   timingDir?: string;
   /** Also run Idem with a memory store and with the tool passed through (read_only): where the time goes. */
   diagnostics?: boolean;
+  /** Only these series (their keys: direct, mcp-proxy, supergateway, idem, idem-memory, idem-passthrough). */
+  series?: string[];
 }): Promise<string[]> {
   const work = mkdtempSync(join(tmpdir(), 'idem-bench-gateway-'));
   const budgetMs = options.budgetMs ?? Number(process.env.BENCH_GATEWAY_BUDGET_MS ?? 120_000);
@@ -338,9 +361,9 @@ export async function benchGateway(options: {
     work,
     { profileDir: options.profileDir, timingDir: options.timingDir },
     options.diagnostics ?? true,
-  ).map((target) => ({
-    target,
-  }));
+  )
+    .filter((target) => !options.series || options.series.includes(target.key))
+    .map((target) => ({ target }));
   const lines: string[] = [];
   const callsIssued = { idem: 0 };
   try {
@@ -438,9 +461,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const calls = Number(process.env.BENCH_CALLS ?? 5_000);
   const profileDir = process.env.BENCH_GATEWAY_PROFILE;
   const timingDir = process.env.BENCH_GATEWAY_TIMING;
+  const series = process.env.BENCH_GATEWAY_SERIES?.split(',');
   for (const line of await benchGateway({
     calls,
-    concurrency: [1, 16],
+    concurrency: (process.env.BENCH_GATEWAY_IN_FLIGHT ?? '1,16').split(',').map(Number),
+    ...(series ? { series } : {}),
     ...(profileDir ? { profileDir } : {}),
     ...(timingDir ? { timingDir } : {}),
   }))

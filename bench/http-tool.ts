@@ -4,7 +4,10 @@
  * as an HTTP action tool through the execution engine on SQLite (identify →
  * claim → credential → SSRF check and pinned connection → request → outcome →
  * delivery). The target is a trivial loopback server in this process; calls
- * alternate between the two series, so both see the same machine state.
+ * alternate between the series, so all see the same machine state. Two
+ * diagnostic series show where Idem's time goes: the channel alone (templates,
+ * URL and address checks, pinned pool, outcome; no engine), and the whole
+ * tool with the engine on a memory store (no SQLite).
  *
  *   npx tsx bench/http-tool.ts      # BENCH_CALLS calls per series (default 5,000)
  */
@@ -22,6 +25,7 @@ import { httpActionTool } from '../src/dispatch/http/index.js';
 import { ExecutionEngine } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { KnownSecrets } from '../src/identity/redaction.js';
+import { MemoryStore } from '../src/store/memory/memory-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 const KEY = 'sk_bench_0123456789abcdef';
@@ -60,24 +64,35 @@ export async function benchHttpTool(calls: number): Promise<string[]> {
     },
     { credentials },
   );
-  const engine = new ExecutionEngine({
-    store,
-    fingerprinter: new Fingerprinter(randomBytes(32)),
+  const fingerprinter = new Fingerprinter(randomBytes(32));
+  const engine = new ExecutionEngine({ store, fingerprinter, knownSecrets: secrets });
+  const memoryEngine = new ExecutionEngine({
+    store: new MemoryStore(),
+    fingerprinter,
     knownSecrets: secrets,
   });
   const contract = resolveContract(tool.contract, undefined);
   const caller = { actor: 'local:bench', session: 'bench' };
   const direct = new Agent();
 
-  const viaIdem = async (i: number) => {
+  const through = (on: ExecutionEngine, prefix: string) => async (i: number) => {
     const { call, dispatch } = actionCall(
       'charge',
       tool.channel,
       contract,
-      { order_id: `o-${i}`, amount_cents: 100 },
+      { order_id: `${prefix}-${i}`, amount_cents: 100 },
       caller,
     );
-    const result = await engine.execute(call, dispatch);
+    const result = await on.execute(call, dispatch);
+    if (result.isError) throw new Error(`bench call failed: ${JSON.stringify(result.content)}`);
+  };
+  const viaIdem = through(engine, 'o');
+  const viaMemory = through(memoryEngine, 'm');
+  const viaChannel = async (i: number) => {
+    const result = await tool.channel.dispatch(
+      { order_id: `c-${i}`, amount_cents: 100 },
+      { executionId: `exe_bench_${i}`, redispatch: false },
+    );
     if (result.isError) throw new Error(`bench call failed: ${JSON.stringify(result.content)}`);
   };
   const viaUndici = async (i: number) => {
@@ -95,18 +110,15 @@ export async function benchHttpTool(calls: number): Promise<string[]> {
   };
 
   const warmup = Math.min(500, Math.floor(calls / 10));
-  for (let i = 0; i < warmup; i++) {
-    await viaUndici(-1 - i);
-    await viaIdem(-1 - i);
-  }
-  const samples = { undici: new Float64Array(calls), idem: new Float64Array(calls) };
+  const series = [viaUndici, viaIdem, viaChannel, viaMemory];
+  for (let i = 0; i < warmup; i++) for (const send of series) await send(-1 - i);
+  const samples = series.map(() => new Float64Array(calls));
   for (let i = 0; i < calls; i++) {
-    let start = process.hrtime.bigint();
-    await viaUndici(i);
-    samples.undici[i] = Number(process.hrtime.bigint() - start);
-    start = process.hrtime.bigint();
-    await viaIdem(i);
-    samples.idem[i] = Number(process.hrtime.bigint() - start);
+    for (const [k, send] of series.entries()) {
+      const start = process.hrtime.bigint();
+      await send(i);
+      (samples[k] as Float64Array)[i] = Number(process.hrtime.bigint() - start);
+    }
   }
   await tool.channel.close();
   await direct.close();
@@ -115,10 +127,14 @@ export async function benchHttpTool(calls: number): Promise<string[]> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   rmSync(dir, { recursive: true, force: true });
 
-  const expected = 2 * (calls + warmup);
+  const expected = series.length * (calls + warmup);
   if (requests !== expected) throw new Error(`the target counted ${requests} requests, expected ${expected}`);
-  const u = samples.undici.sort();
-  const d = samples.idem.sort();
+  const [u, d, c, m] = samples.map((s) => s.sort()) as [
+    Float64Array,
+    Float64Array,
+    Float64Array,
+    Float64Array,
+  ];
   const row = (label: string, s: Float64Array) =>
     `| ${label} | ${percentile(s, 0.5).toFixed(3)} | ${percentile(s, 0.99).toFixed(3)} |`;
   return [
@@ -128,6 +144,8 @@ export async function benchHttpTool(calls: number): Promise<string[]> {
     '| --- | ---: | ---: |',
     row('POST sent directly with undici (keep-alive pool)', u),
     row('the same POST as an HTTP action tool (engine, SQLite)', d),
+    row('diagnostic: the HTTP channel alone (no engine, no store)', c),
+    row('diagnostic: the HTTP action tool, engine on a memory store', m),
     '',
     `Idem adds ${(percentile(d, 0.5) - percentile(u, 0.5)).toFixed(3)} ms at p50 (ratio ${(percentile(d, 0.5) / percentile(u, 0.5)).toFixed(2)}×).`,
   ];

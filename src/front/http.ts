@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
@@ -16,6 +15,7 @@ import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { legacyRefusal } from './legacy-refusals.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
+import { NodeStreamableTransport } from './node-streamable.js';
 import { rpcError, sendJson } from './replies.js';
 
 /** Largest request body accepted, as the SDK's own limit. */
@@ -63,7 +63,7 @@ export interface HttpFrontOptions {
   /** Bounds of each session's replay buffer (events for `Last-Event-ID`). */
   eventsPerSession?: { maxEvents?: number; maxBytes?: number };
   /** Puts receipts around the transport (layer 1). */
-  wrap(transport: StreamableHTTPServerTransport): ReceiptTransport;
+  wrap(transport: Transport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
   attach(transport: ReceiptTransport): Promise<void>;
   /**
@@ -86,7 +86,7 @@ export interface ServedHttp {
 }
 
 interface Session {
-  http: StreamableHTTPServerTransport;
+  http: NodeStreamableTransport;
   receipts: ReceiptTransport;
   /** Who opened it (the bearer principal; '' without auth): nobody else may use it. */
   owner: string;
@@ -132,7 +132,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const openSession = async (owner: string): Promise<Session> => {
     const session = { lastSeen: clock(), busy: 0, owner } as Session;
-    session.http = new StreamableHTTPServerTransport(
+    session.http = new NodeStreamableTransport(
       options.stateless
         ? { sessionIdGenerator: undefined }
         : {
@@ -213,13 +213,13 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       if (!existing) {
         // GET/DELETE need a session; the SDK transport answers with the spec's error.
         const session = await openSession(owner);
-        await session.http.handleRequest(req, res);
+        await session.http.serve(req, res);
         await discardUnlessInitialized(session);
         return;
       }
       busyUntilDone(existing, res);
       endWhenTokenExpires(req, res);
-      await existing.http.handleRequest(req, res);
+      await existing.http.serve(req, res);
       return;
     }
     const body = await readJsonBody(req, res);
@@ -267,7 +267,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     }
     const session = existing ?? (await openSession(owner));
     if (!existing) busyUntilDone(session, res);
-    await session.http.handleRequest(req, res, body);
+    await session.http.serve(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
     else if (!existing) await discardUnlessInitialized(session);
   };

@@ -52,21 +52,42 @@ const ranges = REFUSED_RANGES.map(([network, prefix, type, label]) => {
   return { list, type, label };
 });
 
+/** Judgements already made, by address as written: the same few addresses come back call after call. */
+const judged = new Map<string, string | undefined>();
+/** Bounds `judged`: addresses come from DNS answers for hosts that arguments may name. */
+const MAX_JUDGED = 1024;
+
 /** The range an address is refused for, if any. An IPv4-mapped IPv6 address is judged as its IPv4 address. */
 export function refusedRange(address: string): string | undefined {
+  if (judged.has(address)) return judged.get(address);
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   const ip = mapped ? (mapped[1] as string) : address;
   const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-  return ranges.find((r) => r.type === type && r.list.check(ip, type))?.label;
+  const label = ranges.find((r) => r.type === type && r.list.check(ip, type))?.label;
+  if (judged.size >= MAX_JUDGED) judged.clear();
+  judged.set(address, label);
+  return label;
 }
 
-/** Same address, however written (`::1` and `0:0:0:0:0:0:0:1`). */
-function sameAddress(a: string, b: string): boolean {
-  const family = isIP(a);
-  if (family === 0 || family !== isIP(b)) return false;
-  const list = new BlockList();
-  list.addAddress(a, family === 6 ? 'ipv6' : 'ipv4');
-  return list.check(b, family === 6 ? 'ipv6' : 'ipv4');
+/**
+ * One list per address a tool's config names (allow.hosts, allow.addresses),
+ * built once: they are compared with on every call. Bounded by the config,
+ * since only configured addresses are ever the first argument of sameAddress.
+ */
+const addressLists = new Map<string, { list: BlockList; family: number }>();
+
+/** Same address, however written (`::1` and `0:0:0:0:0:0:0:1`); `configured` comes from a tool's config. */
+function sameAddress(configured: string, address: string): boolean {
+  let entry = addressLists.get(configured);
+  if (!entry) {
+    const family = isIP(configured);
+    const list = new BlockList();
+    if (family !== 0) list.addAddress(configured, family === 6 ? 'ipv6' : 'ipv4');
+    entry = { list, family };
+    addressLists.set(configured, entry);
+  }
+  if (entry.family === 0 || entry.family !== isIP(address)) return false;
+  return entry.list.check(address, entry.family === 6 ? 'ipv6' : 'ipv4');
 }
 
 /** Scheme, host and port of a URL against the tool's lists; throws DispatchRefusedError naming what is not allowed. */

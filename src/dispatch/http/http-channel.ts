@@ -82,7 +82,7 @@ export class HttpChannel implements ActionChannel {
 
   async dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
     const spec = this.#spec;
-    let url = buildUrl(spec.url, args);
+    const url = buildUrl(spec.url, args);
     checkUrl(url, this.allowed);
     const headers = buildHeaders(spec.headers, args);
     let body: string | undefined;
@@ -96,8 +96,34 @@ export class HttpChannel implements ActionChannel {
     if (credentialHeader) setHeader(headers, credentialHeader.name, credentialHeader.value);
     if (ctx.executionId) setHeader(headers, spec.idempotency_header, ctx.executionId);
 
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+    // One timer for the whole call, cleared when it ends: AbortSignal.timeout's would stay armed
+    // (and held) for the full timeout after every call, thousands at once under load.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The operation timed out.', 'TimeoutError')),
+      this.timeoutMs,
+    );
+    timer.unref();
+    try {
+      return await this.#exchange(url, headers, body, credentialHeader, deadline.signal, ctx.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The request and its redirects (as many as the spec allows), then the answer read into a result. */
+  async #exchange(
+    first: URL,
+    headers: Record<string, string>,
+    payload: string | undefined,
+    credentialHeader: { name: string; value: string } | undefined,
+    timeout: AbortSignal,
+    cancelled: AbortSignal | undefined,
+  ): Promise<ToolResult> {
+    const spec = this.#spec;
+    const signal = cancelled ? AbortSignal.any([timeout, cancelled]) : timeout;
+    let url = first;
+    let body = payload;
     let method = spec.method;
     for (let hop = 0; ; hop++) {
       // Resolved once per hop, judged, and the connection pinned to exactly that address:
