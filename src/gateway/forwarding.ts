@@ -9,12 +9,15 @@ import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { unprefixed } from './routing.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import { routeToSubscriptions } from './subscriptions.js';
 
 /** Passes a request to an upstream and its reply back, ids translated both ways. */
 export async function forward(
   s: SessionState,
   request: JSONRPCRequest,
   upstreamName: string | undefined,
+  /** Headers of the upstream request's own POST (a tool's `Mcp-Param-*`), for an HTTP upstream. */
+  headers?: Record<string, string>,
 ): Promise<void> {
   const upstream = upstreamName ? s.upstreams.get(upstreamName) : undefined;
   if (!upstream) return s.replyError(request.id, -32601, `Method not found: ${request.method}`);
@@ -30,6 +33,7 @@ export async function forward(
       (upstreamId) => {
         forwarded.upstreamId = upstreamId;
       },
+      headers,
     );
     return s.send({ ...reply, id: request.id } as JSONRPCMessage);
   } catch (error) {
@@ -97,6 +101,7 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
           },
     onNotification: (notification: JSONRPCNotification) => {
       if (notification.method === 'notifications/tools/list_changed') shared.catalog.clear(upstreamName);
+      if (routeToSubscriptions(shared, shared.upstreams.get(upstreamName), notification)) return;
       const params = (notification.params ?? {}) as { progressToken?: unknown; level?: unknown };
       if (notification.method === 'notifications/progress') {
         const match = inFlightHere().find(({ f }) => f.upstreamProgressToken === params.progressToken);

@@ -15,6 +15,7 @@ import {
 import { discoverResultOf } from '../protocol/modern-bridge.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import { newSubscriptionHub } from './subscriptions.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
   s.era = 'legacy';
@@ -83,7 +84,11 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
  * client, as this revision says it (see discoverResultOf).
  */
 export function discover(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  return s.reply(request.id, discoverResultOf(mergeInitialize(s, [...sharedResults(s)])));
+  // The gateway serves subscriptions/listen: what the upstreams can announce is advertised.
+  return s.reply(
+    request.id,
+    discoverResultOf(mergeInitialize(s, [...sharedResults(s)]), { subscriptions: true }),
+  );
 }
 
 export function* sharedResults(s: SessionState): Iterable<[string, InitializeResult]> {
@@ -132,6 +137,7 @@ export async function startSharedUpstreams(
     catalog: ctx.newCatalog(),
     sessions: new Set(),
     nextProgressToken: 1,
+    subscriptions: newSubscriptionHub(),
   };
   for (const spec of ctx.upstreams) {
     const connection = new UpstreamConnection(spec, sharedHandlers(ctx, shared, spec.name), {

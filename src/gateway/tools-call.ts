@@ -24,6 +24,7 @@ import {
   MISSING_REQUIRED_CLIENT_CAPABILITY,
   UNSUPPORTED_PROTOCOL_VERSION,
 } from '../protocol/eras.js';
+import { checkParamHeaders, paramHeadersFor, paramHeadersOf } from '../protocol/param-headers.js';
 import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
@@ -72,9 +73,24 @@ export async function toolsCall(
   }
   if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
   const upstream = s.upstreams.get(entry.upstream);
+  // SEP-2243: over HTTP a 2026-07-28 call mirrors the arguments its tool marks into headers, and a
+  // disagreement is refused before anything is recorded or run.
+  const headers = extra?.requestInfo?.headers;
+  if (s.era === 'modern' && headers) {
+    const mismatch = checkParamHeaders(paramHeadersOf(entry.tool.inputSchema), params.arguments, (h) => {
+      const value = headers[h];
+      return Array.isArray(value) ? value.join(', ') : value;
+    });
+    if (mismatch) return s.send({ jsonrpc: '2.0', id: request.id, error: mismatch });
+  }
 
   if (entry.contract.replay === 'read_only' && !entry.action) {
-    return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
+    return forward(
+      s,
+      { ...request, params: { ...params, name: entry.upstreamName } },
+      entry.upstream,
+      paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), params.arguments),
+    );
   }
 
   let args: Record<string, unknown>;
@@ -322,6 +338,8 @@ export async function dispatchToolCall(
       (upstreamId) => {
         forwarded.upstreamId = upstreamId;
       },
+      // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
+      paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
     );
   } catch (error) {
     // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
