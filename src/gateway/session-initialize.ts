@@ -14,6 +14,7 @@ import {
 } from '../protocol/eras.js';
 import { discoverResultOf } from '../protocol/modern-bridge.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
+import { ROUND_CAPABILITIES } from './input-rounds.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { newSubscriptionHub } from './subscriptions.js';
 
@@ -138,6 +139,7 @@ export async function startSharedUpstreams(
     sessions: new Set(),
     nextProgressToken: 1,
     subscriptions: newSubscriptionHub(),
+    rounds: new Map(),
   };
   for (const spec of ctx.upstreams) {
     const connection = new UpstreamConnection(spec, sharedHandlers(ctx, shared, spec.name), {
@@ -147,7 +149,11 @@ export async function startSharedUpstreams(
     upstreams.set(spec.name, connection);
     await connection.start({
       protocolVersion: LATEST_LEGACY_VERSION,
-      capabilities: {},
+      // 2026-07-28 clients answer a 2025-era upstream's requests through input rounds
+      // (gateway/input-rounds.ts): what any of them may answer is declared, and a request a given
+      // client did not declare is refused to the upstream then. Stateless 2025-era clients cannot
+      // be asked anything.
+      capabilities: prefer === 'modern' ? ROUND_CAPABILITIES : {},
       clientInfo: { name: 'idem-gateway', version: ctx.version },
     });
   }

@@ -18,6 +18,7 @@ import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
 import type { CallerInfo } from '../receipts/receipt-transport.js';
 import type { ToolCatalog } from './catalog.js';
+import type { InputRound } from './input-rounds.js';
 import type { SubscriptionHub } from './subscriptions.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
@@ -64,6 +65,8 @@ export interface SharedUpstreams {
   nextProgressToken: number;
   /** The 2026-07-28 clients' open `subscriptions/listen` streams (gateway/subscriptions.ts). */
   subscriptions: SubscriptionHub;
+  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (gateway/input-rounds.ts). */
+  rounds: Map<string, InputRound>;
 }
 
 /** A client request the gateway is serving, as the upstream and progress notifications find it. */

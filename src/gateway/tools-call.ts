@@ -28,6 +28,14 @@ import { checkParamHeaders, paramHeadersFor, paramHeadersOf } from '../protocol/
 import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
+import {
+  answerForLegacyClient,
+  continueRound,
+  MAX_INPUT_ROUNDS,
+  openRound,
+  replyFromRound,
+  roundContinued,
+} from './input-rounds.js';
 import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
 import { lookUpTool } from './tools-list.js';
 
@@ -51,6 +59,9 @@ export async function toolsCall(
     name?: unknown;
     arguments?: unknown;
     _meta?: Record<string, unknown>;
+    /** 2026-07-28: the answers to an `input_required` round, and the state it named. */
+    inputResponses?: unknown;
+    requestState?: unknown;
   };
   const name = typeof params.name === 'string' ? params.name : '';
   if (name === s.ctx.statusTool) {
@@ -122,6 +133,10 @@ export async function toolsCall(
     throw error;
   }
 
+  // A 2026-07-28 client answering what a 2025-era upstream asked in the middle of this call.
+  const continued = roundContinued(s, params, name);
+  if (continued) return continueRound(s, request, continued, params, replyWithResult);
+
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
   const forwarded = s.track(request.id, entry.upstream, params._meta, true);
@@ -144,7 +159,8 @@ export async function toolsCall(
       const approved = { ...call, ...approverFor(s, forwarded, entry) };
       return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
     }
-    const result = await s.ctx.engine.execute(
+    const round = openRound(s, upstream, name, params._meta, forwarded);
+    const execution = s.ctx.engine.execute(
       {
         signal: forwarded.cancelled?.signal,
         tool: name,
@@ -170,10 +186,19 @@ export async function toolsCall(
           forwarded,
         ),
     );
-    return replyWithResult(s, request.id, result, forwarded);
+    if (round) {
+      round.run(execution);
+      return replyFromRound(s, request.id, round, forwarded, replyWithResult);
+    }
+    return replyWithResult(s, request.id, await execution, forwarded);
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
+}
+
+/** A 2025-era client with a session can be sent requests (not one of the stateless front). */
+function canBeAsked(s: SessionState): boolean {
+  return s.era !== 'modern' && !s.shared;
 }
 
 /** The OAuth token a request came with, as the journal records it (issuer, jti). */
@@ -323,29 +348,50 @@ export async function dispatchToolCall(
       throw new NotDispatchedError(`The upstream "${entry.upstream}" is down (restarting).`);
     });
   }
-  let reply: UpstreamReply;
-  try {
-    reply = await upstream.request(
-      'tools/call',
-      {
-        ...params,
-        name: entry.upstreamName,
-        arguments: args,
-        // An upstream built with the Idem library deduplicates on this across the boundary.
-        _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
-      },
-      undefined,
-      (upstreamId) => {
-        forwarded.upstreamId = upstreamId;
-      },
-      // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
-      paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
-    );
-  } catch (error) {
-    // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
-    if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
-    if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
-    throw error;
+  const send = async (round: Record<string, unknown>): Promise<UpstreamReply> => {
+    try {
+      return await upstream.request(
+        'tools/call',
+        {
+          ...params,
+          ...round,
+          name: entry.upstreamName,
+          arguments: args,
+          // An upstream built with the Idem library deduplicates on this across the boundary.
+          _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
+        },
+        undefined,
+        (upstreamId) => {
+          forwarded.upstreamId = upstreamId;
+        },
+        // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
+        paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
+      );
+    } catch (error) {
+      // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
+      if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
+      if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
+      throw error;
+    }
+  };
+  let reply = await send({});
+  // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
+  // re-issued with the answers: the same execution, since the upstream has not acted yet.
+  for (let round = 1; 'result' in reply && isInputRequired(reply.result) && canBeAsked(s); round++) {
+    const answers =
+      round > MAX_INPUT_ROUNDS
+        ? { problem: `the upstream asked for input ${MAX_INPUT_ROUNDS} times` }
+        : await answerForLegacyClient(
+            s,
+            reply.result as Record<string, unknown>,
+            forwarded,
+            entry.contract.attachWindowMs,
+          );
+    if ('problem' in answers)
+      throw new NotDispatchedError(
+        `The upstream asks for more input before it acts, and ${answers.problem}. Nothing was executed.`,
+      );
+    reply = await send(answers.params);
   }
   forwarded.upstreamId = undefined;
   if ('result' in reply && isInputRequired(reply.result)) {
@@ -356,7 +402,7 @@ export async function dispatchToolCall(
     throw new NotDispatchedError(
       s.era === 'modern'
         ? 'The upstream asks for more input before it acts.'
-        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client cannot give through the gateway. Nothing was executed.',
+        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client without a session (the stateless front) cannot give. Nothing was executed.',
     );
   }
   if ('error' in reply) {
