@@ -75,8 +75,11 @@ function asText(value: unknown): string | undefined {
   return undefined;
 }
 
-/** A header value as the argument it carries: Base64 inside the sentinel, else literal; undefined if malformed. */
-function decode(value: string): string | undefined {
+/**
+ * A header value as the value it carries (an argument, or `Mcp-Name`'s name or
+ * URI): Base64 inside the sentinel, else literal; undefined if malformed.
+ */
+export function decodeHeaderValue(value: string): string | undefined {
   if (!(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX))) return value;
   const payload = value.slice(BASE64_PREFIX.length, value.length - BASE64_SUFFIX.length);
   if (!BASE64_CANONICAL.test(payload)) return undefined;
@@ -110,13 +113,14 @@ export function checkParamHeaders(
     const text = asText(body);
     if (body === undefined || body === null || text === undefined) continue;
     const sent = headerOf(name.toLowerCase());
+    const decoded = sent === undefined ? undefined : decodeHeaderValue(sent);
     const problem =
       sent === undefined
         ? `the arguments carry ${path.join('.')} but the ${name} header is absent`
-        : decode(sent) === undefined
+        : decoded === undefined
           ? `the ${name} header carries an invalid Base64 value`
-          : !equal(decode(sent) as string, body, text, type)
-            ? `the ${name} header says ${JSON.stringify(decode(sent))} but the arguments carry ${path.join('.')}=${JSON.stringify(body)}`
+          : !equal(decoded, body, text, type)
+            ? `the ${name} header says ${JSON.stringify(decoded)} but the arguments carry ${path.join('.')}=${JSON.stringify(body)}`
             : undefined;
     if (problem)
       return {

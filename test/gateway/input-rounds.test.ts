@@ -199,6 +199,38 @@ describe('a 2025-era client in front of a 2026-07-28 upstream that answers input
   });
 });
 
+describe('a 2026-07-28 client in front of a 2026-07-28 upstream (input_required passed through)', () => {
+  it('the round completes once; the same call again is answered from it, not asked again (by default)', async () => {
+    const counts = freshDir('rounds-modern-both');
+    const running = await startHttpGateway({
+      upstreams: {
+        counter: {
+          command: process.execPath,
+          args: ['--import', 'tsx', COUNTING_2026, '--dir', counts],
+          cwd: REPO_ROOT,
+        },
+      },
+    });
+    const client = await v2Client('modern', { url: running.url });
+    try {
+      expect(textOf(await client.call({ key: 'both', ask: 'elicitation' }))).toBe('both=1 (confirmed)');
+      expect(client.asked.elicitation).toBe(1);
+      // One actor's same intent inside its window: a lost answer asked again, answered from the
+      // completed execution (a contract with after_completion: new makes it a new call instead).
+      const again = (await client.call({ key: 'both', ask: 'elicitation' })) as {
+        _meta?: Record<string, unknown>;
+      };
+      expect(textOf(again)).toBe('both=1 (confirmed)');
+      expect(again._meta?.['io.idem/replayed']).toBe(true);
+      expect(client.asked.elicitation).toBe(1);
+      expect(executionsOf(counts, 'both')).toBe(1);
+    } finally {
+      await client.close();
+      await running.close();
+    }
+  });
+});
+
 describe('stdio front', () => {
   it('a 2026-07-28 client, a 2025-era upstream asking for elicitation: one execution', async () => {
     const counts = freshDir('rounds-stdio');
