@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
+import { NotDispatchedError } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
-import { envelopeOf } from '../protocol/eras.js';
+import { envelopeOf, isInputRequired } from '../protocol/eras.js';
 import { askClient } from './elicitation.js';
 import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-state.js';
 
@@ -35,7 +36,7 @@ const INPUT_METHODS: Record<string, 'elicitation' | 'sampling' | 'roots'> = {
 export const ROUND_CAPABILITIES = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} };
 
 /** How many rounds one call may take before the gateway gives up (the v2 SDK's default). */
-export const MAX_INPUT_ROUNDS = 10;
+const MAX_INPUT_ROUNDS = 10;
 
 const ROUND_STATE_PREFIX = 'idem-round:';
 
@@ -241,12 +242,41 @@ export function roundAsking(shared: SharedUpstreams, upstreamName: string): Inpu
 }
 
 /**
- * A 2026-07-28 upstream's `input_required`, answered for a 2025-era client
- * with a session: each embedded request is asked of the client, and the
+ * A 2026-07-28 upstream's answer to a call, for a 2025-era client with a
+ * session: while it is `input_required`, the client is asked and the call
+ * re-issued (`send`) with the answers — inside the one dispatch. What cannot
+ * be asked ends the call as not executed: the upstream has not acted.
+ */
+export async function withLegacyClientAnswers(
+  s: SessionState,
+  first: UpstreamReply,
+  send: (round: Record<string, unknown>) => Promise<UpstreamReply>,
+  forwarded: ForwardedRequest,
+  timeoutMs: number,
+): Promise<UpstreamReply> {
+  // A client of the stateless front (or of 2026-07-28) has no session to be asked in.
+  if (s.era === 'modern' || s.shared) return first;
+  let reply = first;
+  for (let round = 1; 'result' in reply && isInputRequired(reply.result); round++) {
+    const answers =
+      round > MAX_INPUT_ROUNDS
+        ? { problem: `the upstream asked for input ${MAX_INPUT_ROUNDS} times` }
+        : await answerForLegacyClient(s, reply.result as Record<string, unknown>, forwarded, timeoutMs);
+    if ('problem' in answers)
+      throw new NotDispatchedError(
+        `The upstream asks for more input before it acts, and ${answers.problem}. Nothing was executed.`,
+      );
+    reply = await send(answers.params);
+  }
+  return reply;
+}
+
+/**
+ * Each request an `input_required` embeds, asked of the 2025-era client; the
  * answers go back in `inputResponses` (with the upstream's `requestState`).
  * Returns the params of the re-issued call, or why it cannot be made.
  */
-export async function answerForLegacyClient(
+async function answerForLegacyClient(
   s: SessionState,
   inputRequired: Record<string, unknown>,
   forwarded: ForwardedRequest,

@@ -29,12 +29,11 @@ import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
 import {
-  answerForLegacyClient,
   continueRound,
-  MAX_INPUT_ROUNDS,
   openRound,
   replyFromRound,
   roundContinued,
+  withLegacyClientAnswers,
 } from './input-rounds.js';
 import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
 import { lookUpTool } from './tools-list.js';
@@ -188,17 +187,13 @@ export async function toolsCall(
     );
     if (round) {
       round.run(execution);
-      return replyFromRound(s, request.id, round, forwarded, replyWithResult);
+      // Awaited here: the request stays in flight (cancellable) until it is answered.
+      return await replyFromRound(s, request.id, round, forwarded, replyWithResult);
     }
     return replyWithResult(s, request.id, await execution, forwarded);
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
-}
-
-/** A 2025-era client with a session can be sent requests (not one of the stateless front). */
-function canBeAsked(s: SessionState): boolean {
-  return s.era !== 'modern' && !s.shared;
 }
 
 /** The OAuth token a request came with, as the journal records it (issuer, jti). */
@@ -374,25 +369,15 @@ export async function dispatchToolCall(
       throw error;
     }
   };
-  let reply = await send({});
   // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
   // re-issued with the answers: the same execution, since the upstream has not acted yet.
-  for (let round = 1; 'result' in reply && isInputRequired(reply.result) && canBeAsked(s); round++) {
-    const answers =
-      round > MAX_INPUT_ROUNDS
-        ? { problem: `the upstream asked for input ${MAX_INPUT_ROUNDS} times` }
-        : await answerForLegacyClient(
-            s,
-            reply.result as Record<string, unknown>,
-            forwarded,
-            entry.contract.attachWindowMs,
-          );
-    if ('problem' in answers)
-      throw new NotDispatchedError(
-        `The upstream asks for more input before it acts, and ${answers.problem}. Nothing was executed.`,
-      );
-    reply = await send(answers.params);
-  }
+  const reply = await withLegacyClientAnswers(
+    s,
+    await send({}),
+    send,
+    forwarded,
+    entry.contract.attachWindowMs,
+  );
   forwarded.upstreamId = undefined;
   if ('result' in reply && isInputRequired(reply.result)) {
     // Not an outcome: the upstream has not acted yet and waits for the client's answers, which

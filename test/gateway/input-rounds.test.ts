@@ -32,6 +32,12 @@ import {
 const COUNTING_2026 = join(REPO_ROOT, 'test/gateway/fixtures/counting-server-2026.ts');
 const ASKS = ['elicitation', 'sampling'] as const;
 
+/** The 2025-era counting server with its `count_after_asking` tool. */
+function askingUpstream(dir: string) {
+  const upstream = countingUpstream(dir);
+  return { ...upstream, args: [...upstream.args, '--asking'] };
+}
+
 afterAll(() => removeTemporaries());
 
 /** What the client's human and model answer, and how often they were asked. */
@@ -115,7 +121,7 @@ describe.each([
 
     it.each(ASKS)('%s: input_required, the answers reach the held request, one execution', async (ask) => {
       running ??= await startHttpGateway({
-        upstreams: { counter: countingUpstream(counts) },
+        upstreams: { counter: askingUpstream(counts) },
         http: { stateless },
       });
       const client = await v2Client('modern', { url: running.url });
@@ -235,7 +241,7 @@ describe('stdio front', () => {
   it('a 2026-07-28 client, a 2025-era upstream asking for elicitation: one execution', async () => {
     const counts = freshDir('rounds-stdio');
     const data = freshDir('rounds-stdio-data');
-    const up = countingUpstream(counts);
+    const up = askingUpstream(counts);
     const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
     const client = await v2Client('modern', {
       ...gateway,
