@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import canonicalize from 'canonicalize';
 import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { NotDispatchedError } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
@@ -47,7 +48,7 @@ type Next = { final: CallToolResult } | { inputRequired: Record<string, unknown>
  * execution runs: what the upstream asked and the client has not answered.
  */
 export class InputRound {
-  /** What the client echoes back as `requestState`: unguessable, and only good for this actor and tool. */
+  /** What the client echoes back as `requestState`: unguessable, and only good for this actor, tool and arguments. */
   readonly token = `${ROUND_STATE_PREFIX}${randomUUID()}`;
   readonly #asks = new Map<
     string,
@@ -62,6 +63,8 @@ export class InputRound {
     readonly shared: SharedUpstreams,
     readonly actor: string,
     readonly tool: string,
+    /** The call's arguments, canonical (RFC 8785): a continuation must be the same call. */
+    readonly argsKey: string,
     readonly upstream: string,
     /** What the client declared it can answer (its envelope's capabilities). */
     readonly clientCapabilities: Record<string, unknown>,
@@ -162,12 +165,13 @@ export function openRound(
   s: SessionState,
   upstream: UpstreamConnection | undefined,
   tool: string,
+  args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
   forwarded: ForwardedRequest,
 ): InputRound | undefined {
   if (s.era !== 'modern' || !s.shared || !upstream || upstream.era !== 'legacy') return undefined;
   const capabilities = envelopeOf({ _meta: meta }).clientCapabilities ?? {};
-  return new InputRound(s.shared, s.actor(), tool, upstream.name, capabilities, () => {
+  return new InputRound(s.shared, s.actor(), tool, argsKeyOf(args), upstream.name, capabilities, () => {
     forwarded.cancelled?.abort();
     if (forwarded.upstreamId !== undefined)
       void upstream.notify('notifications/cancelled', {
@@ -219,16 +223,25 @@ export async function continueRound(
   }
 }
 
-/** The round a call continues (its `requestState`), if it is this actor's open round of this tool. */
+function argsKeyOf(args: Record<string, unknown>): string {
+  return canonicalize(args) ?? '';
+}
+
+/**
+ * The round a call continues (its `requestState`), if it is this actor's open
+ * round of the same call (tool and arguments): anything else is a call of its own.
+ */
 export function roundContinued(
   s: SessionState,
   params: { requestState?: unknown },
   tool: string,
+  args: Record<string, unknown>,
 ): InputRound | undefined {
   const state = params.requestState;
   if (typeof state !== 'string' || !state.startsWith(ROUND_STATE_PREFIX)) return undefined;
   const round = s.shared?.rounds.get(state);
-  return round && !round.ended && round.actor === s.actor() && round.tool === tool ? round : undefined;
+  const same = round && round.actor === s.actor() && round.tool === tool && round.argsKey === argsKeyOf(args);
+  return same && !round.ended ? round : undefined;
 }
 
 /**

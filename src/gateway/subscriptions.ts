@@ -24,6 +24,10 @@ export interface ClientSubscription {
   filter: SubscriptionFilter;
   /** The listen request made of each 2026-07-28 upstream for this stream, by upstream name. */
   upstreamIds: Map<string, RequestId>;
+  /** Told when an upstream acknowledged its listen request, by upstream name. */
+  upstreamAcknowledged: Map<string, () => void>;
+  /** What arrived before the client's acknowledgement (which must come first); sent right after it. */
+  held: JSONRPCNotification[] | undefined;
 }
 
 /** What the shared upstream connections keep about open listen streams. */
@@ -92,8 +96,8 @@ function parseFilter(params: unknown): SubscriptionFilter | undefined {
 }
 
 /**
- * Serves one `subscriptions/listen`: acknowledges (first, with the honoured
- * filter), opens what each upstream needs, and holds until the client ends
+ * Serves one `subscriptions/listen`: opens what each upstream needs,
+ * acknowledges (first, with the honoured filter), and holds until the client ends
  * it (cancellation: a closed stream over HTTP, `notifications/cancelled`
  * over stdio) or the session closes. Nothing is answered then: the client
  * is gone or said it will not read an answer.
@@ -116,8 +120,38 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
     id: request.id,
     filter: honoured(requested, s.upstreams.values()),
     upstreamIds: new Map(),
+    upstreamAcknowledged: new Map(),
+    held: [],
   };
   s.subscriptions.set(renderRequestId(request.id), ended);
+  hub.open.add(subscription);
+  // Everything is listening upstream before the client is told it is: a change the client makes
+  // right after the acknowledgement must reach it. (An upstream that does not acknowledge within
+  // the upstream wait is not waited for longer.)
+  const opening: Promise<unknown>[] = [];
+  const legacy: string[] = [];
+  for (const upstream of s.upstreams.values()) {
+    const filter = filterFor(subscription.filter, upstream);
+    if (!filter) continue;
+    if (upstream.era === 'modern') {
+      const acknowledged = new Promise<void>((resolve) =>
+        subscription.upstreamAcknowledged.set(upstream.name, resolve),
+      );
+      const listening = upstream
+        .request('subscriptions/listen', { notifications: filter }, ended.signal, (upstreamId) =>
+          subscription.upstreamIds.set(upstream.name, upstreamId),
+        )
+        // It ended on its own (closed gracefully, refused, or the upstream restarted): the other upstreams go on.
+        .then(() => subscription.upstreamIds.delete(upstream.name))
+        .catch(() => subscription.upstreamIds.delete(upstream.name));
+      opening.push(Promise.race([acknowledged, listening]));
+    } else if (filter.resourceSubscriptions) {
+      legacy.push(upstream.name);
+      for (const uri of filter.resourceSubscriptions)
+        opening.push(subscribeLegacy(s.shared, upstream, uri, +1));
+    }
+  }
+  await within(Promise.all(opening), s.ctx.upstreamWaitMs);
   await s.send(
     stamped(
       {
@@ -129,24 +163,9 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
     ),
     request.id,
   );
-  hub.open.add(subscription);
-  const legacy: string[] = [];
-  for (const upstream of s.upstreams.values()) {
-    const filter = filterFor(subscription.filter, upstream);
-    if (!filter || ended.signal.aborted) continue;
-    if (upstream.era === 'modern') {
-      upstream
-        .request('subscriptions/listen', { notifications: filter }, ended.signal, (upstreamId) =>
-          subscription.upstreamIds.set(upstream.name, upstreamId),
-        )
-        // It ended on its own (closed gracefully, refused, or the upstream restarted): the other upstreams go on.
-        .then(() => subscription.upstreamIds.delete(upstream.name))
-        .catch(() => subscription.upstreamIds.delete(upstream.name));
-    } else if (filter.resourceSubscriptions) {
-      legacy.push(upstream.name);
-      for (const uri of filter.resourceSubscriptions) await subscribeLegacy(s.shared, upstream, uri, +1);
-    }
-  }
+  const held = subscription.held ?? [];
+  subscription.held = undefined;
+  for (const notification of held) deliver(subscription, notification);
   if (!ended.signal.aborted)
     await new Promise((resolve) => ended.signal.addEventListener('abort', resolve, { once: true }));
   hub.open.delete(subscription);
@@ -190,10 +209,12 @@ export function routeToSubscriptions(
   const upstreamSubscription = params._meta?.[SUBSCRIPTION_ID_META_KEY];
   if (upstream?.era === 'modern' || upstreamSubscription !== undefined) {
     if (upstreamSubscription === undefined) return false;
-    // The upstream's acknowledgement is its own business; the client had the gateway's.
-    if (notification.method === 'notifications/subscriptions/acknowledged') return true;
     for (const sub of shared.subscriptions.open) {
-      if (upstream && sub.upstreamIds.get(upstream.name) === upstreamSubscription) deliver(sub, notification);
+      if (!upstream || sub.upstreamIds.get(upstream.name) !== upstreamSubscription) continue;
+      // The upstream's acknowledgement is not the client's: the client gets the gateway's, once all are in.
+      if (notification.method === 'notifications/subscriptions/acknowledged')
+        sub.upstreamAcknowledged.get(upstream.name)?.();
+      else deliver(sub, notification);
     }
     return true;
   }
@@ -210,7 +231,19 @@ export function routeToSubscriptions(
 }
 
 function deliver(sub: ClientSubscription, notification: JSONRPCNotification): void {
-  void sub.session.send(stamped(notification, sub.id), sub.id);
+  if (sub.held) sub.held.push(notification);
+  else void sub.session.send(stamped(notification, sub.id), sub.id);
+}
+
+/** Waits for `work`, at most `ms` (it goes on regardless). */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([work.catch(() => undefined), timeout]);
+  clearTimeout(timer);
 }
 
 /** A notification as a listen stream carries it: with the stream's subscription id in `_meta`. */

@@ -133,7 +133,7 @@ export async function toolsCall(
   }
 
   // A 2026-07-28 client answering what a 2025-era upstream asked in the middle of this call.
-  const continued = roundContinued(s, params, name);
+  const continued = roundContinued(s, params, name, args);
   if (continued) return continueRound(s, request, continued, params, replyWithResult);
 
   const actor = s.actor();
@@ -158,7 +158,7 @@ export async function toolsCall(
       const approved = { ...call, ...approverFor(s, forwarded, entry) };
       return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
     }
-    const round = openRound(s, upstream, name, params._meta, forwarded);
+    const round = openRound(s, upstream, name, args, params._meta, forwarded);
     const execution = s.ctx.engine.execute(
       {
         signal: forwarded.cancelled?.signal,
