@@ -143,19 +143,22 @@ function equal(decoded: string, body: unknown, text: string, type: string): bool
 }
 
 /**
- * The `Mcp-Param-*` headers a call's arguments give, as a client sends them:
- * plain printable ASCII as it is, anything else (and surrounding spaces,
- * which a header would lose) inside the Base64 sentinel.
+ * A value as a header carries it (an argument, `Mcp-Name`): plain printable
+ * ASCII as it is, anything else (and surrounding spaces, which a header would
+ * lose, or what looks like the sentinel) inside the Base64 sentinel.
  */
+export function encodeHeaderValue(text: string): string {
+  const plain = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(text) && !text.startsWith(BASE64_PREFIX);
+  return plain ? text : `${BASE64_PREFIX}${Buffer.from(text, 'utf8').toString('base64')}${BASE64_SUFFIX}`;
+}
+
+/** The `Mcp-Param-*` headers a call's arguments give, as a client sends them. */
 export function paramHeadersFor(declared: ParamHeader[], args: unknown): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const { path, header } of declared) {
     const text = asText(valueAt(args, path));
     if (text === undefined) continue;
-    const plain = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(text) && !text.startsWith(BASE64_PREFIX);
-    headers[`${PREFIX}${header}`] = plain
-      ? text
-      : `${BASE64_PREFIX}${Buffer.from(text, 'utf8').toString('base64')}${BASE64_SUFFIX}`;
+    headers[`${PREFIX}${header}`] = encodeHeaderValue(text);
   }
   return headers;
 }

@@ -1,4 +1,5 @@
 import { ENVELOPE, envelopeOf } from './eras.js';
+import { encodeHeaderValue } from './param-headers.js';
 
 /** What one request (by its JSON-RPC id) adds to its own POST: `Mcp-Param-*` headers, an abort of its stream. */
 export interface PerRequestHttp {
@@ -9,8 +10,8 @@ export interface PerRequestHttp {
 /**
  * The 2026-07-28 revision wants the method (and the tool, prompt or resource
  * named) in headers too (SEP-2243): added to every POST whose body carries an
- * envelope. A name that is not plain printable ASCII is left out rather than
- * mangled; such a server then refuses the request, and says why.
+ * envelope. A name that is not plain printable ASCII goes Base64-encoded, as
+ * the revision says.
  *
  * `perRequest` gives what one request adds (looked up by its id): the
  * `Mcp-Param-*` headers its tool declares, and a signal that closes its
@@ -44,12 +45,8 @@ function standardHeaders(
   const version = envelopeOf(message.params).protocolVersion;
   if (version && !headers.has('mcp-protocol-version')) headers.set('mcp-protocol-version', version);
   const name = message.method === 'resources/read' ? message.params?.uri : message.params?.name;
-  if (
-    ['tools/call', 'prompts/get', 'resources/read'].includes(message.method) &&
-    typeof name === 'string' &&
-    /^[\x20-\x7e]*$/.test(name)
-  )
-    headers.set('mcp-name', name);
+  if (['tools/call', 'prompts/get', 'resources/read'].includes(message.method) && typeof name === 'string')
+    headers.set('mcp-name', encodeHeaderValue(name));
   const signal =
     extra?.signal && init.signal
       ? AbortSignal.any([init.signal, extra.signal])

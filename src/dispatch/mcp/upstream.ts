@@ -214,6 +214,8 @@ export class UpstreamConnection {
     params = this.#forEra(method, params);
     const id = this.#nextId++;
     const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    // The upstream may go away while the request is still being written: then `reply` is rejected
+    // before anyone awaits it, and an unobserved rejection would end the gateway process.
     reply.catch(() => {});
     if (headers || signal)
       this.#perRequestHttp.set(id, { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) });
