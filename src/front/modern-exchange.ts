@@ -9,7 +9,7 @@ import {
   type JSONRPCRequest,
   type MessageExtraInfo,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/eras.js';
+import { HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/eras.js';
 
 /**
  * One 2026-07-28 request over Streamable HTTP, as a transport: the POST is
@@ -114,13 +114,15 @@ export class ModernExchange implements Transport {
 /**
  * The HTTP status of a 2026-07-28 answer sent as JSON: the revision wants
  * "method not found" as 404 (removed methods included) and a missing client
- * capability (-32021) as 400; every other answer, errors included, is 200.
+ * capability (-32021) or a header that disagrees with the body (-32020) as
+ * 400; every other answer, errors included, is 200.
  * (An answer on an open stream keeps the 200 the stream began with.)
  */
 function httpStatusOf(message: JSONRPCMessage): number {
   if (!isJSONRPCErrorResponse(message)) return 200;
   if (message.error.code === -32601) return 404;
-  if (message.error.code === MISSING_REQUIRED_CLIENT_CAPABILITY) return 400;
+  if (message.error.code === MISSING_REQUIRED_CLIENT_CAPABILITY || message.error.code === HEADER_MISMATCH)
+    return 400;
   return 200;
 }
 

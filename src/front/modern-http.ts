@@ -11,6 +11,7 @@ import {
   UNSUPPORTED_PROTOCOL_VERSION,
   unsupportedVersionError,
 } from '../protocol/eras.js';
+import { decodeHeaderValue } from '../protocol/param-headers.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import { ModernExchange } from './modern-exchange.js';
 import { rpcError, sendJson } from './replies.js';
@@ -72,6 +73,21 @@ export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
       kind: 'reject',
       status: 400,
       reply: rpcError(HEADER_MISMATCH, `Missing required header(s): ${missing.join(', ')}`, message.id),
+    };
+  }
+  // The classifier cross-checks the version and the method; the name is the entry's to check
+  // (the SDK's own entry does it after classifying). Surrounding whitespace is not part of a value;
+  // a name that is not plain ASCII comes Base64-encoded.
+  if (named !== undefined && decodeHeaderValue(mcpNameHeader?.trim() ?? '') !== named) {
+    return {
+      kind: 'reject',
+      status: 400,
+      reply: rpcError(
+        HEADER_MISMATCH,
+        `Bad Request: the Mcp-Name header (${JSON.stringify(mcpNameHeader)}) does not match the body (${JSON.stringify(named)})`,
+        message.id,
+        { mismatch: { header: 'Mcp-Name', body: named } },
+      ),
     };
   }
   return { kind: 'modern', message };

@@ -70,7 +70,7 @@ function supportsFormElicitation(capabilities: ClientCapabilities | undefined): 
  * belongs to was cancelled, or time ran out). The id space is the one requests
  * from upstreams use, so replies route the same way.
  */
-async function askClient(
+export async function askClient(
   s: SessionState,
   method: string,
   params: Record<string, unknown>,

@@ -7,14 +7,18 @@ import type {
 import type { UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
+import { roundAsking } from './input-rounds.js';
 import { unprefixed } from './routing.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import { routeToSubscriptions } from './subscriptions.js';
 
 /** Passes a request to an upstream and its reply back, ids translated both ways. */
 export async function forward(
   s: SessionState,
   request: JSONRPCRequest,
   upstreamName: string | undefined,
+  /** Headers of the upstream request's own POST (a tool's `Mcp-Param-*`), for an HTTP upstream. */
+  headers?: Record<string, string>,
 ): Promise<void> {
   const upstream = upstreamName ? s.upstreams.get(upstreamName) : undefined;
   if (!upstream) return s.replyError(request.id, -32601, `Method not found: ${request.method}`);
@@ -30,6 +34,7 @@ export async function forward(
       (upstreamId) => {
         forwarded.upstreamId = upstreamId;
       },
+      headers,
     );
     return s.send({ ...reply, id: request.id } as JSONRPCMessage);
   } catch (error) {
@@ -84,19 +89,23 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
       [...s.inFlight.values()].filter((f) => f.upstream === upstreamName).map((f) => ({ s, f })),
     );
   return {
-    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> =>
-      request.method === 'ping'
-        ? { jsonrpc: '2.0', id: request.id, result: {} }
-        : {
-            jsonrpc: '2.0',
-            id: request.id,
-            error: {
-              code: -32601,
-              message: `${request.method} needs a client session; this gateway front has none (stateless, or a 2026-07-28 client)`,
-            },
-          },
+    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
+      if (request.method === 'ping') return { jsonrpc: '2.0', id: request.id, result: {} };
+      // Asked during a 2026-07-28 client's call: that client answers it in its next call.
+      const round = roundAsking(shared, upstreamName);
+      if (round) return round.ask(request);
+      return {
+        jsonrpc: '2.0',
+        id: request.id,
+        error: {
+          code: -32601,
+          message: `${request.method} needs a client to ask; none can be told apart on this gateway front (stateless, or no single 2026-07-28 call in flight on this upstream)`,
+        },
+      };
+    },
     onNotification: (notification: JSONRPCNotification) => {
       if (notification.method === 'notifications/tools/list_changed') shared.catalog.clear(upstreamName);
+      if (routeToSubscriptions(shared, shared.upstreams.get(upstreamName), notification)) return;
       const params = (notification.params ?? {}) as { progressToken?: unknown; level?: unknown };
       if (notification.method === 'notifications/progress') {
         const match = inFlightHere().find(({ f }) => f.upstreamProgressToken === params.progressToken);

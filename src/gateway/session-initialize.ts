@@ -14,7 +14,9 @@ import {
 } from '../protocol/eras.js';
 import { discoverResultOf } from '../protocol/modern-bridge.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
+import { ROUND_CAPABILITIES } from './input-rounds.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import { newSubscriptionHub } from './subscriptions.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
   s.era = 'legacy';
@@ -83,7 +85,11 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
  * client, as this revision says it (see discoverResultOf).
  */
 export function discover(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  return s.reply(request.id, discoverResultOf(mergeInitialize(s, [...sharedResults(s)])));
+  // The gateway serves subscriptions/listen: what the upstreams can announce is advertised.
+  return s.reply(
+    request.id,
+    discoverResultOf(mergeInitialize(s, [...sharedResults(s)]), { subscriptions: true }),
+  );
 }
 
 export function* sharedResults(s: SessionState): Iterable<[string, InitializeResult]> {
@@ -132,6 +138,8 @@ export async function startSharedUpstreams(
     catalog: ctx.newCatalog(),
     sessions: new Set(),
     nextProgressToken: 1,
+    subscriptions: newSubscriptionHub(),
+    rounds: new Map(),
   };
   for (const spec of ctx.upstreams) {
     const connection = new UpstreamConnection(spec, sharedHandlers(ctx, shared, spec.name), {
@@ -141,7 +149,11 @@ export async function startSharedUpstreams(
     upstreams.set(spec.name, connection);
     await connection.start({
       protocolVersion: LATEST_LEGACY_VERSION,
-      capabilities: {},
+      // 2026-07-28 clients answer a 2025-era upstream's requests through input rounds
+      // (gateway/input-rounds.ts): what any of them may answer is declared, and a request a given
+      // client did not declare is refused to the upstream then. Stateless 2025-era clients cannot
+      // be asked anything.
+      capabilities: prefer === 'modern' ? ROUND_CAPABILITIES : {},
       clientInfo: { name: 'idem-gateway', version: ctx.version },
     });
   }

@@ -18,6 +18,8 @@ import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
 import type { CallerInfo } from '../receipts/receipt-transport.js';
 import type { ToolCatalog } from './catalog.js';
+import type { InputRound } from './input-rounds.js';
+import type { SubscriptionHub } from './subscriptions.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
 export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';
@@ -61,6 +63,10 @@ export interface SharedUpstreams {
   sessions: Set<SessionState>;
   /** Progress tokens are renamed on the way up, so two clients' tokens never collide here. */
   nextProgressToken: number;
+  /** The 2026-07-28 clients' open `subscriptions/listen` streams (gateway/subscriptions.ts). */
+  subscriptions: SubscriptionHub;
+  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (gateway/input-rounds.ts). */
+  rounds: Map<string, InputRound>;
 }
 
 /** A client request the gateway is serving, as the upstream and progress notifications find it. */
@@ -107,6 +113,8 @@ export class SessionState {
   readonly inFlight = new Map<string, ForwardedRequest>();
   /** Requests we sent to the client on an upstream's behalf, by our front id. */
   readonly toClient = new Map<RequestId, (reply: UpstreamReply) => void>();
+  /** This client's open listen streams, by rendered id: ended when the session closes. */
+  readonly subscriptions = new Map<string, AbortController>();
   nextFrontId = 1;
   clientInfo: CallerInfo = {};
   /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */

@@ -18,6 +18,7 @@ import { forward } from './forwarding.js';
 import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
+import { listen } from './subscriptions.js';
 import { toolsCall } from './tools-call.js';
 import { lookUpTool, toolsList } from './tools-list.js';
 
@@ -64,6 +65,7 @@ export class ProxySession {
     for (const [id, settle] of this.#s.toClient)
       settle({ jsonrpc: '2.0', id, error: { code: -32000, message: 'the client session closed' } });
     this.#s.toClient.clear();
+    for (const ended of this.#s.subscriptions.values()) ended.abort();
     if (this.#s.initialized)
       this.#s.ctx.onSessionEvent?.('session_end', {
         session: this.#s.front.sessionId ?? null,
@@ -162,6 +164,8 @@ export class ProxySession {
         return toolsList(s, request);
       case 'tools/call':
         return toolsCall(s, request, extra);
+      case 'subscriptions/listen':
+        return listen(s, request);
       default:
         return forward(s, request, routeFor(s.upstreams, request));
     }

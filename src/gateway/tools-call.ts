@@ -24,9 +24,17 @@ import {
   MISSING_REQUIRED_CLIENT_CAPABILITY,
   UNSUPPORTED_PROTOCOL_VERSION,
 } from '../protocol/eras.js';
+import { checkParamHeaders, paramHeadersFor, paramHeadersOf } from '../protocol/param-headers.js';
 import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
 import { forward } from './forwarding.js';
+import {
+  continueRound,
+  openRound,
+  replyFromRound,
+  roundContinued,
+  withLegacyClientAnswers,
+} from './input-rounds.js';
 import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
 import { lookUpTool } from './tools-list.js';
 
@@ -50,6 +58,9 @@ export async function toolsCall(
     name?: unknown;
     arguments?: unknown;
     _meta?: Record<string, unknown>;
+    /** 2026-07-28: the answers to an `input_required` round, and the state it named. */
+    inputResponses?: unknown;
+    requestState?: unknown;
   };
   const name = typeof params.name === 'string' ? params.name : '';
   if (name === s.ctx.statusTool) {
@@ -72,9 +83,24 @@ export async function toolsCall(
   }
   if (!entry) return s.replyError(request.id, -32602, `Unknown tool: ${name}`);
   const upstream = s.upstreams.get(entry.upstream);
+  // SEP-2243: over HTTP a 2026-07-28 call mirrors the arguments its tool marks into headers, and a
+  // disagreement is refused before anything is recorded or run.
+  const headers = extra?.requestInfo?.headers;
+  if (s.era === 'modern' && headers) {
+    const mismatch = checkParamHeaders(paramHeadersOf(entry.tool.inputSchema), params.arguments, (h) => {
+      const value = headers[h];
+      return Array.isArray(value) ? value.join(', ') : value;
+    });
+    if (mismatch) return s.send({ jsonrpc: '2.0', id: request.id, error: mismatch });
+  }
 
   if (entry.contract.replay === 'read_only' && !entry.action) {
-    return forward(s, { ...request, params: { ...params, name: entry.upstreamName } }, entry.upstream);
+    return forward(
+      s,
+      { ...request, params: { ...params, name: entry.upstreamName } },
+      entry.upstream,
+      paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), params.arguments),
+    );
   }
 
   let args: Record<string, unknown>;
@@ -106,6 +132,10 @@ export async function toolsCall(
     throw error;
   }
 
+  // A 2026-07-28 client answering what a 2025-era upstream asked in the middle of this call.
+  const continued = roundContinued(s, params, name, args);
+  if (continued) return continueRound(s, request, continued, params, replyWithResult);
+
   const actor = s.actor();
   const session = s.front.sessionId ?? null;
   const forwarded = s.track(request.id, entry.upstream, params._meta, true);
@@ -128,7 +158,8 @@ export async function toolsCall(
       const approved = { ...call, ...approverFor(s, forwarded, entry) };
       return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
     }
-    const result = await s.ctx.engine.execute(
+    const round = openRound(s, upstream, name, args, params._meta, forwarded);
+    const execution = s.ctx.engine.execute(
       {
         signal: forwarded.cancelled?.signal,
         tool: name,
@@ -154,7 +185,12 @@ export async function toolsCall(
           forwarded,
         ),
     );
-    return replyWithResult(s, request.id, result, forwarded);
+    if (round) {
+      round.run(execution);
+      // Awaited here: the request stays in flight (cancellable) until it is answered.
+      return await replyFromRound(s, request.id, round, forwarded, replyWithResult);
+    }
+    return replyWithResult(s, request.id, await execution, forwarded);
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
@@ -307,28 +343,41 @@ export async function dispatchToolCall(
       throw new NotDispatchedError(`The upstream "${entry.upstream}" is down (restarting).`);
     });
   }
-  let reply: UpstreamReply;
-  try {
-    reply = await upstream.request(
-      'tools/call',
-      {
-        ...params,
-        name: entry.upstreamName,
-        arguments: args,
-        // An upstream built with the Idem library deduplicates on this across the boundary.
-        _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
-      },
-      undefined,
-      (upstreamId) => {
-        forwarded.upstreamId = upstreamId;
-      },
-    );
-  } catch (error) {
-    // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
-    if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
-    if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
-    throw error;
-  }
+  const send = async (round: Record<string, unknown>): Promise<UpstreamReply> => {
+    try {
+      return await upstream.request(
+        'tools/call',
+        {
+          ...params,
+          ...round,
+          name: entry.upstreamName,
+          arguments: args,
+          // An upstream built with the Idem library deduplicates on this across the boundary.
+          _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
+        },
+        undefined,
+        (upstreamId) => {
+          forwarded.upstreamId = upstreamId;
+        },
+        // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
+        paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
+      );
+    } catch (error) {
+      // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
+      if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
+      if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
+      throw error;
+    }
+  };
+  // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
+  // re-issued with the answers: the same execution, since the upstream has not acted yet.
+  const reply = await withLegacyClientAnswers(
+    s,
+    await send({}),
+    send,
+    forwarded,
+    entry.contract.attachWindowMs,
+  );
   forwarded.upstreamId = undefined;
   if ('result' in reply && isInputRequired(reply.result)) {
     // Not an outcome: the upstream has not acted yet and waits for the client's answers, which
@@ -338,7 +387,7 @@ export async function dispatchToolCall(
     throw new NotDispatchedError(
       s.era === 'modern'
         ? 'The upstream asks for more input before it acts.'
-        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client cannot give through the gateway. Nothing was executed.',
+        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client without a session (the stateless front) cannot give. Nothing was executed.',
     );
   }
   if ('error' in reply) {

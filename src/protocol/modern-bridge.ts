@@ -18,13 +18,17 @@ import {
 } from './eras.js';
 
 /** A DiscoverResult (2026-07-28) saying what an InitializeResult says. */
-export function discoverResultOf(init: InitializeResult): Record<string, unknown> {
-  // Change notifications need a subscriptions/listen stream, which is not offered.
+export function discoverResultOf(
+  init: InitializeResult,
+  { subscriptions = false }: { subscriptions?: boolean } = {},
+): Record<string, unknown> {
+  // Change notifications need a subscriptions/listen stream: without one (the library's bridge)
+  // listChanged and subscribe are not advertised.
   const capabilities = Object.fromEntries(
     Object.entries(init.capabilities as Record<string, unknown>)
       .filter(([key]) => key !== 'tasks')
       .map(([key, value]) => {
-        if (!value || typeof value !== 'object') return [key, value];
+        if (subscriptions || !value || typeof value !== 'object') return [key, value];
         const { listChanged: _l, subscribe: _s, ...rest } = value as Record<string, unknown>;
         return [key, rest];
       }),

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import {
   createMcpHandler,
+  InMemoryServerEventBus,
   isLegacyRequest,
   type McpHttpHandler,
   WebStandardStreamableHTTPServerTransport,
@@ -24,6 +25,8 @@ import { MemoryEventStore } from './event-store.js';
 export interface ServedDualFixture {
   url: string;
   state: DualFixtureState;
+  /** How many `subscriptions/listen` streams are open on it now. */
+  openListens(): number;
   close(): Promise<void>;
 }
 
@@ -69,9 +72,10 @@ export async function serveDualFixtureHttp(
   } = {},
 ): Promise<ServedDualFixture> {
   const state = options.state ?? newDualFixtureState();
+  const bus = new InMemoryServerEventBus();
   const modern: McpHttpHandler = createMcpHandler(
     () => createDualFixtureServer(state),
-    options.stateless ? {} : { legacy: 'reject' },
+    options.stateless ? { bus } : { bus, legacy: 'reject' },
   );
   state.notifier = modern.notify;
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -131,6 +135,7 @@ export async function serveDualFixtureHttp(
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     state,
+    openListens: () => bus.listenerCount,
     close: async () => {
       for (const transport of [...sessions.values()]) await transport.close();
       await modern.close();

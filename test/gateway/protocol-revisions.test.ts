@@ -261,6 +261,13 @@ describe('refusals keep the request id, in both revisions', () => {
       -32020,
     ],
     [
+      'a 2026-07-28 tools/call whose Mcp-Name names another tool (nothing is recorded or run)',
+      { ...modernHeaders, 'mcp-method': 'tools/call', 'mcp-name': 'other_tool' },
+      { method: 'tools/call', params: { name: 'count', arguments: { key: 'misnamed' }, _meta: envelope } },
+      400,
+      -32020,
+    ],
+    [
       'a modern revision the gateway does not serve',
       { ...modernHeaders, 'mcp-protocol-version': '2099-01-01' },
       {
@@ -287,6 +294,7 @@ describe('refusals keep the request id, in both revisions', () => {
           expect(response.status).toBe(status);
           const [reply] = messagesOf(response);
           expect(reply).toMatchObject({ id: 'req-41', error: { code } });
+          expect(await running.gateway.store.list({ tool: 'count' })).toEqual([]);
         } finally {
           await running.close();
         }

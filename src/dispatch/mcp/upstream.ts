@@ -32,7 +32,7 @@ import {
   withEnvelope,
   withoutEnvelope,
 } from '../../protocol/eras.js';
-import { withStandardHeaders } from '../../protocol/standard-headers.js';
+import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
 import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
@@ -119,6 +119,8 @@ export class UpstreamConnection {
   #transport: Transport | undefined;
   #nextId = 1;
   readonly #pending = new Map<RequestId, Pending>();
+  /** What a request in flight adds to its own HTTP POST (its Mcp-Param-* headers, its stream's abort). */
+  readonly #perRequestHttp = new Map<RequestId, PerRequestHttp>();
   #initializeParams: JSONRPCRequest['params'];
   #initializeResult: InitializeResult | undefined;
   #available = false;
@@ -202,6 +204,8 @@ export class UpstreamConnection {
     signal?: AbortSignal,
     /** Called with the upstream-side id once sent, so a client's cancellation can be passed on. */
     onSent?: (upstreamId: RequestId) => void,
+    /** Headers of this request's own POST, for an HTTP upstream (SEP-2243 `Mcp-Param-*`). */
+    headers?: Record<string, string>,
   ): Promise<UpstreamReply> {
     const transport = this.#transport;
     const handshake = method === 'initialize' || method === 'server/discover';
@@ -213,10 +217,14 @@ export class UpstreamConnection {
     // The upstream may go away while the request is still being written: then `reply` is rejected
     // before anyone awaits it, and an unobserved rejection would end the gateway process.
     reply.catch(() => {});
+    if (headers || signal)
+      this.#perRequestHttp.set(id, { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) });
+    void reply.finally(() => this.#perRequestHttp.delete(id)).catch(() => {});
     try {
       await transport.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
     } catch (error) {
       this.#pending.delete(id);
+      this.#perRequestHttp.delete(id);
       if (neverDelivered(error))
         throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${messageOf(error)}`);
       throw new UpstreamClosedError(
@@ -225,11 +233,16 @@ export class UpstreamConnection {
     }
     onSent?.(id);
     if (signal) {
+      // Cancelled: the upstream is told (over HTTP its request stream is closed too, which is how a
+      // 2026-07-28 server hears it), and no answer is awaited any more.
       const cancel = () => {
         void this.notify('notifications/cancelled', {
           requestId: id,
           reason: String(signal.reason ?? 'cancelled'),
         });
+        const pending = this.#pending.get(id);
+        this.#pending.delete(id);
+        pending?.resolve({ jsonrpc: '2.0', id, error: { code: -32800, message: 'Request cancelled' } });
       };
       if (signal.aborted) cancel();
       else signal.addEventListener('abort', cancel, { once: true });
@@ -414,7 +427,7 @@ export class UpstreamConnection {
     if ('url' in spec) {
       return new StreamableHTTPClientTransport(new URL(spec.url), {
         ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
-        fetch: withStandardHeaders,
+        fetch: withStandardHeaders((id) => this.#perRequestHttp.get(id as RequestId)),
       });
     }
     return new StdioUpstreamTransport({
