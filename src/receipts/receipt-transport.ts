@@ -10,15 +10,15 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { IDEM_CODES } from '../errors.js';
+import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import type { CallerInfo } from '../identity/actor.js';
-import { canonicalJson } from '../identity/canonical.js';
+import { canonicalJson, type JsonValue, toJsonValue } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { envelopeOf } from '../protocol/eras.js';
-import type { ReceiptBook } from './receipt-book.js';
+import type { ReceiptBook, ReceiptDecision } from './receipt-book.js';
 
 /** JSON-RPC "Invalid Request": the id is not usable for this content. */
 export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
@@ -274,17 +274,19 @@ export class ReceiptTransport implements Transport {
     if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
       return { kind: 'forward', registered: false };
     }
-    let fingerprint: string;
+    let content: JsonValue;
     try {
-      const { _meta: _ignored, ...content } = params;
-      fingerprint = this.#options.fingerprinter.digest(
-        'receipt',
-        canonicalJson({ method: message.method, params: content }),
-      );
+      const { _meta: _ignored, ...rest } = params;
+      // Checked and copied now: a request that cannot be identified gets no receipt, and a
+      // handler that changes its arguments cannot change what a resend is compared with.
+      content = toJsonValue({ method: message.method, params: rest });
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
     }
+    // Digested only if the same key comes again (ReceiptBook.begin): most requests never are.
+    const fingerprinter = this.#options.fingerprinter;
+    const fingerprint = () => fingerprinter.digest('receipt', canonicalJson(content));
     // A 2026-07-28 request names its client itself (there was no initialize).
     const clientName = this.#clientName ?? envelopeOf(message.params).clientInfo?.name;
     const actor = this.#options.actorOf({
@@ -294,10 +296,17 @@ export class ReceiptTransport implements Transport {
     const scope = this.#idScope();
     const session = scope === 'none' ? null : (this.sessionId ?? null);
     const key = requestKey({ actor, session, id: message.id, method: message.method, tool });
-    const decision = this.#options.book.begin(key, fingerprint, scope !== 'none', {
-      owner: actor,
-      group: this.#connectionId,
-    });
+    let decision: ReceiptDecision;
+    try {
+      decision = this.#options.book.begin(key, fingerprint, scope !== 'none', {
+        owner: actor,
+        group: this.#connectionId,
+      });
+    } catch (error) {
+      // Its canonical form is past the size limit (found only when digested): as above.
+      if (error instanceof InvalidInputError) return { kind: 'forward', registered: false };
+      throw error;
+    }
     const event = (kind: ActivityEventInput['kind']) =>
       this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
     const answer = (reply: Promise<JSONRPCMessage | null>, sameIdRunning = false): Decision => ({
