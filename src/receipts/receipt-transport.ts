@@ -13,12 +13,22 @@ import {
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import type { CallerInfo } from '../identity/actor.js';
-import { canonicalJson, type JsonValue, toJsonValue } from '../identity/canonical.js';
+import { canonicalJson, checkedJson } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { envelopeOf } from '../protocol/eras.js';
-import type { ReceiptBook, ReceiptDecision } from './receipt-book.js';
+import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
+
+/**
+ * A request this small (values, and characters of its strings and member
+ * names) is held by its receipt and digested only if a second request with the
+ * same key must be compared with it; a larger one is digested at once. The
+ * bound keeps what a receipt holds to about 2 KB, as a client may make the
+ * book hold up to 100,000 of them for their retention.
+ */
+export const LAZY_DIGEST_MAX_VALUES = 32;
+export const LAZY_DIGEST_MAX_CHARS = 1024;
 
 /** JSON-RPC "Invalid Request": the id is not usable for this content. */
 export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
@@ -274,19 +284,24 @@ export class ReceiptTransport implements Transport {
     if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
       return { kind: 'forward', registered: false };
     }
-    let content: JsonValue;
+    let fingerprint: RequestDigest;
     try {
       const { _meta: _ignored, ...rest } = params;
       // Checked and copied now: a request that cannot be identified gets no receipt, and a
       // handler that changes its arguments cannot change what a resend is compared with.
-      content = toJsonValue({ method: message.method, params: rest });
+      const content = checkedJson({ method: message.method, params: rest });
+      const fingerprinter = this.#options.fingerprinter;
+      const digest = () => fingerprinter.digest('receipt', canonicalJson(content.json));
+      // A small request is digested only if the same key comes again (ReceiptBook.begin): most
+      // never are. A larger one is digested now, so a receipt never holds much of what was sent.
+      fingerprint =
+        content.nodes <= LAZY_DIGEST_MAX_VALUES && content.approxBytes <= LAZY_DIGEST_MAX_CHARS
+          ? digest
+          : digest();
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
     }
-    // Digested only if the same key comes again (ReceiptBook.begin): most requests never are.
-    const fingerprinter = this.#options.fingerprinter;
-    const fingerprint = () => fingerprinter.digest('receipt', canonicalJson(content));
     // A 2026-07-28 request names its client itself (there was no initialize).
     const clientName = this.#clientName ?? envelopeOf(message.params).clientInfo?.name;
     const actor = this.#options.actorOf({
