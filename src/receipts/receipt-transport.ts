@@ -13,7 +13,7 @@ import {
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import type { CallerInfo } from '../identity/actor.js';
-import { canonicalJson, checkedJson } from '../identity/canonical.js';
+import { canonicalJson, checkedJson, type JsonValue } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
@@ -291,13 +291,13 @@ export class ReceiptTransport implements Transport {
       // handler that changes its arguments cannot change what a resend is compared with.
       const content = checkedJson({ method: message.method, params: rest });
       const fingerprinter = this.#options.fingerprinter;
-      const digest = () => fingerprinter.digest('receipt', canonicalJson(content.json));
-      // A small request is digested only if the same key comes again (ReceiptBook.begin): most
-      // never are. A larger one is digested now, so a receipt never holds much of what was sent.
-      fingerprint =
-        content.nodes <= LAZY_DIGEST_MAX_VALUES && content.approxBytes <= LAZY_DIGEST_MAX_CHARS
-          ? digest
-          : digest();
+      if (content.nodes <= LAZY_DIGEST_MAX_VALUES && content.approxBytes <= LAZY_DIGEST_MAX_CHARS) {
+        // Digested only if the same key comes again (ReceiptBook.begin): most requests never are.
+        fingerprint = digestWhenCompared(fingerprinter, content.json);
+      } else {
+        // Digested now, so a receipt never holds much of what a client sent.
+        fingerprint = fingerprinter.digest('receipt', canonicalJson(content.json));
+      }
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
@@ -376,4 +376,16 @@ export class ReceiptTransport implements Transport {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
+}
+
+/**
+ * A request's receipt digest, computed when called. It holds the request as
+ * JSON text, which parses back to the same checked value: a string is what
+ * the request costs the receipt, and nothing the handler is given can change
+ * it. Built out here, so the function keeps no other variable of `#decide`
+ * (the whole message among them) alive for the receipt's retention.
+ */
+function digestWhenCompared(fingerprinter: Fingerprinter, checked: JsonValue): () => string {
+  const text = JSON.stringify(checked);
+  return () => fingerprinter.digest('receipt', canonicalJson(JSON.parse(text)));
 }
