@@ -32,6 +32,17 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
  * never a crash, never a silently different encoding.
  */
 export function toJsonValue(value: unknown, limits: CanonicalLimits = DEFAULT_CANONICAL_LIMITS): JsonValue {
+  return checkedJson(value, limits).json;
+}
+
+/**
+ * `toJsonValue`, and the size of what it checked: how many values, and the
+ * length of its strings and member names (UTF-16 code units, as the limits count).
+ */
+export function checkedJson(
+  value: unknown,
+  limits: CanonicalLimits = DEFAULT_CANONICAL_LIMITS,
+): { json: JsonValue; nodes: number; approxBytes: number } {
   const ancestors = new Set<object>();
   let nodes = 0;
   let approxBytes = 0;
@@ -131,7 +142,8 @@ export function toJsonValue(value: unknown, limits: CanonicalLimits = DEFAULT_CA
     }
   };
 
-  return visit(value, '', 1);
+  const json = visit(value, '', 1);
+  return { json, nodes, approxBytes };
 }
 
 /**

@@ -96,9 +96,10 @@ export function buildEntry(
   at: number,
   prevHash: string,
 ): { entry: ActivityEntry; detailText: string } {
-  const detail = event.detail ?? {};
   const detailText = eventDetailText(event);
-  const partial = {
+  // Built once and hashed in place: copying a partial entry into the final one
+  // (`{ ...partial, prevHash, hash }`) cost more than the SHA-256 of the row.
+  const entry: ActivityEntry = {
     seq,
     at,
     kind: event.kind,
@@ -106,12 +107,12 @@ export function buildEntry(
     actor: event.actor ?? null,
     tool: event.tool ?? null,
     requestRef: event.requestRef ?? null,
-    detail,
+    detail: event.detail ?? {},
+    prevHash,
+    hash: '',
   };
-  return {
-    entry: { ...partial, prevHash, hash: journalEntryHash(prevHash, partial, detailText) },
-    detailText,
-  };
+  entry.hash = journalEntryHash(prevHash, entry, detailText);
+  return { entry, detailText };
 }
 
 /** The canonical (RFC 8785) text of an event's detail: what stores keep and the hash covers. */

@@ -32,6 +32,39 @@ describe('ReceiptBook', () => {
     expect(again.kind === 'new' && again.idReused).toBe(true);
   });
 
+  it('computes a digest only when a second request with the same key must be compared, once each', () => {
+    const book = new ReceiptBook();
+    const computed: string[] = [];
+    const digestOf = (name: string, value: string) => () => {
+      computed.push(name);
+      return value;
+    };
+    expect(book.begin('a', digestOf('a1', 'fp'), true).kind).toBe('new');
+    expect(book.begin('b', digestOf('b1', 'fp'), true).kind).toBe('new');
+    expect(computed).toEqual([]);
+    expect(book.begin('a', digestOf('a2', 'fp'), true).kind).toBe('duplicate');
+    expect(book.begin('a', digestOf('a3', 'other'), true).kind).toBe('id_reused');
+    // a1 was computed once and kept; b1 was never needed.
+    expect(computed).toEqual(['a1', 'a2', 'a3']);
+  });
+
+  it('a digest that cannot be computed: the new request takes no receipt; a held one counts as absent', () => {
+    const book = new ReceiptBook();
+    const refuse = () => {
+      throw new Error('too large');
+    };
+    book.begin('k', 'fp', true);
+    expect(() => book.begin('k', refuse, true)).toThrow('too large');
+    expect(book.begin('k', 'fp', true).kind).toBe('duplicate');
+
+    const first = book.begin('j', refuse, true);
+    expect(first.kind).toBe('new');
+    const second = book.begin('j', 'fp', true);
+    expect(second.kind).toBe('new');
+    expect(second.kind === 'new' && second.idReused).toBe(false);
+    expect(book.size).toBe(2);
+  });
+
   it('errors are retained results: a resend gets the error, not a second run', async () => {
     const book = new ReceiptBook();
     const first = book.begin('k', 'fp', true);

@@ -17,10 +17,19 @@ export interface ReceiptBookOptions {
  */
 export type ReceiptReply = JSONRPCMessage | null;
 
+/**
+ * A request's digest, or how to compute it. Most requests are never sent
+ * twice, so the transport passes a function, and the book calls it only when
+ * a second request with the same key must be compared with the first. It
+ * throws (InvalidInputError) when the request cannot be digested.
+ */
+export type RequestDigest = string | (() => string);
+
 interface Receipt {
   owner: string;
   group: string | undefined;
-  fingerprint: string;
+  /** The request's digest, computed on first use and then kept (the request it came from is let go). */
+  digest: () => string;
   reply: Promise<ReceiptReply>;
   resolve: (reply: ReceiptReply) => void;
   /** When the reply was settled (or the receipt released as a tombstone); null while the request still runs. */
@@ -103,21 +112,32 @@ export class ReceiptBook {
 
   /**
    * @param key request key (src/identity/request-key.ts)
-   * @param fingerprint digest of the validated request
+   * @param fingerprint digest of the validated request, or the function that computes it (called
+   *   only when a live receipt holds the same key; what it throws, `begin` throws, and takes no receipt)
    * @param sessionScoped ids are unique per session (reject reuse) vs no session (reuse = a new request)
    * @param holder.owner the actor the receipt counts against (per-actor bound)
    * @param holder.group what the receipt goes with (a transport session: see `releaseGroup`)
    */
   begin(
     key: string,
-    fingerprint: string,
+    fingerprint: RequestDigest,
     sessionScoped: boolean,
     holder: { owner?: string; group?: string } = {},
   ): ReceiptDecision {
     const owner = holder.owner ?? '';
-    const existing = this.#receipts.get(key);
-    if (existing && !this.#expired(existing)) {
-      if (existing.fingerprint === fingerprint) {
+    const digest = memoized(fingerprint);
+    let existing = this.#receipts.get(key);
+    if (existing && !this.#expired(existing) && !digestible(existing)) {
+      // Its request could not be digested: when digests were taken at once, such a request
+      // was never given a receipt. So it is dropped, and this one is decided as if it were absent.
+      this.#delete(key, existing);
+      existing.resolve(null);
+      existing = undefined;
+    }
+    const live = existing !== undefined && !this.#expired(existing);
+    const same = live && existing?.digest() === digest();
+    if (existing && live) {
+      if (same) {
         if (!existing.released) return { kind: 'duplicate', reply: existing.reply };
       } else if (sessionScoped) return { kind: 'id_reused' };
     }
@@ -130,7 +150,7 @@ export class ReceiptBook {
     const reply = new Promise<ReceiptReply>((r) => {
       resolve = r;
     });
-    const receipt: Receipt = { owner, group: holder.group, fingerprint, reply, resolve, settledAt: null };
+    const receipt: Receipt = { owner, group: holder.group, digest, reply, resolve, settledAt: null };
     this.#receipts.set(key, receipt);
     this.#perOwner.set(owner, this.sizeOf(owner) + 1);
     if (receipt.group !== undefined) {
@@ -139,7 +159,7 @@ export class ReceiptBook {
     }
     return {
       kind: 'new',
-      idReused: existing !== undefined && !this.#expired(existing) && existing.fingerprint !== fingerprint,
+      idReused: live && !same,
       settle: (message) => {
         if (receipt.settledAt !== null) return;
         receipt.settledAt = this.#clock();
@@ -225,5 +245,28 @@ export class ReceiptBook {
       this.#settledHead = 0;
     }
     return removed;
+  }
+}
+
+/** `digest` as a function that computes it once; the computation (and what it holds) is let go after. */
+function memoized(digest: RequestDigest): () => string {
+  if (typeof digest === 'string') return () => digest;
+  let compute: (() => string) | undefined = digest;
+  let value: string | undefined;
+  return () => {
+    if (value === undefined) {
+      value = (compute as () => string)();
+      compute = undefined;
+    }
+    return value;
+  };
+}
+
+function digestible(receipt: Receipt): boolean {
+  try {
+    receipt.digest();
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { ReceiptBook } from './receipt-book.js';
-import { ReceiptTransport } from './receipt-transport.js';
+import { LAZY_DIGEST_MAX_CHARS, ReceiptTransport } from './receipt-transport.js';
 
 const call = (id: number, key = 'k'): JSONRPCMessage => ({
   jsonrpc: '2.0',
@@ -19,11 +19,11 @@ const waitFor = async (what: string, probe: () => boolean) => {
 };
 
 /** A client connected to a receipt-wrapped server end that records what reaches the server (and never answers by itself). */
-async function connected(book = new ReceiptBook()) {
+async function connected(book = new ReceiptBook(), fingerprinter = new Fingerprinter(randomBytes(32))) {
   const [client, server] = InMemoryTransport.createLinkedPair();
   const receipts = new ReceiptTransport(server, {
     book,
-    fingerprinter: new Fingerprinter(randomBytes(32)),
+    fingerprinter,
     actorOf: () => 'alice',
   });
   const arrived: JSONRPCMessage[] = [];
@@ -84,5 +84,43 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
     receipts.abandon(7);
     expect(await resend).toEqual({ kind: 'forward' });
     expect(book.size).toBe(1);
+  });
+});
+
+describe('ReceiptTransport: the request digest', () => {
+  class CountingFingerprinter extends Fingerprinter {
+    digests = 0;
+    override digest(domain: string, canonicalText: string): string {
+      this.digests++;
+      return super.digest(domain, canonicalText);
+    }
+  }
+
+  it('a small request is digested only when the same id comes again, from the copy taken on arrival', async () => {
+    const fingerprinter = new CountingFingerprinter(randomBytes(32));
+    const { client, receipts, arrived, replies, calls } = await connected(undefined, fingerprinter);
+    await client.send(call(1));
+    await waitFor('the call to arrive', () => calls(1) === 1);
+    expect(fingerprinter.digests).toBe(0);
+    // What the server was handed is changed after the fact (a handler editing its arguments):
+    // the receipt still compares the resend with the request as it arrived.
+    const first = arrived[0] as unknown as { params: { arguments: { key: string } } };
+    first.params.arguments.key = 'edited by the handler';
+    await receipts.send({ jsonrpc: '2.0', id: 1, result: { content: [] } });
+    await waitFor('the answer', () => replies.length === 1);
+    await client.send(call(1));
+    await waitFor('the resend answered', () => replies.length === 2);
+    // The first answer, not MCP_REQUEST_ID_REUSED: the resend matched the request as it arrived.
+    expect(replies[1]).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [] } });
+    expect(calls(1)).toBe(1);
+    expect(fingerprinter.digests).toBe(2);
+  });
+
+  it('a large request is digested on arrival: its receipt does not hold what was sent', async () => {
+    const fingerprinter = new CountingFingerprinter(randomBytes(32));
+    const { client, calls } = await connected(undefined, fingerprinter);
+    await client.send(call(2, 'x'.repeat(LAZY_DIGEST_MAX_CHARS + 1)));
+    await waitFor('the call to arrive', () => calls(2) === 1);
+    expect(fingerprinter.digests).toBe(1);
   });
 });

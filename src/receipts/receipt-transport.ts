@@ -10,15 +10,25 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { IDEM_CODES } from '../errors.js';
+import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import type { CallerInfo } from '../identity/actor.js';
-import { canonicalJson } from '../identity/canonical.js';
+import { canonicalJson, checkedJson, type JsonValue } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { envelopeOf } from '../protocol/eras.js';
-import type { ReceiptBook } from './receipt-book.js';
+import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
+
+/**
+ * A request this small (values, and characters of its strings and member
+ * names) is held by its receipt and digested only if a second request with the
+ * same key must be compared with it; a larger one is digested at once. The
+ * bound keeps what a receipt holds to about 2 KB, as a client may make the
+ * book hold up to 100,000 of them for their retention.
+ */
+export const LAZY_DIGEST_MAX_VALUES = 32;
+export const LAZY_DIGEST_MAX_CHARS = 1024;
 
 /** JSON-RPC "Invalid Request": the id is not usable for this content. */
 export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
@@ -274,13 +284,20 @@ export class ReceiptTransport implements Transport {
     if (message.method === 'tools/call' && this.#options.hasEffects && !this.#options.hasEffects(tool)) {
       return { kind: 'forward', registered: false };
     }
-    let fingerprint: string;
+    let fingerprint: RequestDigest;
     try {
-      const { _meta: _ignored, ...content } = params;
-      fingerprint = this.#options.fingerprinter.digest(
-        'receipt',
-        canonicalJson({ method: message.method, params: content }),
-      );
+      const { _meta: _ignored, ...rest } = params;
+      // Checked and copied now: a request that cannot be identified gets no receipt, and a
+      // handler that changes its arguments cannot change what a resend is compared with.
+      const content = checkedJson({ method: message.method, params: rest });
+      const fingerprinter = this.#options.fingerprinter;
+      if (content.nodes <= LAZY_DIGEST_MAX_VALUES && content.approxBytes <= LAZY_DIGEST_MAX_CHARS) {
+        // Digested only if the same key comes again (ReceiptBook.begin): most requests never are.
+        fingerprint = digestWhenCompared(fingerprinter, content.json);
+      } else {
+        // Digested now, so a receipt never holds much of what a client sent.
+        fingerprint = fingerprinter.digest('receipt', canonicalJson(content.json));
+      }
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
@@ -294,10 +311,17 @@ export class ReceiptTransport implements Transport {
     const scope = this.#idScope();
     const session = scope === 'none' ? null : (this.sessionId ?? null);
     const key = requestKey({ actor, session, id: message.id, method: message.method, tool });
-    const decision = this.#options.book.begin(key, fingerprint, scope !== 'none', {
-      owner: actor,
-      group: this.#connectionId,
-    });
+    let decision: ReceiptDecision;
+    try {
+      decision = this.#options.book.begin(key, fingerprint, scope !== 'none', {
+        owner: actor,
+        group: this.#connectionId,
+      });
+    } catch (error) {
+      // Its canonical form is past the size limit (found only when digested): as above.
+      if (error instanceof InvalidInputError) return { kind: 'forward', registered: false };
+      throw error;
+    }
     const event = (kind: ActivityEventInput['kind']) =>
       this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
     const answer = (reply: Promise<JSONRPCMessage | null>, sameIdRunning = false): Decision => ({
@@ -352,4 +376,16 @@ export class ReceiptTransport implements Transport {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
+}
+
+/**
+ * A request's receipt digest, computed when called. It holds the request as
+ * JSON text, which parses back to the same checked value: a string is what
+ * the request costs the receipt, and nothing the handler is given can change
+ * it. Built out here, so the function keeps no other variable of `#decide`
+ * (the whole message among them) alive for the receipt's retention.
+ */
+function digestWhenCompared(fingerprinter: Fingerprinter, checked: JsonValue): () => string {
+  const text = JSON.stringify(checked);
+  return () => fingerprinter.digest('receipt', canonicalJson(JSON.parse(text)));
 }
