@@ -11,19 +11,25 @@ import {
   verifyJournal,
   withSignedHead,
 } from './verify.js';
-import type { RangeResult, RangeTask } from './verify-worker.js';
+import { type ChunkPlan, type ChunkResult, checkChunks } from './verify-range.js';
 
 const TABLES = { activity: 'activity_journal', sessions: 'sessions_journal' } as const;
 
-/** Below this many rows, starting workers costs more than it saves. */
+/** Below this many rows, starting a worker costs more than it saves: the main thread checks them alone. */
 export const PARALLEL_THRESHOLD = 200_000;
 
+/** Rowids per chunk: small enough that threads finish together, large enough that taking one costs nothing. */
+const CHUNK_ROWIDS = 16_384;
+
 /**
- * Verifies a SQLite journal on every core: each worker checks one rowid range
- * (hashes and links), the main thread stitches the ranges' ends. An intact
- * journal is confirmed this way; at the first anomaly the exact sequential
- * scan runs, so the report of a tampered journal — which seq, what is wrong —
- * is exactly the sequential verifier's.
+ * Verifies a SQLite journal on every core: the main thread and a worker per
+ * other core take rowid chunks from one shared counter and check them fast
+ * (verify-range.ts); the main thread stitches the chunks' ends. The main
+ * thread works too — on 2 cores a second worker would only compete with it —
+ * and so the workers' start-up is not waited for. An intact journal is
+ * confirmed this way; at the first anomaly the exact sequential scan runs,
+ * so the report of a tampered journal — which seq, what is wrong — is exactly
+ * the sequential verifier's.
  */
 export async function verifySqliteJournal(
   path: string,
@@ -39,19 +45,26 @@ export async function verifySqliteJournal(
     .prepare(`SELECT MIN(rowid) AS lo, MAX(rowid) AS hi, COUNT(*) AS n FROM ${TABLES[stream]}`)
     .get() as { lo: number | null; hi: number | null; n: number };
   db.close();
-  const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
-  if (span.n < PARALLEL_THRESHOLD || workers === 1 || span.lo === null || span.hi === null)
-    return sequential();
-
-  const size = Math.ceil((span.hi - span.lo + 1) / workers);
-  const tasks: RangeTask[] = Array.from({ length: workers }, (_, i) => ({
+  if (span.lo === null || span.hi === null) return sequential();
+  const threads = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
+  const plan: ChunkPlan = {
     path,
     table: TABLES[stream],
-    fromRowid: (span.lo as number) + i * size,
-    toRowid: Math.min(span.hi as number, (span.lo as number) + (i + 1) * size - 1),
+    firstRowid: span.lo,
+    lastRowid: span.hi,
+    chunkRowids: CHUNK_ROWIDS,
+    chunks: Math.ceil((span.hi - span.lo + 1) / CHUNK_ROWIDS),
+    shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     signedSeqs: headsOf(options).map((h) => h.seq),
-  }));
-  const results = await Promise.all(tasks.map(runWorker));
+  };
+  const workers = Array.from({ length: span.n < PARALLEL_THRESHOLD ? 0 : threads - 1 }, () =>
+    // A worker that fails leaves its chunks unchecked, which sends the verdict to the sequential scan.
+    runWorker(plan).catch((): ChunkResult[] => []),
+  );
+  const results = [...checkChunks(plan), ...(await Promise.all(workers)).flat()].sort(
+    (a, b) => a.index - b.index,
+  );
+  if (results.length !== plan.chunks) return sequential();
   let expectedSeq = 1;
   let prevHash = GENESIS_HASH;
   let entries = 0;
@@ -64,13 +77,13 @@ export async function verifySqliteJournal(
     prevHash = r.last?.hash as string;
     entries += r.count;
     for (const [seq, hash] of r.signedHashesSeen) signedHashesSeen.set(seq, hash);
-    options.onProgress?.(entries);
   }
+  options.onProgress?.(entries);
   return withSignedHead({ entries, lastSeq: expectedSeq - 1, headHash: prevHash, signedHashesSeen }, options);
 }
 
 /** The worker module beside this one: TypeScript under tsx (tests), JavaScript from dist/. */
-function runWorker(task: RangeTask): Promise<RangeResult> {
+function runWorker(plan: ChunkPlan): Promise<ChunkResult[]> {
   const here = new URL(import.meta.url);
   const ts = here.pathname.endsWith('.ts');
   const entry = new URL(`./verify-worker.${ts ? 'ts' : 'js'}`, here);
@@ -80,15 +93,14 @@ function runWorker(task: RangeTask): Promise<RangeResult> {
         `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`,
         {
           eval: true,
-          workerData: task,
+          workerData: plan,
         },
       )
-    : new Worker(entry, { workerData: task });
+    : new Worker(entry, { workerData: plan });
   return new Promise((resolve, reject) => {
-    worker.once('message', (result: RangeResult) => resolve(result));
+    worker.once('message', (results: ChunkResult[]) => resolve(results));
     worker.once('error', reject);
-    worker.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`verify worker exited with ${code}`));
-    });
+    // After its message this is a no-op; without one (it exited early), the promise still settles.
+    worker.once('exit', (code) => reject(new Error(`verify worker exited with ${code} before its report`)));
   });
 }
