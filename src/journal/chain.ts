@@ -76,9 +76,10 @@ function envelopeText(e: HashedEnvelope): string {
  * values and a JSON.stringify, which is most of what verifying costs. It is
  * NULL for a row it cannot spell byte-for-byte as envelopeText does, and the
  * verifier then takes the exact path. Why it is the same bytes:
- * - json_quote escapes `"`, `\`, and U+0000–U+001F as JSON.stringify does
- *   (\b \t \n \f \r, else \u00xx in lower case) and nothing else; NULL is `null`;
- * - `%d` of an integer whose magnitude is below 2^53 is JavaScript's digits;
+ * - json_array writes no spaces, quotes a text as JSON.stringify does (it
+ *   escapes `"`, `\`, and U+0000–U+001F as \b \t \n \f \r, else \u00xx in
+ *   lower case, and nothing else), NULL as `null`, and an integer — guarded
+ *   below 2^53, where JavaScript's number is exact — as its digits;
  * - prev_hash and detail are joined with `||`, which keeps an embedded NUL
  *   (printf's `%s` would stop at it);
  * - better-sqlite3 decodes the whole text as UTF-8, as it decodes each
@@ -92,8 +93,7 @@ export const SQL_ENTRY_BODY = `CASE WHEN typeof(seq) = 'integer' AND typeof(at) 
     AND typeof(actor) IN ('text', 'null') AND typeof(tool) IN ('text', 'null')
     AND typeof(request_ref) IN ('text', 'null')
     AND typeof(prev_hash) = 'text' AND typeof(detail) = 'text'
-  THEN prev_hash || printf(char(10) || '[%d,%d,%s,%s,%s,%s,%s]' || char(10), seq, at, json_quote(kind),
-    json_quote(execution_id), json_quote(actor), json_quote(tool), json_quote(request_ref)) || detail
+  THEN prev_hash || char(10) || json_array(seq, at, kind, execution_id, actor, tool, request_ref) || char(10) || detail
   END`;
 
 /** The hash of a row whose SQL_ENTRY_BODY is `body`: chainHash's, with the prefix already in the text. */
