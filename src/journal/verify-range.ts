@@ -44,33 +44,48 @@ const PAGE_ROWIDS = 1024;
 
 type BodyRow = [seq: number, prevHash: string, hash: string, body: string | null];
 
-/** Takes chunks from `plan.shared` until none is left (or one was anomalous); returns what it checked. */
-export function checkChunks(plan: ChunkPlan): ChunkResult[] {
+/**
+ * A reader of `plan`'s chunks: each next() takes the next chunk from
+ * `plan.shared` and checks it, until none is left or one was anomalous.
+ */
+export function openChunks(plan: ChunkPlan): { next(): ChunkResult | undefined; close(): void } {
   const state = new Int32Array(plan.shared);
   const signedSeqs = new Set(plan.signedSeqs);
-  const results: ChunkResult[] = [];
   const db = new Database(plan.path, { readonly: true, fileMustExist: true });
-  try {
-    const page = db
-      .prepare(
-        `SELECT seq, prev_hash, hash, ${SQL_ENTRY_BODY} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
-      )
-      .raw(true);
-    for (;;) {
-      if (Atomics.load(state, 1) !== 0) break;
+  const page = db
+    .prepare(
+      `SELECT seq, prev_hash, hash, ${SQL_ENTRY_BODY} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
+    )
+    .raw(true);
+  const read = (lo: number, hi: number) => page.all(lo, hi) as BodyRow[];
+  return {
+    next() {
+      if (Atomics.load(state, 1) !== 0) return undefined;
       const index = Atomics.add(state, 0, 1);
-      if (index >= plan.chunks) break;
+      if (index >= plan.chunks) return undefined;
       const from = plan.firstRowid + index * plan.chunkRowids;
-      const to = Math.min(plan.lastRowid, from + plan.chunkRowids - 1);
-      const result = checkChunk(index, (lo, hi) => page.all(lo, hi) as BodyRow[], from, to, signedSeqs);
-      results.push(result);
-      if (result.anomaly) {
-        Atomics.store(state, 1, 1);
-        break;
-      }
-    }
+      const result = checkChunk(
+        index,
+        read,
+        from,
+        Math.min(plan.lastRowid, from + plan.chunkRowids - 1),
+        signedSeqs,
+      );
+      if (result.anomaly) Atomics.store(state, 1, 1);
+      return result;
+    },
+    close: () => db.close(),
+  };
+}
+
+/** Checks chunks until none is left (or one was anomalous); returns what it checked. */
+export function checkChunks(plan: ChunkPlan): ChunkResult[] {
+  const chunks = openChunks(plan);
+  const results: ChunkResult[] = [];
+  try {
+    for (let result = chunks.next(); result; result = chunks.next()) results.push(result);
   } finally {
-    db.close();
+    chunks.close();
   }
   return results;
 }
