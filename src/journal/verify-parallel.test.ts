@@ -60,12 +60,23 @@ describe('verifySqliteJournal (rowid ranges on every core)', () => {
       7000,
       'reordered',
     ],
-  ])('%s: exactly the sequential report', async (name, sql, seq, problem) => {
-    const copy = tampered(name.replaceAll(' ', '-'), sql);
-    const parallel = await verifySqliteJournal(copy, 'activity', { workers: 2 });
-    expect(parallel.firstBad).toMatchObject({ seq, problem });
-    expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));
-  });
+    // A far-off rowid: the span is huge, the rows are not — and beyond 2^53 JavaScript cannot count them exactly.
+    ...[2 ** 40, 2 ** 62].map((rowid) => [
+      `a row added at rowid ${rowid}`,
+      `INSERT INTO activity_journal SELECT ${rowid}, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash
+       FROM activity_journal WHERE seq = 10`,
+      N + 1,
+      'missing',
+    ]),
+  ] as [string, string, number, string][])(
+    '%s: exactly the sequential report',
+    async (name, sql, seq, problem) => {
+      const copy = tampered(name.replaceAll(' ', '-'), sql);
+      const parallel = await verifySqliteJournal(copy, 'activity', { workers: 2 });
+      expect(parallel.firstBad).toMatchObject({ seq, problem });
+      expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));
+    },
+  );
 
   it('a detail stored in another spelling of the same JSON: the fast path defers, the verdict is still intact', async () => {
     const copy = tampered(

@@ -20,6 +20,7 @@ export const PARALLEL_THRESHOLD = 200_000;
 
 /** Rowids per chunk: small enough that threads finish together, large enough that taking one costs nothing. */
 const CHUNK_ROWIDS = 16_384;
+const MAX_CHUNKS = 4_096;
 
 /**
  * Verifies a SQLite journal on every core: the main thread and a worker per
@@ -47,19 +48,24 @@ export async function verifySqliteJournal(
     hi: number | null;
   };
   db.close();
-  if (span.lo === null || span.hi === null) return sequential();
+  // Rowids beyond 2^53 (only a tampered file has them) are not exact as JavaScript numbers: chunks could miss rows.
+  if (!Number.isSafeInteger(span.lo) || !Number.isSafeInteger(span.hi)) return sequential();
+  const lo = span.lo as number;
+  const rowids = (span.hi as number) - lo + 1;
+  // At most MAX_CHUNKS chunks: a file with a far-off rowid has a huge span but no more rows.
+  const chunkRowids = Math.max(CHUNK_ROWIDS, Math.ceil(rowids / MAX_CHUNKS));
   const threads = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
   const plan: ChunkPlan = {
     path,
     table: TABLES[stream],
-    firstRowid: span.lo,
-    lastRowid: span.hi,
-    chunkRowids: CHUNK_ROWIDS,
-    chunks: Math.ceil((span.hi - span.lo + 1) / CHUNK_ROWIDS),
+    firstRowid: lo,
+    lastRowid: span.hi as number,
+    chunkRowids,
+    chunks: Math.ceil(rowids / chunkRowids),
     shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     signedSeqs: headsOf(options).map((h) => h.seq),
   };
-  const workers = Array.from({ length: span.hi - span.lo + 1 < PARALLEL_THRESHOLD ? 0 : threads - 1 }, () =>
+  const workers = Array.from({ length: rowids < PARALLEL_THRESHOLD ? 0 : threads - 1 }, () =>
     // A worker that fails leaves its chunks unchecked, which sends the verdict to the sequential scan.
     runWorker(plan).catch((): ChunkResult[] => []),
   );

@@ -40,9 +40,9 @@ export interface ChunkResult {
 }
 
 /** Rows per read: one call into SQLite per page; larger pages cost more in garbage than they save in calls. */
-const PAGE_ROWIDS = 1024;
+const PAGE_ROWS = 1024;
 
-type BodyRow = [seq: number, prevHash: string, hash: string, body: string | null];
+type BodyRow = [seq: number, prevHash: string, hash: string, body: string | null, rowid: number];
 
 /**
  * A reader of `plan`'s chunks: each next() takes the next chunk from
@@ -54,7 +54,8 @@ export function openChunks(plan: ChunkPlan): { next(): ChunkResult | undefined; 
   const db = new Database(plan.path, { readonly: true, fileMustExist: true });
   const page = db
     .prepare(
-      `SELECT seq, prev_hash, hash, ${SQL_ENTRY_BODY} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
+      `SELECT seq, prev_hash, hash, ${SQL_ENTRY_BODY}, rowid FROM ${plan.table}
+       WHERE rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ${PAGE_ROWS}`,
     )
     .raw(true);
   const read = (lo: number, hi: number) => page.all(lo, hi) as BodyRow[];
@@ -107,8 +108,11 @@ function checkChunk(
   };
   let lastSeq = 0;
   let lastHash = '';
-  for (let lo = from; lo <= to; lo += PAGE_ROWIDS) {
-    for (const [seq, prevHash, hash, body] of read(lo, Math.min(to, lo + PAGE_ROWIDS - 1))) {
+  // Each page starts after the last rowid read, so a gap in the rowids costs nothing.
+  for (let lo = from; lo <= to; ) {
+    const rows = read(lo, to);
+    for (const [seq, prevHash, hash, body, rowid] of rows) {
+      lo = rowid + 1;
       if (result.count === 0) result.first = { seq, prevHash };
       else if (seq !== lastSeq + 1 || prevHash !== lastHash) result.anomaly = true;
       if (result.anomaly || body === null || sqlEntryBodyHash(body) !== hash) {
@@ -120,6 +124,7 @@ function checkChunk(
       lastHash = hash;
       result.count++;
     }
+    if (rows.length < PAGE_ROWS) break;
   }
   if (result.count > 0) result.last = { seq: lastSeq, hash: lastHash };
   return result;
