@@ -79,7 +79,7 @@ export async function benchVerify(entries: number): Promise<string[]> {
     const lines: string[] = [];
     for (const [label, run] of [
       ['sequential scan', () => verifyJournal(sqliteJournalRows(path))],
-      ['`idem audit verify --db` (rowid ranges on every core)', () => verifySqliteJournal(path, 'activity')],
+      ['`idem audit verify --db` (rowid chunks on every core)', () => verifySqliteJournal(path, 'activity')],
     ] as const) {
       const start = process.hrtime.bigint();
       const report = await run();

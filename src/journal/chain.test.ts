@@ -1,4 +1,5 @@
 import { createPrivateKey, hash } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import {
   buildEntry,
@@ -8,6 +9,7 @@ import {
   envelopeTail,
   GENESIS_HASH,
   journalEntryHash,
+  SQL_ENTRY_BODY,
 } from './chain.js';
 import type { ActivityEventInput } from './events.js';
 import { outcomeDigest } from './outcome-digest.js';
@@ -241,5 +243,91 @@ describe('signed head: known answers', () => {
     expect(report).toMatchObject({ ok: true, entries: 2, lastSeq: 2, headHash: OUTCOME_ENTRY.hash });
     const all = await verifyJournal(ACTIVITY.map(storedRow));
     expect(all).toMatchObject({ ok: true, entries: 3, headHash: UNICODE.hash });
+  });
+});
+
+describe('SQL_ENTRY_BODY: the hashed text, spelled by SQLite', () => {
+  const hostile = [
+    'plain',
+    '',
+    'quote " and backslash \\ and slash /',
+    '\\"\\\\"',
+    'controls \u0000 \u0001 \b \t \n \u000b \f \r \u001b \u001f end',
+    'DEL \u007f, U+2028 \u2028 U+2029 \u2029',
+    'non-ASCII: é 中文 😀 \ufffd',
+    'lone surrogates \ud800 x \udfff',
+    '["token:agent-7","s:3f2b9c1e","7"]',
+  ];
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE j (seq INTEGER PRIMARY KEY, at INTEGER, kind TEXT, execution_id TEXT, actor TEXT,
+           tool TEXT, request_ref TEXT, detail TEXT, prev_hash TEXT, hash TEXT)`);
+  const insert = db.prepare('INSERT INTO j VALUES (?,?,?,?,?,?,?,?,?,?)');
+  const insertRaw = (seq: number, at: string, columns: string) =>
+    db.exec(`INSERT INTO j VALUES (${seq}, ${at}, ${columns}, 'p', 'h')`);
+  const rows = () =>
+    db
+      .prepare(
+        `SELECT seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, ${SQL_ENTRY_BODY} FROM j ORDER BY seq`,
+      )
+      .raw(true)
+      .all() as [
+      number,
+      number,
+      string,
+      string | null,
+      string | null,
+      string | null,
+      string | null,
+      string,
+      string,
+      string | null,
+    ][];
+
+  it('is byte-for-byte the text journalEntryHash hashes, for hostile strings in every column', () => {
+    let seq = 0;
+    for (const s of hostile) {
+      for (const column of [2, 3, 4, 5, 6, 7, 8]) {
+        const values: (string | number | null)[] = [
+          ++seq,
+          AT + seq,
+          'received',
+          'ex_1',
+          null,
+          'tool',
+          'ref',
+          '{}',
+          'prev',
+        ];
+        values[column] = s;
+        insert.run(...values, 'h');
+      }
+    }
+    // Bytes JavaScript never writes: invalid UTF-8, an encoded surrogate, and a NUL inside a text.
+    for (const bytes of ['ff', 'c3', 'eda080', 'e2', '61006200', 'f09f98']) {
+      const text = `CAST(x'22${bytes}5c' AS TEXT)`;
+      insertRaw(++seq, '-5', `${text}, ${text}, NULL, NULL, ${text}, ${text}`);
+    }
+    insertRaw(++seq, '9007199254740991', `'k', NULL, NULL, NULL, NULL, CAST(x'7b7d0078' AS TEXT)`);
+    let checked = 0;
+    for (const r of rows()) {
+      const [seqValue, at, kind, executionId, actor, tool, requestRef, detailText, prevHash, body] = r;
+      const envelope = { seq: seqValue, at, kind, executionId, actor, tool, requestRef };
+      expect(body).not.toBeNull();
+      expect(hash('sha256', body as string, 'hex')).toBe(journalEntryHash(prevHash, envelope, detailText));
+      expect(body).toBe(`${prevHash}\n${JSON.stringify(Object.values(envelope))}\n${detailText}`);
+      checked++;
+    }
+    expect(checked).toBe(hostile.length * 7 + 7);
+  });
+
+  it('is NULL for a row it cannot spell exactly (a blob, a real, an integer beyond 2^53), so the verifier takes the exact path', () => {
+    db.exec('DELETE FROM j');
+    insertRaw(1, '1.5', `'k', NULL, NULL, NULL, NULL, '{}'`);
+    insertRaw(2, '9007199254740993', `'k', NULL, NULL, NULL, NULL, '{}'`);
+    insertRaw(3, '1', `x'6b', NULL, NULL, NULL, NULL, '{}'`);
+    insertRaw(4, '1', `'k', NULL, NULL, NULL, NULL, x'7b7d'`);
+    insertRaw(5, '1', `'k', x'6b', NULL, NULL, NULL, '{}'`);
+    db.exec(`INSERT INTO j VALUES (6, 1, 'k', NULL, NULL, NULL, NULL, '{}', NULL, 'h')`);
+    expect(rows().map((r) => r[9])).toEqual([null, null, null, null, null, null]);
   });
 });

@@ -57,37 +57,41 @@ export async function journaledExecutions(
   rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>,
 ): Promise<Map<string, JournaledExecution>> {
   const executions = new Map<string, JournaledExecution>();
-  for await (const row of rows) {
-    if (!row.executionId) continue;
-    let known = executions.get(row.executionId);
-    if (!known) {
-      known = {
-        state: undefined,
-        actor: null,
-        tool: null,
-        seq: row.seq,
-        changedAt: row.at,
-        outcome: undefined,
-      };
-      executions.set(row.executionId, known);
-    }
-    if (row.kind === 'accepted' && known.actor === null) {
-      known.actor = row.actor;
-      known.tool = row.tool;
-    }
-    // Only the kinds that change state or carry an outcome need their detail parsed.
-    const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
-    if (STATE_KINDS.has(row.kind)) {
-      known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
-      known.seq = row.seq;
-      known.changedAt = row.at;
-    }
-    if (recordsOutcome(row.kind, detail.state)) {
-      const digest = detail[OUTCOME_DIGEST_FIELD];
-      known.outcome = typeof digest === 'string' ? digest : null;
-    }
-  }
+  // A synchronous source (a SQLite file) is read without a promise per row, as verifyJournal does.
+  if (Symbol.iterator in rows) for (const row of rows as Iterable<StoredJournalRow>) apply(executions, row);
+  else for await (const row of rows) apply(executions, row);
   return executions;
+}
+
+function apply(executions: Map<string, JournaledExecution>, row: StoredJournalRow): void {
+  if (!row.executionId) return;
+  let known = executions.get(row.executionId);
+  if (!known) {
+    known = {
+      state: undefined,
+      actor: null,
+      tool: null,
+      seq: row.seq,
+      changedAt: row.at,
+      outcome: undefined,
+    };
+    executions.set(row.executionId, known);
+  }
+  if (row.kind === 'accepted' && known.actor === null) {
+    known.actor = row.actor;
+    known.tool = row.tool;
+  }
+  // Only the kinds that change state or carry an outcome need their detail parsed.
+  const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
+  if (STATE_KINDS.has(row.kind)) {
+    known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
+    known.seq = row.seq;
+    known.changedAt = row.at;
+  }
+  if (recordsOutcome(row.kind, detail.state)) {
+    const digest = detail[OUTCOME_DIGEST_FIELD];
+    known.outcome = typeof digest === 'string' ? digest : null;
+  }
 }
 
 const STATE_KINDS: ReadonlySet<string> = new Set([
