@@ -315,6 +315,7 @@ export class Gateway {
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
       },
+      onAnswered: (how) => this.metrics.receiptAnswers.inc({ answer: how }),
     });
   }
 

@@ -22,7 +22,7 @@ export const CALL_ANSWERS = [
   /** Unknown outcome of an irreversible tool: an operator must resolve it. */
   'review',
   'denied',
-  /** Nothing ran; safe to retry (the store could not record the intent, receipts full). */
+  /** Nothing ran; safe to retry (the store could not record the intent). Receipts full: idem_receipt_answers_total. */
   'not_executed',
   /** Refused before anything ran: bad arguments, a key naming another action, a missing scope. */
   'refused',
@@ -38,6 +38,7 @@ export interface IdemMetrics {
   readonly storeLatency: Histogram<'operation'>;
   readonly upstreamRestarts: Counter<'upstream'>;
   readonly receiptsInUse: Gauge;
+  readonly receiptAnswers: Counter<'answer'>;
   readonly leasesExpired: Counter;
 }
 
@@ -82,6 +83,14 @@ export function createMetrics(options: { receiptsInUse?: () => number } = {}): I
       name: 'idem_upstream_restarts_total',
       help: 'Restarts of an upstream MCP server (whatever state it held is gone)',
       labelNames: ['upstream'],
+      registers,
+    }),
+    receiptAnswers: new Counter({
+      name: 'idem_receipt_answers_total',
+      help:
+        'Requests the receipt layer answered itself, never reaching a tool: resend (a repeated request id, ' +
+        "given the first request's reply), id_reused (MCP_REQUEST_ID_REUSED), full (IDEM_RECEIPTS_FULL)",
+      labelNames: ['answer'],
       registers,
     }),
     receiptsInUse: new Gauge({

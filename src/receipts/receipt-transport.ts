@@ -61,6 +61,9 @@ export type Admission =
   /** Send this reply (it carries the request's own id); the server never sees the request. */
   | { kind: 'answer'; reply: JSONRPCMessage };
 
+/** How the receipt layer answered a request itself (the server never saw it): see `onAnswered`. */
+export type ReceiptAnswer = 'resend' | 'id_reused' | 'full';
+
 export interface ReceiptTransportOptions {
   book: ReceiptBook;
   fingerprinter: Fingerprinter;
@@ -74,6 +77,8 @@ export interface ReceiptTransportOptions {
   onEvent?: (event: ActivityEventInput) => void;
   /** Agent runs for the sessions journal: start (after initialize is answered) and end (transport closed). */
   onSession?: (event: ActivityEventInput) => void;
+  /** Each request this layer answers itself, never reaching a tool (for metrics: no engine counts them). */
+  onAnswered?: (how: ReceiptAnswer) => void;
 }
 
 /**
@@ -341,11 +346,13 @@ export class ReceiptTransport implements Transport {
         return { kind: 'forward', registered: true };
       case 'duplicate': {
         event('receipt_hit');
+        this.#options.onAnswered?.('resend');
         const running = this.#pending.get(renderRequestId(message.id));
         return answer(decision.reply, running !== undefined && running.id === message.id);
       }
       case 'id_reused':
         event('id_reused');
+        this.#options.onAnswered?.('id_reused');
         return answer(
           Promise.resolve({
             jsonrpc: '2.0',
@@ -358,6 +365,7 @@ export class ReceiptTransport implements Transport {
           }),
         );
       case 'full':
+        this.#options.onAnswered?.('full');
         return answer(
           Promise.resolve({
             jsonrpc: '2.0',

@@ -47,5 +47,8 @@ describe('gateway receipts', () => {
     expect((await gateway.store.readJournal(0, 1000)).filter((e) => e.kind === 'receipt_hit')).toHaveLength(
       1,
     );
+    // The resend never reached the engine: the receipt layer's own counter has it, and only it.
+    const answers = await gateway.metrics.receiptAnswers.get();
+    expect(answers.values).toEqual([{ labels: { answer: 'resend' }, value: 1 }]);
   });
 });
