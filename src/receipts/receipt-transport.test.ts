@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { ReceiptBook } from './receipt-book.js';
-import { LAZY_DIGEST_MAX_CHARS, ReceiptTransport } from './receipt-transport.js';
+import { LAZY_DIGEST_MAX_CHARS, type ReceiptAnswer, ReceiptTransport } from './receipt-transport.js';
 
 const call = (id: number, key = 'k'): JSONRPCMessage => ({
   jsonrpc: '2.0',
@@ -21,10 +21,12 @@ const waitFor = async (what: string, probe: () => boolean) => {
 /** A client connected to a receipt-wrapped server end that records what reaches the server (and never answers by itself). */
 async function connected(book = new ReceiptBook(), fingerprinter = new Fingerprinter(randomBytes(32))) {
   const [client, server] = InMemoryTransport.createLinkedPair();
+  const answered: ReceiptAnswer[] = [];
   const receipts = new ReceiptTransport(server, {
     book,
     fingerprinter,
     actorOf: () => 'alice',
+    onAnswered: (how) => answered.push(how),
   });
   const arrived: JSONRPCMessage[] = [];
   const replies: JSONRPCMessage[] = [];
@@ -33,10 +35,29 @@ async function connected(book = new ReceiptBook(), fingerprinter = new Fingerpri
   await receipts.start();
   await client.start();
   const calls = (id: number) => arrived.filter((m) => 'id' in m && m.id === id && 'method' in m).length;
-  return { client, receipts, book, arrived, replies, calls };
+  return { client, receipts, book, arrived, replies, calls, answered };
 }
 
 describe('ReceiptTransport: a receipt settles on every path', () => {
+  it('says each time it answers a request itself (resend, id reused, full), and not when the server gets it', async () => {
+    const { client, calls, replies, answered } = await connected(new ReceiptBook({ maxReceipts: 2 }));
+    await client.send(call(1, 'a'));
+    await waitFor('the call to arrive', () => calls(1) === 1);
+    await client.send(call(1, 'a'));
+    await client.send(call(1, 'other'));
+    await client.send(call(2, 'b'));
+    await waitFor('the second call to arrive', () => calls(2) === 1);
+    await client.send(call(3, 'c'));
+    await waitFor('the refusals', () => replies.length === 2);
+    expect(replies.map((r) => JSON.stringify(r))).toEqual([
+      expect.stringContaining('MCP_REQUEST_ID_REUSED'),
+      expect.stringContaining('IDEM_RECEIPTS_FULL'),
+    ]);
+    expect(answered).toEqual(['resend', 'id_reused', 'full']);
+    expect(calls(1)).toBe(1);
+    expect(calls(3)).toBe(0);
+  });
+
   it('a cancelled request’s receipt is released: the resend of its id reaches the server again instead of waiting forever', async () => {
     const { client, calls } = await connected();
     await client.send(call(1));
