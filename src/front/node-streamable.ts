@@ -88,12 +88,14 @@ async function writeEvents(response: Response, res: ServerResponse): Promise<voi
     if (first === NOT_READY) res.flushHeaders();
     for (;;) {
       const { done, value } = await read;
-      // Gone: a write now would only fail (the close cancelled the stream, which ends this loop).
-      if (done || res.destroyed) break;
+      // Gone, or ended by the front (a GET stream whose token expired): a write now would only
+      // fail, and a write after end emits an 'error' nobody listens for. The close that follows
+      // cancels the stream.
+      if (done || res.destroyed || res.writableEnded) break;
       res.write(value);
       read = reader.read();
     }
-    if (!res.destroyed) res.end();
+    if (!res.destroyed && !res.writableEnded) res.end();
   } catch {
     // The stream failed (or the client left and it was cancelled): the response cannot be completed.
     res.destroy();
