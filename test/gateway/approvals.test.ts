@@ -13,14 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '../../src/approval/view.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { runIdem } from '../support/run-cli.js';
-import { cliCommand } from './support.js';
+import { cliCommand, countingUpstream } from './support.js';
 
 /**
  * Approvals through a gateway process on SQLite, decided by the operator CLI
@@ -39,19 +34,7 @@ function config(name: string, approval: 'every_call' | 'session') {
   mkdirSync(dataDir, { recursive: true });
   return {
     data_dir: dataDir,
-    upstreams: {
-      counter: {
-        command: process.execPath,
-        args: [
-          '--import',
-          'tsx',
-          join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-          '--dir',
-          counts,
-        ],
-        cwd: REPO_ROOT,
-      },
-    },
+    upstreams: { counter: countingUpstream(counts) },
     tools: { count: { replay: 'status', approval, attach_window: '1h', timeout: '90s' } },
     sweep_interval: '1h',
   };

@@ -7,12 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '../../src/approval/view.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { countingUpstream } from '../gateway/support.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { runIdem } from '../support/run-cli.js';
 
@@ -35,19 +31,7 @@ function config(name: string, url: string) {
     data_dir: dataDir,
     fingerprint_key_file: join(work, 'fingerprint.key'),
     store: { kind: 'postgres', url, pool: { max: 4, connection_timeout: '60s' } },
-    upstreams: {
-      counter: {
-        command: process.execPath,
-        args: [
-          '--import',
-          'tsx',
-          join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-          '--dir',
-          counts,
-        ],
-        cwd: REPO_ROOT,
-      },
-    },
+    upstreams: { counter: countingUpstream(counts) },
     tools: { count: { replay: 'status', approval: 'every_call', attach_window: '1h', timeout: '90s' } },
     sweep_interval: '1h',
   };

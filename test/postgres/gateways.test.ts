@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { sleep } from '../../src/testing/counting-target.js';
 import { executionsOf, readExecutions } from '../gateway/fixtures/counting-server.js';
+import { countingUpstream } from '../gateway/support.js';
 import {
   type GatewayProcess,
   mcpClient,
@@ -38,19 +39,7 @@ function gatewayConfig(name: string, url: string, lease: string) {
     // A burst of 1000 claims on a loaded two-core machine may queue for a connection longer than the
     // fail-fast defaults (5 s); here a slow answer is fine, a refused one would hide what is tested.
     store: { kind: 'postgres', url, pool: { max: 8, connection_timeout: '60s' }, statement_timeout: '60s' },
-    upstreams: {
-      counter: {
-        command: process.execPath,
-        args: [
-          '--import',
-          'tsx',
-          join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'),
-          '--dir',
-          counts,
-        ],
-        cwd: REPO_ROOT,
-      },
-    },
+    upstreams: { counter: countingUpstream(counts) },
     // The claiming gateway's lease is the one every other gateway judges the execution by.
     tools: { count: { replay: 'status', lease, timeout: '90s', attach_window: '1h' } },
     sweep_interval: '1h',
