@@ -3,8 +3,15 @@ import type Database from 'better-sqlite3';
 // biome-ignore lint/suspicious/noExplicitAny: a transaction's own parameters, whatever they are.
 type Work = (...args: any[]) => unknown;
 
+/**
+ * Whether a write must be on disk before it returns ('sync'), or may reach it
+ * with the next one that must ('lazy'): the rule is src/store/durability.ts.
+ */
+export type WriteSync = 'sync' | 'lazy';
+
 interface PendingWrite {
   transaction: Database.Transaction<Work>;
+  sync: WriteSync;
   args: unknown[];
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
@@ -15,6 +22,15 @@ export interface GroupCommitOptions {
   check: () => void;
   /** What a caller is given for a failure: SQLite's errors become the store's (errors.ts). */
   mapError: (error: unknown) => unknown;
+  /**
+   * The store's setting. 'full': a batch holding a write that must sync commits
+   * with synchronous=FULL; a batch of lazy writes only with NORMAL, and is synced
+   * by the next FULL commit or a checkpoint within `syncWithinMs`. 'normal':
+   * every batch with NORMAL (process-crash durability only).
+   */
+  synchronous: 'full' | 'normal';
+  /** How long a lazy commit may stay unsynced when no write that must sync follows it ('full' only). */
+  syncWithinMs: number;
 }
 
 /**
@@ -32,6 +48,14 @@ export interface GroupCommitOptions {
  * or COMMIT fails, or SQLite rolls the whole transaction back), every write
  * of it is rejected with that error: nothing of it was written, so the
  * engine fails each call closed (not dispatched, safe to retry).
+ *
+ * With 'full', only a batch holding a write that must be on disk before it
+ * returns (a claim, a dispatch, a decision) waits for an fsync; a batch of
+ * outcomes alone commits with NORMAL, and the connection is put back to FULL
+ * right after, so whatever runs outside a batch (the sweep, lease renewals)
+ * is synced as before. The WAL is one file flushed in order: the next FULL
+ * commit carries every NORMAL one before it to the disk, and if none comes,
+ * a PASSIVE checkpoint (which syncs the WAL first) does within syncWithinMs.
  */
 export class GroupCommit {
   readonly #db: Database.Database;
@@ -39,17 +63,33 @@ export class GroupCommit {
   readonly #batch: Database.Transaction<(writes: PendingWrite[]) => unknown[]>;
   #pending: PendingWrite[] = [];
   #scheduled = false;
-  /** Batches run and writes in them, for the benchmark's "writes per commit". */
-  readonly stats = { commits: 0, writes: 0 };
+  /** Whether a batch may commit without a sync: only on a file, with 'full' (else every commit is NORMAL anyway). */
+  readonly #splitsSync: boolean;
+  /** A lazy batch has committed since the last synced commit or checkpoint. */
+  #unsynced = false;
+  #syncTimer: NodeJS.Timeout | undefined;
+  /**
+   * Batches run and writes in them, for the benchmark's "writes per commit";
+   * `synced`: batches that committed with FULL; `checkpoints`: run to sync lazy commits.
+   */
+  readonly stats = { commits: 0, writes: 0, synced: 0, checkpoints: 0 };
 
   constructor(db: Database.Database, options: GroupCommitOptions) {
     this.#db = db;
     this.#options = options;
+    this.#splitsSync = options.synchronous === 'full' && !db.memory;
     this.#batch = db.transaction((writes: PendingWrite[]) => writes.map((write) => this.#runNested(write)));
   }
 
-  /** Runs `transaction(...args)` in the next batch; settles once that batch has committed (or failed). */
-  run<F extends Work>(transaction: Database.Transaction<F>, ...args: Parameters<F>): Promise<ReturnType<F>> {
+  /**
+   * Runs `transaction(...args)` in the next batch; settles once that batch has committed (or
+   * failed), and for a 'sync' write once the commit is on disk.
+   */
+  run<F extends Work>(
+    transaction: Database.Transaction<F>,
+    sync: WriteSync,
+    ...args: Parameters<F>
+  ): Promise<ReturnType<F>> {
     try {
       this.#options.check();
     } catch (error) {
@@ -58,6 +98,7 @@ export class GroupCommit {
     return new Promise<ReturnType<F>>((resolve, reject) => {
       this.#pending.push({
         transaction: transaction as Database.Transaction<Work>,
+        sync,
         args,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -77,12 +118,13 @@ export class GroupCommit {
     if (writes.length === 0) return;
     this.stats.commits++;
     this.stats.writes += writes.length;
+    const lazy = this.#splitsSync && writes.every((write) => write.sync === 'lazy');
     if (writes.length === 1) {
       // Alone: its own transaction, no savepoint needed.
       const [write] = writes as [PendingWrite];
       try {
         this.#options.check();
-        write.resolve(write.transaction.immediate(...write.args));
+        write.resolve(this.#commit(lazy, () => write.transaction.immediate(...write.args)));
       } catch (error) {
         write.reject(this.#options.mapError(error));
       }
@@ -91,7 +133,7 @@ export class GroupCommit {
     let outcomes: unknown[];
     try {
       this.#options.check();
-      outcomes = this.#batch.immediate(writes);
+      outcomes = this.#commit(lazy, () => this.#batch.immediate(writes));
     } catch (error) {
       const mapped = this.#options.mapError(error);
       for (const write of writes) write.reject(mapped);
@@ -102,6 +144,66 @@ export class GroupCommit {
       if (outcome instanceof FailedWrite) write.reject(outcome.error);
       else write.resolve(outcome);
     });
+  }
+
+  /** Commits what is queued, then stops the timer and syncs what a lazy batch left unsynced. */
+  close(): void {
+    this.flush();
+    clearTimeout(this.#syncTimer);
+    this.#syncTimer = undefined;
+    if (this.#unsynced) this.#checkpoint();
+  }
+
+  /** Runs one batch's transaction; a lazy one with NORMAL, the connection back to FULL afterwards. */
+  #commit<T>(lazy: boolean, transaction: () => T): T {
+    if (!lazy) {
+      const result = transaction();
+      if (this.#splitsSync) {
+        this.stats.synced++;
+        this.#unsynced = false;
+      }
+      return result;
+    }
+    // Not a prepared statement: SQLite applies this pragma when it compiles it, not when it runs.
+    this.#db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      const result = transaction();
+      this.#unsynced = true;
+      this.#syncTimer ??= setTimeout(() => this.#syncLazyCommits(), this.#options.syncWithinMs).unref();
+      return result;
+    } finally {
+      this.#db.exec('PRAGMA synchronous = FULL');
+    }
+  }
+
+  /** No synced commit came after a lazy one: a PASSIVE checkpoint syncs the WAL before it copies it back. */
+  #syncLazyCommits(): void {
+    this.#syncTimer = undefined;
+    if (!this.#unsynced || !this.#db.open) return;
+    if (!this.#checkpoint()) {
+      // A reader held back part of the log, or the file was busy: try again, never give up silently.
+      this.#syncTimer = setTimeout(() => this.#syncLazyCommits(), this.#options.syncWithinMs).unref();
+    }
+  }
+
+  /** True when the whole WAL was checkpointed, so every commit in it is on disk. */
+  #checkpoint(): boolean {
+    try {
+      this.#options.check();
+    } catch {
+      // Closed or refused: nothing more can be written to this file through this handle.
+      return true;
+    }
+    try {
+      const [result] = this.#db.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+      this.stats.checkpoints++;
+      const done = result !== undefined && result.checkpointed === result.log;
+      if (done) this.#unsynced = false;
+      return done;
+    } catch {
+      // An I/O error: the next attempt may succeed.
+      return false;
+    }
   }
 
   /** One write inside the batch's transaction, in a savepoint of its own. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../errors.js';
 import { chainHash, entryBody, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry } from '../../journal/events.js';
@@ -516,6 +516,74 @@ describe('SqliteStore', () => {
       await store.close();
       expect((await Promise.all(claims)).map((claim) => claim.won)).toEqual([true, true]);
       expect(committedIds()).toEqual(inputs.map((input) => input.id).sort());
+    });
+  });
+
+  describe('durability per write (src/store/durability.ts): a claim syncs, its outcome rides on the next sync', () => {
+    const outcome = { result: { content: [{ type: 'text' as const, text: 'done' }] } };
+
+    async function claimed(store: SqliteStore) {
+      const input = claimInput();
+      await store.claim(input);
+      return input;
+    }
+
+    it('the claim commits with FULL; the holder recording its outcome, a delivery and events commit with NORMAL; the connection is FULL again after', async () => {
+      const store = await open();
+      const input = await claimed(store);
+      expect(store.commitStats()).toMatchObject({ commits: 1, synced: 1 });
+      await store.transition({
+        id: input.id,
+        from: ['accepted'],
+        to: 'completed',
+        token: input.claimToken,
+        outcome,
+      });
+      await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id }]);
+      await store.appendEvents([{ kind: 'receipt_hit', executionId: input.id }]);
+      expect(store.commitStats()).toMatchObject({ commits: 4, synced: 1 });
+      expect(store.synchronous()).toBe('full');
+      expect((await store.get(input.id))?.state).toBe('completed');
+    });
+
+    it('every write that lets something go ahead syncs: a dispatch, a decision, an operator resolution, an outcome and a write batched with a claim', async () => {
+      const store = await open();
+      const input = await claimed(store);
+      await store.transition({ id: input.id, from: ['accepted'], to: 'dispatched', token: input.claimToken });
+      // No token: an operator (or the sweeper, or a probe) decided it, not the dispatch's holder.
+      await store.transition({ id: input.id, from: ['dispatched'], to: 'failed', outcome });
+      const other = claimInput();
+      await Promise.all([
+        store.claim(other),
+        store.transition({ id: input.id, from: ['failed'], to: 'failed', token: 'none' }),
+      ]);
+      expect(store.commitStats()).toMatchObject({ commits: 4, synced: 4 });
+    });
+
+    it('an outcome no synced write follows is synced by a checkpoint within the bound', async () => {
+      const store = await open();
+      const input = await claimed(store);
+      await store.transition({
+        id: input.id,
+        from: ['accepted'],
+        to: 'completed',
+        token: input.claimToken,
+        outcome,
+      });
+      await vi.waitFor(() => expect(store.commitStats().checkpoints).toBeGreaterThanOrEqual(1), {
+        timeout: 5_000,
+      });
+      // The checkpoint copied the log back into the file: nothing is left only in the WAL.
+      const [state] = raw().pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+      expect(state?.checkpointed).toBe(state?.log);
+    });
+
+    it('with synchronous "normal", nothing syncs and nothing is checkpointed for it', async () => {
+      const store = await open({ synchronous: 'normal' });
+      const input = await claimed(store);
+      await store.transition({ id: input.id, from: ['accepted'], to: 'completed', token: input.claimToken });
+      expect(store.commitStats()).toMatchObject({ commits: 2, synced: 0, checkpoints: 0 });
+      expect(store.synchronous()).toBe('normal');
     });
   });
 

@@ -8,6 +8,7 @@ import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
+import { OUTCOME_SYNC_WITHIN_MS, transitionMustSync } from '../durability.js';
 import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
@@ -41,10 +42,13 @@ export interface SqliteStoreOptions {
   /** The store's clock; processes sharing one file share the host's clock. */
   clock?: () => number;
   /**
-   * When a commit counts as done. 'full' (the default): on disk before the call
-   * is dispatched, so neither a process crash nor a power cut loses a claim.
-   * 'normal': survives a process crash; a power cut may lose the last commits,
-   * a claim among them, whose action may then run again. Faster per commit.
+   * When a commit counts as done. 'full' (the default): a write that lets an
+   * action go ahead (a claim, a dispatch, a decision) is on disk before it
+   * returns, so neither a process crash nor a power cut loses a claim; an
+   * outcome reaches the disk with the next such write, or within 200 ms
+   * (src/store/durability.ts). 'normal': survives a process crash; a power cut
+   * may lose the last commits, a claim among them, whose action may then run
+   * again. Faster per commit.
    */
   synchronous?: SqliteSynchronous;
 }
@@ -104,9 +108,10 @@ export class SqliteStore implements ExecutionStore {
     if (!db.memory && mode !== 'wal') {
       throw new StoreUnavailableError(`SQLite refused WAL mode (got ${mode})`);
     }
-    // FULL: each commit syncs the WAL, so a claim is on disk before its call is dispatched.
-    // NORMAL syncs at checkpoints only: a power cut can lose the last commits (never corrupt
-    // the file). Group commit (group-commit.ts) keeps FULL's cost per call down.
+    // FULL: a commit syncs the WAL, so a claim is on disk before its call is dispatched (a
+    // batch of outcomes alone commits with NORMAL: group-commit.ts, durability.ts). NORMAL
+    // syncs at checkpoints only: a power cut can lose the last commits (never corrupt the
+    // file). Group commit keeps FULL's cost per call down.
     const synchronous = options.synchronous ?? DEFAULT_SQLITE_SYNCHRONOUS;
     if (synchronous !== 'full' && synchronous !== 'normal') {
       throw new StoreUnavailableError(
@@ -136,15 +141,17 @@ export class SqliteStore implements ExecutionStore {
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
+      synchronous,
+      syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
     });
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
-    return this.#writes.run(this.#claim, input, options);
+    return this.#writes.run(this.#claim, 'sync', input, options);
   }
 
   async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {
-    return this.#writes.run(this.#transition, input);
+    return this.#writes.run(this.#transition, transitionMustSync(input) ? 'sync' : 'lazy', input);
   }
 
   async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
@@ -155,7 +162,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async markDelivered(id: string, events?: ActivityEventInput[]): Promise<void> {
-    await this.#writes.run(this.#markDelivered, id, events);
+    await this.#writes.run(this.#markDelivered, 'lazy', id, events);
   }
 
   async get(id: string): Promise<ExecutionRecord | undefined> {
@@ -183,7 +190,7 @@ export class SqliteStore implements ExecutionStore {
 
   async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     if (events.length === 0) return;
-    await this.#writes.run(this.#appendEvents, events, stream);
+    await this.#writes.run(this.#appendEvents, 'lazy', events, stream);
   }
 
   async readJournal(
@@ -222,7 +229,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult> {
-    return this.#writes.run(this.#decideApproval, input);
+    return this.#writes.run(this.#decideApproval, 'sync', input);
   }
 
   async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
@@ -236,16 +243,22 @@ export class SqliteStore implements ExecutionStore {
   async close(): Promise<void> {
     if (!this.#db.open) return;
     // Writes still queued commit first: every caller is answered, none is dropped unsettled.
-    this.#writes.flush();
+    this.#writes.close();
     this.#db.close();
   }
 
-  /** Transactions committed through group commit, and the writes they held (batches since open). */
-  commitStats(): { commits: number; writes: number } {
+  /**
+   * Transactions committed through group commit, the writes they held, how many of them
+   * committed synced, and the checkpoints run to sync lazy ones (since open).
+   */
+  commitStats(): { commits: number; writes: number; synced: number; checkpoints: number } {
     return { ...this.#writes.stats };
   }
 
-  /** The connection's `PRAGMA synchronous`, as SQLite reports it (what a commit waits for). */
+  /**
+   * The connection's `PRAGMA synchronous`, as SQLite reports it: what a commit outside a batch
+   * of outcomes waits for (during one, it is NORMAL; see group-commit.ts).
+   */
   synchronous(): 'off' | 'normal' | 'full' | 'extra' {
     const level = this.#guard(() => this.#db.pragma('synchronous', { simple: true }) as number);
     return (['off', 'normal', 'full', 'extra'] as const)[level] ?? 'off';

@@ -1,0 +1,31 @@
+import type { ExecutionState } from '../journal/states.js';
+import type { TransitionInput } from './types.js';
+
+/**
+ * Which writes must be on disk before they return, under the durable default
+ * (SQLite `synchronous=FULL`, PostgreSQL `synchronous_commit` on). One rule
+ * for every store.
+ *
+ * A write that lets something go ahead must: a claim, a move to `dispatched`
+ * or `authorized`, an approval decision, an operator's or a probe's
+ * resolution. Lost in a power cut after the action ran, it would let the
+ * action run again, or undo what a person decided.
+ *
+ * A write in which the holder of a dispatch records what came back (its own
+ * outcome: completed, failed or unknown), a delivery, and journal events that
+ * change no state need not. Lost in a power cut, the execution reads as
+ * dispatched and, once its lease lapses, unknown: an honest answer, never a
+ * second run. Such a write reaches the disk with the next write that must (a
+ * log is flushed in order, so one sync carries every commit before it), or
+ * within OUTCOME_SYNC_WITHIN_MS when no such write comes.
+ *
+ * This halves the syncs of a call (one, for its claim, instead of two).
+ */
+export function transitionMustSync(t: TransitionInput): boolean {
+  return !(t.token !== undefined && HOLDER_OUTCOMES.includes(t.to));
+}
+
+/** The longest an outcome, delivery or journal event stays unsynced when no write that must sync follows it. */
+export const OUTCOME_SYNC_WITHIN_MS = 200;
+
+const HOLDER_OUTCOMES: readonly ExecutionState[] = ['completed', 'failed', 'unknown'];
