@@ -93,7 +93,7 @@ export class StoreUnavailableError extends IdemError {
 }
 
 /** Why a store's file was refused. Stable, documented in docs/errors.md. */
-export type StoreRefusalReason = 'corrupt' | 'not_a_database' | 'read_only' | 'cannot_open';
+export type StoreRefusalReason = 'corrupt' | 'not_a_database' | 'read_only' | 'cannot_open' | 'sync_failed';
 
 /**
  * The store's file cannot be trusted or written: it is refused (at open, or

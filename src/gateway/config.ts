@@ -207,7 +207,7 @@ export const GatewayConfigSchema = z
               .enum(['full', 'normal'])
               .optional()
               .describe(
-                'When a commit counts as done. full (default): on disk before the call is dispatched; survives a power cut. normal: faster, survives a process crash, but a power cut may lose the last commits, and an action whose claim was lost may run again.',
+                'When a commit counts as done. full (default): a claim is on disk before the call is dispatched (survives a power cut); an outcome reaches the disk within 200 ms. normal: faster, survives a process crash, but a power cut may lose the last commits, and an action whose claim was lost may run again.',
               ),
           })
           .strict(),

@@ -23,39 +23,43 @@ export interface GroupCommitOptions {
   /** What a caller is given for a failure: SQLite's errors become the store's (errors.ts). */
   mapError: (error: unknown) => unknown;
   /**
-   * The store's setting. 'full': a batch holding a write that must sync commits
-   * with synchronous=FULL; a batch of lazy writes only with NORMAL, and is synced
-   * by the next FULL commit or a checkpoint within `syncWithinMs`. 'normal':
-   * every batch with NORMAL (process-crash durability only).
+   * Puts every commit made so far on disk (an fdatasync of the WAL, off the event loop:
+   * wal-sync.ts). Given for the durable default on a file; without it nothing is synced
+   * here (synchronous 'normal', or ':memory:').
    */
-  synchronous: 'full' | 'normal';
-  /** How long a lazy commit may stay unsynced when no write that must sync follows it ('full' only). */
+  syncLog?: () => Promise<void>;
+  /** What a 'sync' write's caller is given when its commit could not be put on disk. */
+  syncFailed: (error: unknown) => unknown;
+  /** How long a lazy commit may stay unsynced when no write that must sync follows it. */
   syncWithinMs: number;
 }
 
 /**
- * Group commit. better-sqlite3 is synchronous, so a commit (with
- * synchronous=FULL, an fsync of the WAL) holds the event loop; one commit per
- * write would make concurrent calls queue on the disk one by one. Instead,
- * every write asked for during one turn of the event loop is queued, and all
- * of them run at the next check phase (setImmediate) in ONE immediate
- * transaction: one commit, one fsync, for the lot. Each write runs in its own
- * savepoint (better-sqlite3 nests transactions that way), so a write that
- * fails alone is undone alone and only its caller is told; the others commit.
+ * Group commit. better-sqlite3 is synchronous, so every statement holds the
+ * event loop; one transaction per write would make concurrent calls queue one
+ * by one. Instead, every write asked for during one turn of the event loop is
+ * queued, and all of them run at the next check phase (setImmediate) in ONE
+ * immediate transaction. Each write runs in its own savepoint (better-sqlite3
+ * nests transactions that way), so a write that fails alone is undone alone
+ * and only its caller is told; the others commit.
  *
- * Each caller's promise settles after the commit, never before: a claim is
- * answered "won" only once it is on disk. If the batch cannot commit (BEGIN
- * or COMMIT fails, or SQLite rolls the whole transaction back), every write
- * of it is rejected with that error: nothing of it was written, so the
- * engine fails each call closed (not dispatched, safe to retry).
+ * Durability. The connection commits with synchronous=NORMAL: the commit
+ * writes the batch's frames to the WAL and returns without waiting for the
+ * disk. When the batch holds a write that must be on disk before it returns
+ * (a claim, a dispatch, a decision: durability.ts), the WAL is then synced
+ * with fdatasync on libuv's thread pool, and only after that does any caller
+ * of the batch hear back: a claim is answered "won" only once it is on disk,
+ * as with synchronous=FULL, but the event loop serves other calls while the
+ * disk works, and the next batch can commit meanwhile. The WAL is one file
+ * written in order, so one sync carries every commit before it; a batch of
+ * outcomes alone is not synced, and rides on the next sync, or on the one
+ * the timer makes within syncWithinMs if none comes.
  *
- * With 'full', only a batch holding a write that must be on disk before it
- * returns (a claim, a dispatch, a decision) waits for an fsync; a batch of
- * outcomes alone commits with NORMAL, and the connection is put back to FULL
- * right after, so whatever runs outside a batch (the sweep, lease renewals)
- * is synced as before. The WAL is one file flushed in order: the next FULL
- * commit carries every NORMAL one before it to the disk, and if none comes,
- * a PASSIVE checkpoint (which syncs the WAL first) does within syncWithinMs.
+ * If the batch cannot commit (BEGIN or COMMIT fails, or SQLite rolls the
+ * whole transaction back), every write of it is rejected with that error:
+ * nothing of it was written, so the engine fails each call closed (not
+ * dispatched, safe to retry). If the sync fails, the writes waiting for it are
+ * rejected as well (syncFailed): on disk or not, nothing was dispatched.
  */
 export class GroupCommit {
   readonly #db: Database.Database;
@@ -63,31 +67,30 @@ export class GroupCommit {
   readonly #batch: Database.Transaction<(writes: PendingWrite[]) => unknown[]>;
   #pending: PendingWrite[] = [];
   #scheduled = false;
-  /** Whether a batch may commit without a sync: only on a file, with 'full' (else every commit is NORMAL anyway). */
-  readonly #splitsSync: boolean;
+  /** Syncs started and not yet settled: close() waits for them. */
+  readonly #syncing = new Set<Promise<void>>();
   /**
-   * When the oldest lazy commit not yet synced was made (performance.now()), or undefined when
-   * every commit is on disk. Under load the next claim syncs it within milliseconds; the timer
-   * checkpoints only for a lazy commit that has waited syncWithinMs.
+   * When the oldest commit no sync has covered yet was made (performance.now()), or undefined
+   * when every commit is on disk (or nothing is synced here). Under load the next claim's sync
+   * covers it within milliseconds; the timer syncs only for one that has waited syncWithinMs.
    */
   #unsyncedSince: number | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
   /**
-   * Batches run and writes in them, for the benchmark's "writes per commit";
-   * `synced`: batches that committed with FULL; `checkpoints`: run to sync lazy commits.
+   * Batches run and writes in them, for the benchmark's "writes per commit"; `synced`: syncs
+   * of the log made for a batch; `timerSyncs`: made for lazy commits nothing else synced.
    */
-  readonly stats = { commits: 0, writes: 0, synced: 0, checkpoints: 0 };
+  readonly stats = { commits: 0, writes: 0, synced: 0, timerSyncs: 0 };
 
   constructor(db: Database.Database, options: GroupCommitOptions) {
     this.#db = db;
     this.#options = options;
-    this.#splitsSync = options.synchronous === 'full' && !db.memory;
     this.#batch = db.transaction((writes: PendingWrite[]) => writes.map((write) => this.#runNested(write)));
   }
 
   /**
    * Runs `transaction(...args)` in the next batch; settles once that batch has committed (or
-   * failed), and for a 'sync' write once the commit is on disk.
+   * failed), and for a batch with a 'sync' write once the commit is on disk.
    */
   run<F extends Work>(
     transaction: Database.Transaction<F>,
@@ -122,99 +125,100 @@ export class GroupCommit {
     if (writes.length === 0) return;
     this.stats.commits++;
     this.stats.writes += writes.length;
-    const lazy = this.#splitsSync && writes.every((write) => write.sync === 'lazy');
-    if (writes.length === 1) {
-      // Alone: its own transaction, no savepoint needed.
-      const [write] = writes as [PendingWrite];
-      try {
-        this.#options.check();
-        write.resolve(this.#commit(lazy, () => write.transaction.immediate(...write.args)));
-      } catch (error) {
-        write.reject(this.#options.mapError(error));
-      }
-      return;
-    }
     let outcomes: unknown[];
     try {
       this.#options.check();
-      outcomes = this.#commit(lazy, () => this.#batch.immediate(writes));
+      // Alone: its own transaction, no savepoint needed.
+      outcomes =
+        writes.length === 1
+          ? [(writes[0] as PendingWrite).transaction.immediate(...(writes[0] as PendingWrite).args)]
+          : this.#batch.immediate(writes);
     } catch (error) {
       const mapped = this.#options.mapError(error);
       for (const write of writes) write.reject(mapped);
       return;
     }
-    writes.forEach((write, i) => {
-      const outcome = outcomes[i];
-      if (outcome instanceof FailedWrite) write.reject(outcome.error);
-      else write.resolve(outcome);
+    const settle = () =>
+      writes.forEach((write, i) => {
+        const outcome = outcomes[i];
+        if (outcome instanceof FailedWrite) write.reject(outcome.error);
+        else write.resolve(outcome);
+      });
+    if (!this.#options.syncLog) return settle();
+    if (!writes.some((write, i) => write.sync === 'sync' && !(outcomes[i] instanceof FailedWrite))) {
+      this.#noteUnsynced();
+      return settle();
+    }
+    this.stats.synced++;
+    this.#sync().then(settle, (error: unknown) => {
+      const failed = this.#options.syncFailed(error);
+      writes.forEach((write, i) => {
+        const outcome = outcomes[i];
+        write.reject(outcome instanceof FailedWrite ? outcome.error : failed);
+      });
     });
   }
 
-  /** Commits what is queued, then stops the timer and syncs what a lazy batch left unsynced. */
-  close(): void {
+  /** Puts every commit so far on disk (after a write made outside a batch that must be: the sweep). */
+  async syncNow(): Promise<void> {
+    if (this.#options.syncLog) await this.#sync();
+  }
+
+  /** A write made outside a batch that need not be on disk at once (a lease renewal). */
+  noteUnsynced(): void {
+    if (this.#options.syncLog) this.#noteUnsynced();
+  }
+
+  /** Commits what is queued, waits for the syncs in flight, and syncs what no sync has covered yet. */
+  async close(): Promise<void> {
     this.flush();
     clearTimeout(this.#syncTimer);
     this.#syncTimer = undefined;
-    if (this.#unsyncedSince !== undefined) this.#checkpoint();
+    await Promise.allSettled([...this.#syncing]);
+    if (this.#unsyncedSince !== undefined) await this.#sync().catch(() => {});
   }
 
-  /** Runs one batch's transaction; a lazy one with NORMAL, the connection back to FULL afterwards. */
-  #commit<T>(lazy: boolean, transaction: () => T): T {
-    if (!lazy) {
-      const result = transaction();
-      if (this.#splitsSync) {
-        this.stats.synced++;
-        this.#unsyncedSince = undefined;
-      }
-      return result;
-    }
-    // Not a prepared statement: SQLite applies this pragma when it compiles it, not when it runs.
-    this.#db.exec('PRAGMA synchronous = NORMAL');
-    try {
-      const result = transaction();
-      this.#unsyncedSince ??= performance.now();
-      this.#syncTimer ??= setTimeout(() => this.#syncLazyCommits(), this.#options.syncWithinMs).unref();
-      return result;
-    } finally {
-      this.#db.exec('PRAGMA synchronous = FULL');
-    }
+  /**
+   * One fdatasync of the log. It covers every commit made before it starts, so whatever was
+   * waiting for one is covered from here (put back if it fails).
+   */
+  #sync(): Promise<void> {
+    const covered = this.#unsyncedSince;
+    this.#unsyncedSince = undefined;
+    const sync = (this.#options.syncLog as () => Promise<void>)();
+    this.#syncing.add(sync);
+    return sync.then(
+      () => {
+        this.#syncing.delete(sync);
+      },
+      (error: unknown) => {
+        this.#syncing.delete(sync);
+        if (covered !== undefined) this.#noteUnsynced(covered);
+        throw error;
+      },
+    );
   }
 
-  /** No synced commit came after a lazy one: a PASSIVE checkpoint syncs the WAL before it copies it back. */
+  #noteUnsynced(since = performance.now()): void {
+    this.#unsyncedSince = Math.min(this.#unsyncedSince ?? since, since);
+    this.#syncTimer ??= setTimeout(() => this.#syncLazyCommits(), this.#options.syncWithinMs).unref();
+  }
+
+  /** The timer: a commit no sync has covered for syncWithinMs is synced now; a younger one waits its turn. */
   #syncLazyCommits(): void {
     this.#syncTimer = undefined;
-    if (this.#unsyncedSince === undefined || !this.#db.open) return;
+    if (this.#unsyncedSince === undefined) return;
     const waited = performance.now() - this.#unsyncedSince;
-    // Younger than the bound (a synced commit came and a lazy one after it): wait for the rest.
-    // Older, and the checkpoint could not finish (a reader held part of the log back, or
-    // another checkpoint ran): try again, never give up silently.
-    const retryIn =
-      waited < this.#options.syncWithinMs
-        ? this.#options.syncWithinMs - waited
-        : this.#checkpoint()
-          ? undefined
-          : this.#options.syncWithinMs;
-    if (retryIn !== undefined) this.#syncTimer = setTimeout(() => this.#syncLazyCommits(), retryIn).unref();
-  }
-
-  /** True when the whole WAL was checkpointed, so every commit in it is on disk. */
-  #checkpoint(): boolean {
-    try {
-      this.#options.check();
-    } catch {
-      // Closed or refused: nothing more can be written to this file through this handle.
-      return true;
+    if (waited < this.#options.syncWithinMs) {
+      this.#syncTimer = setTimeout(
+        () => this.#syncLazyCommits(),
+        this.#options.syncWithinMs - waited,
+      ).unref();
+      return;
     }
-    try {
-      const [result] = this.#db.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
-      this.stats.checkpoints++;
-      const done = result !== undefined && result.checkpointed === result.log;
-      if (done) this.#unsyncedSince = undefined;
-      return done;
-    } catch {
-      // An I/O error: the next attempt may succeed.
-      return false;
-    }
+    this.stats.timerSyncs++;
+    // A failed sync puts its commits back (#sync), which arms the timer again: never given up silently.
+    this.#sync().catch(() => {});
   }
 
   /** One write inside the batch's transaction, in a savepoint of its own. */

@@ -44,6 +44,16 @@ export function undecodableValue(error: SyntaxError, path: string): StoreRefused
   return refusal('corrupt', path, `a stored value cannot be decoded (${error.message})`, error);
 }
 
+/**
+ * An fsync of the WAL failed. What the disk now holds of the last commits is
+ * unknown (after a failed fsync the kernel may drop the pages it could not
+ * write, and a later fsync can succeed without them), so, as PostgreSQL does,
+ * nothing more is written through this handle: every call fails closed.
+ */
+export function syncFailure(path: string, error: unknown): StoreRefusedError {
+  return refusal('sync_failed', path, `fsync of ${path}-wal failed (${messageOf(error)})`, error);
+}
+
 const REASONS: readonly [RegExp, StoreRefusalReason][] = [
   [/^SQLITE_NOTADB/, 'not_a_database'],
   [/^SQLITE_CORRUPT/, 'corrupt'],
@@ -56,6 +66,7 @@ const WHAT: Record<StoreRefusalReason, string> = {
   not_a_database: 'is not a SQLite database (or its header is destroyed)',
   read_only: 'cannot be written (the file or its directory is read-only)',
   cannot_open: 'cannot be opened',
+  sync_failed: 'could not be synced to disk',
 };
 
 /**
@@ -79,6 +90,13 @@ function hint(reason: StoreRefusalReason, path: string): string {
       return `To fix: give the user running Idem write access to ${path} and its directory (SQLite writes -wal and -shm files beside it), or point IDEM_DATA_DIR / --db elsewhere.`;
     case 'cannot_open':
       return `To fix: check that ${path} and its directory exist and are readable and writable by the user running Idem.`;
+    case 'sync_failed':
+      return [
+        `To recover: stop every gateway using it and check the disk (dmesg, df);`,
+        `then start Idem again: SQLite recovers the file from what reached the disk.`,
+        `Review executions that were dispatched or unknown (idem executions list --state dispatched,unknown)`,
+        `before anyone repeats them.`,
+      ].join(' ');
   }
 }
 

@@ -89,14 +89,16 @@ describe('SqliteStore', () => {
   }
 
   describe('the file', () => {
-    it('runs in WAL mode with synchronous=FULL (a commit is on disk when it returns) and a busy timeout', async () => {
+    it('runs in WAL mode, durable by default (the connection commits with NORMAL; group commit syncs the WAL) and a busy timeout', async () => {
       const db = raw();
       opened.pop();
       const store = new SqliteStore(db);
       opened.push(store);
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(db.pragma('synchronous', { simple: true })).toBe(1);
       expect(store.synchronous()).toBe('full');
+      await store.claim(claimInput());
+      expect(store.commitStats()).toMatchObject({ commits: 1, synced: 1 });
       expect(db.pragma('busy_timeout', { simple: true })).toBe(5000);
       expect(store.kind).toBe('sqlite');
     });
@@ -519,7 +521,7 @@ describe('SqliteStore', () => {
     });
   });
 
-  describe('durability per write (src/store/durability.ts): a claim syncs, its outcome rides on the next sync', () => {
+  describe('durability per write (src/store/durability.ts): a claim is synced, its outcome rides on the next sync', () => {
     const outcome = { result: { content: [{ type: 'text' as const, text: 'done' }] } };
 
     async function claimed(store: SqliteStore) {
@@ -528,7 +530,7 @@ describe('SqliteStore', () => {
       return input;
     }
 
-    it('the claim commits with FULL; the holder recording its outcome, a delivery and events commit with NORMAL; the connection is FULL again after', async () => {
+    it('the claim waits for a sync of the WAL; the holder recording its outcome, a delivery and events do not', async () => {
       const store = await open();
       const input = await claimed(store);
       expect(store.commitStats()).toMatchObject({ commits: 1, synced: 1 });
@@ -542,25 +544,23 @@ describe('SqliteStore', () => {
       await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id }]);
       await store.appendEvents([{ kind: 'receipt_hit', executionId: input.id }]);
       expect(store.commitStats()).toMatchObject({ commits: 4, synced: 1 });
-      expect(store.synchronous()).toBe('full');
       expect((await store.get(input.id))?.state).toBe('completed');
     });
 
-    it('every write that lets something go ahead syncs: a dispatch, a decision, an operator resolution, an outcome and a write batched with a claim', async () => {
+    it('every write that lets something go ahead is synced: a dispatch, an operator resolution, and a batch holding a claim', async () => {
       const store = await open();
       const input = await claimed(store);
       await store.transition({ id: input.id, from: ['accepted'], to: 'dispatched', token: input.claimToken });
       // No token: an operator (or the sweeper, or a probe) decided it, not the dispatch's holder.
       await store.transition({ id: input.id, from: ['dispatched'], to: 'failed', outcome });
-      const other = claimInput();
       await Promise.all([
-        store.claim(other),
+        store.claim(claimInput()),
         store.transition({ id: input.id, from: ['failed'], to: 'failed', token: 'none' }),
       ]);
       expect(store.commitStats()).toMatchObject({ commits: 4, synced: 4 });
     });
 
-    it('an outcome no synced write follows is synced by a checkpoint within the bound', async () => {
+    it('an outcome no sync follows is synced by the timer within the bound', async () => {
       const store = await open();
       const input = await claimed(store);
       await store.transition({
@@ -570,19 +570,15 @@ describe('SqliteStore', () => {
         token: input.claimToken,
         outcome,
       });
-      await vi.waitFor(() => expect(store.commitStats().checkpoints).toBeGreaterThanOrEqual(1), {
-        timeout: 5_000,
-      });
-      // The checkpoint copied the log back into the file: nothing is left only in the WAL.
-      const [state] = raw().pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
-      expect(state?.checkpointed).toBe(state?.log);
+      await vi.waitFor(() => expect(store.commitStats().timerSyncs).toBe(1), { timeout: 5_000 });
     });
 
-    it('with synchronous "normal", nothing syncs and nothing is checkpointed for it', async () => {
+    it('with synchronous "normal", nothing is synced', async () => {
       const store = await open({ synchronous: 'normal' });
       const input = await claimed(store);
       await store.transition({ id: input.id, from: ['accepted'], to: 'completed', token: input.claimToken });
-      expect(store.commitStats()).toMatchObject({ commits: 2, synced: 0, checkpoints: 0 });
+      await store.sweep({ retentionMs: 60_000 });
+      expect(store.commitStats()).toMatchObject({ commits: 2, synced: 0, timerSyncs: 0 });
       expect(store.synchronous()).toBe('normal');
     });
   });

@@ -29,10 +29,11 @@ import type {
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
 import { DAMAGE, toStoreError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
-import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
+import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 import { type ExecutionRow, prepareStatements, toRecord } from './sql.js';
+import { WalSync } from './wal-sync.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created 0600 if missing), or ':memory:'. */
@@ -77,7 +78,11 @@ export class SqliteStore implements ExecutionStore {
   readonly #sweep;
   /** Claims, transitions and journal appends: queued and committed together (group-commit.ts). */
   readonly #writes: GroupCommit;
-  /** Set once a read or write met damage in the file: from then on, every call is refused. */
+  /** 'full': writes that let an action go ahead are synced before they return (group-commit.ts). */
+  readonly #synchronous: SqliteSynchronous;
+  /** Syncs the WAL for group commit, with 'full' on a file. */
+  readonly #walSync: WalSync | undefined;
+  /** Set once a read or write met damage in the file (or a sync failed): from then on, every call is refused. */
   #refused: StoreRefusedError | undefined;
 
   static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
@@ -108,17 +113,19 @@ export class SqliteStore implements ExecutionStore {
     if (!db.memory && mode !== 'wal') {
       throw new StoreUnavailableError(`SQLite refused WAL mode (got ${mode})`);
     }
-    // FULL: a commit syncs the WAL, so a claim is on disk before its call is dispatched (a
-    // batch of outcomes alone commits with NORMAL: group-commit.ts, durability.ts). NORMAL
-    // syncs at checkpoints only: a power cut can lose the last commits (never corrupt the
-    // file). Group commit keeps FULL's cost per call down.
+    // The connection commits with NORMAL: a commit writes the WAL and does not wait for the
+    // disk. With 'full' (the default), group commit then syncs the WAL itself, off the event
+    // loop, before a claim (or any write that lets something go ahead) returns: on disk
+    // before dispatch, as with SQLite's FULL (group-commit.ts, durability.ts). With 'normal'
+    // nothing more: a power cut can lose the last commits (never corrupt the file).
     const synchronous = options.synchronous ?? DEFAULT_SQLITE_SYNCHRONOUS;
     if (synchronous !== 'full' && synchronous !== 'normal') {
       throw new StoreUnavailableError(
         `SQLite synchronous must be 'full' or 'normal', not ${String(synchronous)}`,
       );
     }
-    db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.#synchronous = synchronous;
+    db.pragma('synchronous = NORMAL');
     // Before migrating: a damaged file is refused, never written to.
     checkIntegrity(db);
     migrate(db);
@@ -138,10 +145,13 @@ export class SqliteStore implements ExecutionStore {
     this.#sweep = db.transaction((retentionMs: number, dryRun: boolean) =>
       this.#sweepIn(retentionMs, dryRun),
     );
+    this.#walSync = synchronous === 'full' && !db.memory ? new WalSync(db.name) : undefined;
+    const walSync = this.#walSync;
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
-      synchronous,
+      ...(walSync ? { syncLog: () => walSync.sync() } : {}),
+      syncFailed: (error) => this.#syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
     });
   }
@@ -155,10 +165,13 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
-    return this.#guard(
+    const renewed = this.#guard(
       () =>
         this.#sql.renewLease.run({ id, token, leaseMs: wholeMs(leaseMs), now: this.#clock() }).changes === 1,
     );
+    // Lost in a power cut, a lease is only shorter: it need not wait for the disk.
+    this.#writes.noteUnsynced();
+    return renewed;
   }
 
   async markDelivered(id: string, events?: ActivityEventInput[]): Promise<void> {
@@ -210,7 +223,14 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
-    return this.#guard(() => this.#sweep.immediate(options.retentionMs, options.dryRun ?? false));
+    const swept = this.#guard(() => this.#sweep.immediate(options.retentionMs, options.dryRun ?? false));
+    // Its expiries are decisions no dispatch holder made (durability.ts): on disk before they are reported.
+    if (!options.dryRun) {
+      await this.#writes.syncNow().catch((error: unknown) => {
+        throw this.#syncFailed(error);
+      });
+    }
+    return swept;
   }
 
   async getApproval(id: string): Promise<ApprovalRequest | undefined> {
@@ -242,26 +262,28 @@ export class SqliteStore implements ExecutionStore {
 
   async close(): Promise<void> {
     if (!this.#db.open) return;
-    // Writes still queued commit first: every caller is answered, none is dropped unsettled.
-    this.#writes.close();
-    this.#db.close();
+    // Writes still queued commit first and their syncs finish: every caller is answered, none
+    // is dropped unsettled, and nothing committed is left off the disk.
+    await this.#writes.close();
+    await this.#walSync?.close();
+    if (this.#db.open) this.#db.close();
   }
 
   /**
-   * Transactions committed through group commit, the writes they held, how many of them
-   * committed synced, and the checkpoints run to sync lazy ones (since open).
+   * Transactions committed through group commit, the writes they held, the syncs of the WAL
+   * made for them, and those the timer made for lazy commits nothing else synced (since open).
    */
-  commitStats(): { commits: number; writes: number; synced: number; checkpoints: number } {
+  commitStats(): { commits: number; writes: number; synced: number; timerSyncs: number } {
     return { ...this.#writes.stats };
   }
 
   /**
-   * The connection's `PRAGMA synchronous`, as SQLite reports it: what a commit outside a batch
-   * of outcomes waits for (during one, it is NORMAL; see group-commit.ts).
+   * The durability this store gives: 'full', a claim is on disk before it returns (the WAL
+   * synced by group commit); 'normal', it survives a process crash only. The connection's own
+   * `PRAGMA synchronous` is NORMAL either way.
    */
-  synchronous(): 'off' | 'normal' | 'full' | 'extra' {
-    const level = this.#guard(() => this.#db.pragma('synchronous', { simple: true }) as number);
-    return (['off', 'normal', 'full', 'extra'] as const)[level] ?? 'off';
+  synchronous(): SqliteSynchronous {
+    return this.#synchronous;
   }
 
   /** Bytes one execution row takes without its outcome (see row-bytes.ts). */
@@ -426,6 +448,12 @@ export class SqliteStore implements ExecutionStore {
     } catch (error) {
       throw this.#mapError(error);
     }
+  }
+
+  /** A failed fsync refuses the store from here on (integrity.ts syncFailure says why). */
+  #syncFailed(error: unknown): StoreRefusedError {
+    this.#refused ??= syncFailure(this.#db.name, error);
+    return this.#refused;
   }
 
   #checkUsable(): void {
