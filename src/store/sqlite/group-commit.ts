@@ -144,10 +144,14 @@ export class GroupCommit {
         if (outcome instanceof FailedWrite) write.reject(outcome.error);
         else write.resolve(outcome);
       });
-    if (!this.#options.syncLog) return settle();
+    if (!this.#options.syncLog) {
+      settle();
+      return;
+    }
     if (!writes.some((write, i) => write.sync === 'sync' && !(outcomes[i] instanceof FailedWrite))) {
       this.#noteUnsynced();
-      return settle();
+      settle();
+      return;
     }
     this.stats.synced++;
     this.#sync().then(settle, (error: unknown) => {

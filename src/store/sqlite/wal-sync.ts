@@ -18,7 +18,8 @@ export class WalSync {
   }
 
   sync(): Promise<void> {
-    const fd = (this.#fd ??= openForSync(this.#path));
+    this.#fd ??= openForSync(this.#path);
+    const fd = this.#fd;
     // A failed open is not remembered: the next sync opens again.
     fd.catch(() => {
       if (this.#fd === fd) this.#fd = undefined;
