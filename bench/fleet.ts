@@ -28,7 +28,7 @@ import pg from 'pg';
 import { PG_URL_VARIABLE, startThrowawayPostgres } from '../test/support/postgres.js';
 import { BENCH_RECEIPTS_MAX } from './gateway.js';
 import {
-  CLI,
+  builtCli,
   connectClient,
   drive,
   type Load,
@@ -84,7 +84,7 @@ async function startFleet(options: {
     return startServerProcess({
       name: `gateway ${g + 1} of ${options.size}`,
       command: process.execPath,
-      args: ['--import', 'tsx', CLI, 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
+      args: [builtCli(), 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
       ready: (out) => /Streamable HTTP on (http:\S+)/.exec(out)?.[1],
     });
   });

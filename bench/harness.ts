@@ -3,8 +3,7 @@
  * stopped by their own process group, an MCP client per session, a load
  * driver with a fixed number of calls in flight, and latency statistics.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,36 +14,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const TRIVIAL_SERVER = join(REPO_ROOT, 'bench/fixtures/trivial-server.ts');
-export const CLI = join(REPO_ROOT, 'src/cli/main.ts');
-export const BUILT_CLI = join(REPO_ROOT, 'dist/cli/main.js');
 
-/** Newest modification time of any file under `dir` (ms). */
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * The CLI as a user runs it (`npx idem` is `node dist/cli/main.js`): dist/ is
- * built first (`npm run build`) when it is missing or older than any file in
- * src/, so the figures are never those of stale code.
- */
-export function builtCli(): string {
-  if (!existsSync(BUILT_CLI) || statSync(BUILT_CLI).mtimeMs < newestMtime(join(REPO_ROOT, 'src'))) {
-    execFileSync(
-      process.execPath,
-      [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-      {
-        cwd: REPO_ROOT,
-        stdio: 'inherit',
-      },
-    );
-  }
-  return BUILT_CLI;
-}
+/** The CLI as a user runs it, built first when stale (one way to build it: test/support/dist.ts). */
+export { BUILT_CLI, builtCli } from '../test/support/dist.js';
 
 /** The trivial upstream as a stdio command line (the project's Node, TypeScript through tsx). */
 export function trivialUpstream(): { command: string; args: string[] } {

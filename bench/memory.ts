@@ -19,7 +19,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ReceiptBook } from '../src/receipts/receipt-book.js';
 import {
-  CLI,
+  builtCli,
   connectClient,
   drive,
   perSec,
@@ -157,7 +157,7 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
   const server = await startServerProcess({
     name: 'idem-memory',
     command: process.execPath,
-    args: ['--import', 'tsx', CLI, 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
+    args: [builtCli(), 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
     ready: (out) => /Streamable HTTP on (http:\S+)/.exec(out)?.[1],
   });
   const clients: Client[] = [];

@@ -6,10 +6,10 @@
  * Not `node --import tsx src/cli/main.ts`: tsx costs about two seconds of CPU
  * per process start, and the suite starts the CLI hundreds of times on two cores.
  */
-import { join } from 'node:path';
+import { BUILT_CLI } from './dist.js';
 import { REPO_ROOT } from './node22.js';
 
-export const IDEM_CLI = join(REPO_ROOT, 'dist/cli/main.js');
+export const IDEM_CLI = BUILT_CLI;
 
 /** `idem <args…>` as a command line for spawn / StdioClientTransport. */
 export function idemCommand(args: string[]): { command: string; args: string[]; cwd: string } {
