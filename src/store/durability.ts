@@ -25,6 +25,12 @@ export function transitionMustSync(t: TransitionInput): boolean {
   return !(t.token !== undefined && HOLDER_OUTCOMES.includes(t.to));
 }
 
+/**
+ * Whether a write must be on disk before it returns ('sync'), or may reach it
+ * with the next one that must ('lazy').
+ */
+export type WriteSync = 'sync' | 'lazy';
+
 /** The longest an outcome, delivery or journal event stays unsynced when no write that must sync follows it. */
 export const OUTCOME_SYNC_WITHIN_MS = 200;
 
