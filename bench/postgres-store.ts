@@ -142,9 +142,20 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
     const roundTrip = await measure(calls, warmup, async () => {
       await store.now();
     });
+    // The full series on stores of their own, closed before each reading: a server backend reports
+    // its statistics (commits, WAL syncs) when it ends, so the counts between the readings are whole.
+    const onItsOwnStore = async <T>(work: (own: PostgresStore) => Promise<T>): Promise<T> => {
+      const own = await PostgresStore.open({ url, schema });
+      try {
+        return await work(own);
+      } finally {
+        await own.close();
+      }
+    };
+    await onItsOwnStore((own) => measure(warmup, 0, (i) => claimAndComplete(own, -1 - i)));
     const before = await databaseWork(admin);
-    const full = await measure(calls, warmup, (i) => claimAndComplete(store, i));
-    const work = perCall(before, await databaseWork(admin), calls + warmup);
+    const full = await onItsOwnStore((own) => measure(calls, 0, (i) => claimAndComplete(own, i)));
+    const work = perCall(before, await databaseWork(admin), calls);
     const bytes = await store.measureRowBytes();
     const claims = await measure(calls, warmup, (i) => claimOnly(store, i));
     const outcomes = await measure(calls, warmup, (i) => outcomeOnly(store, i));
@@ -163,7 +174,8 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
       row('outcome alone: complete with delivery (2 events), after an untimed claim', outcomes),
       '',
       `Database work per call (claim + complete, 5 journal rows): ${work.commits.toFixed(2)} transactions, ` +
-        `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), 2 statements.`,
+        `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), ` +
+        `${work.walSyncs === undefined ? 'WAL syncs not counted (pg_stat_wal needs PostgreSQL 14)' : `${work.walSyncs.toFixed(2)} WAL syncs (pg_stat_wal, the WAL writer's included)`}, 2 statements.`,
       '',
       `PostgreSQL bytes per execution row, result payload excluded (${bytes.rows} completed rows): ` +
         `${fmt(bytes.heapBytesPerRow)} B on the table's pages (pg_relation_size of a copy without the outcome column, ` +
@@ -181,15 +193,25 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
 interface DatabaseWork {
   lsn: string;
   commits: number;
+  /** Times the WAL was synced to disk, server-wide; undefined before PostgreSQL 14 (no pg_stat_wal). */
+  walSyncs: number | undefined;
 }
 
-/** Where the WAL is, and how many transactions the database committed so far. */
+/** Where the WAL is, how many transactions the database committed and how often the WAL was synced, so far. */
 async function databaseWork(admin: pg.Client): Promise<DatabaseWork> {
-  const { rows } = await admin.query<{ lsn: string; commits: string }>(
-    `SELECT pg_current_wal_lsn()::text AS lsn, xact_commit::text AS commits
+  const { rows } = await admin.query<{ lsn: string; commits: string; wal_view: string | null }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn, xact_commit::text AS commits,
+       to_regclass('pg_catalog.pg_stat_wal')::text AS wal_view
      FROM pg_stat_database WHERE datname = current_database()`,
   );
-  return { lsn: rows[0]!.lsn, commits: Number(rows[0]!.commits) };
+  const syncs =
+    rows[0]!.wal_view === null
+      ? undefined
+      : Number(
+          (await admin.query<{ syncs: string }>('SELECT wal_sync::text AS syncs FROM pg_stat_wal')).rows[0]!
+            .syncs,
+        );
+  return { lsn: rows[0]!.lsn, commits: Number(rows[0]!.commits), walSyncs: syncs };
 }
 
 function perCall(before: DatabaseWork, after: DatabaseWork, calls: number) {
@@ -199,8 +221,12 @@ function perCall(before: DatabaseWork, after: DatabaseWork, calls: number) {
   };
   return {
     walBytes: Number(lsn(after.lsn) - lsn(before.lsn)) / calls,
-    // pg_stat_database counts with a delay and includes this reader's own statements: an upper bound.
+    // Includes this reader's own statements: an upper bound.
     commits: (after.commits - before.commits) / calls,
+    walSyncs:
+      after.walSyncs === undefined || before.walSyncs === undefined
+        ? undefined
+        : (after.walSyncs - before.walSyncs) / calls,
   };
 }
 
