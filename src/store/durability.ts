@@ -31,7 +31,12 @@ export function transitionMustSync(t: TransitionInput): boolean {
  */
 export type WriteSync = 'sync' | 'lazy';
 
-/** The longest an outcome, delivery or journal event stays unsynced when no write that must sync follows it. */
+/**
+ * The longest an outcome, delivery or journal event stays unsynced when no
+ * write that must sync follows it: SQLite's checkpoint timer. PostgreSQL's
+ * WAL writer has the same default period (wal_writer_delay), and at worst
+ * three times it (see postgres/sql.ts).
+ */
 export const OUTCOME_SYNC_WITHIN_MS = 200;
 
 const HOLDER_OUTCOMES: readonly ExecutionState[] = ['completed', 'failed', 'unknown'];
