@@ -65,6 +65,11 @@ async function claimAndComplete(store: PostgresStore, i: number): Promise<void> 
   const input = callInput(i);
   const claim = await store.claim(input, { events: claimEvents(input) });
   if (!claim.won) throw new Error('a fresh fingerprint lost its claim');
+  await complete(store, input, i);
+}
+
+/** The holder's outcome write: completed, with its result, delivery and 2 events. */
+async function complete(store: PostgresStore, input: ClaimInput, i: number): Promise<void> {
   const done = await store.transition({
     id: input.id,
     from: ['dispatched', 'unknown'],
@@ -92,19 +97,29 @@ async function claimOnly(store: PostgresStore, i: number): Promise<void> {
   if (!(await store.claim(input, { events: claimEvents(input) })).won) throw new Error('claim lost');
 }
 
+/** Claims untimed, then times the outcome write alone (the sample `measure` keeps). */
+async function outcomeOnly(store: PostgresStore, i: number): Promise<number> {
+  const input = callInput(i);
+  if (!(await store.claim(input, { events: claimEvents(input) })).won) throw new Error('claim lost');
+  const start = process.hrtime.bigint();
+  await complete(store, input, i);
+  return Number(process.hrtime.bigint() - start) / 1000;
+}
+
 interface Stats {
   p50: number;
   p99: number;
   mean: number;
 }
 
-async function measure(calls: number, warmup: number, fn: (i: number) => Promise<void>): Promise<Stats> {
+/** Times each call of `fn` in µs, or keeps the µs it returns (a call that times only part of itself). */
+async function measure(calls: number, warmup: number, fn: (i: number) => Promise<unknown>): Promise<Stats> {
   for (let i = 0; i < warmup; i++) await fn(-1 - i);
   const samples = new Float64Array(calls);
   for (let i = 0; i < calls; i++) {
     const start = process.hrtime.bigint();
-    await fn(i);
-    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
+    const own = await fn(i);
+    samples[i] = typeof own === 'number' ? own : Number(process.hrtime.bigint() - start) / 1000;
   }
   samples.sort();
   const at = (q: number) => samples[Math.min(calls - 1, Math.floor(q * calls))]!;
@@ -127,11 +142,23 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
     const roundTrip = await measure(calls, warmup, async () => {
       await store.now();
     });
+    // The full series on stores of their own, closed before each reading: a server backend reports
+    // its statistics (commits, WAL syncs) when it ends, so the counts between the readings are whole.
+    const onItsOwnStore = async <T>(work: (own: PostgresStore) => Promise<T>): Promise<T> => {
+      const own = await PostgresStore.open({ url, schema });
+      try {
+        return await work(own);
+      } finally {
+        await own.close();
+      }
+    };
+    await onItsOwnStore((own) => measure(warmup, 0, (i) => claimAndComplete(own, -1 - i)));
     const before = await databaseWork(admin);
-    const full = await measure(calls, warmup, (i) => claimAndComplete(store, i));
-    const work = perCall(before, await databaseWork(admin), calls + warmup);
+    const full = await onItsOwnStore((own) => measure(calls, 0, (i) => claimAndComplete(own, i)));
+    const work = perCall(before, await databaseWork(admin), calls);
     const bytes = await store.measureRowBytes();
     const claims = await measure(calls, warmup, (i) => claimOnly(store, i));
+    const outcomes = await measure(calls, warmup, (i) => outcomeOnly(store, i));
     const fmt = (n: number) => n.toFixed(0);
     const row = (label: string, s: Stats) => `| ${label} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.mean)} |`;
     return [
@@ -144,9 +171,11 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
       row('one round trip: `store.now()` (baseline)', roundTrip),
       row('claim → dispatched (3 events) + complete with delivery (2 events)', full),
       row('claim → dispatched (3 events) alone', claims),
+      row('outcome alone: complete with delivery (2 events), after an untimed claim', outcomes),
       '',
       `Database work per call (claim + complete, 5 journal rows): ${work.commits.toFixed(2)} transactions, ` +
-        `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), 2 statements.`,
+        `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), ` +
+        `${work.walSyncs === undefined ? 'WAL syncs not counted (pg_stat_wal needs PostgreSQL 14)' : `${work.walSyncs.toFixed(2)} WAL syncs (pg_stat_wal, the WAL writer's included)`}, 2 statements.`,
       '',
       `PostgreSQL bytes per execution row, result payload excluded (${bytes.rows} completed rows): ` +
         `${fmt(bytes.heapBytesPerRow)} B on the table's pages (pg_relation_size of a copy without the outcome column, ` +
@@ -164,15 +193,25 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
 interface DatabaseWork {
   lsn: string;
   commits: number;
+  /** Times the WAL was synced to disk, server-wide; undefined before PostgreSQL 14 (no pg_stat_wal). */
+  walSyncs: number | undefined;
 }
 
-/** Where the WAL is, and how many transactions the database committed so far. */
+/** Where the WAL is, how many transactions the database committed and how often the WAL was synced, so far. */
 async function databaseWork(admin: pg.Client): Promise<DatabaseWork> {
-  const { rows } = await admin.query<{ lsn: string; commits: string }>(
-    `SELECT pg_current_wal_lsn()::text AS lsn, xact_commit::text AS commits
+  const { rows } = await admin.query<{ lsn: string; commits: string; wal_view: string | null }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn, xact_commit::text AS commits,
+       to_regclass('pg_catalog.pg_stat_wal')::text AS wal_view
      FROM pg_stat_database WHERE datname = current_database()`,
   );
-  return { lsn: rows[0]!.lsn, commits: Number(rows[0]!.commits) };
+  const syncs =
+    rows[0]!.wal_view === null
+      ? undefined
+      : Number(
+          (await admin.query<{ syncs: string }>('SELECT wal_sync::text AS syncs FROM pg_stat_wal')).rows[0]!
+            .syncs,
+        );
+  return { lsn: rows[0]!.lsn, commits: Number(rows[0]!.commits), walSyncs: syncs };
 }
 
 function perCall(before: DatabaseWork, after: DatabaseWork, calls: number) {
@@ -182,8 +221,12 @@ function perCall(before: DatabaseWork, after: DatabaseWork, calls: number) {
   };
   return {
     walBytes: Number(lsn(after.lsn) - lsn(before.lsn)) / calls,
-    // pg_stat_database counts with a delay and includes this reader's own statements: an upper bound.
+    // Includes this reader's own statements: an upper bound.
     commits: (after.commits - before.commits) / calls,
+    walSyncs:
+      after.walSyncs === undefined || before.walSyncs === undefined
+        ? undefined
+        : (after.walSyncs - before.walSyncs) / calls,
   };
 }
 

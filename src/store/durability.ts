@@ -25,7 +25,18 @@ export function transitionMustSync(t: TransitionInput): boolean {
   return !(t.token !== undefined && HOLDER_OUTCOMES.includes(t.to));
 }
 
-/** The longest an outcome, delivery or journal event stays unsynced when no write that must sync follows it. */
+/**
+ * Whether a write must be on disk before it returns ('sync'), or may reach it
+ * with the next one that must ('lazy').
+ */
+export type WriteSync = 'sync' | 'lazy';
+
+/**
+ * The longest an outcome, delivery or journal event stays unsynced when no
+ * write that must sync follows it: SQLite's checkpoint timer. PostgreSQL's
+ * WAL writer has the same default period (wal_writer_delay), and at worst
+ * three times it (see postgres/sql.ts).
+ */
 export const OUTCOME_SYNC_WITHIN_MS = 200;
 
 const HOLDER_OUTCOMES: readonly ExecutionState[] = ['completed', 'failed', 'unknown'];

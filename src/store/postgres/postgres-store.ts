@@ -7,6 +7,7 @@ import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
+import { transitionMustSync } from '../durability.js';
 import { encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { type ApprovalColumns, approvalFromColumns, entryFromColumns } from '../sql-columns.js';
@@ -164,7 +165,7 @@ export class PostgresStore implements ExecutionStore {
     return this.#withChain(events, (journal) =>
       this.#db.use(async (db) => {
         const [row] = (
-          await query<ExecutionRow>(SQL.transition, [
+          await query<ExecutionRow>(transitionMustSync(t) ? SQL.transition.sync : SQL.transition.lazy, [
             events.length > 0,
             t.id,
             t.to,
@@ -232,7 +233,7 @@ export class PostgresStore implements ExecutionStore {
   async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     if (events.length === 0) return;
     await this.#withChain(events, (journal) =>
-      this.#db.use((db) => query(SQL.append, [stream, ...journal])(db)),
+      this.#db.use((db) => query(SQL.append.lazy, [stream, ...journal])(db)),
     );
   }
 
@@ -303,7 +304,7 @@ export class PostgresStore implements ExecutionStore {
               detail: { state: 'unknown' },
             }),
           );
-          tx.defer(query(SQL.append, ['activity', ...journalParams(events, chain)])(db));
+          tx.defer(query(SQL.append.sync, ['activity', ...journalParams(events, chain)])(db));
         }
         return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
       }),
@@ -352,7 +353,7 @@ export class PostgresStore implements ExecutionStore {
           return { decided: false, ...now };
         }
         // The chain's head is locked after the decision, so it is held from here to COMMIT only.
-        if (events.length > 0) tx.defer(query(SQL.append, ['activity', ...journal])(tx.db));
+        if (events.length > 0) tx.defer(query(SQL.append.sync, ['activity', ...journal])(tx.db));
         const now = await read();
         if (!now.record || !now.approval) throw new Error(`the decision on ${input.id} cannot be read back`);
         return { decided: true, record: now.record, approval: now.approval };

@@ -1,4 +1,5 @@
 import type { JournalStream } from '../../journal/events.js';
+import type { WriteSync } from '../durability.js';
 import { decodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
@@ -18,6 +19,27 @@ export type JournalRow = JournalColumns;
  * when a lease ends.
  */
 const CLOCK = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+
+/**
+ * A write's first CTE, `c`: the database's clock as `c.now`, read once for the
+ * whole statement. For a lazy write (src/store/durability.ts) it also turns
+ * `synchronous_commit` off until the end of this transaction (set_config's
+ * is_local): the commit, at the end of the statement (it runs alone, in an
+ * implicit transaction), then returns without waiting for the WAL flush. The
+ * commit reads the setting before the transaction's settings are undone, so
+ * the pooled connection's next statement commits synchronously again.
+ * PostgreSQL flushes its WAL in order: the next synchronous commit, on any
+ * connection, carries this one to disk; without one, the WAL writer (woken by
+ * the async commit) flushes it within wal_writer_delay, 200 ms by default as
+ * OUTCOME_SYNC_WITHIN_MS, and at worst three times that (PostgreSQL's
+ * "Asynchronous Commit"). MATERIALIZED and joined by the write, so it runs
+ * before any row is written, and a statement that writes nothing commits
+ * nothing to lose.
+ */
+function clockFirst(sync: WriteSync): string {
+  const lazy = sync === 'lazy' ? `, set_config('synchronous_commit', 'off', true) AS lazy` : '';
+  return `c AS MATERIALIZED (SELECT ${CLOCK} AS now${lazy})`;
+}
 
 /** Every column but the claim token, which never leaves the store. */
 const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_at, updated_at, attach_until,
@@ -75,33 +97,10 @@ export const SQL = {
     name: 'idem_get',
     text: `SELECT ${COLUMNS}, ${CLOCK} AS read_at FROM executions WHERE id = $1`,
   },
+  // The holder's own outcome is lazy, every other transition synced (durability.ts).
   transition: {
-    name: 'idem_transition',
-    text: `
-      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
-      upd AS (
-        UPDATE executions SET
-          state = $3,
-          updated_at = c.now,
-          claim_token = CASE $7::int WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN $8 END,
-          lease_owner = CASE $7::int WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN $9 END,
-          lease_expires_at = CASE $7::int
-            WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN c.now + $10::bigint END,
-          dispatched_at = CASE WHEN $11::bigint IS NULL THEN dispatched_at ELSE c.now END,
-          deadline_at = CASE WHEN $11::bigint IS NULL THEN deadline_at ELSE c.now + $11::bigint END,
-          outcome = COALESCE($12, outcome),
-          delivered_at = CASE WHEN $13::boolean THEN COALESCE(delivered_at, c.now) ELSE delivered_at END,
-          note = COALESCE($14, note),
-          active = active AND NOT $15::boolean
-        FROM c
-        WHERE id = $2
-          AND state = ANY($4::execution_state[])
-          AND ($5::text IS NULL OR claim_token = $5)
-          AND (NOT $6::boolean OR ${STALE})
-        RETURNING ${COLUMNS}, c.now AS read_at
-      ),
-      ${journalAfter('upd', 16)}
-      SELECT upd.*, ${JOURNALED} FROM upd`,
+    sync: transition('idem_transition', 'sync'),
+    lazy: transition('idem_transition_lazy', 'lazy'),
   },
   renewLease: {
     name: 'idem_renew_lease',
@@ -112,7 +111,7 @@ export const SQL = {
   markDelivered: {
     name: 'idem_mark_delivered',
     text: `
-      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      WITH ${clockFirst('lazy')},
       upd AS (
         UPDATE executions SET delivered_at = c.now FROM c
         WHERE id = $2 AND delivered_at IS NULL
@@ -131,13 +130,12 @@ export const SQL = {
       AND ($4::bigint IS NULL OR created_at >= $4::bigint)
     ORDER BY id DESC
     LIMIT $5`,
-  /** Events appended on their own ($1 the stream, $2 the chain, then the arrays), at the database's time. */
-  append: {
-    name: 'idem_append',
-    text: `
-      SELECT journal_append($1, $2::integer, NULL, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-        $8::text[], $9::text[]) AS seq`,
-  },
+  /**
+   * Events appended ($1 the stream, $2 the chain, then the arrays), at the database's time. Lazy
+   * on their own (appendEvents); inside a transaction whose commit must be synced (a decision, the
+   * sweep's expiries), the synced one, else it would turn that whole transaction's commit async.
+   */
+  append: { sync: append('idem_append', 'sync'), lazy: append('idem_append_lazy', 'lazy') },
   registerChain: { name: 'idem_register_chain', text: 'SELECT journal_register_chain() AS chain' },
   journal: { activity: journalStatements('activity'), sessions: journalStatements('sessions') },
   journalHead: {
@@ -193,6 +191,50 @@ export const SQL = {
   },
   now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
 } as const;
+
+/** A transition's statement; `sync` says whether its commit waits for the WAL flush (clockFirst). */
+function transition(name: string, sync: WriteSync): Statement {
+  return {
+    name,
+    text: `
+      WITH ${clockFirst(sync)},
+      upd AS (
+        UPDATE executions SET
+          state = $3,
+          updated_at = c.now,
+          claim_token = CASE $7::int WHEN ${HOLDER_KEEP} THEN claim_token WHEN ${HOLDER_SET} THEN $8 END,
+          lease_owner = CASE $7::int WHEN ${HOLDER_KEEP} THEN lease_owner WHEN ${HOLDER_SET} THEN $9 END,
+          lease_expires_at = CASE $7::int
+            WHEN ${HOLDER_KEEP} THEN lease_expires_at WHEN ${HOLDER_SET} THEN c.now + $10::bigint END,
+          dispatched_at = CASE WHEN $11::bigint IS NULL THEN dispatched_at ELSE c.now END,
+          deadline_at = CASE WHEN $11::bigint IS NULL THEN deadline_at ELSE c.now + $11::bigint END,
+          outcome = COALESCE($12, outcome),
+          delivered_at = CASE WHEN $13::boolean THEN COALESCE(delivered_at, c.now) ELSE delivered_at END,
+          note = COALESCE($14, note),
+          active = active AND NOT $15::boolean
+        FROM c
+        WHERE id = $2
+          AND state = ANY($4::execution_state[])
+          AND ($5::text IS NULL OR claim_token = $5)
+          AND (NOT $6::boolean OR ${STALE})
+        RETURNING ${COLUMNS}, c.now AS read_at
+      ),
+      ${journalAfter('upd', 16)}
+      SELECT upd.*, ${JOURNALED} FROM upd`,
+  };
+}
+
+/** A journal append's statement (SQL.append); `sync` as in clockFirst. */
+function append(name: string, sync: WriteSync): Statement {
+  return {
+    name,
+    text: `
+      WITH ${clockFirst(sync)}
+      SELECT journal_append($1, $2::integer, NULL, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+        $8::text[], $9::text[]) AS seq
+      FROM c`,
+  };
+}
 
 /** One journal's reads; the table name is one of two constants, never input. */
 function journalStatements(stream: JournalStream) {

@@ -1,13 +1,8 @@
 import type Database from 'better-sqlite3';
+import type { WriteSync } from '../durability.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: a transaction's own parameters, whatever they are.
 type Work = (...args: any[]) => unknown;
-
-/**
- * Whether a write must be on disk before it returns ('sync'), or may reach it
- * with the next one that must ('lazy'): the rule is src/store/durability.ts.
- */
-export type WriteSync = 'sync' | 'lazy';
 
 interface PendingWrite {
   transaction: Database.Transaction<Work>;
