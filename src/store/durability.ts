@@ -33,7 +33,7 @@ export type WriteSync = 'sync' | 'lazy';
 
 /**
  * The longest an outcome, delivery or journal event stays unsynced when no
- * write that must sync follows it: SQLite's checkpoint timer. PostgreSQL's
+ * write that must sync follows it: SQLite's timer sync (group-commit.ts). PostgreSQL's
  * WAL writer has the same default period (wal_writer_delay), and at worst
  * three times it (see postgres/sql.ts).
  */
