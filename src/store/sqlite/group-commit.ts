@@ -31,6 +31,8 @@ export interface GroupCommitOptions {
   synchronous: 'full' | 'normal';
   /** How long a lazy commit may stay unsynced when no write that must sync follows it ('full' only). */
   syncWithinMs: number;
+  /** After each batch that committed (checkpointer.ts counts them). */
+  onCommit?: () => void;
 }
 
 /**
@@ -126,12 +128,16 @@ export class GroupCommit {
     if (writes.length === 1) {
       // Alone: its own transaction, no savepoint needed.
       const [write] = writes as [PendingWrite];
+      let outcome: unknown;
       try {
         this.#options.check();
-        write.resolve(this.#commit(lazy, () => write.transaction.immediate(...write.args)));
+        outcome = this.#commit(lazy, () => write.transaction.immediate(...write.args));
       } catch (error) {
         write.reject(this.#options.mapError(error));
+        return;
       }
+      this.#options.onCommit?.();
+      write.resolve(outcome);
       return;
     }
     let outcomes: unknown[];
@@ -143,6 +149,7 @@ export class GroupCommit {
       for (const write of writes) write.reject(mapped);
       return;
     }
+    this.#options.onCommit?.();
     writes.forEach((write, i) => {
       const outcome = outcomes[i];
       if (outcome instanceof FailedWrite) write.reject(outcome.error);

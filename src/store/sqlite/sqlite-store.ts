@@ -1,6 +1,7 @@
 // Over 400 lines on purpose: this is the ExecutionStore interface for SQLite, one method per
 // operation; its SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
-// (group-commit.ts), errors and integrity checks already live in files of their own.
+// (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks already live in
+// files of their own.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
@@ -27,6 +28,7 @@ import type {
   TransitionInput,
 } from '../types.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
+import { Checkpointer, type CheckpointerOptions, type CheckpointStats } from './checkpointer.js';
 import { DAMAGE, toStoreError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
@@ -51,6 +53,8 @@ export interface SqliteStoreOptions {
    * again. Faster per commit.
    */
   synchronous?: SqliteSynchronous;
+  /** When the checkpoint worker starts and how often it runs (checkpointer.ts); the defaults suit a gateway. */
+  checkpoints?: CheckpointerOptions;
 }
 
 export type SqliteSynchronous = 'full' | 'normal';
@@ -77,6 +81,10 @@ export class SqliteStore implements ExecutionStore {
   readonly #sweep;
   /** Claims, transitions and journal appends: queued and committed together (group-commit.ts). */
   readonly #writes: GroupCommit;
+  /** Copies the WAL back into the file from a worker thread, off the event loop (checkpointer.ts). */
+  readonly #checkpointer: Checkpointer;
+  /** Set by close() once queued writes are committed: from then on, every call is refused. */
+  #closing: Promise<void> | undefined;
   /** Set once a read or write met damage in the file: from then on, every call is refused. */
   #refused: StoreRefusedError | undefined;
 
@@ -138,11 +146,13 @@ export class SqliteStore implements ExecutionStore {
     this.#sweep = db.transaction((retentionMs: number, dryRun: boolean) =>
       this.#sweepIn(retentionMs, dryRun),
     );
+    this.#checkpointer = new Checkpointer(db, options.checkpoints);
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
       synchronous,
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
+      onCommit: () => this.#checkpointer.noteCommit(),
     });
   }
 
@@ -240,11 +250,17 @@ export class SqliteStore implements ExecutionStore {
     return this.#clock();
   }
 
-  async close(): Promise<void> {
-    if (!this.#db.open) return;
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    if (!this.#db.open) return Promise.resolve();
     // Writes still queued commit first: every caller is answered, none is dropped unsettled.
     this.#writes.close();
-    this.#db.close();
+    // The worker's connection closes before the store's, so the store's stays the last one and
+    // cleans up the WAL on close as it would without a worker.
+    this.#closing = this.#checkpointer.stop().then(() => {
+      this.#db.close();
+    });
+    return this.#closing;
   }
 
   /**
@@ -253,6 +269,17 @@ export class SqliteStore implements ExecutionStore {
    */
   commitStats(): { commits: number; writes: number; synced: number; checkpoints: number } {
     return { ...this.#writes.stats };
+  }
+
+  /**
+   * The checkpoint worker (checkpointer.ts): its state and the checkpoints it ran, and the
+   * store connection's `PRAGMA wal_autocheckpoint` (the backstop while the worker runs).
+   */
+  checkpointStats(): CheckpointStats & { autocheckpointPages: number } {
+    const autocheckpointPages = this.#guard(
+      () => this.#db.pragma('wal_autocheckpoint', { simple: true }) as number,
+    );
+    return { ...this.#checkpointer.stats(), autocheckpointPages };
   }
 
   /**
@@ -429,7 +456,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   #checkUsable(): void {
-    if (!this.#db.open) throw new StoreUnavailableError('the SQLite store is closed');
+    if (!this.#db.open || this.#closing) throw new StoreUnavailableError('the SQLite store is closed');
     if (this.#refused) throw this.#refused;
   }
 
