@@ -174,6 +174,15 @@ describe('the checkpoint worker', () => {
     }
   });
 
+  it('close() before enough commits: the last ones, committed by close(), start no worker', async () => {
+    const { store, workers } = await openWatched({ startAfterCommits: 3 });
+    await claims(store, 2);
+    const pending = [store.claim(claimInput()), store.claim(claimInput())];
+    await store.close();
+    expect((await Promise.all(pending)).every((claim) => claim.won)).toBe(true);
+    expect(workers).toHaveLength(0);
+  });
+
   it('two stores on one file each run their own beside the other; the log is copied back', async () => {
     const [a, b] = [await openWatched({ startAfterCommits: 1 }), await openWatched({ startAfterCommits: 1 })];
     await Promise.all([claims(a.store, 20), claims(b.store, 20)]);

@@ -81,8 +81,8 @@ export class Checkpointer {
   #commits = 0;
   #failure: string | undefined;
   #worker: Worker | undefined;
-  /** Settles when the worker's thread has ended (at once if none was started). */
-  #exited: Promise<void> = Promise.resolve();
+  /** Settles when the worker's thread has ended. */
+  #exited: Promise<void> | undefined;
 
   constructor(db: Database.Database, options: CheckpointerOptions = {}) {
     this.#db = db;
@@ -114,13 +114,17 @@ export class Checkpointer {
     };
   }
 
-  /** Stops the worker and settles once its thread has ended (its connection closed). */
-  stop(): Promise<void> {
+  /**
+   * Starts no worker from now on, and stops the one that runs: settles once its thread has
+   * ended (its connection closed); undefined when no thread was ever started.
+   */
+  stop(): Promise<void> | undefined {
     if (this.#state !== 'failed') this.#state = 'stopped';
+    if (!this.#worker) return undefined;
     // Ref'd again until it has ended: the caller awaits its exit, which an unref'd thread would
     // not keep the process alive for.
-    this.#worker?.ref();
-    this.#worker?.postMessage('stop');
+    this.#worker.ref();
+    this.#worker.postMessage('stop');
     return this.#exited;
   }
 

@@ -136,8 +136,8 @@ export class GroupCommit {
         write.reject(this.#options.mapError(error));
         return;
       }
-      this.#options.onCommit?.();
       write.resolve(outcome);
+      this.#options.onCommit?.();
       return;
     }
     let outcomes: unknown[];
@@ -149,12 +149,12 @@ export class GroupCommit {
       for (const write of writes) write.reject(mapped);
       return;
     }
-    this.#options.onCommit?.();
     writes.forEach((write, i) => {
       const outcome = outcomes[i];
       if (outcome instanceof FailedWrite) write.reject(outcome.error);
       else write.resolve(outcome);
     });
+    this.#options.onCommit?.();
   }
 
   /** Commits what is queued, then stops the timer and syncs what a lazy batch left unsynced. */

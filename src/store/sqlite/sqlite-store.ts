@@ -83,7 +83,7 @@ export class SqliteStore implements ExecutionStore {
   readonly #writes: GroupCommit;
   /** Copies the WAL back into the file from a worker thread, off the event loop (checkpointer.ts). */
   readonly #checkpointer: Checkpointer;
-  /** Set by close() once queued writes are committed: from then on, every call is refused. */
+  /** Set by close() while it waits for the checkpoint worker: from then on, every call is refused. */
   #closing: Promise<void> | undefined;
   /** Set once a read or write met damage in the file: from then on, every call is refused. */
   #refused: StoreRefusedError | undefined;
@@ -253,11 +253,17 @@ export class SqliteStore implements ExecutionStore {
   close(): Promise<void> {
     if (this.#closing) return this.#closing;
     if (!this.#db.open) return Promise.resolve();
+    // First, so that the last commits below cannot start a worker now.
+    const workerEnded = this.#checkpointer.stop();
     // Writes still queued commit first: every caller is answered, none is dropped unsettled.
     this.#writes.close();
+    if (!workerEnded) {
+      this.#db.close();
+      return Promise.resolve();
+    }
     // The worker's connection closes before the store's, so the store's stays the last one and
     // cleans up the WAL on close as it would without a worker.
-    this.#closing = this.#checkpointer.stop().then(() => {
+    this.#closing = workerEnded.then(() => {
       this.#db.close();
     });
     return this.#closing;
