@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -73,7 +73,9 @@ async function claims(store: SqliteStore, count: number): Promise<string[]> {
  */
 function walIndex(): { frames: number; backfilled: number } {
   const shm = readFileSync(`${path}-shm`);
-  return { frames: shm.readUInt32LE(16), backfilled: shm.readUInt32LE(96) };
+  const read = (offset: number) =>
+    endianness() === 'LE' ? shm.readUInt32LE(offset) : shm.readUInt32BE(offset);
+  return { frames: read(16), backfilled: read(96) };
 }
 
 const running = (store: SqliteStore) => () => expect(store.checkpointStats().state).toBe('running');
