@@ -103,13 +103,16 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
   return lines;
 }
 
-/** Engine calls/s with 1 and 16 in flight, each setting: how many writes group commit puts in one commit. */
+/**
+ * Engine calls/s with 1 and 16 in flight, each setting: how many writes group commit puts in one
+ * commit, and how many checkpoints the worker thread ran meanwhile (checkpointer.ts).
+ */
 export async function benchSqliteThroughput(calls: number): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
   const fingerprinter = new Fingerprinter(randomBytes(32));
   const lines = [
-    '| synchronous | in flight | calls | p50 µs | p99 µs | calls/s | writes per commit | calls/s ÷ normal at 1 in flight |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| synchronous | in flight | calls | p50 µs | p99 µs | calls/s | writes per commit | checkpoints by the worker | calls/s ÷ normal at 1 in flight |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   let base: number | undefined;
   try {
@@ -123,6 +126,7 @@ export async function benchSqliteThroughput(calls: number): Promise<string[]> {
       });
       for (const concurrency of [1, 16]) {
         const before = store.commitStats();
+        const checkpointsBefore = store.checkpointStats().checkpoints;
         const load = summarize([
           await drive({
             calls,
@@ -131,10 +135,11 @@ export async function benchSqliteThroughput(calls: number): Promise<string[]> {
           }),
         ]);
         const after = store.commitStats();
+        const checkpoints = store.checkpointStats().checkpoints - checkpointsBefore;
         const perCommit = (after.writes - before.writes) / (after.commits - before.commits);
         base ??= load.perSecond;
         lines.push(
-          `| ${synchronous} | ${concurrency} | ${load.calls.toLocaleString('en')} | ${us(load.p50)} | ${us(load.p99)} | ${perSec(load.perSecond)} | ${perCommit.toFixed(2)} | ${ratio(load.perSecond / base)} |`,
+          `| ${synchronous} | ${concurrency} | ${load.calls.toLocaleString('en')} | ${us(load.p50)} | ${us(load.p99)} | ${perSec(load.perSecond)} | ${perCommit.toFixed(2)} | ${checkpoints} | ${ratio(load.perSecond / base)} |`,
         );
         if (load.errors > 0) throw new Error(`${load.errors} calls failed: ${load.firstError}`);
       }

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { startWorkerBeside } from '../support/worker-module.js';
 import { GENESIS_HASH } from './chain.js';
 import type { JournalStream } from './events.js';
 import { sqliteJournalRows } from './sources.js';
@@ -110,21 +110,9 @@ async function checkChunksYielding(plan: ChunkPlan): Promise<ChunkResult[]> {
   return results;
 }
 
-/** The worker module beside this one: TypeScript under tsx (tests), JavaScript from dist/. */
+/** The verify worker beside this module, with its plan; settles with its chunks' results. */
 function runWorker(plan: ChunkPlan): Promise<ChunkResult[]> {
-  const here = new URL(import.meta.url);
-  const ts = here.pathname.endsWith('.ts');
-  const entry = new URL(`./verify-worker.${ts ? 'ts' : 'js'}`, here);
-  // Under tsx (tests, development) the worker registers tsx itself: loader flags do not reach workers.
-  const worker = ts
-    ? new Worker(
-        `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`,
-        {
-          eval: true,
-          workerData: plan,
-        },
-      )
-    : new Worker(entry, { workerData: plan });
+  const worker = startWorkerBeside(import.meta.url, 'verify-worker', { workerData: plan });
   return new Promise((resolve, reject) => {
     worker.once('message', (results: ChunkResult[]) => resolve(results));
     worker.once('error', reject);

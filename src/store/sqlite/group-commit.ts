@@ -27,6 +27,8 @@ export interface GroupCommitOptions {
   syncFailed: (error: unknown) => unknown;
   /** How long a lazy commit may stay unsynced when no write that must sync follows it. */
   syncWithinMs: number;
+  /** After each batch that committed (checkpointer.ts counts them). */
+  onCommit?: () => void;
 }
 
 /**
@@ -133,6 +135,7 @@ export class GroupCommit {
       for (const write of writes) write.reject(mapped);
       return;
     }
+    this.#options.onCommit?.();
     const settle = () =>
       writes.forEach((write, i) => {
         const outcome = outcomes[i];

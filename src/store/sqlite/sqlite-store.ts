@@ -1,6 +1,7 @@
 // Over 400 lines on purpose: this is the ExecutionStore interface for SQLite, one method per
 // operation; its SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
-// (group-commit.ts), errors and integrity checks already live in files of their own.
+// (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks already live in
+// files of their own.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
@@ -27,6 +28,7 @@ import type {
   TransitionInput,
 } from '../types.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
+import { Checkpointer, type CheckpointerOptions, type CheckpointStats } from './checkpointer.js';
 import { DAMAGE, toStoreError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
@@ -52,6 +54,8 @@ export interface SqliteStoreOptions {
    * again. Faster per commit.
    */
   synchronous?: SqliteSynchronous;
+  /** When the checkpoint worker starts and how often it runs (checkpointer.ts); the defaults suit a gateway. */
+  checkpoints?: CheckpointerOptions;
 }
 
 export type SqliteSynchronous = 'full' | 'normal';
@@ -82,6 +86,10 @@ export class SqliteStore implements ExecutionStore {
   readonly #synchronous: SqliteSynchronous;
   /** Syncs the WAL for group commit, with 'full' on a file. */
   readonly #walSync: WalSync | undefined;
+  /** Copies the WAL back into the file from a worker thread, off the event loop (checkpointer.ts). */
+  readonly #checkpointer: Checkpointer;
+  /** Set by close() while it finishes the last writes and stops the worker: from then on, every call is refused. */
+  #closing: Promise<void> | undefined;
   /** Set once a read or write met damage in the file (or a sync failed): from then on, every call is refused. */
   #refused: StoreRefusedError | undefined;
 
@@ -147,12 +155,14 @@ export class SqliteStore implements ExecutionStore {
     );
     this.#walSync = synchronous === 'full' && !db.memory ? new WalSync(db.name) : undefined;
     const walSync = this.#walSync;
+    this.#checkpointer = new Checkpointer(db, options.checkpoints);
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
       ...(walSync ? { syncLog: () => walSync.sync() } : {}),
       syncFailed: (error) => this.#syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
+      onCommit: () => this.#checkpointer.noteCommit(),
     });
   }
 
@@ -260,13 +270,23 @@ export class SqliteStore implements ExecutionStore {
     return this.#clock();
   }
 
-  async close(): Promise<void> {
-    if (!this.#db.open) return;
-    // Writes still queued commit first and their syncs finish: every caller is answered, none
-    // is dropped unsettled, and nothing committed is left off the disk.
-    await this.#writes.close();
-    await this.#walSync?.close();
-    if (this.#db.open) this.#db.close();
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    if (!this.#db.open) return Promise.resolve();
+    // First, so that the last commits below cannot start a worker now.
+    const workerEnded = this.#checkpointer.stop();
+    this.#closing = (async () => {
+      // Writes still queued commit first (synchronously, before #closing is set and refuses
+      // every new call) and their syncs finish: every caller is answered, none is dropped
+      // unsettled, and nothing committed is left off the disk.
+      await this.#writes.close();
+      await this.#walSync?.close();
+      // The worker's connection closes before the store's, so the store's stays the last one and
+      // cleans up the WAL on close as it would without a worker.
+      await workerEnded;
+      this.#db.close();
+    })();
+    return this.#closing;
   }
 
   /**
@@ -275,6 +295,17 @@ export class SqliteStore implements ExecutionStore {
    */
   commitStats(): { commits: number; writes: number; synced: number; timerSyncs: number } {
     return { ...this.#writes.stats };
+  }
+
+  /**
+   * The checkpoint worker (checkpointer.ts): its state and the checkpoints it ran, and the
+   * store connection's `PRAGMA wal_autocheckpoint` (the backstop while the worker runs).
+   */
+  checkpointStats(): CheckpointStats & { autocheckpointPages: number } {
+    const autocheckpointPages = this.#guard(
+      () => this.#db.pragma('wal_autocheckpoint', { simple: true }) as number,
+    );
+    return { ...this.#checkpointer.stats(), autocheckpointPages };
   }
 
   /**
@@ -457,7 +488,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   #checkUsable(): void {
-    if (!this.#db.open) throw new StoreUnavailableError('the SQLite store is closed');
+    if (!this.#db.open || this.#closing) throw new StoreUnavailableError('the SQLite store is closed');
     if (this.#refused) throw this.#refused;
   }
 
