@@ -1,4 +1,5 @@
 import { close, fdatasync, open } from 'node:fs';
+import { resolve } from 'node:path';
 
 /**
  * Syncs a database's WAL file to disk off the event loop: fdatasync on a
@@ -13,8 +14,9 @@ export class WalSync {
   readonly #path: string;
   #fd: Promise<number> | undefined;
 
+  /** Resolved now, as SQLite resolved it at open: a later chdir must not point the sync elsewhere. */
   constructor(databasePath: string) {
-    this.#path = `${databasePath}-wal`;
+    this.#path = `${resolve(databasePath)}-wal`;
   }
 
   sync(): Promise<void> {
