@@ -18,9 +18,9 @@ export interface GroupCommitOptions {
   /** What a caller is given for a failure: SQLite's errors become the store's (errors.ts). */
   mapError: (error: unknown) => unknown;
   /**
-   * Puts every commit made so far on disk (an fdatasync of the WAL, off the event loop:
-   * wal-sync.ts). Given for the durable default on a file; without it nothing is synced
-   * here (synchronous 'normal', or ':memory:').
+   * Puts every commit made so far on disk (an fdatasync of the WAL: wal-sync.ts). Given for
+   * the durable default on a file; without it nothing is synced here (synchronous 'normal',
+   * or ':memory:'). A promise, so that a sync off the event loop stays possible.
    */
   syncLog?: () => Promise<void>;
   /** What a 'sync' write's caller is given when its commit could not be put on disk. */
@@ -44,13 +44,11 @@ export interface GroupCommitOptions {
  * writes the batch's frames to the WAL and returns without waiting for the
  * disk. When the batch holds a write that must be on disk before it returns
  * (a claim, a dispatch, a decision: durability.ts), the WAL is then synced
- * with fdatasync on libuv's thread pool, and only after that does any caller
- * of the batch hear back: a claim is answered "won" only once it is on disk,
- * as with synchronous=FULL, but the event loop serves other calls while the
- * disk works, and the next batch can commit meanwhile. The WAL is one file
- * written in order, so one sync carries every commit before it; a batch of
- * outcomes alone is not synced, and rides on the next sync, or on the one
- * the timer makes within syncWithinMs if none comes.
+ * (syncLog), and only after that does any caller of the batch hear back: a
+ * claim is answered "won" only once it is on disk, as with synchronous=FULL.
+ * The WAL is one file written in order, so one sync carries every commit
+ * before it; a batch of outcomes alone is not synced, and rides on the next
+ * sync, or on the one the timer makes within syncWithinMs if none comes.
  *
  * If the batch cannot commit (BEGIN or COMMIT fails, or SQLite rolls the
  * whole transaction back), every write of it is rejected with that error:

@@ -159,7 +159,7 @@ export class SqliteStore implements ExecutionStore {
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
-      ...(walSync ? { syncLog: () => walSync.sync() } : {}),
+      ...(walSync ? { syncLog: async () => walSync.sync() } : {}),
       syncFailed: (error) => this.#syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
       onCommit: () => this.#checkpointer.noteCommit(),
@@ -280,7 +280,7 @@ export class SqliteStore implements ExecutionStore {
       // every new call) and their syncs finish: every caller is answered, none is dropped
       // unsettled, and nothing committed is left off the disk.
       await this.#writes.close();
-      await this.#walSync?.close();
+      this.#walSync?.close();
       // The worker's connection closes before the store's, so the store's stays the last one and
       // cleans up the WAL on close as it would without a worker.
       await workerEnded;

@@ -1,50 +1,38 @@
-import { close, fdatasync, open } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /**
- * Syncs a database's WAL file to disk off the event loop: fdatasync on a
- * descriptor of its own, run on libuv's thread pool. fsync acts on the file,
- * not the descriptor, so it carries every frame SQLite has written to the
- * WAL through its own connection. Opened at the first sync: SQLite creates
- * the -wal file with the first write. The file keeps its inode while a
- * connection is open (SQLite deletes it only when the last one closes, and
- * this store's is open until close()).
+ * Syncs a database's WAL file to disk: fdatasync on a descriptor of its own.
+ * fsync acts on the file, not the descriptor, so it carries every frame
+ * SQLite has written to the WAL through its own connection. Opened at the
+ * first sync: SQLite creates the -wal file with the first write. The file
+ * keeps its inode while a connection is open (SQLite deletes it only when the
+ * last one closes, and this store's is open until close()).
+ *
+ * Synchronous, on the event loop, as SQLite's own synchronous=FULL would be.
+ * Run on libuv's thread pool instead (fs.fdatasync), it freed the loop during
+ * the disk's work but cost 100–170 µs per claim at one call in flight (the hop
+ * to a pool thread and back) and gained nothing at 16 in flight on this VM
+ * (docs/benchmarks.md §7).
  */
 export class WalSync {
   readonly #path: string;
-  #fd: Promise<number> | undefined;
+  #fd: number | undefined;
 
   /** Resolved now, as SQLite resolved it at open: a later chdir must not point the sync elsewhere. */
   constructor(databasePath: string) {
     this.#path = `${resolve(databasePath)}-wal`;
   }
 
-  sync(): Promise<void> {
-    this.#fd ??= openForSync(this.#path);
-    const fd = this.#fd;
+  /** Throws what the system says when the file cannot be opened or synced. */
+  sync(): void {
     // A failed open is not remembered: the next sync opens again.
-    fd.catch(() => {
-      if (this.#fd === fd) this.#fd = undefined;
-    });
-    return fd.then(
-      (descriptor) =>
-        new Promise<void>((resolve, reject) => {
-          fdatasync(descriptor, (error) => (error ? reject(error) : resolve()));
-        }),
-    );
+    this.#fd ??= openSync(this.#path, 'r');
+    fdatasyncSync(this.#fd);
   }
 
-  /** Closes the descriptor (after the syncs in flight: the caller waits for them first). */
-  async close(): Promise<void> {
-    const fd = this.#fd;
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;
-    const descriptor = await fd?.catch(() => undefined);
-    if (descriptor !== undefined) await new Promise<void>((resolve) => close(descriptor, () => resolve()));
   }
-}
-
-function openForSync(path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    open(path, 'r', (error, fd) => (error ? reject(error) : resolve(fd)));
-  });
 }
