@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
  *
  * Synchronous, on the event loop, as SQLite's own synchronous=FULL would be.
  * Run on libuv's thread pool instead (fs.fdatasync), it freed the loop during
- * the disk's work but cost 100–170 µs per claim at one call in flight (the hop
+ * the disk's work but cost 60–170 µs per claim at one call in flight (the hop
  * to a pool thread and back) and gained nothing at 16 in flight on this VM
  * (docs/benchmarks.md §7).
  */
