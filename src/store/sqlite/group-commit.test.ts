@@ -144,6 +144,18 @@ describe('GroupCommit: who waits for the disk', () => {
     expect(syncs).toHaveLength(1);
   });
 
+  it('a last sync at close() that fails is not retried on the closed store', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const writes = groupCommit();
+    await writes.run(insert, 'lazy', 'outcome');
+    const closed = writes.close();
+    await vi.waitFor(() => expect(syncs).toHaveLength(1));
+    syncs[0]?.reject(new Error('EIO'));
+    await closed;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(syncs).toHaveLength(1);
+  });
+
   it('without a way to sync (synchronous "normal", or :memory:), every batch settles at its commit', async () => {
     const { syncLog: _none, ...rest } = {
       check: () => {},

@@ -71,6 +71,8 @@ export class GroupCommit {
    */
   #unsyncedSince: number | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
+  /** Set by close(): no timer is armed any more (a failed last sync must not retry on a closed store). */
+  #closed = false;
   /**
    * Batches run and writes in them, for the benchmark's "writes per commit"; `synced`: syncs
    * of the log made for a batch; `timerSyncs`: made for lazy commits nothing else synced.
@@ -172,6 +174,7 @@ export class GroupCommit {
   /** Commits what is queued, waits for the syncs in flight, and syncs what no sync has covered yet. */
   async close(): Promise<void> {
     this.flush();
+    this.#closed = true;
     clearTimeout(this.#syncTimer);
     this.#syncTimer = undefined;
     await Promise.allSettled([...this.#syncing]);
@@ -201,6 +204,7 @@ export class GroupCommit {
 
   #noteUnsynced(since = performance.now()): void {
     this.#unsyncedSince = Math.min(this.#unsyncedSince ?? since, since);
+    if (this.#closed) return;
     this.#syncTimer ??= setTimeout(() => this.#syncLazyCommits(), this.#options.syncWithinMs).unref();
   }
 
