@@ -122,9 +122,9 @@ export class SqliteStore implements ExecutionStore {
       throw new StoreUnavailableError(`SQLite refused WAL mode (got ${mode})`);
     }
     // The connection commits with NORMAL: a commit writes the WAL and does not wait for the
-    // disk. With 'full' (the default), group commit then syncs the WAL itself, off the event
-    // loop, before a claim (or any write that lets something go ahead) returns: on disk
-    // before dispatch, as with SQLite's FULL (group-commit.ts, durability.ts). With 'normal'
+    // disk. With 'full' (the default), group commit then syncs the WAL itself (wal-sync.ts)
+    // before a claim (or any write that lets something go ahead) returns: on disk before
+    // dispatch, as with SQLite's FULL (group-commit.ts, durability.ts). With 'normal'
     // nothing more: a power cut can lose the last commits (never corrupt the file).
     const synchronous = options.synchronous ?? DEFAULT_SQLITE_SYNCHRONOUS;
     if (synchronous !== 'full' && synchronous !== 'normal') {
