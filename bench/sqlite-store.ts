@@ -15,28 +15,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
-import { resolveContract } from '../src/contracts/contract.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import type { ToolResult } from '../src/executions/outcome.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { SqliteStore, type SqliteSynchronous } from '../src/store/sqlite/index.js';
 import { claimInput } from '../src/testing/claim-input.js';
+import { libraryCall } from '../src/testing/engine-setup.js';
 import { drive, perSec, ratio, summarize, us } from './harness.js';
 
 const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });
-const contract = resolveContract({ replay: 'keyed', scope: { business_key: 'order_id' } }, undefined);
+const contract = { replay: 'keyed', scope: { business_key: 'order_id' } } as const;
 
 function callFor(label: string, i: number): ToolCall {
-  return {
-    tool: 'charge_card',
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: { order_id: `${label}-${i}`, amount_cents: 1999, currency: 'EUR' },
+  return libraryCall(
     contract,
-    caller: { actor: 'local:bench', session: 'bench-session' },
-  };
+    { order_id: `${label}-${i}`, amount_cents: 1999, currency: 'EUR' },
+    { actor: 'local:bench', session: 'bench-session' },
+  );
 }
 
 const SETTINGS: SqliteSynchronous[] = ['normal', 'full'];

@@ -6,13 +6,13 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveContract } from '../contracts/contract.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import type { ToolCall } from '../executions/call.js';
 import { ExecutionEngine } from '../executions/engine.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
+import { libraryCall } from '../testing/engine-setup.js';
 import { withFaults } from '../testing/faulty-store.js';
 import { answerOf, metricsObserver } from './calls.js';
 import { createMetrics, type IdemMetrics } from './metrics.js';
@@ -29,16 +29,7 @@ afterAll(() => {
 });
 
 function call(key: string, replay: 'status' | 'review' = 'status'): ToolCall {
-  return {
-    tool: 'charge_card',
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: { key },
-    contract: resolveContract({ replay }, undefined),
-    caller: { actor: 'token:alice', session: 's1' },
-  };
+  return libraryCall({ replay }, { key });
 }
 
 function engineWith(store: ExecutionStore): { engine: ExecutionEngine; metrics: IdemMetrics } {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningConsole, startConsole } from '../../src/console/server.js';
-import { resolveContract } from '../../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../../src/errors.js';
 import type { ToolCall } from '../../src/executions/call.js';
 import { ExecutionEngine } from '../../src/executions/engine.js';
@@ -10,6 +9,7 @@ import { JOURNAL_STREAMS } from '../../src/journal/events.js';
 import { verifyStore } from '../../src/journal/verify-store.js';
 import { openStore } from '../../src/store/index.js';
 import type { ExecutionStore } from '../../src/store/types.js';
+import { libraryCall } from '../../src/testing/engine-setup.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 
 /**
@@ -24,16 +24,7 @@ let base = '';
 const refs: Record<string, string> = {};
 
 function call(key: string): ToolCall {
-  return {
-    tool: 'charge_card',
-    channel: 'library',
-    target: 'local',
-    credentialRef: null,
-    method: 'tools/call',
-    arguments: { key },
-    contract: resolveContract({ replay: 'status' }, undefined),
-    caller: { actor: 'token:alice', session: 's1' },
-  };
+  return libraryCall({ replay: 'status' }, { key });
 }
 
 beforeAll(async () => {
