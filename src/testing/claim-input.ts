@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { executionIds } from '../executions/ids.js';
 import type { ClaimInput, ExecutionStore } from '../store/types.js';
 
-const nextUlid = monotonicFactory();
+const nextExecutionId = executionIds();
 
 /** A fresh, well-formed fingerprint. */
 export const newFingerprint = (): string => `fp_${randomBytes(32).toString('base64url')}`;
@@ -10,7 +10,7 @@ export const newFingerprint = (): string => `fp_${randomBytes(32).toString('base
 /** A claim as the engine makes one, for store-specific tests (the shared contract suite has its own). */
 export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
   return {
-    id: `exe_${nextUlid()}`,
+    id: nextExecutionId(),
     fingerprint: newFingerprint(),
     actor: 'user:alice@example.com',
     tool: 'payments.charge',

@@ -326,7 +326,7 @@ export class SqliteStore implements ExecutionStore {
     const now = this.#clock();
     const fingerprint = sqliteFingerprint.encode(input.fingerprint);
     if (options.replacing !== undefined) this.#sql.retire.run(options.replacing, fingerprint);
-    const row = this.#sql.insert.get({
+    const inserted = this.#sql.insert.run({
       id: input.id,
       fingerprint,
       requestDigest: encodeOptional(sqliteFingerprint, input.requestDigest),
@@ -343,10 +343,12 @@ export class SqliteStore implements ExecutionStore {
       leaseExpiresAt: now + wholeMs(input.leaseMs),
       argumentsPreview: input.argumentsPreview,
     });
-    if (row) {
-      // Read back through the index every later claim of this intent will use: a claim that
-      // could not be found again would let the next one dispatch a second time.
-      if (this.#sql.findActive.get(fingerprint)?.id !== input.id) {
+    // The row a claim of this intent finds: ours if the insert won, the holder's if not.
+    // Read through the index every later claim will use: a claim that could not be found
+    // again would let the next one dispatch a second time.
+    const row = this.#sql.findActive.get(fingerprint);
+    if (inserted.changes === 1) {
+      if (row?.id !== input.id) {
         throw new Database.SqliteError(
           `the claim of ${input.id} was written but cannot be read back`,
           'SQLITE_CORRUPT',
@@ -365,13 +367,13 @@ export class SqliteStore implements ExecutionStore {
       this.#append(options.events, now);
       return { won: true, record: toRecord(row, now) };
     }
-    const holder = this.#sql.findActive.get(fingerprint);
-    return { won: false, record: holder && toRecord(holder, now) };
+    return { won: false, record: row && toRecord(row, now) };
   }
 
   #transitionIn(t: TransitionInput): ExecutionRecord | undefined {
     const now = this.#clock();
-    const row = this.#sql.transition.get({
+    const update = t.release ? this.#sql.transitionReleasing : this.#sql.transition;
+    const changed = update.run({
       id: t.id,
       from: JSON.stringify(t.from),
       to: t.to,
@@ -385,10 +387,16 @@ export class SqliteStore implements ExecutionStore {
       dispatchTimeoutMs: t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
       outcome: t.outcome === undefined ? null : JSON.stringify(t.outcome),
       delivered: t.delivered ? 1 : 0,
-      release: t.release ? 1 : 0,
       note: t.note ?? null,
     });
-    if (!row) return undefined;
+    if (changed.changes === 0) return undefined;
+    const row = this.#sql.get.get(t.id);
+    if (!row) {
+      throw new Database.SqliteError(
+        `the transition of ${t.id} was written but cannot be read back`,
+        'SQLITE_CORRUPT',
+      );
+    }
     this.#append(withOutcomeDigest(t.id, t.outcome, t.events), now);
     return toRecord(row, now);
   }
