@@ -20,6 +20,8 @@ export interface Claimer {
   core: EngineCore;
   approvals: Approvals;
   newId: () => string;
+  /** Other calls of this engine are in progress now (ClaimOptions.othersInFlight). */
+  othersInFlight: () => boolean;
 }
 
 /** How one claim loop differs: a plain call, or a deliberate repeat of an earlier execution. */
@@ -41,7 +43,7 @@ export interface ClaimPlan {
  * were lost, nothing was started.
  */
 export async function claimAndRun(
-  { core, approvals, newId }: Claimer,
+  { core, approvals, newId, othersInFlight }: Claimer,
   call: ToolCall,
   identity: CallIdentity,
   dispatch: Dispatch,
@@ -81,6 +83,7 @@ export async function claimAndRun(
       },
       {
         ...(replacing ? { replacing } : {}),
+        ...(othersInFlight() ? { othersInFlight: true } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
           callEvent('accepted', call, id, { ...actionRecord(call), ladder: verdict.step }),

@@ -93,6 +93,8 @@ export class ExecutionEngine {
   /** What the steps share (see core.ts). */
   readonly #core: EngineCore;
   readonly #claimer: Claimer;
+  /** Calls between identification and answer (not read-only ones): see ClaimOptions.othersInFlight. */
+  #callsInProgress = 0;
   readonly #observer: CallObserver | undefined;
 
   constructor(options: ExecutionEngineOptions) {
@@ -112,7 +114,12 @@ export class ExecutionEngine {
       contracts: this.#contracts,
       knownSecrets,
     };
-    this.#claimer = { core: this.#core, approvals: this.#approvals, newId: executionIds() };
+    this.#claimer = {
+      core: this.#core,
+      approvals: this.#approvals,
+      newId: executionIds(),
+      othersInFlight: () => this.#callsInProgress > 1,
+    };
     this.#observer = options.observer;
   }
 
@@ -144,6 +151,7 @@ export class ExecutionEngine {
     // The last record of this intent we saw: if the store fails while we deal with one that
     // may already have been dispatched, "not executed" would be a lie.
     const seen: { record?: ExecutionRecord } = {};
+    this.#callsInProgress++;
     try {
       const settled = await claimAndRun(this.#claimer, call, identity, dispatch, { seen });
       if (settled) return settled.answer;
@@ -168,6 +176,8 @@ export class ExecutionEngine {
         });
       }
       throw error;
+    } finally {
+      this.#callsInProgress--;
     }
   }
 
