@@ -22,7 +22,7 @@ import { SqliteStore, type SqliteSynchronous } from '../src/store/sqlite/index.j
 import { WalSync } from '../src/store/sqlite/wal-sync.js';
 import { claimInput } from '../src/testing/claim-input.js';
 import { libraryCall } from '../src/testing/engine-setup.js';
-import { drive, perSec, ratio, summarize, us } from './harness.js';
+import { drive, type Load, perSec, ratio, summarize, us } from './harness.js';
 
 const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });
 const contract = { replay: 'keyed', scope: { business_key: 'order_id' } } as const;
@@ -184,7 +184,10 @@ export async function benchSqliteThroughput(calls: number): Promise<string[]> {
 /**
  * Claim p50 (the claim alone, 3 journal rows, normal) on a file already
  * holding 10^4, 10^5 and 10^6 executions (up to `maxRows`), each seeded in
- * one transaction; and the query plans the hot statements use.
+ * one transaction; and the query plans the hot statements use. Every file is
+ * seeded first, then the claims alternate between them in rounds, so that a
+ * drift of the machine's speed lands on every size alike (one size after the
+ * other, the 10^4 point alone swung 160–300 µs between runs).
  */
 export async function benchSqliteGrowth(calls: number, maxRows: number): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
@@ -193,8 +196,10 @@ export async function benchSqliteGrowth(calls: number, maxRows: number): Promise
     '| executions already in the file | journal rows | seeding s | claim p50 µs | claim p99 µs | p50 ÷ first row |',
     '| ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
+  const rounds = 5;
+  const perRound = Math.max(1, Math.floor(calls / rounds));
+  const files: { size: number; store: SqliteStore; seeding: number; loads: Load[] }[] = [];
   let plans: string[] = [];
-  let first: number | undefined;
   try {
     for (const size of sizes) {
       const path = join(dir, `growth-${size}.db`);
@@ -202,24 +207,43 @@ export async function benchSqliteGrowth(calls: number, maxRows: number): Promise
       const started = performance.now();
       seedExecutions(path, size);
       const seeding = (performance.now() - started) / 1000;
-      const store = await SqliteStore.open({ path, synchronous: 'normal' });
-      const claim = await sequential(calls, Math.min(1_000, Math.floor(calls / 10)), async () => {
-        const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
-        await store.claim(input, {
-          events: (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
-            kind,
-            executionId: input.id,
-          })),
-        });
+      files.push({
+        size,
+        store: await SqliteStore.open({ path, synchronous: 'normal' }),
+        seeding,
+        loads: [],
       });
-      await store.close();
-      first ??= claim.p50;
-      lines.push(
-        `| ${size.toLocaleString('en')} | ${(size * 5).toLocaleString('en')} | ${seeding.toFixed(1)} | ${us1(claim.p50)} | ${us1(claim.p99)} | ${ratio(claim.p50 / first)} |`,
-      );
-      if (size === sizes.at(-1)) plans = queryPlans(path);
     }
+    const claim = (store: SqliteStore) => async () => {
+      const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
+      await store.claim(input, {
+        events: (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
+          kind,
+          executionId: input.id,
+        })),
+      });
+    };
+    const warmup = Math.min(1_000, Math.floor(calls / 10));
+    for (const file of files) await drive({ calls: warmup, concurrency: 1, call: claim(file.store) });
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? files : [...files].reverse();
+      for (const file of order) {
+        file.loads.push(await drive({ calls: perRound, concurrency: 1, call: claim(file.store) }));
+      }
+    }
+    let first: number | undefined;
+    for (const file of files) {
+      const load = summarize(file.loads);
+      if (load.errors > 0) throw new Error(`${load.errors} claims failed: ${load.firstError}`);
+      first ??= load.p50;
+      lines.push(
+        `| ${file.size.toLocaleString('en')} | ${(file.size * 5).toLocaleString('en')} | ${file.seeding.toFixed(1)} | ${us1(load.p50)} | ${us1(load.p99)} | ${ratio(load.p50 / first)} |`,
+      );
+    }
+    for (const file of files.splice(0)) await file.store.close();
+    plans = queryPlans(join(dir, `growth-${sizes.at(-1)}.db`));
   } finally {
+    for (const file of files) await file.store.close();
     rmSync(dir, { recursive: true, force: true });
   }
   return [...lines, '', 'Query plans of the hot statements (EXPLAIN QUERY PLAN):', '', ...plans];
