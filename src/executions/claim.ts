@@ -20,8 +20,6 @@ export interface Claimer {
   core: EngineCore;
   approvals: Approvals;
   newId: () => string;
-  /** Other calls of this engine are in progress now (ClaimOptions.othersInFlight). */
-  othersInFlight: () => boolean;
 }
 
 /** How one claim loop differs: a plain call, or a deliberate repeat of an earlier execution. */
@@ -43,7 +41,7 @@ export interface ClaimPlan {
  * were lost, nothing was started.
  */
 export async function claimAndRun(
-  { core, approvals, newId, othersInFlight }: Claimer,
+  { core, approvals, newId }: Claimer,
   call: ToolCall,
   identity: CallIdentity,
   dispatch: Dispatch,
@@ -83,7 +81,6 @@ export async function claimAndRun(
       },
       {
         ...(replacing ? { replacing } : {}),
-        ...(othersInFlight() ? { othersInFlight: true } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
           callEvent('accepted', call, id, { ...actionRecord(call), ladder: verdict.step }),

@@ -440,29 +440,6 @@ describe('ExecutionEngine — identity and fail-closed', () => {
     expect(target.invocations).toBe(0);
   });
 
-  it('a claim made while another call is in progress tells the store so (it may then wait for the disk off the event loop)', async () => {
-    const store = new MemoryStore();
-    const claims: (boolean | undefined)[] = [];
-    const watched = withFaults(store, {
-      claim: async (input, options) => {
-        claims.push(options?.othersInFlight);
-        return store.claim(input, options);
-      },
-    });
-    const { engine } = setup({ store: watched });
-    const gate = new Gate();
-    const held = engine.execute(call(keyed, { order_id: 'held' }), async () => {
-      await gate.wait();
-      return { content: [{ type: 'text', text: 'held' }] };
-    });
-    await gate.started;
-    await engine.execute(call(keyed, { order_id: 'beside' }), new CountingTarget().dispatch);
-    gate.open();
-    await held;
-    await engine.execute(call(keyed, { order_id: 'alone' }), new CountingTarget().dispatch);
-    expect(claims).toEqual([undefined, true, undefined]);
-  });
-
   it('the intent cannot be written (disk full): not dispatched, and the retry runs it once', async () => {
     const store = new MemoryStore();
     let failNext = true;

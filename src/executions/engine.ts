@@ -93,8 +93,6 @@ export class ExecutionEngine {
   /** What the steps share (see core.ts). */
   readonly #core: EngineCore;
   readonly #claimer: Claimer;
-  /** Calls between identification and answer (not read-only ones): see ClaimOptions.othersInFlight. */
-  #callsInProgress = 0;
   readonly #observer: CallObserver | undefined;
 
   constructor(options: ExecutionEngineOptions) {
@@ -114,12 +112,7 @@ export class ExecutionEngine {
       contracts: this.#contracts,
       knownSecrets,
     };
-    this.#claimer = {
-      core: this.#core,
-      approvals: this.#approvals,
-      newId: executionIds(),
-      othersInFlight: () => this.#callsInProgress > 1,
-    };
+    this.#claimer = { core: this.#core, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
   }
 
@@ -151,7 +144,6 @@ export class ExecutionEngine {
     // The last record of this intent we saw: if the store fails while we deal with one that
     // may already have been dispatched, "not executed" would be a lie.
     const seen: { record?: ExecutionRecord } = {};
-    this.#callsInProgress++;
     try {
       const settled = await claimAndRun(this.#claimer, call, identity, dispatch, { seen });
       if (settled) return settled.answer;
@@ -176,8 +168,6 @@ export class ExecutionEngine {
         });
       }
       throw error;
-    } finally {
-      this.#callsInProgress--;
     }
   }
 

@@ -163,12 +163,6 @@ export interface ClaimOptions {
    */
   replacing?: string;
   events?: ActivityEventInput[];
-  /**
-   * Other calls of this process are in progress. A store that would hold the
-   * event loop while the claim reaches the disk (SQLite's fdatasync) waits off
-   * it instead, so that they go on meanwhile. Durability is the same either way.
-   */
-  othersInFlight?: boolean;
 }
 
 /** A conditional state change: applied only if every condition holds, atomically. */

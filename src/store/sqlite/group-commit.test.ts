@@ -9,16 +9,16 @@ import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
  */
 describe('GroupCommit: who waits for the disk', () => {
   let db: Database.Database;
-  let syncs: { resolve: () => void; reject: (error: Error) => void; offLoop: boolean }[];
+  let syncs: { resolve: () => void; reject: (error: Error) => void }[];
   let insert: Database.Transaction<(id: string) => string>;
 
   function groupCommit(options: Partial<GroupCommitOptions> = {}): GroupCommit {
     return new GroupCommit(db, {
       check: () => {},
       mapError: (error) => error,
-      syncLog: (offLoop) =>
+      syncLog: () =>
         new Promise<void>((resolve, reject) => {
-          syncs.push({ resolve, reject, offLoop });
+          syncs.push({ resolve, reject });
         }),
       syncFailed: (error) => new Error(`not on disk: ${(error as Error).message}`),
       syncWithinMs: 200,
@@ -74,58 +74,6 @@ describe('GroupCommit: who waits for the disk', () => {
     await expect(outcome).resolves.toBe('c');
     expect(syncs).toHaveLength(1);
     expect(writes.stats).toMatchObject({ commits: 2, writes: 3, synced: 1 });
-    await closeAll(writes);
-  });
-
-  it('a claim made while other calls are in progress is synced off the event loop; alone, on it', async () => {
-    const writes = groupCommit();
-    const alone = writes.run(insert, 'sync', 'alone');
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
-    syncs[0]?.resolve();
-    await alone;
-    const beside = writes.run(insert, 'sync, others in flight', 'beside');
-    await vi.waitFor(() => expect(syncs).toHaveLength(2));
-    syncs[1]?.resolve();
-    await beside;
-    expect(syncs.map((sync) => sync.offLoop)).toEqual([false, true]);
-    await closeAll(writes);
-  });
-
-  it('batches committed while a sync is on the disk wait for the next one, which starts after it and is shared', async () => {
-    const writes = groupCommit();
-    const first = writes.run(insert, 'sync, others in flight', 'first');
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
-    // Two more batches, each in its own turn, while the first sync is on the disk: their frames
-    // may be written after the disk began it, so it cannot answer for them.
-    const second = writes.run(insert, 'sync', 'second');
-    expect(await settled(second)).toBe(false);
-    const third = writes.run(insert, 'sync, others in flight', 'third');
-    expect(await settled(third)).toBe(false);
-    expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(3);
-    expect(syncs).toHaveLength(1);
-    syncs[0]?.resolve();
-    await expect(first).resolves.toBe('first');
-    await vi.waitFor(() => expect(syncs).toHaveLength(2));
-    expect(syncs[1]?.offLoop).toBe(true);
-    expect(await settled(second)).toBe(false);
-    syncs[1]?.resolve();
-    await expect(second).resolves.toBe('second');
-    await expect(third).resolves.toBe('third');
-    expect(writes.stats).toMatchObject({ commits: 3, synced: 3 });
-    expect(syncs).toHaveLength(2);
-    await closeAll(writes);
-  });
-
-  it('when the sync on the disk fails, the batches queued behind it fail with it; no sync is made for them', async () => {
-    const writes = groupCommit();
-    const first = writes.run(insert, 'sync, others in flight', 'first');
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
-    const queued = writes.run(insert, 'sync', 'queued');
-    expect(await settled(queued)).toBe(false);
-    syncs[0]?.reject(new Error('EIO'));
-    await expect(first).rejects.toThrow('not on disk: EIO');
-    await expect(queued).rejects.toThrow('not on disk: EIO');
-    expect(syncs).toHaveLength(1);
     await closeAll(writes);
   });
 

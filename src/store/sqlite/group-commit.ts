@@ -4,18 +4,9 @@ import type { WriteSync } from '../durability.js';
 // biome-ignore lint/suspicious/noExplicitAny: a transaction's own parameters, whatever they are.
 type Work = (...args: any[]) => unknown;
 
-/**
- * How a write waits for the disk: durability.ts's rule ('sync' or 'lazy'), and for a write that
- * must sync while other calls of the process are in progress, 'sync, others in flight': its
- * batch's sync is made off the event loop (syncLog(true)), so that they go on meanwhile. Alone,
- * a call is quicker with the sync on the loop: the hop to a thread and back cost more than the
- * loop had to do (docs/benchmarks.md §7).
- */
-export type WriteWait = WriteSync | 'sync, others in flight';
-
 interface PendingWrite {
   transaction: Database.Transaction<Work>;
-  sync: WriteWait;
+  sync: WriteSync;
   args: unknown[];
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
@@ -27,11 +18,11 @@ export interface GroupCommitOptions {
   /** What a caller is given for a failure: SQLite's errors become the store's (errors.ts). */
   mapError: (error: unknown) => unknown;
   /**
-   * Puts every commit made so far on disk (an fdatasync of the WAL: wal-sync.ts), on the event
-   * loop or, with `offLoop`, on a thread of libuv's pool. Given for the durable default on a
-   * file; without it nothing is synced here (synchronous 'normal', or ':memory:').
+   * Puts every commit made so far on disk (an fdatasync of the WAL: wal-sync.ts). Given for
+   * the durable default on a file; without it nothing is synced here (synchronous 'normal',
+   * or ':memory:'). A promise, so that a sync off the event loop stays possible.
    */
-  syncLog?: (offLoop: boolean) => Promise<void>;
+  syncLog?: () => Promise<void>;
   /** What a 'sync' write's caller is given when its commit could not be put on disk. */
   syncFailed: (error: unknown) => unknown;
   /** How long a lazy commit may stay unsynced when no write that must sync follows it. */
@@ -59,11 +50,6 @@ export interface GroupCommitOptions {
  * before it; a batch of outcomes alone is not synced, and rides on the next
  * sync, or on the one the timer makes within syncWithinMs if none comes.
  *
- * A sync made off the event loop (WriteWait) leaves the loop free to commit
- * more batches meanwhile. Their frames may be written after the disk began
- * that sync, so they wait for the next one, which starts when it ends: every
- * batch committed during one sync shares the next.
- *
  * If the batch cannot commit (BEGIN or COMMIT fails, or SQLite rolls the
  * whole transaction back), every write of it is rejected with that error:
  * nothing of it was written, so the engine fails each call closed (not
@@ -78,10 +64,6 @@ export class GroupCommit {
   #scheduled = false;
   /** Syncs started and not yet settled: close() waits for them. */
   readonly #syncing = new Set<Promise<void>>();
-  /** The sync on the disk now, if any: a batch committed meanwhile waits for the next (#queued). */
-  #current: Promise<void> | undefined;
-  /** The sync that starts when #current ends, shared by every batch committed meanwhile. */
-  #queued: Promise<void> | undefined;
   /**
    * When the oldest commit no sync has covered yet was made (performance.now()), or undefined
    * when every commit is on disk (or nothing is synced here). Under load the next claim's sync
@@ -109,7 +91,7 @@ export class GroupCommit {
    */
   run<F extends Work>(
     transaction: Database.Transaction<F>,
-    sync: WriteWait,
+    sync: WriteSync,
     ...args: Parameters<F>
   ): Promise<ReturnType<F>> {
     try {
@@ -164,17 +146,13 @@ export class GroupCommit {
       settle();
       return;
     }
-    const mustSync = writes.filter(
-      (write, i) => write.sync !== 'lazy' && !(outcomes[i] instanceof FailedWrite),
-    );
-    if (mustSync.length === 0) {
+    if (!writes.some((write, i) => write.sync === 'sync' && !(outcomes[i] instanceof FailedWrite))) {
       this.#noteUnsynced();
       settle();
       return;
     }
     this.stats.synced++;
-    const offLoop = mustSync.some((write) => write.sync === 'sync, others in flight');
-    this.#sync(offLoop).then(settle, (error: unknown) => {
+    this.#sync().then(settle, (error: unknown) => {
       const failed = this.#options.syncFailed(error);
       writes.forEach((write, i) => {
         const outcome = outcomes[i];
@@ -185,7 +163,7 @@ export class GroupCommit {
 
   /** Puts every commit so far on disk (after a write made outside a batch that must be: the sweep). */
   async syncNow(): Promise<void> {
-    if (this.#options.syncLog) await this.#sync(false);
+    if (this.#options.syncLog) await this.#sync();
   }
 
   /** A write made outside a batch that need not be on disk at once (a lease renewal). */
@@ -199,50 +177,29 @@ export class GroupCommit {
     this.#closed = true;
     clearTimeout(this.#syncTimer);
     this.#syncTimer = undefined;
-    await Promise.allSettled([...this.#syncing, this.#queued]);
-    if (this.#unsyncedSince !== undefined) await this.#sync(false).catch(() => {});
-  }
-
-  /**
-   * A sync that starts after every commit made so far: at once when none is on the disk, else
-   * the one queued behind it (off the loop: calls were committing while one was on the disk).
-   * If the one on the disk fails, the queued one fails with it: the kernel may have dropped
-   * pages it could not write, theirs among them, and a later sync would not bring them back.
-   */
-  #sync(offLoop: boolean): Promise<void> {
-    if (this.#current === undefined) return this.#startSync(offLoop);
-    this.#queued ??= this.#current.then(
-      () => {
-        this.#queued = undefined;
-        return this.#startSync(true);
-      },
-      (error: unknown) => {
-        this.#queued = undefined;
-        throw error;
-      },
-    );
-    return this.#queued;
+    await Promise.allSettled([...this.#syncing]);
+    if (this.#unsyncedSince !== undefined) await this.#sync().catch(() => {});
   }
 
   /**
    * One fdatasync of the log. It covers every commit made before it starts, so whatever was
    * waiting for one is covered from here (put back if it fails).
    */
-  #startSync(offLoop: boolean): Promise<void> {
+  #sync(): Promise<void> {
     const covered = this.#unsyncedSince;
     this.#unsyncedSince = undefined;
-    const sync = (this.#options.syncLog as (offLoop: boolean) => Promise<void>)(offLoop);
+    const sync = (this.#options.syncLog as () => Promise<void>)();
     this.#syncing.add(sync);
-    this.#current = sync;
-    const ended = () => {
-      this.#syncing.delete(sync);
-      if (this.#current === sync) this.#current = undefined;
-    };
-    return sync.then(ended, (error: unknown) => {
-      ended();
-      if (covered !== undefined) this.#noteUnsynced(covered);
-      throw error;
-    });
+    return sync.then(
+      () => {
+        this.#syncing.delete(sync);
+      },
+      (error: unknown) => {
+        this.#syncing.delete(sync);
+        if (covered !== undefined) this.#noteUnsynced(covered);
+        throw error;
+      },
+    );
   }
 
   #noteUnsynced(since = performance.now()): void {
@@ -265,7 +222,7 @@ export class GroupCommit {
     }
     this.stats.timerSyncs++;
     // A failed sync puts its commits back (#sync), which arms the timer again: never given up silently.
-    this.#sync(false).catch(() => {});
+    this.#sync().catch(() => {});
   }
 
   /** One write inside the batch's transaction, in a savepoint of its own. */

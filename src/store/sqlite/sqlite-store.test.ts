@@ -573,38 +573,21 @@ describe('SqliteStore', () => {
       await vi.waitFor(() => expect(store.commitStats().timerSyncs).toBe(1), { timeout: 5_000 });
     });
 
-    it('claims made beside other calls are synced too, off the event loop, one sync for their batch', async () => {
+    it('a WAL that cannot be synced refuses the store: the claim is not answered "won", and nothing later is written', async () => {
       const store = await open();
-      const inputs = [claimInput(), claimInput(), claimInput()];
-      const claims = await Promise.all(inputs.map((input) => store.claim(input, { othersInFlight: true })));
-      expect(claims.map((claim) => claim.won)).toEqual([true, true, true]);
-      expect(store.commitStats()).toMatchObject({ commits: 1, writes: 3, synced: 1 });
-      await store.close();
-      const reopened = await open();
-      for (const input of inputs) expect((await reopened.get(input.id))?.state).toBe('accepted');
+      // The store's own writes (the migrations) made the -wal file; its sync opens it at the
+      // first sync. Unlinked now, SQLite goes on writing to its open descriptor, and the
+      // sync cannot reach the file: the disk's answer is a failure, as a failing disk's would be.
+      unlinkSync(`${path}-wal`);
+      const refused = await store.claim(claimInput()).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(StoreRefusedError);
+      expect(refused).toMatchObject({ reason: 'sync_failed' });
+      expect((refused as Error).message).toContain('-wal');
+      // As after any failed fsync: what the kernel could not write may be gone, so every later
+      // call fails closed, a read included.
+      await expect(store.claim(claimInput())).rejects.toMatchObject({ reason: 'sync_failed' });
+      await expect(store.get('exe_none')).rejects.toBeInstanceOf(StoreRefusedError);
     });
-
-    it.each([
-      ['on the event loop', {}],
-      ['off it, beside other calls', { othersInFlight: true }],
-    ])(
-      'a WAL that cannot be synced (%s) refuses the store: the claim is not answered "won", and nothing later is written',
-      async (_, claimOptions) => {
-        const store = await open();
-        // The store's own writes (the migrations) made the -wal file; its sync opens it at the
-        // first sync. Unlinked now, SQLite goes on writing to its open descriptor, and the
-        // sync cannot reach the file: the disk's answer is a failure, as a failing disk's would be.
-        unlinkSync(`${path}-wal`);
-        const refused = await store.claim(claimInput(), claimOptions).catch((error: unknown) => error);
-        expect(refused).toBeInstanceOf(StoreRefusedError);
-        expect(refused).toMatchObject({ reason: 'sync_failed' });
-        expect((refused as Error).message).toContain('-wal');
-        // As after any failed fsync: what the kernel could not write may be gone, so every later
-        // call fails closed, a read included.
-        await expect(store.claim(claimInput())).rejects.toMatchObject({ reason: 'sync_failed' });
-        await expect(store.get('exe_none')).rejects.toBeInstanceOf(StoreRefusedError);
-      },
-    );
 
     it('with synchronous "normal", nothing is synced', async () => {
       const store = await open({ synchronous: 'normal' });

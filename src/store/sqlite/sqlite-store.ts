@@ -159,9 +159,7 @@ export class SqliteStore implements ExecutionStore {
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       mapError: (error) => this.#mapError(error),
-      ...(walSync
-        ? { syncLog: async (offLoop: boolean) => (offLoop ? walSync.syncOffLoop() : walSync.sync()) }
-        : {}),
+      ...(walSync ? { syncLog: async () => walSync.sync() } : {}),
       syncFailed: (error) => this.#syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
       onCommit: () => this.#checkpointer.noteCommit(),
@@ -169,12 +167,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
-    return this.#writes.run(
-      this.#claim,
-      options.othersInFlight ? 'sync, others in flight' : 'sync',
-      input,
-      options,
-    );
+    return this.#writes.run(this.#claim, 'sync', input, options);
   }
 
   async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {

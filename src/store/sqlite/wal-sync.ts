@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /**
@@ -9,13 +9,11 @@ import { resolve } from 'node:path';
  * keeps its inode while a connection is open (SQLite deletes it only when the
  * last one closes, and this store's is open until close()).
  *
- * Two ways, chosen per sync by group commit (group-commit.ts WriteWait):
- * - sync(): on the event loop, as SQLite's own synchronous=FULL would be.
- *   The quicker one for a call alone: on libuv's thread pool, the hop to a
- *   pool thread and back cost 60–170 µs per claim on this VM.
- * - syncOffLoop(): on the thread pool, for a claim made while other calls are
- *   in progress: the loop serves them during the disk's work (0.4–2 ms here)
- *   instead of holding them all (docs/benchmarks.md §7).
+ * Synchronous, on the event loop, as SQLite's own synchronous=FULL would be.
+ * Run on libuv's thread pool instead (fs.fdatasync), it freed the loop during
+ * the disk's work but cost 60–170 µs per claim at one call in flight (the hop
+ * to a pool thread and back) and gained nothing at 16 in flight on this VM
+ * (docs/benchmarks.md §7).
  */
 export class WalSync {
   readonly #path: string;
@@ -31,15 +29,6 @@ export class WalSync {
     // A failed open is not remembered: the next sync opens again.
     this.#fd ??= openSync(this.#path, 'r');
     fdatasyncSync(this.#fd);
-  }
-
-  /** The same sync on a thread of libuv's pool; the promise rejects with what the system says. */
-  syncOffLoop(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      // A failed open is not remembered: the next sync opens again.
-      this.#fd ??= openSync(this.#path, 'r');
-      fdatasync(this.#fd, (error) => (error ? reject(error) : resolve()));
-    });
   }
 
   close(): void {
