@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ExecutionState } from '../journal/states.js';
+import { approvalRequest } from '../testing/claim-input.js';
 import { chainProblems } from '../testing/journal-chains.js';
 import type { StoredOutcome } from './outcome.js';
 import type { ApprovalRequestInput, ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
@@ -1176,17 +1177,8 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
     });
 
     describe('approvals', () => {
-      const request = (overrides: Partial<ApprovalRequestInput> = {}): ApprovalRequestInput => ({
-        policy: 'every_call',
-        channel: 'mcp',
-        target: 'payments',
-        credentialRef: 'stripe-live',
-        earlier: null,
-        expiresInMs: LONG_MS,
-        ...overrides,
-      });
       const waitingFor = (overrides: Partial<ApprovalRequestInput> = {}, claim: Partial<ClaimInput> = {}) =>
-        claimWon({ state: 'awaiting_approval', approval: request(overrides), ...claim });
+        claimWon({ state: 'awaiting_approval', approval: approvalRequest(overrides), ...claim });
 
       it('the claim writes the approval request with it; a lost claim writes none', async () => {
         const { input, record } = await waitingFor({ earlier: 'exe_01EARLIER' });
@@ -1209,12 +1201,12 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         const loser = claimInput({
           fingerprint: input.fingerprint,
           state: 'awaiting_approval',
-          approval: request(),
+          approval: approvalRequest(),
         });
         expect((await store.claim(loser)).won).toBe(false);
         expect(await store.getApproval(loser.id)).toBeUndefined();
         // Only a claim that waits for approval has a request.
-        const { input: plain } = await claimWon({ approval: request() });
+        const { input: plain } = await claimWon({ approval: approvalRequest() });
         expect(await store.getApproval(plain.id)).toBeUndefined();
       });
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { executionIds } from '../executions/ids.js';
-import type { ClaimInput, ExecutionStore } from '../store/types.js';
+import type { ApprovalRequestInput, ClaimInput, ExecutionStore } from '../store/types.js';
 
 const nextExecutionId = executionIds();
 
@@ -22,6 +22,19 @@ export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
     leaseOwner: 'gw-a:4242',
     leaseMs: 60_000,
     argumentsPreview: '{"amount":1200}',
+    ...overrides,
+  };
+}
+
+/** An approval request as the engine makes one, for store tests: one call, ten minutes to decide. */
+export function approvalRequest(overrides: Partial<ApprovalRequestInput> = {}): ApprovalRequestInput {
+  return {
+    policy: 'every_call',
+    channel: 'mcp',
+    target: 'payments',
+    credentialRef: 'stripe-live',
+    earlier: null,
+    expiresInMs: 10 * 60_000,
     ...overrides,
   };
 }

@@ -17,7 +17,7 @@ import { Fingerprinter } from '../../identity/fingerprint.js';
 import { buildEntry, envelopeTail, eventDetailText, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
 import { type RegisteredHead, verifyJournal } from '../../journal/verify.js';
-import { claimInput, deadDispatch, newFingerprint } from '../../testing/claim-input.js';
+import { approvalRequest, claimInput, deadDispatch, newFingerprint } from '../../testing/claim-input.js';
 import { CountingTarget } from '../../testing/counting-target.js';
 import { chainProblems } from '../../testing/journal-chains.js';
 import { openStore } from '../index.js';
@@ -849,17 +849,7 @@ describe('PostgresStore', () => {
         expect(await commitsOf(() => store.transition(resolve))).toEqual(['on']);
 
         // An approval decision and the sweep append their events in a transaction that must sync.
-        const d = claimInput({
-          state: 'awaiting_approval',
-          approval: {
-            policy: 'every_call',
-            channel: 'mcp',
-            target: 'payments',
-            credentialRef: 'stripe-live',
-            earlier: null,
-            expiresInMs: LONG_MS,
-          },
-        });
+        const d = claimInput({ state: 'awaiting_approval', approval: approvalRequest() });
         expect(await commitsOf(() => store.claim(d))).toEqual(['on']);
         const decide = () =>
           store.decideApproval({

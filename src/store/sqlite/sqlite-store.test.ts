@@ -12,6 +12,7 @@ import type { ActivityEntry } from '../../journal/events.js';
 import { claimInput, newFingerprint } from '../../testing/claim-input.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
+import type { ClaimInput } from '../types.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { bytesPerExecutionRow } from './row-bytes.js';
 import { SqliteStore } from './sqlite-store.js';
@@ -530,17 +531,21 @@ describe('SqliteStore', () => {
       return input;
     }
 
-    it('the claim waits for a sync of the WAL; the holder recording its outcome, a delivery and events do not', async () => {
-      const store = await open();
-      const input = await claimed(store);
-      expect(store.commitStats()).toMatchObject({ commits: 1, synced: 1 });
-      await store.transition({
+    /** The dispatch's holder records its own outcome: the write durability.ts lets ride on the next sync. */
+    const holderOutcome = (store: SqliteStore, input: ClaimInput) =>
+      store.transition({
         id: input.id,
         from: ['accepted'],
         to: 'completed',
         token: input.claimToken,
         outcome,
       });
+
+    it('the claim waits for a sync of the WAL; the holder recording its outcome, a delivery and events do not', async () => {
+      const store = await open();
+      const input = await claimed(store);
+      expect(store.commitStats()).toMatchObject({ commits: 1, synced: 1 });
+      await holderOutcome(store, input);
       await store.markDelivered(input.id, [{ kind: 'delivered', executionId: input.id }]);
       await store.appendEvents([{ kind: 'receipt_hit', executionId: input.id }]);
       expect(store.commitStats()).toMatchObject({ commits: 4, synced: 1 });
@@ -563,13 +568,7 @@ describe('SqliteStore', () => {
     it('an outcome no sync follows is synced by the timer within the bound', async () => {
       const store = await open();
       const input = await claimed(store);
-      await store.transition({
-        id: input.id,
-        from: ['accepted'],
-        to: 'completed',
-        token: input.claimToken,
-        outcome,
-      });
+      await holderOutcome(store, input);
       await vi.waitFor(() => expect(store.commitStats().timerSyncs).toBe(1), { timeout: 5_000 });
     });
 
