@@ -17,11 +17,32 @@ describe('refusedRange', () => {
     ['::ffff:127.0.0.1', 'loopback'],
     ['0.0.0.0', '"this network"'],
     ['100.64.0.1', 'carrier-grade NAT'],
+    ['192.0.2.1', 'documentation'],
+    // A URL spells [::ffff:127.0.0.1] this way: mapped addresses are judged as IPv4 in either spelling.
+    ['::ffff:7f00:1', 'loopback'],
+    ['::FFFF:A9FE:A9FE', 'link-local (cloud metadata)'],
+    ['0:0:0:0:0:ffff:0a00:0001', 'private'],
+    // IPv6 forms whose IPv4 host a translator or tunnel decides are refused whole, public or not.
+    ['::127.0.0.1', 'IPv4-compatible (deprecated)'],
+    ['::808:808', 'IPv4-compatible (deprecated)'],
+    ['::ffff:0:7f00:1', 'IPv4-translated'],
+    ['64:ff9b::a9fe:a9fe', 'NAT64'],
+    ['64:ff9b:1::a9fe:a9fe', 'NAT64'],
+    ['2002:7f00:1::1', '6to4'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
+    ['2001:db8::1', 'documentation'],
   ])('%s is %s', (address, label) => {
     expect(refusedRange(address)).toBe(label);
   });
 
-  it.each(['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c', '172.32.0.1', '::ffff:8.8.8.8'])(
+  it.each([
+    '93.184.215.14',
+    '2606:2800:21f:cb07:6820:80da:af6b:8b2c',
+    '2001:4860:4860::8888',
+    '172.32.0.1',
+    '::ffff:8.8.8.8',
+    '::ffff:808:808',
+  ])(
     '%s is public',
     (address) => {
       expect(refusedRange(address)).toBeUndefined();

@@ -23,8 +23,14 @@ export type ResolveHost = (host: string) => Promise<PinnedAddress>;
 /**
  * Ranges that no tool reaches unless it names the address: loopback, private
  * (RFC 1918, unique-local), link-local, carrier-grade NAT, "this network",
- * benchmarking, multicast and reserved — the cloud metadata endpoints
- * (169.254.169.254, fd00:ec2::254) are inside link-local and unique-local.
+ * benchmarking, documentation, multicast and reserved — the cloud metadata
+ * endpoints (169.254.169.254, fd00:ec2::254) are inside link-local and
+ * unique-local. IPv6 forms that carry an IPv4 address are refused whole
+ * (IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo): which IPv4 host
+ * they reach is decided by a translator or tunnel this check cannot see. An
+ * IPv4-mapped address (::ffff:a.b.c.d), which the kernel connects to over
+ * IPv4, is judged as the IPv4 address it carries. Order matters only for the
+ * label: the first range that holds an address names it.
  */
 const REFUSED_RANGES: ReadonlyArray<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['0.0.0.0', 8, 'ipv4', '"this network"'],
@@ -38,12 +44,22 @@ const REFUSED_RANGES: ReadonlyArray<[string, number, 'ipv4' | 'ipv6', string]> =
   ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
   ['224.0.0.0', 4, 'ipv4', 'multicast'],
   ['240.0.0.0', 4, 'ipv4', 'reserved'],
+  ['192.0.2.0', 24, 'ipv4', 'documentation'],
+  ['198.51.100.0', 24, 'ipv4', 'documentation'],
+  ['203.0.113.0', 24, 'ipv4', 'documentation'],
   ['::', 128, 'ipv6', 'unspecified'],
   ['::1', 128, 'ipv6', 'loopback'],
+  ['::', 96, 'ipv6', 'IPv4-compatible (deprecated)'],
+  ['::ffff:0:0:0', 96, 'ipv6', 'IPv4-translated'],
   ['fc00::', 7, 'ipv6', 'unique-local (cloud metadata)'],
   ['fe80::', 10, 'ipv6', 'link-local'],
   ['ff00::', 8, 'ipv6', 'multicast'],
   ['64:ff9b::', 96, 'ipv6', 'NAT64'],
+  ['64:ff9b:1::', 48, 'ipv6', 'NAT64'],
+  ['100::', 64, 'ipv6', 'discard-only'],
+  ['2001::', 32, 'ipv6', 'Teredo'],
+  ['2001:db8::', 32, 'ipv6', 'documentation'],
+  ['2002::', 16, 'ipv6', '6to4'],
 ];
 
 const ranges = REFUSED_RANGES.map(([network, prefix, type, label]) => {
@@ -57,13 +73,16 @@ const judged = new Map<string, string | undefined>();
 /** Bounds `judged`: addresses come from DNS answers for hosts that arguments may name. */
 const MAX_JUDGED = 1024;
 
-/** The range an address is refused for, if any. An IPv4-mapped IPv6 address is judged as its IPv4 address. */
+/**
+ * The range an address is refused for, if any. An IPv4-mapped IPv6 address is
+ * judged as its IPv4 address however it is written: BlockList matches
+ * `::ffff:7f00:1` — how a URL spells `[::ffff:127.0.0.1]` — against the IPv4
+ * ranges itself, which a pattern for the dotted form alone would miss.
+ */
 export function refusedRange(address: string): string | undefined {
   if (judged.has(address)) return judged.get(address);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  const ip = mapped ? (mapped[1] as string) : address;
-  const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-  const label = ranges.find((r) => r.type === type && r.list.check(ip, type))?.label;
+  const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+  const label = ranges.find((r) => (type === 'ipv6' || r.type === 'ipv4') && r.list.check(address, type))?.label;
   if (judged.size >= MAX_JUDGED) judged.clear();
   judged.set(address, label);
   return label;

@@ -246,6 +246,10 @@ describe('SSRF guards, before any connection', () => {
       'meta.example': '169.254.169.254',
       'meta6.example': 'fd00:ec2::254',
       'mapped.example': '::ffff:192.168.1.1',
+      // The same mapping as a URL or a resolver may spell it: hex, not dotted.
+      'mapped-hex.example': '::ffff:a9fe:a9fe',
+      'nat64.example': '64:ff9b::a00:1',
+      '6to4.example': '2002:7f00:1::1',
       'loop.example': '127.0.0.1',
     };
     const hosts = Object.keys(resolved);
