@@ -56,10 +56,7 @@ export async function runDispatch(
     } catch (error) {
       if (error instanceof NotDispatchedError) {
         const refused = error instanceof DispatchRefusedError;
-        const answer = idemAnswer(refused ? IDEM_CODES.IDEM_DENIED : IDEM_CODES.IDEM_NOT_EXECUTED, {
-          ref: record.id,
-          detail: scrub(error.message),
-        });
+        const answer = notDispatchedAnswer(error, scrub, record.id);
         return { outcome: 'failed', result: answer, notDispatched: refused ? 'refused' : 'not_dispatched' };
       }
       if (error instanceof OutcomeUnknownError) return { outcome: 'unknown', detail: scrub(error.message) };
@@ -144,6 +141,45 @@ export async function runDispatch(
   if (first.outcome === 'unknown' || !first.result)
     return answerFor(core, { ...record, state: 'unknown' }, [], first.detail);
   return markExecuted(first.result, record.id);
+}
+
+/**
+ * A read-only call: nothing is claimed or recorded, but the caller hears what
+ * a claimed call would of a request that never left — refused (IDEM_DENIED)
+ * or not sent (IDEM_NOT_EXECUTED) — and gets nothing a credential's value
+ * is in: a read's answer may echo what was sent, as a write's may. A read
+ * sent and not answered is a plain error, since a read changes nothing and
+ * may simply be repeated. Anything else the dispatch throws is the caller's,
+ * as it was (the MCP SDK turns it into an error result, or a protocol error).
+ */
+export async function dispatchReadOnly(core: EngineCore, dispatch: Dispatch): Promise<ToolResult> {
+  const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
+  try {
+    return scrub(await dispatch({ executionId: null, redispatch: false }));
+  } catch (error) {
+    if (error instanceof NotDispatchedError) return notDispatchedAnswer(error, scrub, undefined);
+    if (error instanceof OutcomeUnknownError)
+      return {
+        isError: true,
+        content: [
+          {
+            type: 'text',
+            text: `${scrub(error.message)} The tool only reads, so calling it again is safe.`,
+          },
+        ],
+      };
+    throw error;
+  }
+}
+
+/** What a caller hears of a dispatch that never left: refused by a check, or not sent at all. */
+function notDispatchedAnswer(
+  error: NotDispatchedError,
+  scrub: (text: string) => string,
+  ref: string | undefined,
+): ToolResult {
+  const code = error instanceof DispatchRefusedError ? IDEM_CODES.IDEM_DENIED : IDEM_CODES.IDEM_NOT_EXECUTED;
+  return idemAnswer(code, { ...(ref ? { ref } : {}), detail: scrub(error.message) });
 }
 
 function isAbort(error: unknown): boolean {

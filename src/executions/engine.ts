@@ -11,6 +11,7 @@ import { Approvals } from './approval.js';
 import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall } from './call.js';
 import { type Claimer, claimAndRun } from './claim.js';
 import type { EngineCore } from './core.js';
+import { dispatchReadOnly } from './dispatch.js';
 import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
 import type { CallObserver } from './observer.js';
@@ -136,7 +137,7 @@ export class ExecutionEngine {
 
   async #execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     const contract = call.contract;
-    if (contract.replay === 'read_only') return dispatch({ executionId: null, redispatch: false });
+    if (contract.replay === 'read_only') return dispatchReadOnly(this.#core, dispatch);
 
     const identity = identifiedOrRefused(() => this.identify(call));
     if ('refused' in identity) return identity.refused;

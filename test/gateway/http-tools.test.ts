@@ -56,6 +56,7 @@ async function start(extra: Record<string, unknown> = {}) {
   chmodSync(keyFile, 0o600);
   const rejecting = await echoingTarget(401);
   const failing = await echoingTarget(502);
+  const reading = await echoingTarget(200);
   const logs: string[] = [];
   const logger = {
     warn: (m: string, f?: Record<string, unknown>) => logs.push(`${m} ${JSON.stringify(f ?? {})}`),
@@ -84,6 +85,13 @@ async function start(extra: Record<string, unknown> = {}) {
       charge: charge(`${base}/charges`),
       charge_rejected: charge(`http://127.0.0.1:${rejecting}/charges`),
       charge_failing: charge(`http://127.0.0.1:${failing}/charges`),
+      // Read-only: never claimed, but what it answers is scrubbed like the others.
+      look_up: {
+        ...charge(`http://127.0.0.1:${reading}/orders/{order_id}`),
+        method: 'GET',
+        body: undefined,
+        contract: { replay: 'read_only' },
+      },
     },
     ...extra,
   });
@@ -154,6 +162,13 @@ describe('HTTP action tools in the gateway', () => {
       );
     }
     answers.push(await call(client, 'charge_rejected', { order_id: 'S-2', amount_cents: 100 }));
+    const read = await call(client, 'look_up', { order_id: 'S-4', amount_cents: 0 });
+    answers.push(read);
+    expect(read.isError).toBeFalsy();
+    expect(JSON.stringify(read)).toContain('[secret]');
+    // A read-only call refused before it is sent is answered (it used to be left with no response).
+    const refused = await call(client, 'look_up', { order_id: '..', amount_cents: 0 });
+    expect(JSON.stringify(refused)).toContain('IDEM_DENIED');
     // The targets did get it, and did echo it: what reached the caller was scrubbed.
     expect(processor.headers[0]?.authorization).toBe(`Bearer ${SECRET}`);
     expect(JSON.stringify(rejected)).toContain('[secret]');

@@ -96,6 +96,14 @@ describe('templates', () => {
     expect(buildUrl('http://h/{p}?q={q}', { p: 'a/../b', q: 'x&y=1' }).href).toBe(
       'http://h/a%2F..%2Fb?q=x%26y%3D1',
     );
+    // A dot segment is removed by the URL parser, with the segment before it: refused, not encoded.
+    expect(() => buildUrl('http://h/v1/{p}/refunds', { p: '..' })).toThrow('"." or ".." path segment');
+    expect(() => buildUrl('http://h/v1/{p}', { p: '.' })).toThrow('"." or ".." path segment');
+    expect(() => buildUrl('http://h/v1/{a}{b}/x', { a: '.', b: '.' })).toThrow('"." or ".." path segment');
+    expect(buildUrl('http://h/v1/{p}/refunds', { p: '%2e%2e' }).pathname).toBe('/v1/%252e%252e/refunds');
+    expect(buildUrl('http://h/v1/{p}.json?up={q}#{q}', { p: '..', q: '..' }).href).toBe(
+      'http://h/v1/...json?up=..#..',
+    );
     expect(() => buildUrl('http://h/{missing}', {})).toThrow('argument "missing" is missing');
     expect(() => buildUrl('http://h/{o}', { o: { a: 1 } })).toThrow('must be a string, number or boolean');
   });

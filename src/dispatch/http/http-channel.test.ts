@@ -187,6 +187,33 @@ describe('HTTP action tool through the engine', () => {
     expect(JSON.stringify(stored)).not.toContain(SECRET);
   });
 
+  it('a read-only tool too: an echoed credential reaches no answer, and a refused call is answered, not thrown', async () => {
+    const echo = await farSide((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', got: req.headers.authorization }));
+    });
+    const { run, store } = await setup(
+      () => ({
+        method: 'GET',
+        url: `http://127.0.0.1:${echo.port}/orders/{order_id}`,
+        body: undefined,
+        contract: { replay: 'read_only' },
+      }),
+      { noProcessor: true },
+    );
+    const answer = await run({ order_id: 'o-read' });
+    expect(echo.seen[0]?.headers.authorization).toBe(`Bearer ${SECRET}`);
+    expect(answer.isError).toBeFalsy();
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+    expect(JSON.stringify(answer)).toContain('[secret]');
+    const refused = await run({ order_id: '..' });
+    expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_DENIED);
+    expect(text(refused)).toContain('"." or ".." path segment');
+    expect(echo.seen).toHaveLength(1);
+    // Read-only: nothing is claimed or stored.
+    expect(await store.list()).toEqual([]);
+  });
+
   it('basic credentials: the base64 form is scrubbed as well', async () => {
     const echo = await farSide((req, res) => {
       res.writeHead(400);
@@ -321,18 +348,23 @@ describe('SSRF guards, before any connection', () => {
     expect(final.seen[0]?.headers['idempotency-key']).toBe(refOf(answer));
   });
 
-  it('path and query values are percent-encoded: an argument cannot add a segment or a parameter', async () => {
+  it('path and query values are percent-encoded: an argument cannot add a segment or a parameter, nor remove one', async () => {
     const target = await farSide((_req, res) => res.end('ok'));
     const { run } = await setup(
       () => ({
         method: 'GET',
-        url: `http://127.0.0.1:${target.port}/orders/{order_id}?note={note}`,
+        url: `http://127.0.0.1:${target.port}/orders/{order_id}/items?note={note}`,
         body: undefined,
         contract: { replay: 'read_only' },
       }),
       { noProcessor: true },
     );
     await run({ order_id: '../admin?drop=1', note: 'a&b=c#d' });
-    expect(target.seen[0]?.url).toBe('/orders/..%2Fadmin%3Fdrop%3D1?note=a%26b%3Dc%23d');
+    expect(target.seen[0]?.url).toBe('/orders/..%2Fadmin%3Fdrop%3D1/items?note=a%26b%3Dc%23d');
+    // ".." would make the parser send /items, out of /orders: refused, and the target sees nothing more.
+    const refused = await run({ order_id: '..', note: '..' });
+    expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_DENIED);
+    expect(text(refused)).toContain('"." or ".." path segment');
+    expect(target.seen).toHaveLength(1);
   });
 });

@@ -2,6 +2,8 @@ import { DispatchRefusedError } from '../../errors.js';
 
 /** `{name}` or `{a.b.c}`: an argument, by path. */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}/g;
+/** A segment the URL parser resolves away (WHATWG URL: ".", "..", and their %2e spellings). */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const WHOLE = /^\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}$/;
 
 /** Whether a template text refers to any argument. */
@@ -34,12 +36,21 @@ function scalarText(args: Record<string, unknown>, path: string, where: string):
  * (encodeURIComponent) wherever it lands, so an argument cannot add a path
  * segment, a query parameter, a user-info part or another host: "a/../b",
  * "x?admin=1", "evil.com#" all stay inside their placeholder, or make the URL
- * invalid (refused).
+ * invalid (refused). What encoding cannot keep is a dot segment: a value "..",
+ * or two placeholders giving "." and ".", would make a segment the URL parser
+ * removes along with the one before it ("%2e%2e" is a dot segment too), so a
+ * path holding one is refused.
  */
 export function buildUrl(template: string, args: Record<string, unknown>): URL {
   const text = template.replace(PLACEHOLDER, (_, path: string) =>
     encodeURIComponent(scalarText(args, path, 'URL')),
   );
+  // Values are encoded, so the authority and the path end where the template's own "/", "?" and "#" say.
+  const path = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*([^?#]*)/.exec(text)?.[1] ?? '';
+  if (path.split('/').some((segment) => DOT_SEGMENT.test(segment)))
+    throw new DispatchRefusedError(
+      'the URL built from the arguments has a "." or ".." path segment, which would move its path; refused',
+    );
   try {
     return new URL(text);
   } catch {
