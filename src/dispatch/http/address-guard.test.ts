@@ -42,12 +42,9 @@ describe('refusedRange', () => {
     '172.32.0.1',
     '::ffff:8.8.8.8',
     '::ffff:808:808',
-  ])(
-    '%s is public',
-    (address) => {
-      expect(refusedRange(address)).toBeUndefined();
-    },
-  );
+  ])('%s is public', (address) => {
+    expect(refusedRange(address)).toBeUndefined();
+  });
 });
 
 describe('checkUrl', () => {

@@ -82,7 +82,9 @@ const MAX_JUDGED = 1024;
 export function refusedRange(address: string): string | undefined {
   if (judged.has(address)) return judged.get(address);
   const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-  const label = ranges.find((r) => (type === 'ipv6' || r.type === 'ipv4') && r.list.check(address, type))?.label;
+  const label = ranges.find(
+    (r) => (type === 'ipv6' || r.type === 'ipv4') && r.list.check(address, type),
+  )?.label;
   if (judged.size >= MAX_JUDGED) judged.clear();
   judged.set(address, label);
   return label;
