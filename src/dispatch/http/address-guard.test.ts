@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkUrl, refusedRange } from './address-guard.js';
 import { statusOutcome } from './outcome.js';
-import { buildBody, buildUrl } from './template.js';
+import { buildBody, buildHeaders, buildUrl } from './template.js';
 
 describe('refusedRange', () => {
   it.each([
@@ -104,6 +104,13 @@ describe('templates', () => {
     expect(() => buildUrl('http://h/{missing}', {})).toThrow('argument "missing" is missing');
     expect(() => buildUrl('http://h/{o}', { o: { a: 1 } })).toThrow('must be a string, number or boolean');
   });
+  it('refuses a header value HTTP cannot carry, naming the header; Latin-1 and tabs pass', () => {
+    const headers = { 'X-Note': 'note: {n}' };
+    expect(buildHeaders(headers, { n: 'café\tdone' })).toEqual({ 'X-Note': 'note: café\tdone' });
+    for (const n of ['line\r\nX-Admin: 1', 'nul\0', 'del\x7f', 'ctl\x01', '日本'])
+      expect(() => buildHeaders(headers, { n }), JSON.stringify(n)).toThrow(/header X-Note would contain/);
+  });
+
   it('keeps a whole placeholder typed, leaves an absent one out, and interpolates text', () => {
     expect(
       buildBody(

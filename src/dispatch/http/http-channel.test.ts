@@ -214,6 +214,19 @@ describe('HTTP action tool through the engine', () => {
     expect(await store.list()).toEqual([]);
   });
 
+  it('a request undici would refuse to build (a header it cannot carry) is refused before sending, never "unknown"', async () => {
+    const target = await farSide((_req, res) => res.end('ok'));
+    const { run } = await setup(() => ({ url: `http://127.0.0.1:${target.port}/charges` }), {
+      noProcessor: true,
+      // Beyond Latin-1: no HTTP/1.1 header can carry it, so undici refuses the request as built.
+      env: { PAY_KEY: 'sk_live_日本_0123456789' },
+    });
+    const refused = await run({ order_id: 'o-header', amount_cents: 1 });
+    expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_DENIED);
+    expect(text(refused)).toContain('could not be built');
+    expect(target.seen).toHaveLength(0);
+  });
+
   it('basic credentials: the base64 form is scrubbed as well', async () => {
     const echo = await farSide((req, res) => {
       res.writeHead(400);

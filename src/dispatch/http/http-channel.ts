@@ -14,7 +14,7 @@ import {
   type ResolveHost,
   resolveWithDns,
 } from './address-guard.js';
-import { notSentCode, statusOutcome } from './outcome.js';
+import { notSentCode, refusedBeforeSending, statusOutcome } from './outcome.js';
 import type { HttpToolSpec } from './spec.js';
 import { buildBody, buildHeaders, buildUrl, hasPlaceholder } from './template.js';
 
@@ -227,6 +227,8 @@ export class HttpChannel implements ActionChannel {
         bodyTimeout: this.timeoutMs,
       });
     } catch (error) {
+      if (hop === 0 && refusedBeforeSending(error))
+        throw new DispatchRefusedError(`the request could not be built: ${(error as Error).message}`);
       const code = notSentCode(error);
       if (code && hop === 0)
         throw new NotDispatchedError(`Could not connect to ${url.origin} (${code}); nothing was sent.`);

@@ -51,6 +51,15 @@ const BEFORE_SENDING = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
+/**
+ * undici refused the request's own options — a header value HTTP cannot carry,
+ * say — while building it, before it took a connection: nothing was sent, and
+ * the same request would be refused again.
+ */
+export function refusedBeforeSending(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'UND_ERR_INVALID_ARG';
+}
+
 /** The error code that says nothing was sent, if this error (or its cause) carries one. */
 export function notSentCode(error: unknown): string | undefined {
   for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {

@@ -58,7 +58,11 @@ export function buildUrl(template: string, args: Record<string, unknown>): URL {
   }
 }
 
-/** Header values; a value with a line break (header injection) is refused. */
+/**
+ * Header values; a value with a line break (header injection), another control
+ * character, or a character beyond Latin-1 — none of which HTTP/1.1 carries in
+ * a field value (RFC 9110 §5.5) — is refused, naming the header.
+ */
 export function buildHeaders(
   templates: Record<string, string> | undefined,
   args: Record<string, unknown>,
@@ -70,6 +74,10 @@ export function buildHeaders(
     );
     if (/[\r\n\0]/.test(value))
       throw new DispatchRefusedError(`header ${name} would contain a line break; refused`);
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(value))
+      throw new DispatchRefusedError(
+        `header ${name} would contain a control character or one beyond Latin-1, which HTTP headers cannot carry; refused`,
+      );
     headers[name] = value;
   }
   return headers;
