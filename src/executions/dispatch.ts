@@ -7,6 +7,7 @@ import {
 } from '../errors.js';
 import { redactSecrets, secretValues } from '../identity/redaction.js';
 import type { ExecutionRecord } from '../store/types.js';
+import { withinDepth } from '../support/json-depth.js';
 import { idemAnswer, markExecuted } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
 import { callEvent, type EngineCore } from './core.js';
@@ -47,11 +48,12 @@ export async function runDispatch(
     detail?: string;
   };
   // Credentials the channel resolves are known only once it has: everything it hands back is
-  // scrubbed of them before anyone — caller, store, log — sees it.
+  // scrubbed of them before anyone — caller, store, log — sees it. Cut to a depth that can be
+  // stored and sent first: an answer nested thousands deep would be neither (support/json-depth.ts).
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   const work = (async (): Promise<Done> => {
     try {
-      const result = scrub(await dispatch({ executionId: record.id, redispatch }));
+      const result = scrub(withinDepth(await dispatch({ executionId: record.id, redispatch })));
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
@@ -155,7 +157,7 @@ export async function runDispatch(
 export async function dispatchReadOnly(core: EngineCore, dispatch: Dispatch): Promise<ToolResult> {
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   try {
-    return scrub(await dispatch({ executionId: null, redispatch: false }));
+    return scrub(withinDepth(await dispatch({ executionId: null, redispatch: false })));
   } catch (error) {
     if (error instanceof NotDispatchedError) return notDispatchedAnswer(error, scrub, undefined);
     if (error instanceof OutcomeUnknownError)

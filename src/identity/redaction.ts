@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from '../support/json-depth.js';
 import type { ArgumentPath, ArgumentRules } from './arguments.js';
 
 /**
@@ -87,8 +88,8 @@ export function redactSecrets<T>(value: T, secrets: readonly string[]): T {
   return redactIn(value, secrets, 0) as T;
 }
 
-/** Deep enough for any result a transport accepts; deeper nodes are replaced rather than kept unread. */
-const MAX_DEPTH = 256;
+/** Deeper nodes are replaced rather than kept unread; results are cut at this depth anyway (support/json-depth.ts). */
+const MAX_DEPTH = MAX_JSON_DEPTH;
 
 function redactIn(node: unknown, secrets: readonly string[], depth: number): unknown {
   if (typeof node === 'string') return redactText(node, secrets);

@@ -5,9 +5,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { idemCodeOf } from '../../src/executions/answers.js';
+import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { TOO_DEEP } from '../../src/support/json-depth.js';
 import { sleep } from '../../src/testing/counting-target.js';
 import { REPO_ROOT } from '../support/gateway-process.js';
 
@@ -80,4 +81,54 @@ describe('an upstream that dies', () => {
     expect(lines('starts.log').length).toBe(2);
     await client.close();
   }, 120_000);
+});
+
+describe('an upstream whose answer nests deeper than can be written again', () => {
+  it('is answered, recorded completed and replayed, cut at 256 levels; the upstream ran once', async () => {
+    const deepDir = mkdtempSync(join(tmpdir(), 'idem-deep-result-'));
+    const deepGateway = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: deepDir,
+        listen: { http: { host: '127.0.0.1', port: 0 } },
+        upstreams: {
+          deep: {
+            command: process.execPath,
+            args: [
+              '--import',
+              'tsx',
+              join(REPO_ROOT, 'test/gateway/fixtures/deep-result-server.ts'),
+              '--dir',
+              deepDir,
+            ],
+            cwd: REPO_ROOT,
+          },
+        },
+        tools: { deep: { replay: 'keyed', scope: { business_key: 'key' } } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    const client = new Client({ name: 'agent', version: '1' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL((await deepGateway.serveHttp()).url)));
+      const call = () =>
+        client.callTool({ name: 'deep', arguments: { key: 'k-1' } }) as Promise<CallToolResult>;
+      const first = await call();
+      expect(first.isError).toBeFalsy();
+      // The result is level 0, its structuredContent 1, the tree 2: level 256 holds the marker.
+      let node: unknown = (first.structuredContent as { tree: unknown }).tree;
+      let level = 2;
+      for (; Array.isArray(node); level++) node = node[0];
+      expect([level, node]).toEqual([256, TOO_DEEP]);
+      const ref = first._meta?.[META.executionId] as string;
+      expect((await deepGateway.store.get(ref))?.state).toBe('completed');
+      const again = await call();
+      expect(again._meta?.[META.replayed]).toBe(true);
+      expect(again.structuredContent).toEqual(first.structuredContent);
+      expect(readFileSync(join(deepDir, 'calls.log'), 'utf8')).toBe('k-1\n');
+    } finally {
+      await client.close();
+      await deepGateway.close();
+      rmSync(deepDir, { recursive: true, force: true });
+    }
+  });
 });
