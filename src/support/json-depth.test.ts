@@ -21,7 +21,7 @@ describe('withinDepth', () => {
     expect(cut).not.toBe(parsed);
     expect(JSON.stringify(parsed)).toBe(before);
     expect(Object.keys(cut)).toEqual(['__proto__', 'tree', 'text']);
-    expect(cut.__proto__).toEqual({ kept: true });
+    expect(Object.getOwnPropertyDescriptor(cut, '__proto__')?.value).toEqual({ kept: true });
     let node = cut.tree;
     let level = 1;
     for (; Array.isArray(node); level++) node = node[0];
