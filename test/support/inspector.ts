@@ -165,7 +165,8 @@ export class InspectorSession {
     try {
       await this.run(['daemon', 'stop'], 15_000);
     } finally {
-      rmSync(this.dir, { recursive: true, force: true });
+      // The daemon and its stdio server may still be exiting: retried while the folder changes under it.
+      rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
     }
   }
 }
