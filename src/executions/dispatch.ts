@@ -7,7 +7,7 @@ import {
 } from '../errors.js';
 import { redactSecrets, secretValues } from '../identity/redaction.js';
 import type { ExecutionRecord } from '../store/types.js';
-import { withinDepth } from '../support/json-depth.js';
+import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer, markExecuted } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
 import { callEvent, type EngineCore } from './core.js';
@@ -53,7 +53,7 @@ export async function runDispatch(
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   const work = (async (): Promise<Done> => {
     try {
-      const result = scrub(withinDepth(await dispatch({ executionId: record.id, redispatch })));
+      const result = scrub(keepable(core, call, await dispatch({ executionId: record.id, redispatch })));
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
@@ -154,10 +154,14 @@ export async function runDispatch(
  * may simply be repeated. Anything else the dispatch throws is the caller's,
  * as it was (the MCP SDK turns it into an error result, or a protocol error).
  */
-export async function dispatchReadOnly(core: EngineCore, dispatch: Dispatch): Promise<ToolResult> {
+export async function dispatchReadOnly(
+  core: EngineCore,
+  call: ToolCall,
+  dispatch: Dispatch,
+): Promise<ToolResult> {
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   try {
-    return scrub(withinDepth(await dispatch({ executionId: null, redispatch: false })));
+    return scrub(keepable(core, call, await dispatch({ executionId: null, redispatch: false })));
   } catch (error) {
     if (error instanceof NotDispatchedError) return notDispatchedAnswer(error, scrub, undefined);
     if (error instanceof OutcomeUnknownError)
@@ -172,6 +176,20 @@ export async function dispatchReadOnly(core: EngineCore, dispatch: Dispatch): Pr
       };
     throw error;
   }
+}
+
+/**
+ * The result cut to the depth that can be stored and sent (support/json-depth.ts),
+ * saying so on the log when it was: an answer nested deeper than that, but not
+ * so deep that it broke, used to pass unchanged.
+ */
+function keepable(core: EngineCore, call: ToolCall, result: ToolResult): ToolResult {
+  const kept = withinDepth(result);
+  if (kept !== result)
+    core.logger.warn(`a result nested deeper than ${MAX_JSON_DEPTH} levels was cut there`, {
+      tool: call.tool,
+    });
+  return kept;
 }
 
 /** What a caller hears of a dispatch that never left: refused by a check, or not sent at all. */

@@ -137,7 +137,7 @@ export class ExecutionEngine {
 
   async #execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     const contract = call.contract;
-    if (contract.replay === 'read_only') return dispatchReadOnly(this.#core, dispatch);
+    if (contract.replay === 'read_only') return dispatchReadOnly(this.#core, call, dispatch);
 
     const identity = identifiedOrRefused(() => this.identify(call));
     if ('refused' in identity) return identity.refused;

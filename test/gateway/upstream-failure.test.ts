@@ -86,6 +86,8 @@ describe('an upstream that dies', () => {
 describe('an upstream whose answer nests deeper than can be written again', () => {
   it('is answered, recorded completed and replayed, cut at 256 levels; the upstream ran once', async () => {
     const deepDir = mkdtempSync(join(tmpdir(), 'idem-deep-result-'));
+    const warnings: string[] = [];
+    const logger = { warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
     const deepGateway = await Gateway.start(
       GatewayConfigSchema.parse({
         data_dir: deepDir,
@@ -105,7 +107,7 @@ describe('an upstream whose answer nests deeper than can be written again', () =
         },
         tools: { deep: { replay: 'keyed', scope: { business_key: 'key' } } },
       }),
-      { version: 'test', upstreamStderr: 'ignore' },
+      { version: 'test', upstreamStderr: 'ignore', logger },
     );
     const client = new Client({ name: 'agent', version: '1' });
     try {
@@ -125,6 +127,10 @@ describe('an upstream whose answer nests deeper than can be written again', () =
       expect(again._meta?.[META.replayed]).toBe(true);
       expect(again.structuredContent).toEqual(first.structuredContent);
       expect(readFileSync(join(deepDir, 'calls.log'), 'utf8')).toBe('k-1\n');
+      // What the upstream answered was changed: the gateway's log says so, once, for the one answer.
+      expect(warnings.filter((w) => w.includes('nested'))).toEqual([
+        'a result nested deeper than 256 levels was cut there',
+      ]);
     } finally {
       await client.close();
       await deepGateway.close();
