@@ -13,6 +13,8 @@ import { Fingerprinter } from '../../identity/fingerprint.js';
 import { KnownSecrets } from '../../identity/redaction.js';
 import { MemoryStore } from '../../store/memory/memory-store.js';
 import { actionCall } from '../action-call.js';
+import { checkUrl } from './address-guard.js';
+import { allowedTargets } from './http-channel.js';
 import type { HttpToolSpecInput } from './spec.js';
 import { httpActionTool } from './tool.js';
 
@@ -379,5 +381,25 @@ describe('SSRF guards, before any connection', () => {
     expect(idemCodeOf(refused)).toBe(IDEM_CODES.IDEM_DENIED);
     expect(text(refused)).toContain('"." or ".." path segment');
     expect(target.seen).toHaveLength(1);
+  });
+});
+
+describe('allow.hosts', () => {
+  const spec = (hosts: string[]) =>
+    ({ url: 'https://{host}/x', allow: { hosts } }) as unknown as Parameters<typeof allowedTargets>[1];
+
+  it('are compared as a URL spells its host: case, punycode, IPv4 shorthand, IPv6 brackets', () => {
+    const { allowed } = allowedTargets('t', spec(['API.Example.com', 'Bücher.example', '127.1', '::1']));
+    expect(allowed.hosts).toEqual(['api.example.com', 'xn--bcher-kva.example', '127.0.0.1', '::1']);
+    expect(() => checkUrl(new URL('https://bücher.example/x'), allowed)).not.toThrow();
+    expect(() => checkUrl(new URL('https://api.example.com./x'), allowed)).toThrow('host api.example.com.');
+  });
+
+  it('refuse an entry that is not just a host, naming it', () => {
+    expect(() => allowedTargets('t', spec(['api.example.com:8443']))).toThrow(
+      'http_tools.t.allow.hosts: "api.example.com:8443" is more than a host',
+    );
+    expect(() => allowedTargets('t', spec(['api.example.com/v1']))).toThrow('is more than a host');
+    expect(() => allowedTargets('t', spec(['exa mple.com']))).toThrow('is not a host name or address');
   });
 });

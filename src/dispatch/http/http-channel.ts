@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
 import { durationMs } from '../../contracts/duration.js';
 import { CredentialError, type Credentials } from '../../credentials/index.js';
@@ -312,7 +313,7 @@ export function allowedTargets(
     : (authority.split(':')[0] as string);
   const portPart = authority.slice(hostPart.length + 1);
   const allow = spec.allow ?? {};
-  let hosts = allow.hosts;
+  let hosts = allow.hosts?.map((host) => configuredHost(tool, host));
   if (!hosts) {
     if (hasPlaceholder(hostPart))
       throw new Error(
@@ -332,6 +333,25 @@ export function allowedTargets(
     origin: `${scheme}://${authority}`,
     allowed: { schemes: allow.schemes ?? [scheme], hosts, ports, addresses: allow.addresses ?? [] },
   };
+}
+
+/**
+ * An allow.hosts entry as a URL's hostname spells it — lower case, an
+ * internationalised name in punycode, an IPv4 address in dotted decimal — since
+ * that is what each call's URL is compared with: `Bücher.example` allows the
+ * URL `https://bücher.example/`, whose hostname is `xn--bcher-kva.example`.
+ */
+function configuredHost(tool: string, host: string): string {
+  const where = `http_tools.${tool}.allow.hosts`;
+  let url: URL;
+  try {
+    url = new URL(`http://${isIP(host) === 6 ? `[${host}]` : host}`);
+  } catch {
+    throw new Error(`${where}: "${host}" is not a host name or address`);
+  }
+  if (url.port || url.username || url.password || `${url.pathname}${url.search}${url.hash}` !== '/')
+    throw new Error(`${where}: "${host}" is more than a host (ports go under allow.ports)`);
+  return hostOf(url);
 }
 
 /** Sets a header, dropping any other-cased copy of its name. */
