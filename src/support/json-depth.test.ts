@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, TOO_DEEP, withinDepth } from './json-depth.js';
+import { CIRCULAR, MAX_JSON_DEPTH, TOO_DEEP, withinDepth } from './json-depth.js';
 
 /** An array nested `depth` levels (the outer array is level 0). */
 function nested(depth: number): unknown {
@@ -26,6 +26,21 @@ describe('withinDepth', () => {
     let level = 1;
     for (; Array.isArray(node); level++) node = node[0];
     expect([level, node]).toEqual([MAX_JSON_DEPTH, TOO_DEEP]);
+  });
+
+  it('cuts an object that contains itself, even twice over, and keeps one merely shared', () => {
+    const shared = { n: 1 };
+    const loop: Record<string, unknown> = { shared, again: shared };
+    loop.left = loop;
+    loop.right = { back: loop };
+    const cut = withinDepth(loop) as Record<string, unknown>;
+    expect(JSON.parse(JSON.stringify(cut))).toEqual({
+      shared: { n: 1 },
+      again: { n: 1 },
+      left: CIRCULAR,
+      right: { back: CIRCULAR },
+    });
+    expect(loop.left).toBe(loop);
   });
 
   it('walks a value far deeper than the stack would allow a recursive writer', () => {
