@@ -40,11 +40,7 @@ export function freshDir(prefix: string): string {
 }
 
 export function removeTemporaries(): void {
-  // A gateway that a client spawned (the Inspector's stdio server) may still be closing its store in
-  // its data directory when the client has stopped: rmSync retries while the directory changes under it
-  // (ENOTEMPTY), rather than failing the suite in its cleanup.
-  for (const dir of temporaries.splice(0))
-    rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+  for (const dir of temporaries.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 export interface RunningGateway {

@@ -16,7 +16,7 @@
  *   await inspector.close();
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -71,7 +71,9 @@ export class InspectorSession {
         : {
             command: target.command,
             args: target.args ?? [],
-            env: target.env ?? {},
+            // Inherited by the server and whatever it starts (the gateway passes its environment on to
+            // its upstream): close() waits until no process carries it any more.
+            env: { ...target.env, [SESSION_MARK]: dir },
             cwd: target.cwd ?? process.cwd(),
           };
     writeFileSync(
@@ -160,13 +162,24 @@ export class InspectorSession {
     return parseJson(out) as CallToolResult;
   }
 
-  /** Stops this session's daemon (closing its connection and any stdio server) and removes its folder. */
+  /**
+   * Stops this session's daemon (closing its connection and any stdio server),
+   * waits until that server and what it started have exited — a gateway still
+   * writes its data directory as it closes, after the daemon is gone — and
+   * removes the session's folder.
+   */
   async close(): Promise<void> {
     try {
       await this.run(['daemon', 'stop'], 15_000);
+      const mark = `${SESSION_MARK}=${this.dir}`;
+      const started = Date.now();
+      while (processesWith(mark).length > 0) {
+        if (Date.now() - started > 30_000)
+          throw new Error(`the stdio server of ${this.dir} is still running 30 s after its client stopped`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
     } finally {
-      // The daemon and its stdio server may still be exiting: retried while the folder changes under it.
-      rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+      rmSync(this.dir, { recursive: true, force: true });
     }
   }
 }
@@ -193,6 +206,24 @@ export async function inspectorCallTool(
   } finally {
     await session.close();
   }
+}
+
+/** The environment variable that marks the processes a session's stdio server is made of. */
+const SESSION_MARK = 'IDEM_TEST_INSPECTOR_SESSION';
+
+/** Pids of the processes whose environment holds `entry` (NAME=value), read from /proc. */
+function processesWith(entry: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(entry))
+        found.push(Number(name));
+    } catch {
+      // Gone meanwhile, or not ours to read: not a server of this session.
+    }
+  }
+  return found;
 }
 
 function parseJson(out: McpdoOutput): unknown {
