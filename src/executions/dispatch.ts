@@ -47,13 +47,12 @@ export async function runDispatch(
     /** Why the outcome is unknown, when the channel said (a timeout, a redirect it would not follow). */
     detail?: string;
   };
-  // Credentials the channel resolves are known only once it has: everything it hands back is
-  // scrubbed of them before anyone — caller, store, log — sees it. Cut to a depth that can be
-  // stored and sent first: an answer nested thousands deep would be neither (support/json-depth.ts).
+  // Credentials the channel resolves are known only once it has: what it hands back, or says
+  // in an error, is scrubbed of them before anyone — caller, store, log — sees it.
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   const work = (async (): Promise<Done> => {
     try {
-      const result = scrub(keepable(core, call, await dispatch({ executionId: record.id, redispatch })));
+      const result = received(core, call, await dispatch({ executionId: record.id, redispatch }));
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
@@ -161,7 +160,7 @@ export async function dispatchReadOnly(
 ): Promise<ToolResult> {
   const scrub = <T>(value: T): T => core.knownSecrets.redact(value);
   try {
-    return scrub(keepable(core, call, await dispatch({ executionId: null, redispatch: false })));
+    return received(core, call, await dispatch({ executionId: null, redispatch: false }));
   } catch (error) {
     if (error instanceof NotDispatchedError) return notDispatchedAnswer(error, scrub, undefined);
     if (error instanceof OutcomeUnknownError)
@@ -179,17 +178,19 @@ export async function dispatchReadOnly(
 }
 
 /**
- * The result cut to the depth that can be stored and sent (support/json-depth.ts),
- * saying so on the log when it was: an answer nested deeper than that, but not
- * so deep that it broke, used to pass unchanged.
+ * What is done to every result a dispatch hands back, claimed or read-only: cut
+ * to the depth that can be stored and sent (support/json-depth.ts; an answer
+ * nested thousands deep would be neither), saying so on the log when it was —
+ * an answer deeper than that, but not so deep that it broke, used to pass
+ * unchanged — then scrubbed of the credentials the channel resolved.
  */
-function keepable(core: EngineCore, call: ToolCall, result: ToolResult): ToolResult {
+function received(core: EngineCore, call: ToolCall, result: ToolResult): ToolResult {
   const kept = withinDepth(result);
   if (kept !== result)
     core.logger.warn(`a result nested deeper than ${MAX_JSON_DEPTH} levels was cut there`, {
       tool: call.tool,
     });
-  return kept;
+  return core.knownSecrets.redact(kept);
 }
 
 /** What a caller hears of a dispatch that never left: refused by a check, or not sent at all. */

@@ -88,15 +88,13 @@ export function redactSecrets<T>(value: T, secrets: readonly string[]): T {
   return redactIn(value, secrets, 0) as T;
 }
 
-/** Deeper nodes are replaced rather than kept unread; results are cut at this depth anyway (support/json-depth.ts). */
-const MAX_DEPTH = MAX_JSON_DEPTH;
-
 function redactIn(node: unknown, secrets: readonly string[], depth: number): unknown {
   if (typeof node === 'string') return redactText(node, secrets);
   // A numeric secret (a card number sent as a number) echoed back as a number.
   if (typeof node === 'number') return secrets.includes(String(node)) ? SECRET_PLACEHOLDER : node;
   if (node === null || typeof node !== 'object') return node;
-  if (depth >= MAX_DEPTH) return SECRET_PLACEHOLDER;
+  // Deeper nodes are replaced rather than kept unread; results are cut at this depth anyway.
+  if (depth >= MAX_JSON_DEPTH) return SECRET_PLACEHOLDER;
   if (Array.isArray(node)) {
     let copy: unknown[] | undefined;
     node.forEach((child, i) => {
