@@ -1,6 +1,5 @@
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { honestAnnotations } from '../contracts/annotations.js';
 import {
   type ResolvedContract,
@@ -12,6 +11,7 @@ import { actionContract } from '../dispatch/action-call.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
+import { inputValidators } from './input-validators.js';
 
 /**
  * Where an entry's contract comes from: a contract under `tools`, the
@@ -39,25 +39,6 @@ export interface CatalogEntry {
   source: ContractSource;
   /** Validates and fills in defaults (mutates its argument); undefined if the schema cannot be compiled. */
   validate: ValidateFunction | undefined;
-}
-
-const ajv = new Ajv2020({ strict: false, useDefaults: true, allErrors: false, validateFormats: true });
-(addFormats as unknown as (a: Ajv2020) => void)(ajv);
-const compiled = new WeakMap<object, ValidateFunction | undefined>();
-
-/** Compiles a tool's input schema once; `$schema` is dropped so draft-07 and 2020-12 schemas both compile. */
-function validatorFor(schema: Tool['inputSchema']): ValidateFunction | undefined {
-  if (compiled.has(schema)) return compiled.get(schema);
-  let validate: ValidateFunction | undefined;
-  try {
-    const { $schema: _ignored, ...rest } = schema as Record<string, unknown>;
-    validate = ajv.compile(rest);
-  } catch {
-    // A schema ajv cannot compile is the upstream's to enforce; identity still works on the raw arguments.
-    validate = undefined;
-  }
-  compiled.set(schema, validate);
-  return validate;
 }
 
 /**
@@ -210,7 +191,7 @@ export class ToolCatalog {
         contract: resolveContract(contract, tool.annotations, secretPathsFromSchema(tool.inputSchema)),
         declared: declared !== undefined,
         source,
-        validate: validatorFor(tool.inputSchema),
+        validate: inputValidators.for(tool.inputSchema),
       };
       this.#entries.set(name, entry);
       return entry;
@@ -257,6 +238,6 @@ export function actionEntry(action: ActionTool): CatalogEntry {
     contract: resolveContract(contract, undefined, secretPathsFromSchema(tool.inputSchema)),
     declared: declared !== undefined,
     source: declared ? 'declared' : 'cautious_default',
-    validate: validatorFor(tool.inputSchema),
+    validate: inputValidators.for(tool.inputSchema),
   };
 }
