@@ -86,8 +86,12 @@ export class ReceiptBook {
   readonly #perOwner = new Map<string, number>();
   /** Keys of each group (a transport session): they go when the session does. */
   readonly #groups = new Map<string, Set<string>>();
-  /** Settled receipts in settle order: expiry follows it, so trimming never scans the live ones. */
-  #settled: { key: string; receipt: Receipt }[] = [];
+  /**
+   * Settled receipts in settle order: expiry follows it, so trimming never scans the live ones.
+   * A slot the head has passed is emptied at once (the array itself is compacted only now and
+   * then), so that a receipt trimmed or released is not kept alive by it.
+   */
+  #settled: ({ key: string; receipt: Receipt } | undefined)[] = [];
   #settledHead = 0;
   readonly #max: number;
   readonly #maxPerOwner: number;
@@ -232,12 +236,12 @@ export class ReceiptBook {
       const { key, receipt } = this.#settled[this.#settledHead] as { key: string; receipt: Receipt };
       // Released or replaced since it settled: nothing of it is left here.
       if (this.#receipts.get(key) !== receipt) {
-        this.#settledHead++;
+        this.#settled[this.#settledHead++] = undefined;
         continue;
       }
       if (!this.#expired(receipt)) break;
       this.#delete(key, receipt);
-      this.#settledHead++;
+      this.#settled[this.#settledHead++] = undefined;
       removed++;
     }
     if (this.#settledHead > 1024 && this.#settledHead * 2 > this.#settled.length) {
