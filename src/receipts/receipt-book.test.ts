@@ -1,5 +1,14 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ReceiptBook } from './receipt-book.js';
+
+/** A full garbage collection (V8's `gc`, enabled here rather than by a flag). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
 
 const reply = (n: number) => ({ jsonrpc: '2.0' as const, id: n, result: { n } });
 
@@ -126,6 +135,27 @@ describe('ReceiptBook', () => {
     now = 103;
     expect(book.begin('g', 'fp-g', true).kind).toBe('new');
     expect(held('b', 'e', 'f', 'g')).toBe(true);
+  });
+
+  it('a trimmed receipt is let go: its reply can be collected, well before the queue is compacted', async () => {
+    let now = 0;
+    const book = new ReceiptBook({ retentionMs: 10, clock: () => now });
+    // Settled in a function of its own: nothing of them stays on this (suspended) frame.
+    const settleThree = () =>
+      [0, 1, 2].map((i) => {
+        const decision = book.begin(`k${i}`, `fp${i}`, true);
+        if (decision.kind !== 'new') throw new Error('expected new');
+        const answer = reply(i);
+        decision.settle(answer);
+        return new WeakRef(answer);
+      });
+    const replies = settleThree();
+    now = 11;
+    expect(book.trim()).toBe(3);
+    // A WeakRef's target is kept until the job that made it ends: collect on a later turn.
+    await nextTurn();
+    collectGarbage();
+    expect(replies.map((ref) => ref.deref())).toEqual([undefined, undefined, undefined]);
   });
 
   it('a settled receipt past retention no longer answers: the id starts fresh', () => {
