@@ -9,13 +9,14 @@
  * the receipt book reaches its steady size within the soak's first half
  * (warm-up): what still grows in the second half is a leak, not retention.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ReceiptBook } from '../src/receipts/receipt-book.js';
 import {
@@ -27,8 +28,11 @@ import {
   startServerProcess,
   trivialUpstream,
 } from './harness.js';
+import { InspectorClient, inspectorUrlIn, type LiveMemory } from './inspector-protocol.js';
 
 const MiB = 1024 * 1024;
+/** Rounds of `sessions` sessions opened, each with a call, and ended (see benchGatewayMemory). */
+const SESSION_ROUNDS = 3;
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
 
 /** Resident set of one process (VmRSS), bytes. */
@@ -36,6 +40,22 @@ function rssOf(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!match) throw new Error(`no VmRSS for ${pid}`);
   return Number(match[1]) * 1024;
+}
+
+/** The processes `pid` started that are still running (its threads' children). */
+function childrenOf(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+}
+
+/** Waits until `condition` holds (checked every 20 ms), for at most 30 s. */
+async function waitFor(condition: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + 30_000;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** A full garbage collection in this process (V8's `gc`, enabled here rather than by a flag). */
@@ -154,25 +174,55 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       sweep_interval: '5s',
     }),
   );
+  // --inspect (loopback, a free port): the heap is read through the inspector protocol after
+  // a full garbage collection (inspector-protocol.ts); nothing in the gateway's code changes.
+  let inspectorUrl: string | undefined;
   const server = await startServerProcess({
     name: 'idem-memory',
     command: process.execPath,
-    args: [builtCli(), 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
-    ready: (out) => /Streamable HTTP on (http:\S+)/.exec(out)?.[1],
+    args: ['--inspect=127.0.0.1:0', builtCli(), 'gateway', '--config', configPath, '--listen', '127.0.0.1:0'],
+    ready: (out) => {
+      inspectorUrl ??= inspectorUrlIn(out);
+      return inspectorUrl && /Streamable HTTP on (http:\S+)/.exec(out)?.[1];
+    },
   });
   const clients: Client[] = [];
   const lines: string[] = [];
+  const inspector = await InspectorClient.connect(inspectorUrl as string);
   try {
     const idle = rssOf(server.pid);
-    // Per session: from one working session (the gateway warmed up) to `sessions` more, each with a call done.
+    // Per session: from one working session (the gateway warmed up) to `sessions` more, each
+    // with a call done; then they end, as a client ends one (DELETE), and the gateway stops each
+    // one's upstream. Three rounds: the first warms up what is made once (compiled code, caches),
+    // so what is left per ended session is read between the ends of the first and the last.
     const call = (client: Client, id: string) => client.callTool({ name: 'echo', arguments: { id } });
     clients.push(await connectClient(server.url, 'memory-0'));
     await call(clients[0] as Client, 's-0');
     const oneSession = rssOf(server.pid);
-    for (let i = 1; i <= sessions; i++) clients.push(await connectClient(server.url, `memory-${i}`));
-    await Promise.all(clients.map((client, i) => call(client, `s-${i}`)));
-    const withSessions = rssOf(server.pid);
-    for (const client of clients.splice(1)) await client.close();
+    const oneLive = await inspector.liveMemory();
+    let withSessions = 0;
+    let openLive: LiveMemory | undefined;
+    const endedLive: LiveMemory[] = [];
+    for (let round = 0; round < SESSION_ROUNDS; round++) {
+      for (let i = 1; i <= sessions; i++) clients.push(await connectClient(server.url, `memory-${i}`));
+      await Promise.all(clients.map((client, i) => call(client, `s-${round}-${i}`)));
+      if (round === 0) {
+        withSessions = rssOf(server.pid);
+        openLive = await inspector.liveMemory();
+      }
+      for (const client of clients.splice(1)) {
+        await (client.transport as StreamableHTTPClientTransport).terminateSession();
+        await client.close();
+      }
+      await waitFor(() => childrenOf(server.pid).length <= 1, "the ended sessions' upstreams to exit");
+      endedLive.push(await inspector.liveMemory());
+    }
+    await inspector.close();
+    const live = (memory: LiveMemory) => memory.heapUsed + memory.external;
+    const kib = (bytes: number) => (bytes / 1024).toFixed(1);
+    const leftPerEnded =
+      (live(endedLive.at(-1) as LiveMemory) - live(endedLive[0] as LiveMemory)) /
+      (sessions * (SESSION_ROUNDS - 1));
     lines.push(
       '| measure | value |',
       '| --- | ---: |',
@@ -181,6 +231,8 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       `| gateway RSS with ${sessions + 1} sessions (one call each) | ${mib(withSessions)} MiB |`,
       // RSS moves with V8's collections too: a per-session figure within their noise can come out negative.
       `| gateway RSS per open session (the gateway process only; each stateful session also starts its own stdio upstream process) | ${mib((withSessions - oneSession) / sessions)} MiB |`,
+      `| gateway live memory per open session (JS heap + external after a full GC, ${sessions} sessions with a call each) | ${kib((live(openLive as LiveMemory) - live(oneLive)) / sessions)} KiB |`,
+      `| gateway live memory left per ended session (after a full GC; ${sessions * (SESSION_ROUNDS - 1)} sessions ended after the first ${sessions}) | ${kib(leftPerEnded)} KiB |`,
       ...receiptHeapPer10k(),
     );
 
@@ -222,6 +274,7 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       `| ${done.toLocaleString('en')} calls | ${mib(half.rss)} MiB | ${mib(last.rss)} MiB | ${mib(peak)} MiB | ${growth >= 0 ? '+' : ''}${mib(growth)} MiB (${((growth / half.rss) * 100).toFixed(1)} %) |`,
     );
   } finally {
+    await inspector.close();
     for (const client of clients) await client.close().catch(() => undefined);
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
