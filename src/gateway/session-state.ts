@@ -111,6 +111,8 @@ export class SessionState {
   readonly methods = new Map<string, string>();
   /** Client requests in flight, by rendered front id. */
   readonly inFlight = new Map<string, ForwardedRequest>();
+  /** Client requests not answered yet, by rendered id: one whose handling fails is answered all the same (session.ts). */
+  readonly awaitingReply = new Set<string>();
   /** Requests we sent to the client on an upstream's behalf, by our front id. */
   readonly toClient = new Map<RequestId, (reply: UpstreamReply) => void>();
   /** This client's open listen streams, by rendered id: ended when the session closes. */
@@ -205,9 +207,9 @@ export class SessionState {
     if (this.closed) return;
     message = this.#forClientEra(message);
     const id = (message as { id?: RequestId }).id;
-    const related =
-      relatedRequestId ??
-      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? id : undefined);
+    const isReply = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
+    if (isReply && id !== undefined) this.awaitingReply.delete(renderRequestId(id));
+    const related = relatedRequestId ?? (isReply ? id : undefined);
     try {
       await this.front.send(message, related !== undefined ? { relatedRequestId: related } : undefined);
     } catch (error) {

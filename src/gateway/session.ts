@@ -78,7 +78,7 @@ export class ProxySession {
 
   async #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): Promise<void> {
     if (extra?.authInfo) this.#s.clientInfo = { ...this.#s.clientInfo, authInfo: extra.authInfo };
-    if (isJSONRPCRequest(message)) return this.#onRequest(message, extra);
+    if (isJSONRPCRequest(message)) return this.#answer(message, extra);
     if (isJSONRPCNotification(message)) return this.#onNotification(message);
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = (message as { id?: RequestId }).id;
@@ -87,6 +87,26 @@ export class ProxySession {
         this.#s.toClient.delete(id);
         waiting(message as UpstreamReply);
       }
+    }
+  }
+
+  /**
+   * Handles a request, and answers it even when its handling fails on the way (a fault of the
+   * gateway's own, or of its store, that nothing before caught): a client must not wait forever
+   * for a reply nobody will send. What failed goes to the log (the front's onerror), not to the
+   * client; for a tool call the client is told that whether the tool ran is not known.
+   */
+  async #answer(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+    const key = renderRequestId(request.id);
+    this.#s.awaitingReply.add(key);
+    try {
+      await this.#onRequest(request, extra);
+    } catch (error) {
+      if (this.#s.awaitingReply.has(key))
+        await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
+      throw error;
+    } finally {
+      this.#s.awaitingReply.delete(key);
     }
   }
 
@@ -206,4 +226,11 @@ export class ProxySession {
     const reply = await upstream.request('tools/call', { name: entry.upstreamName, arguments: args });
     return 'error' in reply ? undefined : (reply.result as CallToolResult);
   }
+}
+
+/** What a client is told when the gateway failed while handling its request (session.ts #answer). */
+export function internalErrorText(method: string): string {
+  if (method === 'tools/call')
+    return 'Internal error in the gateway while handling this tool call (the details are in its log). Whether the tool ran is not known: do not assume it did not run.';
+  return `Internal error in the gateway while handling ${method} (the details are in its log).`;
 }

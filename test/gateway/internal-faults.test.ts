@@ -1,0 +1,56 @@
+/**
+ * A fault of the gateway's own while it handles a request — here its store
+ * throwing an error nothing before it maps (as a bug would) — is answered:
+ * the client gets a JSON-RPC error instead of waiting for a reply nobody
+ * sends, the error's text stays in the gateway's log, and the session goes
+ * on serving. The counting upstream is the far side of the boundary.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { internalErrorText } from '../../src/gateway/session.js';
+import { executionsOf } from './fixtures/counting-server.js';
+import { countingUpstream, freshDir, removeTemporaries, startHttpGateway } from './support.js';
+
+afterAll(removeTemporaries);
+
+describe('a fault inside the gateway while it handles a request', () => {
+  it('tools/call: answered with an internal error (not left unanswered); nothing ran; the session serves on', async () => {
+    const counts = freshDir('internal-fault-counts');
+    const gw = await startHttpGateway({
+      upstreams: { counter: countingUpstream(counts) },
+      tools: { count: { replay: 'keyed', scope: { business_key: 'key' } } },
+    });
+    const client = new Client({ name: 'fault-agent', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+      const store = gw.gateway.store;
+      const claim = store.claim.bind(store);
+      const secret = 'sk-live-must-not-reach-the-client';
+      store.claim = async () => {
+        throw new TypeError(`a bug in the store, holding ${secret}`);
+      };
+      // Without an answer this would end in the client's own timeout (-32001), not -32603.
+      const failed = await client
+        .callTool({ name: 'count', arguments: { key: 'F1' } }, undefined, { timeout: 10_000 })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(failed).toBeInstanceOf(McpError);
+      expect((failed as McpError).code).toBe(-32603);
+      expect((failed as McpError).message).toContain(internalErrorText('tools/call'));
+      expect((failed as McpError).message).not.toContain(secret);
+      expect(executionsOf(counts, 'F1')).toBe(0);
+
+      store.claim = claim;
+      const served = (await client.callTool({ name: 'count', arguments: { key: 'F1' } })) as CallToolResult;
+      expect(served.isError).toBeFalsy();
+      expect(executionsOf(counts, 'F1')).toBe(1);
+    } finally {
+      await client.close();
+      await gw.close();
+    }
+  }, 60_000);
+});
