@@ -16,15 +16,17 @@
  *   8. http: an HTTP action tool against the same POST sent directly with undici (bench/http-tool.ts);
  *   9. sqlite: the embedded store per durability setting, group commit with calls in flight,
  *      claim cost as executions pile up (bench/sqlite-store.ts);
- *  10. memory: receipts at their bound, gateway RSS idle and per session, a soak (bench/memory.ts).
+ *  10. disk: what one fdatasync costs, back to back and after the disk was idle (bench/disk-sync.ts);
+ *  11. memory: receipts at their bound, gateway RSS idle and live memory per session, a soak (bench/memory.ts).
  *
  * BENCH_CALLS (default 20,000) scales every section: engine series N calls,
  * MCP, journal cost, PostgreSQL, gateway, fleet and http N/4, journal verify N×50
  * entries (BENCH_JOURNAL_ENTRIES overrides); sqlite N/4 per series (overhead, throughput,
- * growth; on up to N×50 existing executions, at most 10^6); memory a soak of N×5 calls
- * (BENCH_SOAK_CALLS overrides). BENCH_SECTIONS=engine,mcp,journal,postgres,gateway,fleet,
- * http,sqlite,memory picks sections (default: all). PostgreSQL: IDEM_PG_URL,
- * or else a throwaway server (fsync on) for the two sections that need it.
+ * growth; on up to N×50 existing executions, at most 10^6); disk max(100, N/50) syncs per
+ * idle time; memory a soak of N×5 calls (BENCH_SOAK_CALLS overrides).
+ * BENCH_SECTIONS=engine,mcp,journal,postgres,gateway,fleet,http,sqlite,disk,memory picks
+ * sections (default: all). PostgreSQL: IDEM_PG_URL, or else a throwaway server (fsync on)
+ * for the two sections that need it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,6 +45,7 @@ import { MemoryStore } from '../src/store/memory/memory-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
 import { PG_URL_VARIABLE, startThrowawayPostgres, type ThrowawayPostgres } from '../test/support/postgres.js';
+import { benchDiskSync } from './disk-sync.js';
 import { benchFleet } from './fleet.js';
 import { benchGateway } from './gateway.js';
 import { reason } from './harness.js';
@@ -149,6 +152,7 @@ const SECTIONS = [
   'fleet',
   'http',
   'sqlite',
+  'disk',
   'memory',
 ] as const;
 const chosen = new Set(
@@ -274,6 +278,11 @@ try {
       '',
       ...(await benchSqliteGrowth(QUARTER, Math.min(1_000_000, N * 50))),
     ]);
+  }
+  if (chosen.has('disk')) {
+    await section('disk: what one sync costs, by the idle time before it', () =>
+      benchDiskSync(Math.max(100, Math.floor(N / 50)), dir),
+    );
   }
   if (chosen.has('memory')) {
     await section('memory: receipts at their bound, gateway RSS, soak', async () => [
