@@ -14,15 +14,14 @@ export const MAX_INPUT_VALIDATORS = 1_000;
  * Validators for tools' input schemas, compiled once per distinct schema and
  * shared by every session.
  *
- * A stateful gateway lists each upstream's tools once per session, and every
- * listing is a new object. Keyed by object, each session compiled every schema
- * again (about 1.5 ms each), and Ajv kept every schema it had compiled, with
- * its code, for the life of the process: about 16 KiB per tool per session
- * that never came back (docs/benchmarks.md §8). Worse, a schema with an `$id`
- * compiled once only: the next session's compile threw "schema with key or id
- * already exists", so that session validated nothing and filled in no
- * defaults, and the same call got another identity there than in the first
- * session.
+ * The gateway lists an upstream's tools for each session and each tools/list,
+ * and every listing is a new object. Keyed by object, each listing compiled
+ * every schema again (about 1.5 ms each), and Ajv kept every schema it had
+ * compiled, with its code, for the life of the process: a few KiB per tool
+ * per listing that never came back (docs/benchmarks.md §8). Worse, a schema
+ * with an `$id` compiled once only: the next compile threw "schema with key or
+ * id already exists", so later sessions validated nothing and filled in no
+ * defaults, and the same call got another identity there than in the first.
  *
  * So validators are keyed by the schema's content, and Ajv is told to forget
  * each schema once compiled (the function does not need it), which also frees
