@@ -59,6 +59,8 @@ export class Gateway {
   readonly actionTools: readonly ActionTool[];
   readonly #config: GatewayConfig;
   readonly #options: GatewayOptions;
+  /** Credential values to scrub from what the gateway writes (results, and its log of internal errors). */
+  readonly #knownSecrets: KnownSecrets;
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
   readonly #sweeper: NodeJS.Timeout;
@@ -82,6 +84,7 @@ export class Gateway {
   ) {
     this.#config = config;
     this.#options = options;
+    this.#knownSecrets = knownSecrets;
     this.metrics = createMetrics({ receiptsInUse: () => this.receipts.size });
     // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
     this.store = measuredStore(store, this.metrics);
@@ -361,6 +364,17 @@ export class Gateway {
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
+      onRequestFailed: (method, error) =>
+        this.#options.logger?.error(
+          'a request failed inside the gateway; it was answered with an internal error',
+          {
+            method,
+            // The configured credentials are scrubbed from it, as from every result.
+            error: this.#knownSecrets.redact(
+              error instanceof Error ? (error.stack ?? error.message) : String(error),
+            ),
+          },
+        ),
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store

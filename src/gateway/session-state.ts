@@ -41,6 +41,8 @@ export interface SessionContext {
     restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },
   ): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+  /** A request failed inside the gateway and was answered with an internal error: for the operator's log. */
+  onRequestFailed?(method: string, error: unknown): void;
   /**
    * Stateless fronts: every request is a session of its own, so they all use
    * these upstream connections and this catalog, initialized once by the gateway.

@@ -93,8 +93,9 @@ export class ProxySession {
   /**
    * Handles a request, and answers it even when its handling fails on the way (a fault of the
    * gateway's own, or of its store, that nothing before caught): a client must not wait forever
-   * for a reply nobody will send. What failed goes to the log (the front's onerror), not to the
-   * client; for a tool call the client is told that whether the tool ran is not known.
+   * for a reply nobody will send. What failed goes to the operator's log, not to the client (an
+   * error's text may hold what it was handling); for a tool call the client is told that whether
+   * the tool ran is not known.
    */
   async #answer(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
     const key = renderRequestId(request.id);
@@ -102,9 +103,9 @@ export class ProxySession {
     try {
       await this.#onRequest(request, extra);
     } catch (error) {
+      this.#s.ctx.onRequestFailed?.(request.method, error);
       if (this.#s.awaitingReply.has(key))
         await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
-      throw error;
     } finally {
       this.#s.awaitingReply.delete(key);
     }
