@@ -103,9 +103,10 @@ export class ProxySession {
     try {
       await this.#onRequest(request, extra);
     } catch (error) {
-      this.#s.ctx.onRequestFailed?.(request.method, error);
+      // Answered first: nothing the log does may keep the client waiting.
       if (this.#s.awaitingReply.has(key))
         await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
+      this.#s.ctx.onRequestFailed?.(request.method, error);
     } finally {
       this.#s.awaitingReply.delete(key);
     }
