@@ -109,12 +109,14 @@ export class SessionState {
   shared: SharedUpstreams | undefined;
   /** The revision family the client speaks, known from its first request. */
   era: ProtocolEra | undefined;
-  /** Methods of the client's requests not yet answered, by rendered id: a modern answer's shape depends on it. */
-  readonly methods = new Map<string, string>();
+  /**
+   * The client's requests not answered yet, by rendered id, with their method: a modern
+   * answer's shape depends on it, and one whose handling fails is answered all the same
+   * (session.ts). An entry goes when the request's answer is sent.
+   */
+  readonly awaitingReply = new Map<string, string>();
   /** Client requests in flight, by rendered front id. */
   readonly inFlight = new Map<string, ForwardedRequest>();
-  /** Client requests not answered yet, by rendered id: one whose handling fails is answered all the same (session.ts). */
-  readonly awaitingReply = new Set<string>();
   /** Requests we sent to the client on an upstream's behalf, by our front id. */
   readonly toClient = new Map<RequestId, (reply: UpstreamReply) => void>();
   /** This client's open listen streams, by rendered id: ended when the session closes. */
@@ -209,9 +211,9 @@ export class SessionState {
     if (this.closed) return;
     message = this.#forClientEra(message);
     const id = (message as { id?: RequestId }).id;
-    const isReply = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
-    if (isReply && id !== undefined) this.awaitingReply.delete(renderRequestId(id));
-    const related = relatedRequestId ?? (isReply ? id : undefined);
+    const related =
+      relatedRequestId ??
+      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? id : undefined);
     try {
       await this.front.send(message, related !== undefined ? { relatedRequestId: related } : undefined);
     } catch (error) {
@@ -227,8 +229,8 @@ export class SessionState {
   #forClientEra(message: JSONRPCMessage): JSONRPCMessage {
     if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return message;
     const key = renderRequestId(message.id as RequestId);
-    const method = this.methods.get(key);
-    this.methods.delete(key);
+    const method = this.awaitingReply.get(key);
+    this.awaitingReply.delete(key);
     if (!isJSONRPCResultResponse(message)) return message;
     const result = message.result as Record<string, unknown>;
     if (this.era === 'modern') return { ...message, result: modernResult(method, result) } as JSONRPCMessage;

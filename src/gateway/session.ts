@@ -99,7 +99,7 @@ export class ProxySession {
    */
   async #answer(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
     const key = renderRequestId(request.id);
-    this.#s.awaitingReply.add(key);
+    this.#s.awaitingReply.set(key, request.method);
     try {
       await this.#onRequest(request, extra);
     } catch (error) {
@@ -107,8 +107,6 @@ export class ProxySession {
       if (this.#s.awaitingReply.has(key))
         await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
       this.#s.ctx.onRequestFailed?.(request.method, error);
-    } finally {
-      this.#s.awaitingReply.delete(key);
     }
   }
 
@@ -151,7 +149,6 @@ export class ProxySession {
       );
     }
     s.era = 'modern';
-    s.methods.set(renderRequestId(request.id), request.method);
     if (!MODERN_VERSIONS.includes(version)) {
       return s.send({
         jsonrpc: '2.0',

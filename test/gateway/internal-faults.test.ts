@@ -9,11 +9,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
-import { Gateway } from '../../src/gateway/gateway.js';
 import { internalErrorText } from '../../src/gateway/session.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { countingUpstream, freshDir, removeTemporaries, startHttpGateway } from './support.js';
 
 afterAll(removeTemporaries);
 
@@ -21,27 +19,22 @@ describe('a fault inside the gateway while it handles a request', () => {
   it('tools/call: answered with an internal error (not left unanswered); nothing ran; the session serves on', async () => {
     const counts = freshDir('internal-fault-counts');
     const logged: { message: string; fields?: Record<string, unknown> }[] = [];
-    const gateway = await Gateway.start(
-      GatewayConfigSchema.parse({
-        data_dir: freshDir('internal-fault-data'),
+    const gw = await startHttpGateway(
+      {
         upstreams: { counter: countingUpstream(counts) },
         tools: { count: { replay: 'keyed', scope: { business_key: 'key' } } },
-        listen: { http: { host: '127.0.0.1', port: 0 } },
-      }),
+      },
       {
-        version: 'test',
-        upstreamStderr: 'ignore',
         logger: {
           warn: () => {},
           error: (message, fields) => logged.push({ message, ...(fields ? { fields } : {}) }),
         },
       },
     );
-    const { url } = await gateway.serveHttp();
     const client = new Client({ name: 'fault-agent', version: '1.0.0' });
     try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-      const store = gateway.store;
+      await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+      const store = gw.gateway.store;
       const claim = store.claim.bind(store);
       const detail = 'internal detail 7f3a: for the log, not the client';
       store.claim = async () => {
@@ -69,7 +62,7 @@ describe('a fault inside the gateway while it handles a request', () => {
       expect(executionsOf(counts, 'F1')).toBe(1);
     } finally {
       await client.close();
-      await gateway.close();
+      await gw.close();
     }
   }, 60_000);
 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config.js';
-import { Gateway } from '../../src/gateway/gateway.js';
+import { Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 
@@ -56,6 +56,8 @@ export async function startHttpGateway(
     upstreams: GatewayConfig['upstreams'];
     http?: Record<string, unknown>;
   },
+  /** What the gateway is started with besides the config (a logger, to read what it logs). */
+  options: Partial<GatewayOptions> = {},
 ): Promise<RunningGateway> {
   const dataDir = freshDir('gw-data');
   const { http, ...rest } = config;
@@ -65,7 +67,7 @@ export async function startHttpGateway(
       ...rest,
       listen: { http: { host: '127.0.0.1', port: 0, ...http } },
     }),
-    { version: 'test', upstreamStderr: 'ignore' },
+    { version: 'test', upstreamStderr: 'ignore', ...options },
   );
   const { url } = await gateway.serveHttp();
   return { gateway, url, dataDir, close: () => gateway.close() };
