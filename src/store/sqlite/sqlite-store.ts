@@ -33,6 +33,7 @@ import { DAMAGE, toStoreError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
 import { migrate } from './migrations.js';
+import { nativeModuleProblem } from './native-module.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 import { type ExecutionRow, prepareStatements, toRecord } from './sql.js';
 import { WalSync } from './wal-sync.js';
@@ -104,6 +105,8 @@ export class SqliteStore implements ExecutionStore {
     } catch (error) {
       db?.close();
       if (error instanceof StoreUnavailableError) throw error;
+      const notBuilt = nativeModuleProblem(error);
+      if (notBuilt) throw new StoreUnavailableError(notBuilt, { cause: error });
       const refused = refusalFromError(error, options.path);
       if (refused) throw refused;
       const message = `cannot open the SQLite store at ${options.path}: ${messageOf(error)}`;
