@@ -414,6 +414,7 @@ export class Gateway {
           probeFor: (name, probe) => this.#probe(name, probe),
           defaults: this.#config.defaults,
           actionTools: this.actionTools,
+          statusTool: this.#config.status_tool,
           onAdd: (entries) => {
             // Contracts come from the config and the upstream's annotations, the same for every session.
             for (const entry of entries) {

@@ -33,6 +33,7 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
     actionTools,
+    statusTool: config.status_tool,
   });
   for (const entry of catalog.actionEntries()) cautiousFinding(entry, findings);
   for (const spec of upstreams) {
