@@ -24,7 +24,7 @@ const storeOptions = (command: Command) =>
 
 /**
  * `idem approvals`: the operator's queue of actions waiting for a human
- * (DESIGN §7). Works on the store itself, so it decides for every gateway
+ * (docs/approvals.md). Works on the store itself, so it decides for every gateway
  * sharing it, while they run; the first decision wins, from whichever side.
  */
 export function registerApprovalCommands(program: Command): void {

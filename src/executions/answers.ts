@@ -32,7 +32,7 @@ export const STATUS_ACTION_DESCRIPTION =
  */
 export const STATUS_TOOL_ANNOTATIONS = { readOnlyHint: false, idempotentHint: true, openWorldHint: true };
 
-/** What `structuredContent.idem` holds on every answer that is not a plain result (DESIGN §10). */
+/** What `structuredContent.idem` holds on every answer that is not a plain result (docs/errors.md). */
 export interface IdemAnswerInfo {
   code: IdemCode;
   ref: string | null;
