@@ -14,11 +14,6 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 /** `idem lint` and `idem audit verify`. */
 export const CHECK_EXIT = { clean: 0, found: 1, couldNotCheck: 2 } as const;
 
-/** A value on the command line that the command cannot use: exit 2, like commander's own usage errors. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
 /** A command that stops early with a code of its own (a check that could not check), said on stderr. */
 export class CommandExit extends Error {
   override readonly name = 'CommandExit';
@@ -30,11 +25,14 @@ export class CommandExit extends Error {
   }
 }
 
-/** The code a failed command exits with: usage (2) for what the invocation got wrong, else failed (1). */
+/**
+ * The code a failed command exits with: usage (2) for what the invocation got
+ * wrong — a config that does not validate, an option value refused in an
+ * action — else failed (1).
+ */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CommandExit) return error.exitCode;
-  if (error instanceof UsageError || error instanceof ConfigError || error instanceof InvalidArgumentError)
-    return EXIT.usage;
+  if (error instanceof ConfigError || error instanceof InvalidArgumentError) return EXIT.usage;
   return EXIT.failed;
 }
 
