@@ -1,6 +1,6 @@
 /**
  * Every code Idem answers with. Codes are public API: they never change meaning
- * (DESIGN §10). A model or a client switches on `code`; the text tells it what
+ * (docs/errors.md). A model or a client switches on `code`; the text tells it what
  * to do next.
  */
 export const IDEM_CODES = {
@@ -136,7 +136,7 @@ export class NotDispatchedError extends Error {
 /**
  * Thrown by a dispatch channel that refused to send before anything left: the
  * credential it names cannot be resolved, or the target is not one the tool
- * may reach (DESIGN §7: "target or credential unresolved → deny"). The caller
+ * may reach (docs/approvals.md: "target or credential unresolved → deny"). The caller
  * is told IDEM_DENIED with the reason; the execution is retired, so a call
  * made after an operator fixed the cause is judged afresh.
  */

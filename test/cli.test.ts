@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,30 @@ describe('idem executions', () => {
     expect((await idem('executions', 'list', '--state', 'bogus')).code).toBe(2);
   });
 
+  it('--limit takes a whole number of at least 1: "abc", "-1" and "0" are usage errors, not "no limit"', async () => {
+    for (const command of [['executions'], ['sessions'], ['approvals']])
+      for (const limit of ['abc', '-1', '0', '2.5']) {
+        const result = await idem(...command, 'list', '--limit', limit);
+        expect(result.code, `${command} list --limit ${limit}`).toBe(2);
+        expect(result.stdout).toBe('');
+        expect(result.stderr).toContain(
+          `argument '${limit}' is invalid. Expected a whole number of at least 1`,
+        );
+      }
+    expect(((await json('executions', 'list', '--limit', '1')) as unknown[]).length).toBe(1);
+  });
+
+  it('tables and --json say the same instant: ISO 8601 in UTC, the zone written out', async () => {
+    const [record] = (await json('executions', 'list', '--state', 'completed')) as { createdAt: string }[];
+    expect(record?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const table = await idem('executions', 'list', '--state', 'completed');
+    expect(table.stdout).toContain(String(record?.createdAt).replace('T', ' '));
+    const shown = (await json('executions', 'show', refs.completed as string)) as {
+      timeline: { at: unknown }[];
+    };
+    expect(shown.timeline.every((e) => typeof e.at === 'string' && e.at.endsWith('Z'))).toBe(true);
+  });
+
   it('show: one execution with two requests attached is one execution, and its timeline says so', async () => {
     const shown = (await json('executions', 'show', refs.completed as string)) as {
       execution: { state: string };
@@ -125,7 +149,8 @@ describe('idem executions', () => {
       '--note',
       'x',
     );
-    expect(refused.code).toBe(2);
+    // The command ran and was refused: an operational failure (1), not a usage error (2).
+    expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('is completed');
   });
 });
@@ -143,6 +168,15 @@ describe('idem sessions', () => {
     const shown = (await json('sessions', 'show', 'ses-1')) as { executions: unknown[] };
     expect(shown.executions.length).toBe(2);
   });
+
+  it('list and show have help of their own', async () => {
+    const help = await idem('sessions', '--help');
+    expect(help.stdout).toMatch(/list \[options\]\s+Agent runs, newest first/);
+    expect(help.stdout).toMatch(/show \[options\] <session>\s+One agent run/);
+    expect((await idem('sessions', 'show', '--help')).stdout).toContain(
+      'session id (from idem sessions list)',
+    );
+  });
 });
 
 describe('idem sweep', () => {
@@ -155,5 +189,60 @@ describe('idem sweep', () => {
     expect(
       ((await json('executions', 'list', '--state', 'unknown')) as { id: string }[]).map((r) => r.id),
     ).toEqual(['exe_stale']);
+  });
+});
+
+describe('exit codes: 2 for a command line that is wrong, 1 for a command that ran and failed', () => {
+  it('usage errors exit 2, with commander saying what was wrong', async () => {
+    for (const args of [
+      ['executions', 'bogus'],
+      ['executions', 'list', '--no-such-flag'],
+      ['executions', 'show'],
+      ['executions', 'resolve', 'exe_x', '--as', 'maybe', '--note', 'n'],
+      ['executions', 'list', '--since', 'yesterday-ish'],
+      ['sweep', '--retention', 'soon'],
+      ['executions'],
+    ]) {
+      const result = await idem(...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).not.toBe('');
+    }
+    expect((await runIdem(['frobnicate'], { dataDir: dir })).code).toBe(2);
+    expect((await runIdem(['--help'], { dataDir: dir })).code).toBe(0);
+  });
+
+  it('a command that ran and failed exits 1', async () => {
+    const missing = await idem('executions', 'show', 'exe_nope');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('idem: no execution exe_nope\n');
+  });
+});
+
+describe('read-only commands and a data directory that does not exist', () => {
+  it('say there is no store, exit 1, and leave no directory behind', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'idem-cli-nodir-'));
+    const dataDir = join(parent, 'never-made');
+    const config = join(parent, 'idem.yaml');
+    writeFileSync(config, `data_dir: ${join(parent, 'configured')}\nupstreams: { up: { command: node } }\n`);
+    try {
+      for (const args of [
+        ['executions', 'list'],
+        ['executions', 'show', 'exe_x'],
+        ['sessions', 'list'],
+        ['approvals', 'list'],
+        ['sweep', '--dry-run'],
+        ['executions', 'list', '--config', config],
+      ]) {
+        const result = await runIdem(args, { dataDir });
+        expect(result.code, args.join(' ')).toBe(1);
+        expect(result.stderr).toMatch(/^idem: no store at /);
+      }
+      // A check that could not check: 2, as documented.
+      expect((await runIdem(['audit', 'verify'], { dataDir })).code).toBe(2);
+      expect(existsSync(dataDir)).toBe(false);
+      expect(existsSync(join(parent, 'configured'))).toBe(false);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

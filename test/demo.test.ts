@@ -1,12 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo/demo.js';
+import { runIdem } from './support/run-cli.js';
 
 describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
   it('every scenario has the right counts on the embedded SQLite store', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-test-'));
+    const parent = mkdtempSync(join(tmpdir(), 'idem-demo-test-'));
+    // A data directory that does not exist yet is created, as every command creates it.
+    const dataDir = join(parent, 'not', 'yet');
     const lines: string[] = [];
     try {
       // The SSH scenarios run once (via the gateway); the library run shows the line said without an sshd.
@@ -40,6 +43,23 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
       expect(lines.join('\n')).not.toContain('4242424242424242');
       // The processor's key (the HTTP action tool's credential) is never printed.
       expect(lines.join('\n')).not.toMatch(/sk_demo_/);
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('idem demo that fails', () => {
+  it('exits with its code after the processor it started, instead of hanging on its server', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-fail-'));
+    try {
+      // The processor is listening by the time the demo writes its key, which cannot be written here.
+      mkdirSync(join(dataDir, 'processor.key'));
+      // Waits for the process to exit; the kill only bounds a hang, which is the failure under test.
+      const result = await runIdem(['demo', '--data-dir', dataDir], { dataDir, timeoutMs: 50_000 });
+      expect(result.stderr).toMatch(/^idem: EISDIR.*processor\.key/m);
+      expect(result.code).toBe(1);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

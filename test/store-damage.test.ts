@@ -59,13 +59,13 @@ describe('a damaged SQLite store', () => {
     damagePage(db, leafPage);
 
     const result = await runIdem(['executions', 'list', '--db', db], { dataDir });
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(`refused the SQLite store at ${db} (corrupt)`);
     expect(result.stderr).toContain(`sqlite3 ${db}.damaged .recover | sqlite3 ${db}`);
   });
 
-  it('stops `idem gateway` from starting: it exits 2 with the reason, and the upstream never runs', async () => {
+  it('stops `idem gateway` from starting: it exits 1 with the reason, and the upstream never runs', async () => {
     const { dataDir, db, leafPage } = await dataDirWithStore();
     damagePage(db, leafPage);
     const counts = freshDir('counts');
@@ -77,7 +77,7 @@ describe('a damaged SQLite store', () => {
       dataDir,
       timeoutMs: 30_000,
     });
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain(`refused the SQLite store at ${db} (corrupt)`);
     expect(result.stderr).not.toMatch(/Streamable HTTP on/);
     expect(readExecutions(counts)).toEqual([]);
@@ -118,7 +118,7 @@ describe('a store the user cannot write', () => {
 
     try {
       const list = await runIdem(['executions', 'list', '--db', db], { dataDir, ...(user ? { user } : {}) });
-      expect(list.code).toBe(2);
+      expect(list.code).toBe(1);
       expect(list.stderr).toContain(`refused the SQLite store at ${db} (read_only)`);
       expect(list.stderr).toContain('write access');
 
@@ -127,7 +127,7 @@ describe('a store the user cannot write', () => {
         timeoutMs: 30_000,
         ...(user ? { user } : {}),
       });
-      expect(gateway.code).toBe(2);
+      expect(gateway.code).toBe(1);
       expect(gateway.stderr).toContain(`refused the SQLite store at ${db} (read_only)`);
       expect(readExecutions(counts)).toEqual([]);
     } finally {

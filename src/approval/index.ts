@@ -1,4 +1,4 @@
-/** Authorization and approval (DESIGN §7): the ladder, decisions, and what an approver sees. */
+/** Authorization and approval (docs/approvals.md): the ladder, decisions, and what an approver sees. */
 export { type Decider, decideApproval, expireIfDue, expirePending } from './decide.js';
 export {
   evaluateLadder,

@@ -41,7 +41,7 @@ async function storeWithApprovedSession(): Promise<MemoryStore> {
   return store;
 }
 
-describe('the authorization ladder, in order (DESIGN §7)', () => {
+describe('the authorization ladder, in order (docs/approvals.md)', () => {
   it('unresolved target or credential → deny, before any policy', async () => {
     const verdict = await evaluateLadder(new MemoryStore(), {
       ...base,

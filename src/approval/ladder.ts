@@ -2,7 +2,7 @@ import { StoreUnavailableError } from '../errors.js';
 import type { ExecutionStore } from '../store/types.js';
 
 /**
- * The authorization ladder (DESIGN §7): a fixed order of rules, the first that
+ * The authorization ladder (docs/approvals.md): a fixed order of rules, the first that
  * applies decides. Each step's name is journaled with the call it decided, so
  * an auditor reads why a call ran, asked, or was refused.
  */

@@ -4,6 +4,7 @@ import { expirePending } from '../approval/decide.js';
 import { decideAsOperator } from '../approval/operator-decision.js';
 import { type ApprovalView, approvalView, loadApprovalView } from '../approval/view.js';
 import type { ExecutionStore } from '../store/types.js';
+import { EXIT, parseLimit } from './exit-codes.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
@@ -23,7 +24,7 @@ const storeOptions = (command: Command) =>
 
 /**
  * `idem approvals`: the operator's queue of actions waiting for a human
- * (DESIGN §7). Works on the store itself, so it decides for every gateway
+ * (docs/approvals.md). Works on the store itself, so it decides for every gateway
  * sharing it, while they run; the first decision wins, from whichever side.
  */
 export function registerApprovalCommands(program: Command): void {
@@ -34,13 +35,13 @@ export function registerApprovalCommands(program: Command): void {
   storeOptions(approvals.command('list'))
     .description('Approval requests, newest first: pending ones (default) or all')
     .option('--all', 'decided ones too')
-    .option('--limit <n>', 'at most this many', '50')
+    .option('--limit <n>', 'at most this many', parseLimit, 50)
     .option('--json', 'machine-readable')
-    .action(async (flags: StoreFlags & { all?: boolean; limit: string; json?: boolean }) => {
+    .action(async (flags: StoreFlags & { all?: boolean; limit: number; json?: boolean }) => {
       await withStore(flags, async (store) => {
         // Requests past their time are ended first, so the queue shows them as what they are.
         await expirePending(store);
-        const requests = await store.listApprovals({ pending: !flags.all, limit: Number(flags.limit) });
+        const requests = await store.listApprovals({ pending: !flags.all, limit: flags.limit });
         const views: ApprovalView[] = [];
         for (const request of requests) {
           const record = await store.get(request.executionId);
@@ -101,7 +102,7 @@ export function registerApprovalCommands(program: Command): void {
             return;
           }
           // The loser of a race (or a late or wrong ref) is told what stands, and fails.
-          process.exitCode = 1;
+          process.exitCode = EXIT.failed;
           if (!flags.json) process.stderr.write(`idem: ${outcome.reason}\n`);
         });
       });

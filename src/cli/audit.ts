@@ -4,6 +4,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { messageOf } from '../errors.js';
 import { loadConfig } from '../gateway/config.js';
+import { resolveDataDir } from '../identity/data-dir.js';
 import { JOURNAL_STREAMS, type JournalStream } from '../journal/events.js';
 import {
   EXECUTIONS_MARKER_LINE,
@@ -29,11 +30,16 @@ import {
 } from '../journal/sources.js';
 import type { StoredJournalRow, VerifyReport } from '../journal/verify.js';
 import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
+import { CHECK_EXIT } from './exit-codes.js';
 import { printJson } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } from './store-access.js';
 
-/** `idem audit verify` exit codes (docs/audit.md). */
-export const VERIFY_EXIT = { ok: 0, tampered: 1, error: 2 } as const;
+/** `idem audit verify` exit codes: a check's (docs/operators.md#exit-codes). */
+export const VERIFY_EXIT = {
+  ok: CHECK_EXIT.clean,
+  tampered: CHECK_EXIT.found,
+  error: CHECK_EXIT.couldNotCheck,
+} as const;
 
 export interface VerifyFlags extends StoreFlags {
   file?: string;
@@ -114,7 +120,8 @@ export function registerAuditCommands(program: Command): void {
       const location = locateStore(flags);
       if (!location.dataDir)
         throw new Error('no data directory to keep the signed heads in: give --config or IDEM_DATA_DIR');
-      const dataDir = location.dataDir;
+      // Signing writes the heads (and a first key pair) there: the one operator command that may create it.
+      const dataDir = resolveDataDir(location.dataDir);
       const keyFile = flags.key ?? configuredKeyFile(flags);
       const store = await openLocatedStore(location);
       const heads = await signJournalHeads(store, dataDir, keyFile ? { keyFile } : {}).finally(() =>

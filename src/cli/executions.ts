@@ -1,17 +1,37 @@
 import { userInfo } from 'node:os';
-import type { Command } from 'commander';
-import { isResolution, RESOLUTIONS, resolveAsOperator } from '../executions/operator.js';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { RESOLUTIONS, type Resolution, resolveAsOperator } from '../executions/operator.js';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
+import { parseLimit } from './exit-codes.js';
 import { parseSince, printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
 interface ListFlags extends StoreFlags {
-  state?: string;
+  state?: ExecutionState[];
   tool?: string;
   actor?: string;
-  since?: string;
-  limit: string;
+  since?: number;
+  limit: number;
   json?: boolean;
+}
+
+/** `--state unknown,dispatched`: every name must be a state. */
+function parseStates(value: string): ExecutionState[] {
+  const states = value.split(',').map((s) => s.trim());
+  const bad = states.filter((s) => !isExecutionState(s));
+  if (bad.length)
+    throw new InvalidArgumentError(
+      `Unknown state ${bad.join(', ')} (one of ${EXECUTION_STATES.join(', ')}).`,
+    );
+  return states as ExecutionState[];
+}
+
+function parseSinceOption(value: string): number {
+  try {
+    return parseSince(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 const storeOptions = (command: Command) =>
@@ -27,25 +47,21 @@ export function registerExecutionCommands(program: Command): void {
 
   storeOptions(executions.command('list'))
     .description('Executions, newest first')
-    .option('--state <states>', `comma-separated: ${EXECUTION_STATES.join(', ')}`)
-    .option('--tool <name>')
-    .option('--actor <actor>')
-    .option('--since <when>', 'a duration back from now (30m, 2h, 7d) or an ISO date')
-    .option('--limit <n>', 'at most this many', '50')
+    .option('--state <states>', `comma-separated: ${EXECUTION_STATES.join(', ')}`, parseStates)
+    .option('--tool <name>', 'only this tool')
+    .option('--actor <actor>', 'only this actor')
+    .option('--since <when>', 'a duration back from now (30m, 2h, 7d) or an ISO date', parseSinceOption)
+    .option('--limit <n>', 'at most this many', parseLimit, 50)
     .option('--json', 'machine-readable')
     .action(async (flags: ListFlags) => {
-      const states = flags.state?.split(',').map((s) => s.trim());
-      const bad = states?.filter((s) => !isExecutionState(s));
-      if (bad?.length)
-        throw new Error(`--state: unknown state ${bad.join(', ')} (one of ${EXECUTION_STATES.join(', ')})`);
       const store = await openLocatedStore(locateStore(flags));
       try {
         const records = await store.list({
-          ...(states ? { state: states as ExecutionState[] } : {}),
+          ...(flags.state ? { state: flags.state } : {}),
           ...(flags.tool ? { tool: flags.tool } : {}),
           ...(flags.actor ? { actor: flags.actor } : {}),
-          ...(flags.since ? { since: parseSince(flags.since) } : {}),
-          limit: Number(flags.limit),
+          ...(flags.since !== undefined ? { since: flags.since } : {}),
+          limit: flags.limit,
         });
         if (flags.json) return printJson(records);
         printTable(
@@ -134,11 +150,14 @@ export function registerExecutionCommands(program: Command): void {
       "The operator's answer to an unknown outcome or a review: it happened (completed) or not (failed)",
     )
     .argument('<ref>', 'execution id (exe_…)')
-    .requiredOption('--as <outcome>', 'completed or failed')
+    .addOption(
+      new Option('--as <outcome>', 'what happened: completed or failed')
+        .choices(RESOLUTIONS)
+        .makeOptionMandatory(),
+    )
     .requiredOption('--note <text>', 'what you checked, for the journal')
     .option('--by <operator>', 'who resolves it (default: your OS user)')
-    .action(async (ref: string, flags: StoreFlags & { as: string; note: string; by?: string }) => {
-      if (!isResolution(flags.as)) throw new Error(`--as must be ${RESOLUTIONS.join(' or ')}`);
+    .action(async (ref: string, flags: StoreFlags & { as: Resolution; note: string; by?: string }) => {
       const by = flags.by ?? `operator:${userInfo().username}`;
       const store = await openLocatedStore(locateStore(flags));
       try {

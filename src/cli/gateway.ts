@@ -5,6 +5,7 @@ import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from
 import { splitHostPort } from '../gateway/config-operator.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { serveMetrics } from '../metrics/serve.js';
+import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
 
 interface GatewayFlags {
@@ -29,7 +30,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .option('--stdio', 'also serve on stdio when --listen or the config enables HTTP')
     .option(
       '--allow-unauthenticated',
-      'serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see docs/security.md',
+      `serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see ${packageDoc('security.md')}`,
     )
     .argument('[command...]', 'an upstream MCP server command, after --')
     .passThroughOptions()

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { messageOf } from '../errors.js';
 import { registerApprovalCommands } from './approvals.js';
 import { registerAuditCommands } from './audit.js';
 import { registerConsoleCommand } from './console.js';
 import { registerExecutionCommands } from './executions.js';
+import { EXIT, exitCodeOf } from './exit-codes.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerLintCommand } from './lint.js';
 import { registerSessionCommands } from './sessions.js';
@@ -21,10 +22,20 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
+/** Errors commander has already printed (a usage error, or the help or version asked for). */
+const saidByCommander = new WeakSet<CommanderError>();
+
 const program = new Command('idem')
   .description('Execution identity for MCP tool calls: one intended action, one execution.')
   .version(version)
-  .enablePositionalOptions();
+  .enablePositionalOptions()
+  // Commander's usage errors are thrown to the end of this file, to exit 2 (its default is 1).
+  // Set before any command is added: subcommands copy it when they are created.
+  .exitOverride((error) => {
+    saidByCommander.add(error);
+    throw error;
+  })
+  .showHelpAfterError('(add --help for usage)');
 
 program
   .command('demo')
@@ -58,7 +69,20 @@ registerConsoleCommand(program);
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  // A usage or environment problem, said plainly; exit 2 like commander's own usage errors.
-  process.stderr.write(`idem: ${messageOf(error)}\n`);
-  process.exitCode = 2;
+  const said = error instanceof CommanderError && saidByCommander.has(error);
+  const code = said ? (error.exitCode === 0 ? EXIT.ok : EXIT.usage) : exitCodeOf(error);
+  if (!said) process.stderr.write(`idem: ${messageOf(error)}\n`);
+  // A failed command ends here, whatever it had started (a server, a child process, a timer):
+  // left to the event loop, one listening socket keeps a script waiting on `idem` forever.
+  await flushed(process.stdout);
+  await flushed(process.stderr);
+  process.exit(code);
+}
+
+/** Resolves once what was written to the stream before has been handed to the OS. */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || stream.writableEnded) resolve();
+    else stream.write('', () => resolve());
+  });
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { sessionsOf } from '../journal/agent-runs.js';
+import { parseLimit } from './exit-codes.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
@@ -9,19 +10,22 @@ export function registerSessionCommands(program: Command): void {
     .description('Agent runs: who connected, with which client and protocol, when');
   const withStore = (c: Command) =>
     c
-      .option('--db <file|postgres-url>', 'the store')
+      .option(
+        '--db <file|postgres-url>',
+        'the store (default: --config, IDEM_STORE_URL, or the data directory)',
+      )
       .option('-c, --config <file>', 'read the store location from an idem.yaml');
 
   withStore(sessions.command('list'))
-    .option('--limit <n>', 'at most this many', '50')
+    .description(
+      'Agent runs, newest first: session id, actor, client name and version, protocol revision, start and end',
+    )
+    .option('--limit <n>', 'at most this many', parseLimit, 50)
     .option('--json', 'machine-readable')
-    .action(async (flags: StoreFlags & { limit: string; json?: boolean }) => {
+    .action(async (flags: StoreFlags & { limit: number; json?: boolean }) => {
       const store = await openLocatedStore(locateStore(flags));
       try {
-        const rows = sessionsOf(await store.readJournal(0, 1_000_000, 'sessions')).slice(
-          0,
-          Number(flags.limit),
-        );
+        const rows = sessionsOf(await store.readJournal(0, 1_000_000, 'sessions')).slice(0, flags.limit);
         if (flags.json) return printJson(rows);
         printTable(
           ['SESSION', 'ACTOR', 'CLIENT', 'PROTOCOL', 'STARTED', 'ENDED'],
@@ -33,7 +37,10 @@ export function registerSessionCommands(program: Command): void {
     });
 
   withStore(sessions.command('show'))
-    .argument('<session>', 'session id')
+    .description(
+      'One agent run: its journal (start, end, upstream restarts) and the executions started in it',
+    )
+    .argument('<session>', 'session id (from idem sessions list)')
     .option('--json', 'machine-readable')
     .action(async (session: string, flags: StoreFlags & { json?: boolean }) => {
       const store = await openLocatedStore(locateStore(flags));

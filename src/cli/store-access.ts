@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadConfig } from '../gateway/config.js';
-import { resolveDataDir } from '../identity/data-dir.js';
+import { dataDirPath } from '../identity/data-dir.js';
 import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 
@@ -24,7 +24,8 @@ export interface StoreFlags {
 /**
  * `--db <file|postgres-url>`, else the store of `--config idem.yaml`, else
  * IDEM_STORE_URL, else `<IDEM_DATA_DIR or per-user dir>/idem.db`. A SQLite
- * file that does not exist is an error: operator commands never create a store.
+ * file that does not exist is an error: operator commands never create a store,
+ * nor the data directory it would be in.
  */
 export function locateStore(flags: StoreFlags): StoreLocation {
   const pick = (target: string, dataDir: string | undefined): StoreLocation =>
@@ -35,7 +36,7 @@ export function locateStore(flags: StoreFlags): StoreLocation {
   if (flags.db) location = pick(flags.db, undefined);
   else if (flags.config) {
     const config = loadConfig(flags.config);
-    const dataDir = resolveDataDir(config.data_dir);
+    const dataDir = dataDirPath(config.data_dir);
     if (config.store?.kind === 'postgres') location = pick(config.store.url, dataDir);
     else if (config.store?.kind === 'memory')
       throw new Error('the config uses the memory store: nothing persists to inspect');
@@ -43,7 +44,7 @@ export function locateStore(flags: StoreFlags): StoreLocation {
   } else if (process.env.IDEM_STORE_URL)
     location = pick(process.env.IDEM_STORE_URL, process.env.IDEM_DATA_DIR);
   else {
-    const dataDir = resolveDataDir();
+    const dataDir = dataDirPath();
     location = pick(join(dataDir, 'idem.db'), dataDir);
   }
   if (location.kind === 'sqlite' && !existsSync(location.target)) {

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { durationMs } from '../contracts/duration.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
@@ -11,7 +11,7 @@ export function registerSweepCommand(program: Command): void {
     )
     .option('--db <file|postgres-url>', 'the store')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
-    .option('--retention <duration>', 'keep finished executions this long', '48h')
+    .option('--retention <duration>', 'keep finished executions this long (48h, 7d)', parseRetention, '48h')
     .option('--dry-run', 'report what would change; change nothing')
     .option('--json', 'machine-readable')
     .action(async (flags: StoreFlags & { retention: string; dryRun?: boolean; json?: boolean }) => {
@@ -35,4 +35,14 @@ export function registerSweepCommand(program: Command): void {
         await store.close();
       }
     });
+}
+
+/** Checked as it is parsed, so a bad value is a usage error (exit 2), not a failed sweep. */
+function parseRetention(value: string): string {
+  try {
+    durationMs(value, '--retention');
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return value;
 }

@@ -2,7 +2,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { ResolvedContract } from './contract.js';
 
 /**
- * Annotations follow the code (DESIGN §5), one rule for the gateway and the
+ * Annotations follow the code (docs/contracts.md), one rule for the gateway and the
  * library: `idempotentHint: true` only where a declared contract makes a
  * repeat harmless (a repeat after a result replays it). A claim without such a
  * contract is withdrawn: the cautious default still runs a call again once its

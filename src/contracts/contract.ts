@@ -5,7 +5,7 @@ import type { JsonValue } from '../identity/canonical.js';
 import { durationMs } from './duration.js';
 
 /**
- * How a lost response is recovered for one tool (DESIGN §5).
+ * How a lost response is recovered for one tool (docs/contracts.md).
  * - `read_only`: no deduplication at all.
  * - `keyed`: the target honours our key, so re-sending with the same execution id is safe.
  * - `status`: an unknown outcome is resolved by asking the target (status probe).
@@ -133,7 +133,7 @@ export interface ToolAnnotationsLike {
 }
 
 /**
- * Fills in a contract (DESIGN §5). With none declared: `readOnlyHint: true`
+ * Fills in a contract (docs/contracts.md). With none declared: `readOnlyHint: true`
  * means `read_only`; anything else is `review`, scoped to the actor with a
  * 15-minute window — a restarted agent repeating the call is still recognised.
  */

@@ -11,7 +11,7 @@ export interface ScopeContext {
 /**
  * The `intent_scope` member of the canonical action record: what makes two
  * identical-looking calls the same intent. A business key wins wherever the
- * contract names one; a time bucket is only the fallback (DESIGN §12).
+ * contract names one; a time bucket is only the fallback (docs/contracts.md).
  */
 export function intentScopeValue(scope: IntentScope, args: JsonValue, ctx: ScopeContext): JsonValue {
   switch (scope.kind) {

@@ -1,5 +1,5 @@
 /**
- * A secret a tool uses by NAME (DESIGN §6: "credential by reference"): the
+ * A secret a tool uses by NAME (docs/channels.md: "credential by reference"): the
  * model never sees, picks or receives its value. `value` lives only in this
  * process's memory, between resolution and the request that carries it.
  */

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { idemCodeOf } from '../executions/answers.js';
 import { GatewayConfigSchema } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
+import { resolveDataDir } from '../identity/data-dir.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
@@ -151,10 +152,29 @@ const CARD = '4242424242424242';
  * scenario; every count must be right.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
-  const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const dataDir = options.dataDir ?? process.env.IDEM_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'idem-demo-'));
+  const dataDir = demoDataDir(options.dataDir);
   const processor = new PaymentProcessor();
   const processorUrl = await processor.start();
+  // Whatever fails, the processor's server goes: left listening, it would keep the process alive.
+  try {
+    return await runScenarios(processor, processorUrl, dataDir, options);
+  } finally {
+    await processor.stop();
+  }
+}
+
+/** `--data-dir` or IDEM_DATA_DIR, created (0700) like every command creates it; else a fresh temporary one. */
+function demoDataDir(named = process.env.IDEM_DATA_DIR): string {
+  return named ? resolveDataDir(named) : mkdtempSync(join(tmpdir(), 'idem-demo-'));
+}
+
+async function runScenarios(
+  processor: PaymentProcessor,
+  processorUrl: string,
+  dataDir: string,
+  options: DemoOptions,
+): Promise<DemoReport> {
+  const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const http = await startTarget(options.via ?? 'gateway', dataDir, processorUrl);
   out(`Idem demo — store: SQLite in ${dataDir}`);
   out(`the agent talks to ${http.describe}: ${http.url}`);
@@ -303,18 +323,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   } finally {
     await http.close();
   }
-  let ssh: SshScenarioReport[];
-  try {
-    ssh = await runSshScenarios({
-      dataDir,
-      out,
-      via: options.via ?? 'gateway',
-      processorUrl,
-      ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
-    });
-  } finally {
-    await processor.stop();
-  }
+  const ssh = await runSshScenarios({
+    dataDir,
+    out,
+    via: options.via ?? 'gateway',
+    processorUrl,
+    ...(options.sshdBinary ? { sshdBinary: options.sshdBinary } : {}),
+  });
   const failed = [...reports, ...ssh].filter((r) => !r.ok).length;
   out(failed === 0 ? 'All scenarios: every count right.' : `${failed} scenario(s) FAILED.`);
   return { charges: reports, ssh };

@@ -13,7 +13,7 @@ export interface ActionDispatch {
 }
 
 /**
- * One way of reaching a target that is not an MCP server (DESIGN §6): HTTP,
+ * One way of reaching a target that is not an MCP server (docs/channels.md): HTTP,
  * SSH. A channel performs one tool's action; the execution engine around it
  * gives it identity, claim, lease, journal and answers, exactly as for an
  * upstream MCP tool.

@@ -32,7 +32,7 @@ export const STATUS_ACTION_DESCRIPTION =
  */
 export const STATUS_TOOL_ANNOTATIONS = { readOnlyHint: false, idempotentHint: true, openWorldHint: true };
 
-/** What `structuredContent.idem` holds on every answer that is not a plain result (DESIGN §10). */
+/** What `structuredContent.idem` holds on every answer that is not a plain result (docs/errors.md). */
 export interface IdemAnswerInfo {
   code: IdemCode;
   ref: string | null;
@@ -57,7 +57,7 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
   const ref = ctx.ref ?? null;
   const status = ctx.statusTool ?? 'idem_execution_status';
   const check = ref ? `call ${status} with {"ref":"${ref}"}` : `call ${status}`;
-  const detail = ctx.detail ? ` ${ctx.detail}` : '';
+  const detail = ctx.detail ? ` ${asSentence(ctx.detail)}` : '';
   switch (code) {
     case IDEM_CODES.IDEM_IN_FLIGHT:
       return {
@@ -127,6 +127,15 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
         text: 'This request id was already used in this session for a different request; nothing was run.',
       };
   }
+}
+
+/**
+ * A detail is often an error's message ("fetch failed"), and the advice follows
+ * it: without a full stop the two read as one sentence ("fetch failed Do not retry").
+ */
+function asSentence(s: string): string {
+  const trimmed = s.trimEnd();
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 function cap(s: string): string {

@@ -11,7 +11,7 @@ import { idemCodeOf, META } from './answers.js';
 import { type Approver, type Caller, ExecutionEngine, type ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';
 
-/** The engine's side of approvals (DESIGN §7), on the memory store; time moves only when the test says. */
+/** The engine's side of approvals (docs/approvals.md), on the memory store; time moves only when the test says. */
 const fingerprinter = new Fingerprinter(randomBytes(32));
 const alice: Caller = { actor: 'token:alice', session: 's1' };
 const approveEveryCall: ToolContract = {

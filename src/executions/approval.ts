@@ -19,7 +19,7 @@ import { isStale } from './leases.js';
 import type { ToolResult } from './outcome.js';
 
 /**
- * The engine's side of DESIGN §7: the ladder's verdict for a call, and who to
+ * The engine's side of approvals (docs/approvals.md): the ladder's verdict for a call, and who to
  * ask when it says "ask". The decision itself lives in the store (see
  * approval/decide.ts), so it holds across processes and restarts.
  */

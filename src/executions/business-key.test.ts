@@ -12,7 +12,7 @@ import type { Caller } from './engine.js';
 import type { ToolResult } from './outcome.js';
 
 /**
- * A business key names the action (DESIGN §5): same tool + same key value is
+ * A business key names the action (docs/contracts.md): same tool + same key value is
  * one execution whatever the other arguments; another request under the key
  * gets IDEM_KEY_CONFLICT and is never dispatched.
  */

@@ -101,5 +101,5 @@ export type ApproverAnswer =
   | 'pending'
   | { decision: 'approved' | 'denied'; by?: string; via?: ApprovalChannel; reason?: string };
 
-/** Decides "may this caller run this?" for contracts that require approval (DESIGN §7). */
+/** Decides "may this caller run this?" for contracts that require approval (docs/approvals.md). */
 export type Approver = (request: ApproverRequest) => Promise<ApproverAnswer>;

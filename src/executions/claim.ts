@@ -48,7 +48,7 @@ export async function claimAndRun(
   plan: ClaimPlan,
 ): Promise<{ answer: ToolResult; claimed?: string } | undefined> {
   const contract = call.contract;
-  // The ladder first (DESIGN §7): it decides whether the claim waits for approval, or is refused.
+  // The ladder first (docs/approvals.md): it decides whether the claim waits for approval, or is refused.
   const verdict = await approvals.verdict(core, call);
   if (verdict.decision === 'deny') return { answer: await refusedByLadder(core, call, verdict) };
   const needsApproval = verdict.decision === 'ask';
@@ -115,7 +115,7 @@ export async function claimAndRun(
 }
 
 /**
- * What a call does with the execution that holds its fingerprint: attach to it (DESIGN §4
+ * What a call does with the execution that holds its fingerprint: attach to it (docs/lifecycle.md, step 5
  * table), replace it with a new execution, or — a business key used for another request —
  * get a conflict answer and send nothing.
  */
@@ -129,7 +129,7 @@ export function match(
   // never "the same request", so it is never handed the original's result.
   if (identity.requestDigest === null || prior.requestDigest === identity.requestDigest) return 'attach';
   // The target said no, so nothing took effect: a corrected call is a new attempt of the
-  // action (DESIGN §4, row "failed"), not a second one.
+  // action (docs/lifecycle.md, step 5, row "failed"), not a second one.
   if (prior.state === 'failed') return 'replace';
   return 'conflict';
 }
@@ -165,7 +165,7 @@ export function attachable(prior: ExecutionRecord, contract: ResolvedContract): 
   return true;
 }
 
-/** A matching prior execution exists: the table in DESIGN §4, row by row. */
+/** A matching prior execution exists: the table in docs/lifecycle.md, step 5, row by row. */
 export async function attach(
   core: EngineCore,
   prior: ExecutionRecord,

@@ -78,7 +78,7 @@ export async function runDispatch(
     decided ??= 'outcome';
     const delivering = decided === 'outcome' && done.outcome !== 'unknown';
     // The caller who sent the secrets gets the result as the target gave it; what is kept, and
-    // replayed to whoever repeats the call later, never holds them (DESIGN §13).
+    // replayed to whoever repeats the call later, never holds them (docs/security.md).
     const outcome: StoredOutcome | undefined = done.result
       ? { result: redactSecrets(done.result, secrets) }
       : undefined;
@@ -119,7 +119,7 @@ export async function runDispatch(
     };
     timer = setTimeout(() => giveUp('timeout'), timeoutMs);
     timer.unref();
-    // The caller cancelled after dispatch (DESIGN §11): the effect may happen anyway, so the
+    // The caller cancelled after dispatch (docs/protocol.md): the effect may happen anyway, so the
     // outcome is unknown — not failed — and is recorded when (if) the target answers.
     call.signal?.addEventListener('abort', () => giveUp('cancelled'), { once: true });
   });

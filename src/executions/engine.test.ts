@@ -111,7 +111,7 @@ describe('ExecutionEngine — concurrent identical calls', () => {
   });
 });
 
-describe('ExecutionEngine — the matching table (DESIGN §4)', () => {
+describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 5)', () => {
   it('accepted, never dispatched, claimer gone: that same execution proceeds, once', async () => {
     const { engine, store, clock } = setup();
     const c = call(statusClass, order);

@@ -21,7 +21,7 @@ import { HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol
  * The revision has no sessions and no `notifications/cancelled` over HTTP: a
  * client that closes the stream before the response has cancelled the
  * request. That reaches the gateway as a cancellation of the request's id,
- * which after dispatch makes the outcome `unknown` (DESIGN §11).
+ * which after dispatch makes the outcome `unknown` (docs/protocol.md).
  */
 export class ModernExchange implements Transport {
   onclose?: () => void;

@@ -1,7 +1,8 @@
-import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
-import { annotationMismatches, type CatalogEntry } from './catalog.js';
+import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
+import { annotationMismatches, type CatalogEntry, ToolCatalog } from './catalog.js';
 
 function entry(annotations: ToolAnnotations | undefined, declared?: ToolContract): CatalogEntry {
   return {
@@ -48,5 +49,45 @@ describe('annotationMismatches', () => {
     expect(
       annotationMismatches(entry({ idempotentHint: true, destructiveHint: false }, { replay: 'read_only' })),
     ).toEqual([]);
+  });
+});
+
+describe('ToolCatalog', () => {
+  const catalog = (statusTool?: string) =>
+    new ToolCatalog({
+      contracts: {},
+      prefixed: true,
+      separator: '__',
+      probeFor: () => async () => ({ outcome: 'unknown' }),
+      ...(statusTool ? { statusTool } : {}),
+    });
+  const tool = (name: string, description?: string): Tool => ({
+    name,
+    inputSchema: { type: 'object' },
+    ...(description ? { description } : {}),
+  });
+
+  it("leaves out an upstream's own status tool (a library-built upstream): the gateway's is the one that knows its refs", () => {
+    const listed = catalog('idem_execution_status').add('payments', [
+      tool('charge_card'),
+      tool('idem_execution_status', STATUS_TOOL_DESCRIPTION),
+    ]);
+    expect(listed.map((e) => e.name)).toEqual(['payments__charge_card']);
+  });
+
+  it('knows the library status tool under another name by its description, and a same-named one by its name', () => {
+    expect(
+      catalog('idem_execution_status')
+        .add('a', [
+          tool('status_of', STATUS_TOOL_DESCRIPTION),
+          tool('idem_execution_status', 'something else'),
+        ])
+        .map((e) => e.name),
+    ).toEqual([]);
+    expect(
+      catalog('gateway_status')
+        .add('a', [tool('idem_execution_status')])
+        .map((e) => e.name),
+    ).toEqual(['a__idem_execution_status']);
   });
 });

@@ -9,6 +9,7 @@ import {
 } from '../contracts/contract.js';
 import { actionContract } from '../dispatch/action-call.js';
 import type { ActionTool } from '../dispatch/channel.js';
+import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
 import { inputValidators } from './input-validators.js';
@@ -127,6 +128,19 @@ export interface CatalogOptions {
    * whose visible name is one of theirs is not listed (the config's tool wins, and `idem lint` says so).
    */
   actionTools?: readonly ActionTool[];
+  /** The gateway's status tool: an upstream's own (one built with the Idem library) is not listed. */
+  statusTool?: string;
+}
+
+/**
+ * An upstream's own status tool: the gateway's status tool name, or the Idem
+ * library's status tool under any name (its description says what it is). It
+ * answers for the upstream's executions, which no gateway answer refers to, so
+ * an agent shown it beside the gateway's would have two tools for one question
+ * and pick the one that does not know its refs.
+ */
+export function isUpstreamStatusTool(tool: Tool, statusTool: string | undefined): boolean {
+  return tool.name === statusTool || tool.description === STATUS_TOOL_DESCRIPTION;
 }
 
 /** The tools of one session's upstreams, by the name the client sees. */
@@ -161,7 +175,11 @@ export class ToolCatalog {
   }
 
   #add(upstream: string, tools: Tool[]): CatalogEntry[] {
-    const visible = tools.filter((tool) => !this.shadowedByAction(this.visibleName(upstream, tool.name)));
+    const visible = tools.filter(
+      (tool) =>
+        !this.shadowedByAction(this.visibleName(upstream, tool.name)) &&
+        !isUpstreamStatusTool(tool, this.options.statusTool),
+    );
     return visible.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
       const declaredConfig = this.options.contracts[name];

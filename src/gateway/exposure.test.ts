@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 
@@ -30,5 +32,17 @@ describe('what serving HTTP without auth exposes', () => {
     expect(unauthenticatedExposure({ host: '127.0.0.1', stateless: true, allowed: false }).message).toMatch(
       /EVERY client one and the same actor/,
     );
+  });
+});
+
+describe('where the exposure messages send the reader', () => {
+  it('names docs/security.md by its path on this machine, a file that exists (the package ships docs/)', () => {
+    for (const allowed of [false, true]) {
+      const { message } = unauthenticatedExposure({ host: '192.0.2.1', stateless: false, allowed });
+      const doc = /See (\S+)\.$/.exec(message)?.[1] ?? '';
+      expect(isAbsolute(doc), message).toBe(true);
+      expect(doc.endsWith('/docs/security.md')).toBe(true);
+      expect(existsSync(doc)).toBe(true);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { packageDoc } from '../support/package-docs.js';
 
 const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -17,7 +18,7 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
- * What the HTTP front without auth means, said at start-up (DESIGN §13): the
+ * What the HTTP front without auth means, said at start-up (docs/security.md): the
  * actor is not authenticated, so on anything but loopback it is refused unless
  * the operator says so explicitly.
  */
@@ -34,11 +35,11 @@ export function unauthenticatedExposure(options: { host: string; stateless: bool
       message:
         `refusing to serve HTTP on ${options.host} without auth: ${who}, and this address is reachable from other machines. ` +
         'Configure auth.bearer tokens or auth.oauth, listen on 127.0.0.1, or set listen.http.allow_unauthenticated: true ' +
-        '(CLI: --allow-unauthenticated) if the network in front of the gateway authenticates callers. See docs/security.md.',
+        `(CLI: --allow-unauthenticated) if the network in front of the gateway authenticates callers. See ${packageDoc('security.md')}.`,
     };
   }
   return {
     refuse: false,
-    message: `WARNING: the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See docs/security.md.`,
+    message: `WARNING: the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See ${packageDoc('security.md')}.`,
   };
 }

@@ -119,7 +119,7 @@ export class Gateway {
           // Approval requests nobody decided in time end as denied (`expired`), visible as such in the queue.
           .then(() => expirePending(this.store))
           .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
-          // Each sweep leaves what was journaled so far covered by a signature (DESIGN §13).
+          // Each sweep leaves what was journaled so far covered by a signature (docs/security.md).
           .then(() => this.#signHeads());
       },
       durationMs(config.sweep_interval, 'sweep_interval'),
@@ -313,7 +313,7 @@ export class Gateway {
       actorOf: defaultActorOf,
       idScope,
       // The receipt layer cannot see contracts; the status tool is the one call it knows is read-only.
-      // Reads pass straight through (DESIGN §3): the status tool, and tools whose contract is read-only.
+      // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools whose contract is read-only.
       hasEffects: (tool) => tool !== this.#config.status_tool && !this.#readOnlyTools.has(tool),
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
@@ -414,6 +414,7 @@ export class Gateway {
           probeFor: (name, probe) => this.#probe(name, probe),
           defaults: this.#config.defaults,
           actionTools: this.actionTools,
+          statusTool: this.#config.status_tool,
           onAdd: (entries) => {
             // Contracts come from the config and the upstream's annotations, the same for every session.
             for (const entry of entries) {

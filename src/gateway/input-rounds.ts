@@ -15,7 +15,7 @@ import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-
  * with `input_required` and the client calls again with the answers (a
  * multi-round-trip request). Through the gateway either client meets either
  * server, and the call keeps one execution throughout: an input round is not
- * a new intent (DESIGN §4).
+ * a new intent (docs/lifecycle.md, step 5).
  *
  * - 2026-07-28 client, 2025-era upstream: the upstream's request is held and
  *   the client's call is answered `input_required` (its `requestState` names

@@ -18,7 +18,7 @@ export interface LintFinding {
 
 /**
  * `idem lint`: connects to every upstream, lists its tools, and reports every
- * annotation the contracts do not back (DESIGN §5), every tool on the cautious
+ * annotation the contracts do not back (docs/contracts.md), every tool on the cautious
  * default (neither annotations nor a contract, no `defaults:`) with the line
  * that would settle it, and every contract that names no tool.
  */
@@ -33,6 +33,7 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
     actionTools,
+    statusTool: config.status_tool,
   });
   for (const entry of catalog.actionEntries()) cautiousFinding(entry, findings);
   for (const spec of upstreams) {

@@ -11,14 +11,14 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
   try {
     if (!s.prefixed) {
       const [name, upstream] = [...s.upstreams.entries()][0] as [string, UpstreamConnection];
-      const page = await listPage(s, upstream, cursor);
+      const page = await listPage(upstream, cursor);
       if (page.error) return s.send({ jsonrpc: '2.0', id: request.id, error: page.error });
       if (cursor === undefined) s.catalog.clear(name);
       tools.push(...s.catalog.add(name, page.tools).map((entry) => s.catalog.publish(entry)));
       nextCursor = page.nextCursor;
     } else {
       for (const [name, upstream] of s.upstreams) {
-        const listed = await listAll(s, upstream).catch(() => undefined);
+        const listed = await listAll(upstream).catch(() => undefined);
         // An upstream that is down (restarting) keeps the tools it had: they come back with it.
         if (listed) {
           s.catalog.clear(name);
@@ -44,11 +44,11 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
 }
 
 /** Every page of an upstream's tools (an error answer ends the list); throws if the upstream is down. */
-export async function listAll(s: SessionState, upstream: UpstreamConnection): Promise<Tool[]> {
+export async function listAll(upstream: UpstreamConnection): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await listPage(s, upstream, cursor);
+    const page = await listPage(upstream, cursor);
     if (page.error) break;
     tools.push(...page.tools);
     cursor = page.nextCursor;
@@ -56,14 +56,12 @@ export async function listAll(s: SessionState, upstream: UpstreamConnection): Pr
   return tools;
 }
 
-export async function listPage(s: SessionState, upstream: UpstreamConnection, cursor: string | undefined) {
+export async function listPage(upstream: UpstreamConnection, cursor: string | undefined) {
   const reply = await upstream.request('tools/list', cursor ? { cursor } : undefined);
   if ('error' in reply) return { tools: [] as Tool[], error: reply.error };
   const result = reply.result as { tools?: Tool[]; nextCursor?: string };
-  // The gateway's status tool answers for the gateway's executions; an upstream tool of
-  // the same name (an upstream built with the Idem library has one) would be unreachable.
-  const tools = (result.tools ?? []).filter((tool) => s.prefixed || tool.name !== s.ctx.statusTool);
-  return { tools, nextCursor: result.nextCursor, error: undefined };
+  // An upstream's own status tool is left out by the catalog (isUpstreamStatusTool).
+  return { tools: result.tools ?? [], nextCursor: result.nextCursor, error: undefined };
 }
 
 /**
@@ -104,7 +102,7 @@ export async function refreshCatalog(s: SessionState, names: string[]): Promise<
       continue;
     }
     try {
-      s.catalog.add(name, await listAll(s, upstream));
+      s.catalog.add(name, await listAll(upstream));
     } catch {
       unlisted.push(name);
     }

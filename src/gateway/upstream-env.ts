@@ -25,7 +25,7 @@ export function isIdemVariable(config: GatewayConfig): (name: string) => boolean
  * The environment a stdio upstream is started with (the MCP SDK adds its safe
  * few, HOME, PATH and the like, underneath). MCP clients hand servers their
  * API keys through the environment, so a wrapped server must get what its
- * client gave the gateway (DESIGN §6): by default everything except Idem's own
+ * client gave the gateway (docs/channels.md): by default everything except Idem's own
  * variables; `env_inherit` narrows that (`none`, or a list of names), never
  * widens it; the config's `env` applies on top, and is the way to hand an
  * upstream one of Idem's own variables on purpose.

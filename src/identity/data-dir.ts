@@ -3,11 +3,20 @@ import envPaths from 'env-paths';
 
 /**
  * The directory that holds the SQLite file, the fingerprint key and the journal
- * signing key: `IDEM_DATA_DIR`, else a per-user data directory. Created 0700
- * because the keys inside are what make fingerprints unforgeable.
+ * signing key: `IDEM_DATA_DIR`, else a per-user data directory. Not created:
+ * a command that only reads (`idem executions list`) must not leave one behind.
+ */
+export function dataDirPath(explicit?: string): string {
+  return explicit ?? process.env.IDEM_DATA_DIR ?? envPaths('idem', { suffix: '' }).data;
+}
+
+/**
+ * The data directory, created 0700 when missing, for what writes into it (the
+ * gateway, the library, the demo): the keys inside are what make fingerprints
+ * unforgeable.
  */
 export function resolveDataDir(explicit?: string): string {
-  const dir = explicit ?? process.env.IDEM_DATA_DIR ?? envPaths('idem', { suffix: '' }).data;
+  const dir = dataDirPath(explicit);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }

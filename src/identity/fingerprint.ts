@@ -9,7 +9,7 @@ import {
 import { loadOrCreateSecret } from './secret-key.js';
 
 /**
- * What one intended effect is (DESIGN §2). Two calls with equal records are
+ * What one intended effect is (docs/lifecycle.md, step 4). Two calls with equal records are
  * the same intent; anything that makes the effect different belongs in here.
  */
 export interface CanonicalActionRecord {
@@ -30,7 +30,7 @@ export interface CanonicalActionRecord {
 }
 
 /**
- * What one action is under a business-key scope (DESIGN §5): the key names
+ * What one action is under a business-key scope (docs/contracts.md): the key names
  * the action, so the other arguments are not part of it. They are compared
  * separately (the request digest, the full record's fingerprint) to tell a
  * repeat from a conflicting use of the key.

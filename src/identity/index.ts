@@ -1,5 +1,5 @@
 /**
- * Identity: what a call *is* (DESIGN §2, §3) — the folder's exports in one
+ * Identity: what a call *is* (docs/lifecycle.md, steps 2 and 4) — the folder's exports in one
  * list. The package's public API (src/index.ts) takes its identity exports
  * from here; code inside src/ imports the file it needs directly.
  */

@@ -1,5 +1,5 @@
 /**
- * Keys for request receipts (DESIGN §3).
+ * Keys for request receipts (docs/lifecycle.md, step 2).
  *
  * The parts are encoded as a JSON array of strings. JSON string escaping is
  * injective and the array brackets and commas cannot occur unescaped inside a

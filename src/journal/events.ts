@@ -1,7 +1,7 @@
 import type { JsonValue } from '../identity/canonical.js';
 
 /**
- * One event in the activity journal (DESIGN §8). Stores append these in the
+ * One event in the activity journal (docs/operators.md#audit). Stores append these in the
  * same transaction as the state change they describe.
  */
 export const ACTIVITY_KINDS = [
@@ -23,7 +23,7 @@ export const ACTIVITY_KINDS = [
 ] as const;
 
 /**
- * Agent runs (DESIGN §8 "sessions" stream): start (client info, actor, protocol revision), end,
+ * Agent runs (docs/operators.md#audit "sessions" stream): start (client info, actor, protocol revision), end,
  * and each restart of one of the run's upstreams (whatever state it held is gone).
  */
 export const SESSION_KINDS = ['session_start', 'session_end', 'upstream_restart'] as const;

@@ -13,7 +13,7 @@ import { Idem } from './idem.js';
 
 /**
  * The library with `scope: { business_key }`: the key names the action
- * (DESIGN §5). Each client connects under its own name, which is its actor
+ * (docs/contracts.md). Each client connects under its own name, which is its actor
  * on a transport without auth.
  */
 

@@ -98,7 +98,7 @@ export interface IdemToolConfig<Shape extends ZodShape> {
   inputSchema: Shape;
   outputSchema?: ZodShape;
   annotations?: ToolAnnotations;
-  /** How a lost response is recovered (DESIGN §5). Omitted: the cautious defaults. */
+  /** How a lost response is recovered (docs/contracts.md). Omitted: the cautious defaults. */
   contract?: ToolContract;
 }
 

@@ -73,7 +73,7 @@ export const DEFAULT_MAX_RECEIPTS_PER_ACTOR = 10_000;
 export const DEFAULT_RECEIPT_RETENTION_MS = 2 * 60_000;
 
 /**
- * Layer 1 (DESIGN §3): request-id receipts. The reply *promise* is stored
+ * Layer 1 (docs/lifecycle.md, step 2): request-id receipts. The reply *promise* is stored
  * before the request runs, so a resend that arrives while the first is still
  * running waits on the same promise instead of starting a second run.
  *

@@ -75,7 +75,7 @@ export interface ClaimInput {
   approval?: ApprovalRequestInput;
 }
 
-/** Which policy of the authorization ladder (DESIGN §7) asked for the approval (contracts' ApprovalPolicy minus `none`). */
+/** Which policy of the authorization ladder (docs/approvals.md) asked for the approval (contracts' ApprovalPolicy minus `none`). */
 export type ApprovalRequestPolicy = 'every_call' | 'session';
 
 /** How an approval request ended: a human said yes or no, or nobody answered in time. */

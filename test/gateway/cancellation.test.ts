@@ -20,7 +20,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('a client that cancels after dispatch (DESIGN §11)', () => {
+describe('a client that cancels after dispatch (docs/protocol.md)', () => {
   it('makes the outcome unknown, not failed, and passes the cancellation on to the upstream', async () => {
     const running = await startHttpGateway({
       upstreams: { counter: countingUpstream(counts) },

@@ -7,7 +7,7 @@ import { Gateway } from '../../src/gateway/gateway.js';
 import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
 
-/** Receipts at the gateway: only calls with effects get them; reads pass straight through (DESIGN §3). */
+/** Receipts at the gateway: only calls with effects get them; reads pass straight through (docs/lifecycle.md, step 2). */
 describe('gateway receipts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'idem-gw-receipts-'));
   let gateway: Gateway;
