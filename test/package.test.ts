@@ -52,6 +52,8 @@ describe('the packed package in a clean project', () => {
     const files = readdirSync(join(project, 'node_modules/idem'), { recursive: true }).map(String);
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
     expect(files).toContain('LICENSE');
+    // CLI messages name docs by their path in the package (src/support/package-docs.ts).
+    expect(files).toContain('docs/security.md');
     expect(files.some((f) => f.startsWith('src'))).toBe(false);
   });
 
