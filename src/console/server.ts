@@ -12,9 +12,10 @@ import { defaultAllowedHosts, hostOriginRefusal, originsOf } from '../front/host
 import type { StoreVerifyReport } from '../journal/verify-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { OperatorAuth, operatorName, SESSION_COOKIE, SESSION_TTL_MS } from './auth.js';
-import { type Html, LIVE_SCRIPT, page, STYLESHEET } from './layout.js';
+import { type Html, page, STYLESHEET } from './layout.js';
+import { LIVE_SCRIPT } from './live-script.js';
 import { activityPage } from './pages/activity.js';
-import { approvalsPage } from './pages/approvals.js';
+import { approvalsPage, type DecisionNotice } from './pages/approvals.js';
 import { executionFilters, executionPage, executionsPage } from './pages/executions.js';
 import { journalPage } from './pages/journal.js';
 import { loginPage } from './pages/login.js';
@@ -144,8 +145,21 @@ export function consoleApp(
     title: string,
     body: Html,
     status: 200 | 400 | 404 | 409 = 200,
-    live = false,
-  ) => c.html(page({ title, section, operator: c.get('operator'), live }, body), status);
+    live: boolean | 'stable-rows' = false,
+  ) =>
+    c.html(
+      page(
+        {
+          title,
+          section,
+          operator: c.get('operator'),
+          live: live !== false,
+          stableRows: live === 'stable-rows',
+        },
+        body,
+      ),
+      status,
+    );
 
   app.post('/logout', (c) => {
     auth.close(c.get('operator').sessionId);
@@ -192,7 +206,7 @@ export function consoleApp(
       'Approvals',
       await approvalsPage(store, c.get('operator').csrf, c.req.query('all') === '1'),
       200,
-      true,
+      'stable-rows',
     ),
   );
   app.post('/approvals/:ref/decide', async (c) => {
@@ -202,16 +216,40 @@ export function consoleApp(
     const decision = form.decision;
     if (decision !== 'approved' && decision !== 'denied')
       return render(c, 'approvals', 'Approvals', notFound('choose approve or deny'), 400);
+    // The digest the page showed: without it the decision could land on a request nobody read.
+    const digest = typeof form.digest === 'string' ? form.digest : '';
+    if (digest === '')
+      return render(
+        c,
+        'approvals',
+        'Approvals',
+        await approvalsPage(store, operator.csrf, false, {
+          ok: false,
+          text: `Nothing was decided: the decision on ${ref} did not name the arguments digest it was shown. Decide from the Approvals page.`,
+        }),
+        400,
+      );
     const reason =
       typeof form.reason === 'string' && form.reason.trim() !== '' ? form.reason.trim() : undefined;
-    const outcome = await decideAsOperator(store, ref, decision, {
-      by: operator.name,
-      via: 'console',
-      ...(reason !== undefined ? { reason } : {}),
-    });
-    const notice = outcome.decided
-      ? { ok: true, text: `${ref}: ${decision} by ${operator.name}` }
-      : { ok: false, text: outcome.reason ?? 'not decided' };
+    const outcome = await decideAsOperator(
+      store,
+      ref,
+      decision,
+      { by: operator.name, via: 'console', ...(reason !== undefined ? { reason } : {}) },
+      digest,
+    );
+    const view = outcome.view;
+    const notice: DecisionNotice =
+      outcome.decided && view
+        ? {
+            ok: true,
+            text:
+              `${view.ref}: ${decision} by ${operator.name} — ${view.tool} on ${view.channel}:${view.target} ` +
+              `with arguments ${view.arguments} (digest ${view.argumentsDigest}).` +
+              (decision === 'approved' ? ' It runs once, when its caller asks again.' : ''),
+            decided: { ref: view.ref, argumentsDigest: view.argumentsDigest, decision },
+          }
+        : { ok: false, text: outcome.reason ?? 'not decided' };
     return render(
       c,
       'approvals',
