@@ -13,6 +13,12 @@
  *   Otherwise a pointer resting on a button would land on a newer request
  *   after a refresh, and the click would decide a request nobody read.
  *
+ * When the refresh is sent to the login page (the session ended: logged out,
+ * expired, the console restarted), the page says that what it shows is no
+ * longer live, disables its buttons and stops refreshing. When the console
+ * does not answer, it says the page may be out of date and keeps trying.
+ * Both notices are fixed bars over the header, so nothing moves.
+ *
  * `main[data-refreshes]` counts the refreshes applied (tests wait on it).
  */
 export const LIVE_SCRIPT = `
@@ -26,6 +32,25 @@ export const LIVE_SCRIPT = `
   let refreshes = 0;
   const busy = () => (main.contains(document.activeElement) && document.activeElement !== main)
     || fields() !== rendered;
+
+  const bar = (kind, text, link) => {
+    let element = document.getElementById('live-notice');
+    if (!text) { element?.remove(); return; }
+    if (!element) {
+      element = document.createElement('div');
+      element.id = 'live-notice';
+      document.body.append(element);
+    }
+    element.className = 'live-notice ' + kind;
+    element.setAttribute('role', 'alert');
+    element.textContent = text + ' ';
+    if (link) {
+      const a = document.createElement('a');
+      a.href = link.href;
+      a.textContent = link.text;
+      element.append(a);
+    }
+  };
 
   const disable = (root) => {
     for (const control of root.querySelectorAll('button, input, textarea, select')) control.disabled = true;
@@ -65,15 +90,29 @@ export const LIVE_SCRIPT = `
     }
   };
 
-  setInterval(async () => {
+  const timer = setInterval(async () => {
     if (busy() || document.hidden) return;
     const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
-    if (!response || !response.ok || response.redirected) return;
+    if (response && (response.status === 401 || (response.redirected && new URL(response.url).pathname === '/login'))) {
+      clearInterval(timer);
+      main.dataset.liveState = 'ended';
+      disable(main);
+      bar('ended', 'Your console session has ended: what you see is no longer live, and nothing here can be decided.',
+        { href: '/login', text: 'Log in again' });
+      return;
+    }
+    if (!response || !response.ok) {
+      main.dataset.liveState = 'unreachable';
+      bar('stale', 'The console did not answer at ' + new Date().toLocaleTimeString() + ': what you see may be out of date. Trying again.');
+      return;
+    }
     const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
     if (!next || busy()) return;
     if (main.hasAttribute('data-stable-rows')) mergeRows(next);
     else main.innerHTML = next.innerHTML;
     rendered = fields();
+    main.dataset.liveState = 'live';
+    bar();
     main.dataset.refreshes = String(++refreshes);
   }, every);
 })();

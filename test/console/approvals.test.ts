@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decideAsOperator } from '../../src/approval/operator-decision.js';
+import { SESSION_TTL_MS } from '../../src/console/auth.js';
 import { type RunningConsole, startConsole } from '../../src/console/server.js';
 import { resolveContract } from '../../src/contracts/contract.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
@@ -189,4 +190,18 @@ describe('the Approvals page decides exactly the request the operator was lookin
     expect(again.status).toBe(409);
     expect(await again.text()).toContain('was already decided: approved by operator:alice via console');
   }, 30_000);
+
+  it('when the console session ends, the page says it is no longer live and stops', async () => {
+    await ask('E-1');
+    await page.goto(`${base}/approvals`);
+    consoleSkew += SESSION_TTL_MS;
+    const ended = page.locator('#live-notice.ended[role=alert]');
+    await ended.waitFor(REFRESH_WAIT);
+    await expect(ended.textContent()).resolves.toContain('session has ended');
+    await expect(ended.textContent()).resolves.toContain('no longer live');
+    await expect(ended.locator('a').getAttribute('href')).resolves.toBe('/login');
+    await expect(page.locator('main').getAttribute('data-live-state')).resolves.toBe('ended');
+    await expect(page.locator('#approvals button[value=approved]').first().isDisabled()).resolves.toBe(true);
+    await page.screenshot({ path: join(SCREENSHOTS, 'session-ended.png'), fullPage: true });
+  }, 90_000);
 });
