@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -14,6 +15,7 @@ import type { ExecutionStore } from '../store/types.js';
 import { OperatorAuth, operatorName, SESSION_COOKIE, SESSION_TTL_MS } from './auth.js';
 import { type Html, page, STYLESHEET } from './layout.js';
 import { LIVE_SCRIPT } from './live-script.js';
+import { bearerKeys, LoginThrottle, loginKeys, retryAfterSeconds } from './login-throttle.js';
 import { activityPage } from './pages/activity.js';
 import { approvalsPage, type DecisionNotice } from './pages/approvals.js';
 import { executionFilters, executionPage, executionsPage } from './pages/executions.js';
@@ -65,6 +67,7 @@ export function consoleApp(
 ) {
   const { store } = options;
   const auth = new OperatorAuth(options.token, options.clock);
+  const throttle = new LoginThrottle(options.clock);
   const app = new Hono<Env>();
 
   app.use(async (c, next) => {
@@ -102,7 +105,26 @@ export function consoleApp(
     const token = typeof form.token === 'string' ? form.token : undefined;
     if (!name)
       return c.html(page({ title: 'Log in' }, loginPage('Give your name: letters, digits, . _ @ -')), 400);
-    if (!auth.tokenMatches(token)) return c.html(page({ title: 'Log in' }, loginPage('Wrong token.')), 401);
+    const keys = loginKeys(clientAddress(c), name);
+    const wait = throttle.retryAfterMs(keys);
+    if (wait > 0) {
+      const seconds = retryAfterSeconds(wait);
+      return c.html(
+        page(
+          { title: 'Log in' },
+          loginPage(
+            `Too many failed logins from this address or for this name: try again in ${seconds} s. The token was not checked.`,
+          ),
+        ),
+        429,
+        { 'retry-after': String(seconds) },
+      );
+    }
+    if (!auth.tokenMatches(token)) {
+      throttle.failed(keys);
+      return c.html(page({ title: 'Log in' }, loginPage('Wrong token.')), 401);
+    }
+    throttle.succeeded(keys);
     setCookie(c, SESSION_COOKIE, auth.open(name), {
       httpOnly: true,
       sameSite: 'Strict',
@@ -115,11 +137,24 @@ export function consoleApp(
   // Prometheus scrapes with the operator token as a bearer; a logged-in browser may look too.
   app.get('/metrics', async (c) => {
     const registry = options.metrics;
-    const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
-    if (!auth.tokenMatches(bearer) && !auth.session(getCookie(c, SESSION_COOKIE)))
-      return c.text('Unauthorized: send the operator token as a bearer token', 401, {
-        'www-authenticate': 'Bearer realm="idem-console"',
-      });
+    if (!auth.session(getCookie(c, SESSION_COOKIE))) {
+      const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+      const keys = bearerKeys(clientAddress(c));
+      const wait = throttle.retryAfterMs(keys);
+      if (wait > 0)
+        return c.text(
+          `Too many wrong bearer tokens from this address: try again in ${retryAfterSeconds(wait)} s`,
+          429,
+          { 'retry-after': String(retryAfterSeconds(wait)) },
+        );
+      if (!auth.tokenMatches(bearer)) {
+        if (bearer !== undefined) throttle.failed(keys);
+        return c.text('Unauthorized: send the operator token as a bearer token', 401, {
+          'www-authenticate': 'Bearer realm="idem-console"',
+        });
+      }
+      throttle.succeeded(keys);
+    }
     if (!registry) return c.text('No metrics here: this console is not mounted in a gateway', 404);
     return c.body(await registry.metrics(), 200, { 'content-type': registry.contentType });
   });
@@ -271,6 +306,19 @@ export function consoleApp(
   app.notFound((c) => c.text('Not found', 404));
   app.onError((error, c) => c.text(`The console could not answer: ${messageOf(error)}`, 500));
   return app;
+}
+
+/**
+ * The peer's address, as the socket has it. Not X-Forwarded-For, which any
+ * client can write: behind a proxy every login shares the proxy's address.
+ */
+function clientAddress(c: Context<Env>): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    // No socket (app.request in a test): one shared key, which fails closed.
+    return 'unknown';
+  }
 }
 
 /** A refusal or miss, said in the page (escaped, like every value). */
