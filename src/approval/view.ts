@@ -16,6 +16,13 @@ export interface ApprovalView {
   credential: string | null;
   arguments: string;
   fingerprint: string;
+  /**
+   * The keyed digest of the whole request this approval lets run, its arguments
+   * included: the request digest under a business key (whose fingerprint names
+   * the key alone), else the fingerprint. A decision names it, so that it
+   * approves exactly the arguments the approver was shown.
+   */
+  argumentsDigest: string;
   /** An earlier execution of the same intent (replaced by this one), if any: approval is not evidence it did or did not run. */
   earlier: string | null;
   policy: ApprovalRequest['policy'];
@@ -40,6 +47,7 @@ export function approvalView(record: ExecutionRecord, request: ApprovalRequest):
     credential: request.credentialRef,
     arguments: record.argumentsPreview,
     fingerprint: record.fingerprint,
+    argumentsDigest: record.requestDigest ?? record.fingerprint,
     earlier: request.earlier,
     policy: request.policy,
     requestedAt: request.requestedAt,

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
 import { loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
+import { isLoopbackHost } from '../gateway/exposure.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
 import { verifyFromFlags } from './audit.js';
@@ -60,6 +61,8 @@ export function registerConsoleCommand(program: Command): void {
         throw error;
       });
       process.stderr.write(`idem console: on ${running.url}\n`);
+      const warning = plainHttpWarning(host);
+      if (warning) process.stderr.write(`idem console: ${warning}\n`);
       const stop = async () => {
         await running.close().catch(() => {});
         await store.close().catch(() => {});
@@ -68,4 +71,19 @@ export function registerConsoleCommand(program: Command): void {
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+}
+
+/**
+ * Said at start when the console (`idem console`, or a gateway's `console:`)
+ * listens where other machines can reach it: it speaks plain HTTP, so the
+ * operator token typed at login and the session cookie cross the network in
+ * clear. Undefined on loopback.
+ */
+export function plainHttpWarning(host: string): string | undefined {
+  if (isLoopbackHost(host)) return undefined;
+  return (
+    `WARNING: the console listens on ${host}, which other machines can reach, and speaks plain HTTP: ` +
+    'the operator token (at login, or as a bearer at /metrics) and the session cookie cross the network in clear. ' +
+    'Listen on 127.0.0.1 and put a TLS proxy in front (with console.allowed_hosts). See docs/console.md.'
+  );
 }

@@ -7,6 +7,7 @@ import type { Gateway } from '../gateway/gateway.js';
 import { serveMetrics } from '../metrics/serve.js';
 import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
+import { plainHttpWarning } from './console.js';
 
 interface GatewayFlags {
   config?: string;
@@ -155,6 +156,8 @@ async function serveOperatorListeners(
       });
       closers.push(running.close);
       process.stderr.write(`idem gateway: console on ${running.url}\n`);
+      const warning = plainHttpWarning(host);
+      if (warning) process.stderr.write(`idem gateway: ${warning}\n`);
     }
   } catch (error) {
     for (const close of closers) await close().catch(() => {});

@@ -12,6 +12,8 @@ export interface PageFrame {
   section?: 'executions' | 'approvals' | 'sessions' | 'journal' | 'activity';
   /** Refresh the main part of the page every few seconds (pages without forms being filled). */
   live?: boolean;
+  /** Live without moving rows: rows on screen stay put, new ones are counted (see live-script.ts). */
+  stableRows?: boolean;
 }
 
 const SECTIONS = [
@@ -49,7 +51,7 @@ export function page(frame: PageFrame, body: Html): Html {
       : ''
   }
 </header>
-<main ${frame.live ? html`data-live="5000"` : ''}>
+<main ${frame.live ? html`data-live="5000"` : ''} ${frame.stableRows ? html`data-stable-rows` : ''}>
 ${body}
 </main>
 </body>
@@ -103,6 +105,7 @@ form.filters label { display:flex; flex-direction:column; font-size:12px; color:
 input, select, textarea, button { font:inherit; padding:4px 8px; border:1px solid #c5ccd8; border-radius:4px; }
 button { background:var(--accent); color:#fff; border-color:var(--accent); cursor:pointer; }
 button.deny { background:#c92a2a; border-color:#c92a2a; }
+button:disabled { opacity:.45; cursor:not-allowed; }
 dl.record { display:grid; grid-template-columns: 140px 1fr; gap:4px 12px; background:#fff; border:1px solid var(--line); padding:12px; }
 dl.record dt { color:var(--muted); }
 dl.record dd { margin:0; }
@@ -110,35 +113,15 @@ dl.record dd { margin:0; }
 .notice { padding:8px 12px; border-radius:4px; margin:8px 0; background:#e6f7ec; }
 .notice.error { background:#ffe3e3; }
 .ok { color:#146c2e; font-weight:600; } .bad { color:#a61e1e; font-weight:600; }
+.news { height:1.8em; line-height:1.6em; margin:4px 0; padding:0 8px; border-radius:4px; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
+.news:not(:empty) { background:#fff3bf; }
+.live-notice { position:fixed; top:0; left:0; right:0; padding:12px 24px; font-weight:600; z-index:10; }
+.live-notice.ended { background:#a61e1e; color:#fff; }
+.live-notice.ended a { color:#fff; }
+.live-notice.stale { background:#fff3bf; color:#7a5b00; }
+tr[data-state=gone], tr[data-state=approved], tr[data-state=denied], tr[data-state=expired] { opacity:.6; }
 .login { max-width:360px; margin:60px auto; background:#fff; border:1px solid var(--line); padding:24px; }
 .login label { display:block; margin:10px 0 4px; }
 .login input { width:100%; }
 svg text { font: 11px system-ui, sans-serif; fill: #556; }
-`;
-
-/**
- * Live refresh: every few seconds the page is fetched again and its main part
- * replaced — unless the operator is busy with a form (focus, or a value changed and not sent),
- * which a refresh must never throw away.
- */
-export const LIVE_SCRIPT = `
-(() => {
-  const main = document.querySelector('main[data-live]');
-  if (!main) return;
-  const every = Number(main.dataset.live) || 5000;
-  const fields = () => JSON.stringify([...main.querySelectorAll('input, textarea, select')].map(
-    (e) => (e.type === 'radio' || e.type === 'checkbox' ? e.checked : e.value)));
-  let rendered = fields();
-  const busy = () => (main.contains(document.activeElement) && document.activeElement !== main)
-    || fields() !== rendered;
-  setInterval(async () => {
-    if (busy() || document.hidden) return;
-    const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
-    if (!response || !response.ok || response.redirected) return;
-    const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
-    if (!next || busy()) return;
-    main.innerHTML = next.innerHTML;
-    rendered = fields();
-  }, every);
-})();
 `;

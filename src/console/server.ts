@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -12,9 +13,11 @@ import { defaultAllowedHosts, hostOriginRefusal, originsOf } from '../front/host
 import type { StoreVerifyReport } from '../journal/verify-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { OperatorAuth, operatorName, SESSION_COOKIE, SESSION_TTL_MS } from './auth.js';
-import { type Html, LIVE_SCRIPT, page, STYLESHEET } from './layout.js';
+import { type Html, page, STYLESHEET } from './layout.js';
+import { LIVE_SCRIPT } from './live-script.js';
+import { bearerKeys, LoginThrottle, loginKeys, retryAfterSeconds } from './login-throttle.js';
 import { activityPage } from './pages/activity.js';
-import { approvalsPage } from './pages/approvals.js';
+import { approvalsPage, type DecisionNotice } from './pages/approvals.js';
 import { executionFilters, executionPage, executionsPage } from './pages/executions.js';
 import { journalPage } from './pages/journal.js';
 import { loginPage } from './pages/login.js';
@@ -64,6 +67,7 @@ export function consoleApp(
 ) {
   const { store } = options;
   const auth = new OperatorAuth(options.token, options.clock);
+  const throttle = new LoginThrottle(options.clock);
   const app = new Hono<Env>();
 
   app.use(async (c, next) => {
@@ -101,7 +105,26 @@ export function consoleApp(
     const token = typeof form.token === 'string' ? form.token : undefined;
     if (!name)
       return c.html(page({ title: 'Log in' }, loginPage('Give your name: letters, digits, . _ @ -')), 400);
-    if (!auth.tokenMatches(token)) return c.html(page({ title: 'Log in' }, loginPage('Wrong token.')), 401);
+    const keys = loginKeys(clientAddress(c), name);
+    const wait = throttle.retryAfterMs(keys);
+    if (wait > 0) {
+      const seconds = retryAfterSeconds(wait);
+      return c.html(
+        page(
+          { title: 'Log in' },
+          loginPage(
+            `Too many failed logins from this address or for this name: try again in ${seconds} s. The token was not checked.`,
+          ),
+        ),
+        429,
+        { 'retry-after': String(seconds) },
+      );
+    }
+    if (!auth.tokenMatches(token)) {
+      throttle.failed(keys);
+      return c.html(page({ title: 'Log in' }, loginPage('Wrong token.')), 401);
+    }
+    throttle.succeeded(keys);
     setCookie(c, SESSION_COOKIE, auth.open(name), {
       httpOnly: true,
       sameSite: 'Strict',
@@ -114,11 +137,24 @@ export function consoleApp(
   // Prometheus scrapes with the operator token as a bearer; a logged-in browser may look too.
   app.get('/metrics', async (c) => {
     const registry = options.metrics;
-    const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
-    if (!auth.tokenMatches(bearer) && !auth.session(getCookie(c, SESSION_COOKIE)))
-      return c.text('Unauthorized: send the operator token as a bearer token', 401, {
-        'www-authenticate': 'Bearer realm="idem-console"',
-      });
+    if (!auth.session(getCookie(c, SESSION_COOKIE))) {
+      const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+      const keys = bearerKeys(clientAddress(c));
+      const wait = throttle.retryAfterMs(keys);
+      if (wait > 0)
+        return c.text(
+          `Too many wrong bearer tokens from this address: try again in ${retryAfterSeconds(wait)} s`,
+          429,
+          { 'retry-after': String(retryAfterSeconds(wait)) },
+        );
+      if (!auth.tokenMatches(bearer)) {
+        if (bearer !== undefined) throttle.failed(keys);
+        return c.text('Unauthorized: send the operator token as a bearer token', 401, {
+          'www-authenticate': 'Bearer realm="idem-console"',
+        });
+      }
+      throttle.succeeded(keys);
+    }
     if (!registry) return c.text('No metrics here: this console is not mounted in a gateway', 404);
     return c.body(await registry.metrics(), 200, { 'content-type': registry.contentType });
   });
@@ -144,8 +180,21 @@ export function consoleApp(
     title: string,
     body: Html,
     status: 200 | 400 | 404 | 409 = 200,
-    live = false,
-  ) => c.html(page({ title, section, operator: c.get('operator'), live }, body), status);
+    live: boolean | 'stable-rows' = false,
+  ) =>
+    c.html(
+      page(
+        {
+          title,
+          section,
+          operator: c.get('operator'),
+          live: live !== false,
+          stableRows: live === 'stable-rows',
+        },
+        body,
+      ),
+      status,
+    );
 
   app.post('/logout', (c) => {
     auth.close(c.get('operator').sessionId);
@@ -192,7 +241,7 @@ export function consoleApp(
       'Approvals',
       await approvalsPage(store, c.get('operator').csrf, c.req.query('all') === '1'),
       200,
-      true,
+      'stable-rows',
     ),
   );
   app.post('/approvals/:ref/decide', async (c) => {
@@ -202,16 +251,40 @@ export function consoleApp(
     const decision = form.decision;
     if (decision !== 'approved' && decision !== 'denied')
       return render(c, 'approvals', 'Approvals', notFound('choose approve or deny'), 400);
+    // The digest the page showed: without it the decision could land on a request nobody read.
+    const digest = typeof form.digest === 'string' ? form.digest : '';
+    if (digest === '')
+      return render(
+        c,
+        'approvals',
+        'Approvals',
+        await approvalsPage(store, operator.csrf, false, {
+          ok: false,
+          text: `Nothing was decided: the decision on ${ref} did not name the arguments digest it was shown. Decide from the Approvals page.`,
+        }),
+        400,
+      );
     const reason =
       typeof form.reason === 'string' && form.reason.trim() !== '' ? form.reason.trim() : undefined;
-    const outcome = await decideAsOperator(store, ref, decision, {
-      by: operator.name,
-      via: 'console',
-      ...(reason !== undefined ? { reason } : {}),
-    });
-    const notice = outcome.decided
-      ? { ok: true, text: `${ref}: ${decision} by ${operator.name}` }
-      : { ok: false, text: outcome.reason ?? 'not decided' };
+    const outcome = await decideAsOperator(
+      store,
+      ref,
+      decision,
+      { by: operator.name, via: 'console', ...(reason !== undefined ? { reason } : {}) },
+      digest,
+    );
+    const view = outcome.view;
+    const notice: DecisionNotice =
+      outcome.decided && view
+        ? {
+            ok: true,
+            text:
+              `${view.ref}: ${decision} by ${operator.name} — ${view.tool} on ${view.channel}:${view.target} ` +
+              `with arguments ${view.arguments} (digest ${view.argumentsDigest}).` +
+              (decision === 'approved' ? ' It runs once, when its caller asks again.' : ''),
+            decided: { ref: view.ref, argumentsDigest: view.argumentsDigest, decision },
+          }
+        : { ok: false, text: outcome.reason ?? 'not decided' };
     return render(
       c,
       'approvals',
@@ -233,6 +306,19 @@ export function consoleApp(
   app.notFound((c) => c.text('Not found', 404));
   app.onError((error, c) => c.text(`The console could not answer: ${messageOf(error)}`, 500));
   return app;
+}
+
+/**
+ * The peer's address, as the socket has it. Not X-Forwarded-For, which any
+ * client can write: behind a proxy every login shares the proxy's address.
+ */
+function clientAddress(c: Context<Env>): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    // No socket (app.request in a test): one shared key, which fails closed.
+    return 'unknown';
+  }
 }
 
 /** A refusal or miss, said in the page (escaped, like every value). */

@@ -4,12 +4,25 @@ import { type ApprovalView, approvalView } from '../../approval/view.js';
 import type { ExecutionStore } from '../../store/types.js';
 import { badge, csrfField, type Html, time } from '../layout.js';
 
-/** The approvals queue: what an approver sees (approval/view.ts), with approve and deny. */
+/** What a decision said it decided: shown after it, so the operator reads what was approved. */
+export interface DecisionNotice {
+  ok: boolean;
+  text: string;
+  /** The request and arguments digest decided (when one was). */
+  decided?: { ref: string; argumentsDigest: string; decision: string };
+}
+
+/**
+ * The approvals queue: what an approver sees (approval/view.ts), with approve
+ * and deny. Each decision form names its request and the arguments digest the
+ * row shows; the page refreshes without moving rows (live-script.ts), so the
+ * request under the pointer is the one the click decides.
+ */
 export async function approvalsPage(
   store: ExecutionStore,
   csrf: string,
   all: boolean,
-  notice?: { ok: boolean; text: string },
+  notice?: DecisionNotice,
 ): Promise<Html> {
   // As `idem approvals list`: requests past their time are ended first, so they show as what they are.
   await expirePending(store);
@@ -19,30 +32,48 @@ export async function approvalsPage(
     if (record) views.push(approvalView(record, request));
   }
   return html`<h1>Approvals</h1>
-${notice ? html`<div class="notice ${notice.ok ? '' : 'error'}" role="status">${notice.text}</div>` : ''}
-<p>${all ? html`All requests. <a href="/approvals">Pending only</a>` : html`Pending requests. <a href="/approvals?all=1">Show decided ones too</a>`}</p>
-<table id="approvals">
+${notice ? noticeOf(notice) : ''}
+<p>${all ? html`All requests. <a href="/approvals?all=1">Reload</a> · <a href="/approvals">Pending only</a>` : html`Pending requests. <a href="/approvals">Reload</a> · <a href="/approvals?all=1">Show decided ones too</a>`}</p>
+<p class="news" id="approvals-news" data-news="0" aria-live="polite"></p>
+<table id="approvals" data-rows>
 <thead><tr><th>Ref</th><th>Status</th><th>Tool</th><th>Actor</th><th>Target</th><th>Arguments (redacted)</th><th>Requested</th><th>Expires</th><th>Decide</th></tr></thead>
-<tbody>${views.map(
-    (v) => html`<tr data-ref="${v.ref}">
+<tbody>${views.map((v) => row(v, csrf))}</tbody>
+</table>
+${views.length === 0 ? html`<p>Nothing is waiting for approval.</p>` : ''}`;
+}
+
+function row(v: ApprovalView, csrf: string): Html {
+  return html`<tr data-ref="${v.ref}" data-state="${v.decision ?? 'pending'}" data-digest="${v.argumentsDigest}">
   <td class="mono"><a href="/executions/${v.ref}">${v.ref}</a>${v.earlier ? html`<br><small>an earlier execution exists (${v.earlier}): approving does not tell whether it ran</small>` : ''}</td>
-  <td>${badge(v.decision ?? 'awaiting_approval')}${v.decidedBy ? html`<br><small>by ${v.decidedBy} via ${v.decidedVia}${v.reason ? ` (${v.reason})` : ''}</small>` : ''}</td>
+  <td data-cell="status">${badge(v.decision ?? 'awaiting_approval')}${v.decidedBy ? html`<br><small>by ${v.decidedBy} via ${v.decidedVia}${v.reason ? ` (${v.reason})` : ''}</small>` : ''}</td>
   <td>${v.tool}</td><td>${v.actor}</td>
   <td>${v.channel}:${v.target}${v.credential ? html`<br><small>credential "${v.credential}"</small>` : ''}</td>
-  <td class="mono">${v.arguments}</td>
+  <td class="mono">${v.arguments}<br><small title="${v.argumentsDigest}">digest ${shortDigest(v.argumentsDigest)}</small></td>
   <td>${time(v.requestedAt)}</td><td>${time(v.expiresAt)}</td>
   <td>${
     v.decision === null
       ? html`<form method="post" action="/approvals/${v.ref}/decide">
     ${csrfField(csrf)}
+    <input type="hidden" name="digest" value="${v.argumentsDigest}">
     <input type="text" name="reason" placeholder="reason" maxlength="500">
     <button type="submit" name="decision" value="approved">Approve</button>
     <button type="submit" name="decision" value="denied" class="deny">Deny</button>
   </form>`
       : '–'
   }</td>
-</tr>`,
-  )}</tbody>
-</table>
-${views.length === 0 ? html`<p>Nothing is waiting for approval.</p>` : ''}`;
+</tr>`;
+}
+
+function noticeOf(notice: DecisionNotice): Html {
+  const decided = notice.decided;
+  return html`<div class="notice ${notice.ok ? '' : 'error'}" role="${notice.ok ? 'status' : 'alert'}" ${
+    decided
+      ? html`data-decided-ref="${decided.ref}" data-decided-digest="${decided.argumentsDigest}" data-decision="${decided.decision}"`
+      : ''
+  }>${notice.text}</div>`;
+}
+
+/** Enough of a digest to compare by eye; the full value is in the title and the form. */
+function shortDigest(digest: string): string {
+  return digest.length > 19 ? `${digest.slice(0, 19)}…` : digest;
 }
