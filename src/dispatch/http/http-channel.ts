@@ -18,7 +18,7 @@ import {
 } from './address-guard.js';
 import { notSentCode, refusedBeforeSending, statusOutcome } from './outcome.js';
 import type { HttpToolSpec } from './spec.js';
-import { buildBody, buildHeaders, buildUrl, hasPlaceholder } from './template.js';
+import { buildBody, buildHeaders, buildUrl, checkTemplateArguments, hasPlaceholder } from './template.js';
 
 export interface HttpChannelOptions {
   credentials: Credentials;
@@ -80,6 +80,11 @@ export class HttpChannel implements ActionChannel {
         : spec.contract?.timeout !== undefined
           ? durationMs(spec.contract.timeout, `http_tools.${tool}.contract.timeout`)
           : DEFAULT_TIMEOUT_MS;
+  }
+
+  /** Throws InvalidInputError for an argument the URL or a header needs and the call does not give in a form it can carry. */
+  check(args: Record<string, unknown>): void {
+    checkTemplateArguments(this.#spec.url, this.#spec.headers, args);
   }
 
   async dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
