@@ -75,6 +75,15 @@ export class Credentials {
   }
 
   /**
+   * Every value resolved (or derived) so far, in each form it may be echoed
+   * as, longest first: what a channel that cuts a target's answer must not
+   * leave half of (src/identity/secret-cut.ts).
+   */
+  knownValues(): readonly string[] {
+    return this.#secrets.values();
+  }
+
+  /**
    * Registers a value derived from a credential (a Basic authorization header's
    * base64) so that it is scrubbed too.
    */

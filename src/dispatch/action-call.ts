@@ -1,5 +1,8 @@
 import type { ResolvedContract, ToolContract } from '../contracts/contract.js';
+import { InvalidInputError } from '../errors.js';
 import type { Caller, Dispatch, ToolCall } from '../executions/call.js';
+import { invalidInputAnswer } from '../executions/identify.js';
+import type { ToolResult } from '../executions/outcome.js';
 import type { ActionChannel } from './channel.js';
 
 /**
@@ -48,4 +51,22 @@ export function actionContract(
 ): ToolContract | undefined {
   if (!declared || declared.status_probe || !channel.recover) return declared;
   return { ...declared, status_probe: channel.recover };
+}
+
+/**
+ * The IDEM_INVALID_INPUT answer for arguments the channel could never carry
+ * (`channel.check`), or undefined: asked before anything is claimed, so such
+ * a call leaves no execution and sends nothing.
+ */
+export function refusedArguments(
+  channel: ActionChannel,
+  args: Record<string, unknown>,
+): ToolResult | undefined {
+  try {
+    channel.check?.(args);
+    return undefined;
+  } catch (error) {
+    if (error instanceof InvalidInputError) return invalidInputAnswer(error);
+    throw error;
+  }
 }

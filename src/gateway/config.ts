@@ -269,10 +269,14 @@ export const GatewayConfigSchema = z
               ),
             timeouts: z
               .object({
-                headers: duration.optional().describe('From connect to the end of the headers. Default 10s.'),
+                headers: duration
+                  .optional()
+                  .describe(
+                    "From a request's first byte to the end of its headers (a connection that sends nothing is closed this long after connect). Default 10s.",
+                  ),
                 request: duration
                   .optional()
-                  .describe('From connect to the end of the request body. Default 30s.'),
+                  .describe("From a request's first byte to the end of its body. Default 30s."),
                 idle: duration.optional().describe('A kept-alive connection with no request. Default 5s.'),
               })
               .strict()

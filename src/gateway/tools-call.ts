@@ -4,17 +4,16 @@ import type {
   MessageExtraInfo,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { actionCall } from '../dispatch/action-call.js';
+import { actionCall, refusedArguments } from '../dispatch/action-call.js';
 import {
   UpstreamClosedError,
   type UpstreamConnection,
   type UpstreamReply,
   UpstreamUnavailableError,
 } from '../dispatch/mcp/upstream.js';
-import { IDEM_CODES, InvalidInputError, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import type { Approver } from '../executions/engine.js';
-import { invalidInputAnswer } from '../executions/identify.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
 import { tokenRefOf } from '../identity/actor.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
@@ -125,12 +124,8 @@ export async function toolsCall(
     );
   }
   // What the channel could never carry (an SSH argument with a NUL byte) is refused before anything is claimed.
-  try {
-    entry.action?.channel.check?.(args);
-  } catch (error) {
-    if (error instanceof InvalidInputError) return s.reply(request.id, invalidInputAnswer(error));
-    throw error;
-  }
+  const refused = entry.action && refusedArguments(entry.action.channel, args);
+  if (refused) return s.reply(request.id, refused);
 
   // A 2026-07-28 client answering what a 2025-era upstream asked in the middle of this call.
   const continued = roundContinued(s, params, name, args);

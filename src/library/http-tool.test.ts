@@ -49,6 +49,18 @@ async function setup() {
       allow: { addresses: ['127.0.0.1'] },
     },
   });
+  idem.httpTool(server, 'charge_tagged', {
+    description: 'Charge an order once, tagged.',
+    inputSchema: { order_id: z.string(), amount_cents: z.number().int(), tag: z.string().optional() },
+    contract: { replay: 'keyed', scope: { business_key: 'order_id' } },
+    http: {
+      method: 'POST',
+      url: `${base}/charges`,
+      headers: { 'X-Tag': '{tag}' },
+      body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
+      allow: { addresses: ['127.0.0.1'] },
+    },
+  });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await idem.connect(server, serverSide);
   const client = new Client({ name: 'lib-agent', version: '1.0.0' });
@@ -61,7 +73,7 @@ describe('idem.httpTool (the HTTP channel in a library server)', () => {
   it('runs one request per intent, sends the credential by name and the execution id as the key', async () => {
     const { client, processor, base } = await setup();
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['idem_execution_status', 'charge']);
+    expect(tools.map((t) => t.name)).toEqual(['idem_execution_status', 'charge', 'charge_tagged']);
     const args = { order_id: 'L-1', amount_cents: 990 };
     const answers = (await Promise.all([
       client.callTool({ name: 'charge', arguments: args }),
@@ -81,5 +93,20 @@ describe('idem.httpTool (the HTTP channel in a library server)', () => {
     expect(status.structuredContent).toMatchObject({ status: 201, body: { order_id: 'L-1' } });
     expect(status._meta?.[META.action]).toEqual({ channel: 'http', target: base, credential: 'pay' });
     expect(JSON.stringify([answers, status, tools])).not.toContain(SECRET);
+  });
+
+  it('refuses an argument a header template needs and the call lacks with IDEM_INVALID_INPUT, claiming and sending nothing', async () => {
+    const { client, processor } = await setup();
+    const args = { order_id: 'L-T', amount_cents: 10 };
+    const refused = (await client.callTool({ name: 'charge_tagged', arguments: args })) as CallToolResult;
+    expect(idemCodeOf(refused)).toBe('IDEM_INVALID_INPUT');
+    expect(refused._meta?.[META.executionId]).toBeUndefined();
+    expect(processor.requests).toBe(0);
+    const sent = (await client.callTool({
+      name: 'charge_tagged',
+      arguments: { ...args, tag: 'blue' },
+    })) as CallToolResult;
+    expect(sent.isError).toBeFalsy();
+    expect(processor.headers[0]?.['x-tag']).toBe('blue');
   });
 });

@@ -16,7 +16,7 @@ import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
-import { actionCall, actionContract } from '../dispatch/action-call.js';
+import { actionCall, actionContract, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, type HttpToolSpecInput, HttpToolSpecSchema } from '../dispatch/http/index.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
@@ -279,7 +279,10 @@ export class Idem {
         }),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
-        const refused = origin?.refuse?.(args);
+        const refused =
+          typeof perform === 'function'
+            ? origin?.refuse?.(args)
+            : refusedArguments(perform, args as Record<string, unknown>);
         if (refused) return refused;
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.

@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
-import { META } from '../../src/executions/answers.js';
+import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
@@ -85,6 +85,20 @@ async function start(extra: Record<string, unknown> = {}) {
       charge: charge(`${base}/charges`),
       charge_rejected: charge(`http://127.0.0.1:${rejecting}/charges`),
       charge_failing: charge(`http://127.0.0.1:${failing}/charges`),
+      // A header that needs an argument the schema leaves optional.
+      charge_tagged: {
+        ...charge(`${base}/charges`),
+        input_schema: {
+          type: 'object',
+          properties: {
+            order_id: { type: 'string' },
+            amount_cents: { type: 'integer' },
+            tag: { type: 'string' },
+          },
+          required: ['order_id', 'amount_cents'],
+        },
+        headers: { 'X-Tag': '{tag}' },
+      },
       // Read-only: never claimed, but what it answers is scrubbed like the others.
       look_up: {
         ...charge(`http://127.0.0.1:${reading}/orders/{order_id}`),
@@ -146,6 +160,31 @@ describe('HTTP action tools in the gateway', () => {
       dataDir,
     });
     expect(JSON.parse(shown.stdout).action).toEqual({ channel: 'http', target: base, credential: 'pay' });
+  });
+
+  it('refuse an argument a header template needs and the call lacks, or cannot carry, with IDEM_INVALID_INPUT before anything is claimed — as SSH tools do', async () => {
+    const { client, processor, dataDir, gateway } = await start();
+    const args = { order_id: 'T-1', amount_cents: 100 };
+    const missing = await call(client, 'charge_tagged', args);
+    expect(idemCodeOf(missing)).toBe('IDEM_INVALID_INPUT');
+    expect(JSON.stringify(missing)).toContain('missing_argument: the header X-Tag needs argument \\"tag\\"');
+    expect(missing._meta?.[META.executionId]).toBeUndefined();
+    const injected = await call(client, 'charge_tagged', { ...args, tag: 'blue\r\nX-Admin: 1' });
+    expect(idemCodeOf(injected)).toBe('IDEM_INVALID_INPUT');
+    expect(JSON.stringify(injected)).toContain('unsafe_argument: header X-Tag cannot carry a line break');
+    expect(processor.requests).toBe(0);
+
+    // Nothing was claimed, so nothing is retired or replayed: the corrected call is the first execution.
+    const sent = await call(client, 'charge_tagged', { ...args, tag: 'blue' });
+    expect(sent.isError).toBeFalsy();
+    expect(sent._meta?.[META.replayed]).toBeUndefined();
+    expect(processor.headers[0]?.['x-tag']).toBe('blue');
+    await gateway.close();
+    const listed = await runIdem(
+      ['executions', 'list', '--tool', 'charge_tagged', '--db', join(dataDir, 'idem.db'), '--json'],
+      { dataDir },
+    );
+    expect(JSON.parse(listed.stdout).map((r: { state: string }) => r.state)).toEqual(['completed']);
   });
 
   it("keep the credential's value out of the SQLite file and WAL, the journal export, the logs and every answer", async () => {

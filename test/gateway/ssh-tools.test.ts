@@ -160,6 +160,43 @@ describe('SSH action tools in the gateway, at a real sshd', () => {
   });
 });
 
+describe('SSH action tools refused before anything ran', () => {
+  it('are `failed` and retired (reason not_dispatched): IDEM_NOT_EXECUTED, and the same call is a fresh attempt', async () => {
+    const dataDir = freshDir('ssh-tools-refused');
+    const work = join(sshd.dir, `gateway-${++cases}`);
+    mkdirSync(work);
+    const base = configFor(dataDir, work);
+    // Nothing listens on port 1 of loopback: the connection is refused before anything is sent.
+    const config = GatewayConfigSchema.parse({
+      ...base,
+      ssh_hosts: { ...base.ssh_hosts, closed: { ...base.ssh_hosts?.web, port: 1 } },
+      ssh_tools: { ...base.ssh_tools, deploy_closed: { ...base.ssh_tools?.deploy, host: 'closed' } },
+    });
+    const gateway = await Gateway.start(config, { version: 'test', upstreamStderr: 'ignore' });
+    cleanups.push(() => gateway.close());
+    const { url } = await gateway.serveHttp();
+    const client = new Client({ name: 'ssh-tools-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    cleanups.push(() => client.close());
+    const answers = [];
+    for (let i = 0; i < 2; i++) answers.push(await call(client, 'deploy_closed', { service: 'api' }));
+    const refs = answers.map((a) => a._meta?.[META.executionId] as string);
+    for (const answer of answers) expect(JSON.stringify(answer)).toContain('IDEM_NOT_EXECUTED');
+    expect(refs[0]).not.toBe(refs[1]);
+    expect(lines(join(work, 'runs'))).toEqual([]);
+    await gateway.close();
+
+    const db = join(dataDir, 'idem.db');
+    const listed = await runIdem(['executions', 'list', '--tool', 'deploy_closed', '--db', db, '--json'], {
+      dataDir,
+    });
+    expect(JSON.parse(listed.stdout).map((r: { state: string }) => r.state)).toEqual(['failed', 'failed']);
+    const shown = await runIdem(['executions', 'show', refs[0] as string, '--db', db, '--json'], { dataDir });
+    const outcome = JSON.parse(shown.stdout).timeline.find((e: { kind: string }) => e.kind === 'outcome');
+    expect(outcome.detail).toMatchObject({ state: 'failed', reason: 'not_dispatched' });
+  });
+});
+
 describe('SSH action tools in the config', () => {
   it('refuse to start with an undeclared host or credential, a placeholder not in the schema, or replay read_only', async () => {
     const dataDir = freshDir('ssh-tools-bad');

@@ -4,6 +4,7 @@ import { durationMs } from '../../contracts/duration.js';
 import { CredentialError, type Credentials } from '../../credentials/index.js';
 import { DispatchRefusedError, NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
 import type { ToolResult } from '../../executions/outcome.js';
+import { headWithoutSecrets } from '../../identity/secret-cut.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import {
   type AllowedTargets,
@@ -17,7 +18,7 @@ import {
 } from './address-guard.js';
 import { notSentCode, refusedBeforeSending, statusOutcome } from './outcome.js';
 import type { HttpToolSpec } from './spec.js';
-import { buildBody, buildHeaders, buildUrl, hasPlaceholder } from './template.js';
+import { buildBody, buildHeaders, buildUrl, checkTemplateArguments, hasPlaceholder } from './template.js';
 
 export interface HttpChannelOptions {
   credentials: Credentials;
@@ -79,6 +80,11 @@ export class HttpChannel implements ActionChannel {
         : spec.contract?.timeout !== undefined
           ? durationMs(spec.contract.timeout, `http_tools.${tool}.contract.timeout`)
           : DEFAULT_TIMEOUT_MS;
+  }
+
+  /** Throws InvalidInputError for an argument the URL or a header needs and the call does not give in a form it can carry. */
+  check(args: Record<string, unknown>): void {
+    checkTemplateArguments(this.#spec.url, this.#spec.headers, args);
   }
 
   async dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
@@ -242,17 +248,25 @@ export class HttpChannel implements ActionChannel {
     signal: AbortSignal,
     timeout: AbortSignal,
   ): Promise<ToolResult> {
-    let text: string;
+    const max = this.#spec.max_response_bytes;
+    // Read a secret's length past the limit, so that one echoed across the cut is scrubbed
+    // whole before the cut is made (docs/channels.md, "Credentials").
+    const secrets = this.#options.credentials.knownValues();
+    const lookahead = secrets.reduce((n, s) => Math.max(n, Buffer.byteLength(s)), 0);
+    let read: { text: string; complete: boolean };
     try {
-      text = await readBounded(response.body, this.#spec.max_response_bytes, signal);
+      read = await readBounded(response.body, max + lookahead, signal);
     } catch (error) {
       throw unknownFrom(error, undefined, timeout, this.timeoutMs);
     }
+    const kept = headWithoutSecrets(read.text, max, secrets, { unit: 'bytes', complete: read.complete });
+    // Uncut, the body goes on as the target sent it (parsed as JSON, scrubbed by the engine).
+    const text = kept.cut ? `${kept.text}\n[truncated at ${max} bytes]` : read.text;
     const status = response.statusCode;
     const outcome = statusOutcome(status, this.#spec.outcome);
     if (outcome === 'unknown')
       throw new OutcomeUnknownError(
-        `The target answered HTTP ${status}, which does not say whether the action took effect: ${excerpt(text)}`,
+        `The target answered HTTP ${status}, which does not say whether the action took effect: ${excerpt(text, secrets)}`,
       );
     let parsed: unknown = text;
     const type = String(response.headers['content-type'] ?? '');
@@ -382,11 +396,12 @@ function unknownFrom(error: unknown, url: URL | undefined, timeout: AbortSignal,
   );
 }
 
+/** At most `max` bytes of the body; `complete: false` when there was more (it is then left unread). */
 async function readBounded(
   body: Dispatcher.ResponseData['body'],
   max: number,
   signal: AbortSignal,
-): Promise<string> {
+): Promise<{ text: string; complete: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -395,14 +410,16 @@ async function readBounded(
     if (size + buffer.length > max) {
       chunks.push(buffer.subarray(0, max - size));
       body.destroy();
-      return `${Buffer.concat(chunks).toString('utf8')}\n[truncated at ${max} bytes]`;
+      return { text: Buffer.concat(chunks).toString('utf8'), complete: false };
     }
     chunks.push(buffer);
     size += buffer.length;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return { text: Buffer.concat(chunks).toString('utf8'), complete: true };
 }
 
-function excerpt(text: string): string {
-  return text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text || '(empty body)';
+/** The start of a body for an error text, scrubbed of secrets before it is cut (see headWithoutSecrets). */
+function excerpt(text: string, secrets: readonly string[]): string {
+  const kept = headWithoutSecrets(text, EXCERPT_CHARS, secrets, { unit: 'chars' });
+  return kept.cut ? `${kept.text}…` : kept.text || '(empty body)';
 }

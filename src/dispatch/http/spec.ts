@@ -109,7 +109,14 @@ export const HttpToolSpecSchema = z
       .describe(
         'Which statuses mean what. Default: 2xx completed, 4xx failed, everything else (5xx, an unfollowed 3xx) unknown. The first list that matches wins, in the order completed, failed, unknown.',
       ),
-    max_response_bytes: z.number().int().positive().default(1_048_576),
+    max_response_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1_048_576)
+      .describe(
+        'Bytes of the answer body kept (and returned, and stored); the rest is not read. A longer body is cut, marked "[truncated at N bytes]", and is no longer parsed as JSON. Default 1 MiB.',
+      ),
     contract: ToolContractSchema.omit({ status_probe: true }).strict().optional(),
   })
   .strict();

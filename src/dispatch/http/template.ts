@@ -1,4 +1,4 @@
-import { DispatchRefusedError } from '../../errors.js';
+import { DispatchRefusedError, InvalidInputError } from '../../errors.js';
 
 /** `{name}` or `{a.b.c}`: an argument, by path. */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}/g;
@@ -20,15 +20,59 @@ function argumentAt(args: Record<string, unknown>, path: string): unknown {
   return node;
 }
 
+/**
+ * An argument as a template places it. One that is missing, or is not a
+ * string, number or boolean, is the caller's to fix — the same rule as an SSH
+ * command's (InvalidInputError, checked before anything is claimed: see
+ * checkTemplateArguments).
+ */
 function scalarText(args: Record<string, unknown>, path: string, where: string): string {
   const value = argumentAt(args, path);
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new DispatchRefusedError(
-    value === undefined || value === null
-      ? `argument "${path}" is missing, and the ${where} needs it`
-      : `argument "${path}" must be a string, number or boolean to be placed in the ${where}`,
-  );
+  throw value === undefined || value === null
+    ? new InvalidInputError('missing_argument', path, `the ${where} needs argument "${path}"`)
+    : new InvalidInputError(
+        'unsafe_argument',
+        path,
+        `argument "${path}" must be a string, number or boolean to be placed in the ${where}`,
+      );
+}
+
+/**
+ * An argument placed in a header: a line break (header injection), another
+ * control character, or a character beyond Latin-1 — none of which HTTP/1.1
+ * carries in a field value (RFC 9110 §5.5) — cannot be sent, whatever the
+ * target; the caller's to fix, like a NUL byte in an SSH argument.
+ */
+function headerArgument(args: Record<string, unknown>, path: string, header: string): string {
+  const value = scalarText(args, path, `header ${header}`);
+  if (/[\r\n\0]/.test(value))
+    throw new InvalidInputError('unsafe_argument', path, `header ${header} cannot carry a line break`);
+  if (/[^\t\x20-\x7e\x80-\xff]/.test(value))
+    throw new InvalidInputError(
+      'unsafe_argument',
+      path,
+      `header ${header} cannot carry a control character or one beyond Latin-1`,
+    );
+  return value;
+}
+
+/**
+ * Throws InvalidInputError for an argument the URL or a header template needs
+ * and the call cannot give (missing, not a scalar, a character a header
+ * cannot carry). Called before anything is claimed, so such a call is refused
+ * with nothing recorded or sent. (Body placeholders need nothing: an absent
+ * argument leaves its member out.)
+ */
+export function checkTemplateArguments(
+  url: string,
+  headers: Record<string, string> | undefined,
+  args: Record<string, unknown>,
+): void {
+  for (const [, path] of url.matchAll(PLACEHOLDER)) scalarText(args, path as string, 'URL');
+  for (const [name, template] of Object.entries(headers ?? {}))
+    for (const [, path] of template.matchAll(PLACEHOLDER)) headerArgument(args, path as string, name);
 }
 
 /**
@@ -59,9 +103,9 @@ export function buildUrl(template: string, args: Record<string, unknown>): URL {
 }
 
 /**
- * Header values; a value with a line break (header injection), another control
- * character, or a character beyond Latin-1 — none of which HTTP/1.1 carries in
- * a field value (RFC 9110 §5.5) — is refused, naming the header.
+ * Header values, each argument checked as headerArgument says. What the
+ * template's own text holds that a header cannot carry is the operator's:
+ * every call is refused (IDEM_DENIED), naming the header.
  */
 export function buildHeaders(
   templates: Record<string, string> | undefined,
@@ -69,14 +113,10 @@ export function buildHeaders(
 ): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, template] of Object.entries(templates ?? {})) {
-    const value = template.replace(PLACEHOLDER, (_, path: string) =>
-      scalarText(args, path, `header ${name}`),
-    );
-    if (/[\r\n\0]/.test(value))
-      throw new DispatchRefusedError(`header ${name} would contain a line break; refused`);
+    const value = template.replace(PLACEHOLDER, (_, path: string) => headerArgument(args, path, name));
     if (/[^\t\x20-\x7e\x80-\xff]/.test(value))
       throw new DispatchRefusedError(
-        `header ${name} would contain a control character or one beyond Latin-1, which HTTP headers cannot carry; refused`,
+        `header ${name} would contain a line break, a control character or one beyond Latin-1, which HTTP headers cannot carry; refused`,
       );
     headers[name] = value;
   }

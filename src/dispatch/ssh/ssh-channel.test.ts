@@ -135,6 +135,28 @@ describe('SSH channel at a real sshd: outcomes', () => {
     });
   });
 
+  it('a known secret whose start the tail cut off leaves no part of it in the answer', async () => {
+    const secret = 'Zq9vX7pL2mR4tW8zK3nB6cY1hJ5fD0gS2aE4uI7oP9wQ3eT6rU1y';
+    // Every offset is src/identity/secret-cut.test.ts's; here the edges and the middle, at a real host.
+    const results = await Promise.all(
+      [1, 2, 3, 4, 26, 50, 51].map(async (kept) => {
+        const ssh = new SshChannel(
+          { host: host(), timeoutMs: 20_000, command: "printf '%s' {{out}}", outputLimitBytes: kept + 30 },
+          async () => sshd.privateKey,
+          () => [secret],
+        );
+        const out = `${'.'.repeat(40)}${secret}${'-'.repeat(30)}`;
+        const result = await ssh.dispatch(newId(), ssh.command({ out }));
+        return { kept, stdout: (result.structuredContent as { stdout: string }).stdout };
+      }),
+    );
+    for (const { kept, stdout } of results) {
+      for (let j = 0; j + 3 <= secret.length; j++)
+        expect(stdout, `${kept} of it kept`).not.toContain(secret.slice(j, j + 3));
+      if (kept >= 3) expect(stdout).toBe(`[secret]${'-'.repeat(30)}`);
+    }
+  });
+
   it('a changed host key is refused before anything is sent, naming both fingerprints', async () => {
     const dir = scratch();
     const other = generateKey(dir, 'other_host_key');

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ProbeAnswer } from '../../contracts/contract.js';
 import { NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
+import { tailWithoutSecrets } from '../../identity/secret-cut.js';
 import { CommandTemplate } from './command-template.js';
 import { checkedHost, type ResolveCredential, type SshHost } from './host.js';
 import {
@@ -61,8 +62,17 @@ export class SshChannel {
   readonly #timeoutMs: number;
   readonly #connectTimeoutMs: number;
   readonly #resolveCredential: ResolveCredential;
+  readonly #knownSecrets: () => readonly string[];
 
-  constructor(spec: SshToolSpec, resolveCredential: ResolveCredential) {
+  /**
+   * `knownSecrets` gives the secret values resolved so far (credentials): an
+   * output tail the host cut where a secret stood must not keep its end.
+   */
+  constructor(
+    spec: SshToolSpec,
+    resolveCredential: ResolveCredential,
+    knownSecrets: () => readonly string[] = () => [],
+  ) {
     this.#host = checkedHost(spec.host);
     this.template = new CommandTemplate(spec.command);
     this.target = `ssh://${this.#host.user}@${this.#host.host}:${this.#host.port}`;
@@ -79,6 +89,7 @@ export class SshChannel {
     this.#timeoutMs = spec.timeoutMs;
     this.#connectTimeoutMs = spec.connectTimeoutMs ?? 10_000;
     this.#resolveCredential = resolveCredential;
+    this.#knownSecrets = knownSecrets;
   }
 
   /** The command for these arguments. Throws InvalidInputError (nothing is sent) for what quoting cannot carry. */
@@ -153,8 +164,8 @@ export class SshChannel {
 
   #result(marker: Extract<MarkerReport, { state: 'exit' }>): CallToolResult {
     const ok = this.#okExitCodes.includes(marker.code);
-    const stdout = marker.stdout.toString('utf8');
-    const stderr = marker.stderr.toString('utf8');
+    const stdout = this.#tail(marker.stdout, marker.stdoutBytes);
+    const stderr = this.#tail(marker.stderr, marker.stderrBytes);
     const lines = [`Exit code ${marker.code} on ssh host "${this.#host.name}".`];
     if (stdout) lines.push(`stdout${tailNote(marker.stdout, marker.stdoutBytes)}:\n${stdout}`);
     if (stderr) lines.push(`stderr${tailNote(marker.stderr, marker.stderrBytes)}:\n${stderr}`);
@@ -169,6 +180,12 @@ export class SshChannel {
         stderr_bytes: marker.stderrBytes,
       },
     };
+  }
+
+  /** A kept output tail as text; one the host cut is scrubbed of secrets before its edge is judged. */
+  #tail(kept: Buffer, total: number): string {
+    const text = kept.toString('utf8');
+    return kept.length < total ? tailWithoutSecrets(text, this.#knownSecrets()) : text;
   }
 }
 

@@ -102,6 +102,7 @@ export function sshActionTool(
       markerRetentionDays: retentionMs / DAY_MS,
     },
     async (credential) => (await options.credentials.resolve(credential)).value,
+    () => options.credentials.knownValues(),
   );
   const properties = (parsed.input_schema.properties ?? {}) as Record<string, unknown>;
   const missing = ssh.template.placeholders.filter((p) => !(p in properties));
