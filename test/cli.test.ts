@@ -76,15 +76,24 @@ describe('idem executions', () => {
   });
 
   it('--limit takes a whole number of at least 1: "abc", "-1" and "0" are usage errors, not "no limit"', async () => {
-    for (const command of [['executions'], ['sessions'], ['approvals']])
-      for (const limit of ['abc', '-1', '0', '2.5']) {
-        const result = await idem(...command, 'list', '--limit', limit);
-        expect(result.code, `${command} list --limit ${limit}`).toBe(2);
-        expect(result.stdout).toBe('');
-        expect(result.stderr).toContain(
-          `argument '${limit}' is invalid. Expected a whole number of at least 1`,
-        );
-      }
+    const refused = [
+      ['executions', 'abc'],
+      ['executions', '-1'],
+      ['executions', '0'],
+      ['sessions', '2.5'],
+      ['approvals', '-1'],
+    ];
+    const results = await Promise.all(
+      refused.map(([command, limit]) => idem(command as string, 'list', '--limit', limit as string)),
+    );
+    for (const [i, result] of results.entries()) {
+      const [command, limit] = refused[i] as [string, string];
+      expect(result.code, `${command} list --limit ${limit}`).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(
+        `argument '${limit}' is invalid. Expected a whole number of at least 1`,
+      );
+    }
     expect(((await json('executions', 'list', '--limit', '1')) as unknown[]).length).toBe(1);
   });
 

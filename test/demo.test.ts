@@ -47,7 +47,8 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }
-  });
+    // Six charge scenarios and, via the gateway, three at a real sshd: over a minute on a loaded machine.
+  }, 180_000);
 });
 
 describe('idem demo that fails', () => {
