@@ -341,9 +341,10 @@ function ownerOf(auth: AuthInfo | undefined): string {
   return auth ? `token:${typeof actor === 'string' ? actor : auth.clientId}` : '';
 }
 
-/** 401/403/503 from the auth, with its WWW-Authenticate challenge. */
+/** 401/403/503 from the auth, with its WWW-Authenticate challenge (and Retry-After for a 503 that knows when). */
 function refuseAuth(req: IncomingMessage, res: ServerResponse, refusal: AuthRefusal): void {
   if (refusal.challenge) res.setHeader('www-authenticate', refusal.challenge);
+  if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
   refuse(req, res, refusal.status, rpcError(refusal.status === 503 ? -32603 : -32001, refusal.message));
 }
 
