@@ -11,6 +11,7 @@ import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelco
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
+import { answerProbe, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { legacyRefusal } from './legacy-refusals.js';
@@ -47,7 +48,10 @@ export interface HttpFrontOptions {
   stateless?: boolean;
   /** Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost. */
   allowedHosts?: string[];
-  /** Origin header values accepted when present. Default: the gateway's own allowed hosts (http/https). */
+  /**
+   * Origin header values accepted when present. Default: the gateway's own
+   * allowed hosts (http/https). When set, these origins also get CORS (cors.ts).
+   */
   allowedOrigins?: string[];
   /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
   auth?: FrontAuth;
@@ -62,6 +66,8 @@ export interface HttpFrontOptions {
   timeouts?: Partial<HttpTimeouts>;
   /** Bounds of each session's replay buffer (events for `Last-Event-ID`). */
   eventsPerSession?: { maxEvents?: number; maxBytes?: number };
+  /** What `/readyz` reports (health.ts); without it, ready whenever the process answers. */
+  readiness?: () => Promise<Readiness>;
   /** Puts receipts around the transport (layer 1). */
   wrap(transport: Transport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
@@ -129,6 +135,10 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     : undefined;
   // A page served from the gateway's own address is not a rebinding attack; any other origin is.
   const allowedOrigins = () => new Set(options.allowedOrigins ?? originsOf(allowedHosts ?? []));
+  // Pages on the listed origins are browser clients: they get CORS (loaded only then).
+  const cors = options.allowedOrigins
+    ? (await import('./cors.js')).corsFor(options.allowedOrigins)
+    : undefined;
 
   const openSession = async (owner: string): Promise<Session> => {
     const session = { lastSeen: clock(), busy: 0, owner } as Session;
@@ -171,6 +181,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (pathname !== path && (await answerProbe(req.method, pathname, res, options.readiness))) return;
     const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
     if (metadata !== undefined) {
       // Public by design (RFC 9728): clients in browsers read it from other origins.
@@ -187,6 +198,8 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       refuse(req, res, 403, rpcError(-32000, crossSite));
       return;
     }
+    // Before auth: a browser's preflight never carries the token.
+    if (cors && (await cors(req, res))) return;
     if (options.auth) {
       // Only the Authorization header carries a token: a query string's ends up in logs and proxies.
       const authentication = await options.auth.authenticate(req.headers.authorization, frontUrl);
