@@ -12,6 +12,9 @@ import { plainHttpWarning } from './console.js';
 interface GatewayFlags {
   config?: string;
   listen?: string;
+  port?: string;
+  stateless?: boolean;
+  header?: string[];
   stdio?: boolean;
   allowUnauthenticated?: boolean;
 }
@@ -28,12 +31,22 @@ export function registerGatewayCommand(program: Command, version: string): void 
       'YAML config: upstreams, fronts, store, contracts, tokens (schema: schema/idem-config.schema.json)',
     )
     .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
-    .option('--stdio', 'also serve on stdio when --listen or the config enables HTTP')
+    .option('-p, --port <port>', 'serve Streamable HTTP on 127.0.0.1:<port> (--listen 127.0.0.1:<port>)')
+    .option('--stateless', 'serve HTTP without sessions: every POST stands alone (listen.http.stateless)')
+    .option(
+      '-H, --header <name: value>',
+      `a header sent to the HTTP upstream given after -- (repeatable); '\${NAME}' is taken from the environment, keeping a secret out of the command line`,
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('--stdio', 'also serve on stdio when --listen, --port or the config enables HTTP')
     .option(
       '--allow-unauthenticated',
       `serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see ${packageDoc('security.md')}`,
     )
-    .argument('[command...]', 'an upstream MCP server command, after --')
+    .argument(
+      '[command...]',
+      'after --: an upstream MCP server command, or the URL of a Streamable HTTP MCP server (http:// or https://)',
+    )
     .passThroughOptions()
     .action(async (command: string[], flags: GatewayFlags) => {
       // A rejection nobody observed is a bug; it must cost at most the call it belonged to, never
@@ -79,30 +92,32 @@ export function registerGatewayCommand(program: Command, version: string): void 
     });
 }
 
-function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
+/** The config the flags describe: --config's file, or one upstream after --, with the flags on top. */
+export function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
   let config: GatewayConfig;
   if (flags.config) {
     if (command.length > 0) throw new ConfigError('give either --config or a command after --, not both');
+    if (flags.header)
+      throw new ConfigError(
+        '--header is for an HTTP upstream after --; in a config file, set upstreams.<name>.headers',
+      );
     config = loadConfig(flags.config);
   } else {
-    const [cmd, ...args] = command;
-    if (!cmd)
-      throw new ConfigError(
-        'nothing to serve: give --config idem.yaml, or a command after -- (idem gateway -- npx some-mcp-server)',
-      );
-    const name =
-      basename(cmd)
-        .replace(/[^A-Za-z0-9_-]/g, '_')
-        .slice(0, 32) || 'upstream';
-    config = GatewayConfigSchema.parse({ upstreams: { [name]: { command: cmd, args } } });
+    config = GatewayConfigSchema.parse({ upstreams: commandLineUpstream(command, flags.header ?? []) });
   }
-  if (flags.listen) {
-    const match = /^(.*):(\d+)$/.exec(flags.listen);
-    if (!match) throw new ConfigError(`--listen ${flags.listen}: expected host:port, e.g. 127.0.0.1:8787`);
+  if (flags.listen && flags.port) throw new ConfigError('give either --listen or --port, not both');
+  const listen = flags.listen ?? (flags.port ? `127.0.0.1:${flags.port}` : undefined);
+  if (listen) {
+    const match = /^(.*):(\d+)$/.exec(listen);
+    if (!match)
+      throw new ConfigError(
+        flags.port
+          ? `--port ${flags.port}: expected a port number, e.g. 8787`
+          : `--listen ${listen}: expected host:port, e.g. 127.0.0.1:8787`,
+      );
     const host = (match[1] as string).replace(/^\[|\]$/g, '');
     config.listen = {
       ...config.listen,
-      stdio: flags.stdio ?? config.listen?.stdio ?? false,
       http: {
         path: '/mcp',
         stateless: false,
@@ -114,8 +129,55 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
       },
     };
   }
+  // With HTTP on, stdio is served only when asked for (here, or listen.stdio in the config).
+  if (config.listen?.http) config.listen.stdio = flags.stdio ?? config.listen.stdio ?? false;
+  else if (flags.stdio) config.listen = { ...config.listen, stdio: true };
+  if (flags.stateless) {
+    if (!config.listen?.http)
+      throw new ConfigError(
+        '--stateless is for the HTTP front: give --listen or --port too (or listen.http in the config)',
+      );
+    config.listen.http.stateless = true;
+  }
   if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
   return config;
+}
+
+/** The one upstream named after --: a Streamable HTTP server for a URL, else a stdio command. */
+function commandLineUpstream(command: string[], headerFlags: string[]): GatewayConfig['upstreams'] {
+  const [cmd, ...args] = command;
+  if (!cmd)
+    throw new ConfigError(
+      'nothing to serve: give --config idem.yaml, or a command or URL after -- (idem gateway -- npx some-mcp-server, idem gateway -- https://host/mcp)',
+    );
+  const safeName = (raw: string) => raw.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32) || 'upstream';
+  if (/^https?:\/\//i.test(cmd)) {
+    if (args.length > 0)
+      throw new ConfigError(`after the URL ${cmd}: nothing else may follow (got ${args.join(' ')})`);
+    let url: URL;
+    try {
+      url = new URL(cmd);
+    } catch {
+      throw new ConfigError(`${cmd} is not a valid URL`);
+    }
+    const headers = Object.fromEntries(headerFlags.map(parseHeaderFlag));
+    return { [safeName(url.hostname)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) } };
+  }
+  if (headerFlags.length > 0)
+    throw new ConfigError(
+      '--header is for an HTTP upstream: give its URL after -- (idem gateway -H "Name: value" -- https://host/mcp)',
+    );
+  return { [safeName(basename(cmd))]: { command: cmd, args } };
+}
+
+/** `Name: value` (curl's form) → [name, value]. */
+function parseHeaderFlag(flag: string): [string, string] {
+  const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):\s*(.*)$/.exec(flag);
+  if (!match)
+    throw new ConfigError(
+      `--header ${flag}: expected "Name: value", e.g. --header 'Authorization: Bearer \${API_TOKEN}'`,
+    );
+  return [match[1] as string, (match[2] as string).trim()];
 }
 
 /**

@@ -1,7 +1,7 @@
 // Longer than most files on purpose: the HTTP front's request handler is one ordered list of
 // checks (path, Host/Origin, auth, session ownership, body, revision, receipts) that reads best
 // top to bottom; what each check needs beyond a few lines lives beside it (auth/, modern-http,
-// legacy-refusals, idle-sessions, event-store, replies).
+// legacy-refusals, idle-sessions, event-store, replies, request-body).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,15 +11,16 @@ import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelco
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
+import { answerProbe, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
 import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
 import { legacyRefusal } from './legacy-refusals.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 import { rpcError, sendJson } from './replies.js';
+import { readJsonBody, refuse } from './request-body.js';
 
-/** Largest request body accepted, as the SDK's own limit. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+export { MAX_BODY_BYTES } from './request-body.js';
 
 /** How long a connection may take, and sit idle (ms). */
 export interface HttpTimeouts {
@@ -47,7 +48,10 @@ export interface HttpFrontOptions {
   stateless?: boolean;
   /** Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost. */
   allowedHosts?: string[];
-  /** Origin header values accepted when present. Default: the gateway's own allowed hosts (http/https). */
+  /**
+   * Origin header values accepted when present. Default: the gateway's own
+   * allowed hosts (http/https). When set, these origins also get CORS (cors.ts).
+   */
   allowedOrigins?: string[];
   /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
   auth?: FrontAuth;
@@ -62,6 +66,8 @@ export interface HttpFrontOptions {
   timeouts?: Partial<HttpTimeouts>;
   /** Bounds of each session's replay buffer (events for `Last-Event-ID`). */
   eventsPerSession?: { maxEvents?: number; maxBytes?: number };
+  /** What `/readyz` reports (health.ts); without it, ready whenever the process answers. */
+  readiness?: () => Promise<Readiness>;
   /** Puts receipts around the transport (layer 1). */
   wrap(transport: Transport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
@@ -98,7 +104,7 @@ interface Session {
 
 /**
  * MCP over Streamable HTTP, with what a public-facing front needs around the
- * SDK transport: Host/Origin checks, bearer auth, body limits, sessions with
+ * SDK transport: Host/Origin checks, bearer auth, body limits (request-body.ts), sessions with
  * resumability (or a stateless mode), and request receipts answered before
  * the SDK transport sees a resend (so the first request's stream is not
  * displaced).
@@ -129,6 +135,10 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     : undefined;
   // A page served from the gateway's own address is not a rebinding attack; any other origin is.
   const allowedOrigins = () => new Set(options.allowedOrigins ?? originsOf(allowedHosts ?? []));
+  // Pages on the listed origins are browser clients: they get CORS (loaded only then).
+  const cors = options.allowedOrigins
+    ? (await import('./cors.js')).corsFor(options.allowedOrigins)
+    : undefined;
 
   const openSession = async (owner: string): Promise<Session> => {
     const session = { lastSeen: clock(), busy: 0, owner } as Session;
@@ -171,6 +181,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (pathname !== path && (await answerProbe(req.method, pathname, res, options.readiness))) return;
     const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
     if (metadata !== undefined) {
       // Public by design (RFC 9728): clients in browsers read it from other origins.
@@ -187,6 +198,8 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       refuse(req, res, 403, rpcError(-32000, crossSite));
       return;
     }
+    // Before auth: a browser's preflight never carries the token.
+    if (cors && (await cors(req, res))) return;
     if (options.auth) {
       // Only the Authorization header carries a token: a query string's ends up in logs and proxies.
       const authentication = await options.auth.authenticate(req.headers.authorization, frontUrl);
@@ -341,26 +354,11 @@ function ownerOf(auth: AuthInfo | undefined): string {
   return auth ? `token:${typeof actor === 'string' ? actor : auth.clientId}` : '';
 }
 
-/** 401/403/503 from the auth, with its WWW-Authenticate challenge. */
+/** 401/403/503 from the auth, with its WWW-Authenticate challenge (and Retry-After for a 503 that knows when). */
 function refuseAuth(req: IncomingMessage, res: ServerResponse, refusal: AuthRefusal): void {
   if (refusal.challenge) res.setHeader('www-authenticate', refusal.challenge);
+  if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
   refuse(req, res, refusal.status, rpcError(refusal.status === 503 ? -32603 : -32001, refusal.message));
-}
-
-/**
- * An early refusal (before the body is read): answer, then close the
- * connection, so a client that keeps trickling a body it was refused for does
- * not keep the socket. The unread body is drained for a moment so the client
- * sees the answer instead of a reset.
- */
-function refuse(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
-  res.setHeader('connection', 'close');
-  if (body === undefined) res.writeHead(status).end();
-  else sendJson(res, status, body);
-  if (!req.complete) {
-    req.resume();
-    setTimeout(() => req.destroy(), 1_000).unref();
-  }
 }
 
 /** The JSON-RPC error for a body that is not a message or a non-empty batch of them; undefined if it is. */
@@ -374,54 +372,4 @@ function invalidRequest(body: unknown) {
   const id = (messages[bad] as { id?: unknown } | null | undefined)?.id;
   const usable = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
   return rpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message', usable ? (id as RequestId) : null);
-}
-
-/**
- * 413, then a lingering close: the rest of the body is read and dropped for a
- * moment before the connection goes. Destroying it at once, with the client
- * still sending, resets the connection and the client never sees the answer.
- */
-function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
-  res.setHeader('connection', 'close');
-  sendJson(res, 413, rpcError(-32600, `Request body larger than ${MAX_BODY_BYTES} bytes`));
-  req.resume();
-  setTimeout(() => req.destroy(), 2_000).unref();
-}
-
-/** Reads and parses the body; on a bad body answers with the JSON-RPC error itself and returns undefined. */
-async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) {
-    refuseTooLarge(req, res);
-    return undefined;
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const complete = await new Promise<boolean>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_BODY_BYTES) {
-        chunks.push(chunk);
-        return;
-      }
-      req.off('data', onData);
-      resolve(false);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(true));
-    req.once('error', reject);
-    req.once('close', () => {
-      if (!req.complete) reject(new Error('the request was aborted'));
-    });
-  });
-  if (!complete) {
-    refuseTooLarge(req, res);
-    return undefined;
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    sendJson(res, 400, rpcError(-32700, 'Parse error: the body is not valid JSON'));
-    return undefined;
-  }
 }

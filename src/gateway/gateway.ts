@@ -9,9 +9,10 @@ import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { CredentialError, Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
-import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/upstream.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
+import type { Readiness } from '../front/health.js';
 import { type ServedHttp, serveHttpFront } from '../front/http.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -255,6 +256,7 @@ export class Gateway {
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#auth ? { auth: this.#auth } : {}),
+      readiness: () => this.readiness(),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
       attach: async (transport) => {
         await this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined);
@@ -268,6 +270,35 @@ export class Gateway {
       },
     });
     return this.#http;
+  }
+
+  /**
+   * Ready: the store answers a read (within 2 s), and no upstream is down
+   * (being restarted) in any live session or shared set. An upstream nobody
+   * has started yet is not down: it starts with the session that needs it.
+   */
+  async readiness(): Promise<Readiness> {
+    let timer: NodeJS.Timeout | undefined;
+    const storeAnswers = await Promise.race([
+      this.store.get('exe_readiness_probe').then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), 2_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    const connections: UpstreamConnection[] = [...this.#sessions].flatMap((s) => [...s.upstreamConnections]);
+    for (const opening of this.#shared.values()) {
+      const shared = await opening.catch(() => undefined);
+      if (shared) connections.push(...shared.upstreams.values());
+    }
+    const down = new Set(connections.filter((c) => c.down).map((c) => c.name));
+    return {
+      ready: storeAnswers && down.size === 0,
+      store: storeAnswers ? 'ok' : 'unreachable',
+      upstreams: { configured: Object.keys(this.#config.upstreams).length, down: down.size },
+    };
   }
 
   async close(): Promise<void> {

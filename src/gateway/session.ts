@@ -11,7 +11,7 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';
@@ -215,6 +215,11 @@ export class ProxySession {
   }
 
   /** Calls an upstream tool directly (status probes). */
+  /** This session's upstream connections (the shared ones too, for a session that uses them). */
+  get upstreamConnections(): Iterable<UpstreamConnection> {
+    return this.#s.upstreams.values();
+  }
+
   async callUpstreamTool(
     visibleName: string,
     args: Record<string, unknown>,

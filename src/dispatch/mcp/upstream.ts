@@ -154,6 +154,11 @@ export class UpstreamConnection {
     return this.#available && !this.#initializing;
   }
 
+  /** It went away and is being restarted (true from then until a restart has served its handshake). */
+  get down(): boolean {
+    return !this.#closed && (this.#restartTimer !== undefined || this.#attempt > 0);
+  }
+
   /**
    * What the upstream said about itself: its `initialize` answer, or, for a
    * 2026-07-28 upstream, its `server/discover` answer in that shape.

@@ -102,7 +102,10 @@ export function createFrontAuth(options: FrontAuthOptions): FrontAuth {
           return {
             refused: {
               status: 503,
-              message: `Service unavailable: ${verified.message}. The token was not rejected; try again shortly.`,
+              message: `Service unavailable: ${verified.message}. The token was not rejected; try again ${
+                verified.retryAfterSeconds ? `in ${verified.retryAfterSeconds} s` : 'shortly'
+              } with the same token.`,
+              ...(verified.retryAfterSeconds ? { retryAfterSeconds: verified.retryAfterSeconds } : {}),
             },
           };
         }

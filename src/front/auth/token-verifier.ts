@@ -1,11 +1,4 @@
-import {
-  createRemoteJWKSet,
-  decodeJwt,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-  errors as joseErrors,
-  jwtVerify,
-} from 'jose';
+import { createRemoteJWKSet, decodeJwt, type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { discoverJwksUri } from './issuer-metadata.js';
 import { grantedScopes } from './scopes.js';
 
@@ -44,8 +37,10 @@ export interface VerifiedToken {
 
 export type Verification =
   | { token: VerifiedToken }
-  /** `invalid`: the token is refused (401); `unavailable`: it cannot be checked now (503). */
-  | { problem: 'invalid' | 'unavailable'; message: string };
+  /** `invalid`: the token is refused (401); `unavailable`: it cannot be checked now (503), `retryAfterSeconds` when known. */
+  | { problem: 'invalid' | 'unavailable'; message: string; retryAfterSeconds?: number };
+
+type RemoteKeys = ReturnType<typeof createRemoteJWKSet>;
 
 /** After the issuer's metadata could not be read, this long before it is asked again. */
 const DISCOVERY_RETRY_MS = 5_000;
@@ -60,7 +55,7 @@ const DISCOVERY_RETRY_MS = 5_000;
 export class TokenVerifier {
   readonly #options: TokenVerifierOptions;
   readonly #issuers: Map<string, TrustedIssuer>;
-  readonly #keys = new Map<string, { keys: Promise<JWTVerifyGetKey>; failedAt?: number }>();
+  readonly #keys = new Map<string, { keys: Promise<RemoteKeys>; failedAt?: number }>();
   readonly #clock: () => number;
 
   constructor(options: TokenVerifierOptions) {
@@ -96,7 +91,7 @@ export class TokenVerifier {
     const issuer = typeof claimedIssuer === 'string' ? this.#issuers.get(claimedIssuer) : undefined;
     if (!issuer)
       return { problem: 'invalid', message: 'the token was issued by an issuer this gateway does not trust' };
-    let keys: JWTVerifyGetKey;
+    let keys: RemoteKeys;
     try {
       keys = await this.#keysOf(issuer);
     } catch (error) {
@@ -105,6 +100,9 @@ export class TokenVerifier {
         message: `the issuer's signing keys cannot be found: ${describe(error)}`,
       };
     }
+    // Inside the cooldown jose does not fetch the keys again: a key id it does not know may be one
+    // published since the last fetch (a rotation), which this gateway cannot check yet.
+    const coolingDown = keys.coolingDown;
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, keys, {
@@ -117,6 +115,7 @@ export class TokenVerifier {
         requiredClaims: ['exp', this.#options.actorClaim],
       }));
     } catch (error) {
+      if (error instanceof joseErrors.JWKSNoMatchingKey && coolingDown) return this.#notYetFetchable();
       return refusalOf(error);
     }
     const named = payload[this.#options.actorClaim];
@@ -137,13 +136,30 @@ export class TokenVerifier {
     };
   }
 
+  /**
+   * A token whose key id was not in the issuer's key set when it was last
+   * fetched, under `jwks_cooldown` ago. Calling it invalid would make a client
+   * with a genuine token of a just-rotated key fetch a new token (of the same
+   * key) and be refused again, for as long as anyone, with a junk token, keeps
+   * the cooldown going; a 503 keeps the token and says when to retry, by which
+   * time the keys can be fetched again.
+   */
+  #notYetFetchable(): Verification {
+    const seconds = Math.max(1, Math.ceil(this.#options.jwksCooldownMs / 1000));
+    return {
+      problem: 'unavailable',
+      retryAfterSeconds: seconds,
+      message: `the token is signed by a key the issuer did not publish when its keys were last fetched (under ${seconds} s ago, jwks_cooldown); they can be fetched again within ${seconds} s`,
+    };
+  }
+
   /** The issuer's key set; a failed discovery is retried after a pause, not on every request. */
-  #keysOf(issuer: TrustedIssuer): Promise<JWTVerifyGetKey> {
+  #keysOf(issuer: TrustedIssuer): Promise<RemoteKeys> {
     const known = this.#keys.get(issuer.issuer);
     if (known && (known.failedAt === undefined || this.#clock() - known.failedAt < DISCOVERY_RETRY_MS)) {
       return known.keys;
     }
-    const entry: { keys: Promise<JWTVerifyGetKey>; failedAt?: number } = {
+    const entry: { keys: Promise<RemoteKeys>; failedAt?: number } = {
       keys: (issuer.jwksUri ? Promise.resolve(issuer.jwksUri) : discoverJwksUri(issuer.issuer)).then((uri) =>
         createRemoteJWKSet(new URL(uri), {
           cacheMaxAge: this.#options.jwksCacheMs,

@@ -8,6 +8,8 @@ export interface AuthRefusal {
   challenge?: string;
   /** The JSON-RPC error message: what the caller should do next. */
   message: string;
+  /** 503: when to try again (the Retry-After header), if known. */
+  retryAfterSeconds?: number;
 }
 
 export type Authentication = { auth: AuthInfo } | { refused: AuthRefusal };
