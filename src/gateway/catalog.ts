@@ -181,8 +181,7 @@ export class ToolCatalog {
           : defaults
             ? 'defaults'
             : 'cautious_default';
-      const contract =
-        declared ?? (source === 'defaults' ? ({ replay: 'review', ...defaults } as ToolContract) : undefined);
+      const contract = declared ?? (source === 'defaults' ? defaultsContract(defaults) : undefined);
       const entry: CatalogEntry = {
         name,
         upstream,
@@ -218,6 +217,11 @@ export class ToolCatalog {
     const annotations = publishedAnnotations(entry);
     return { ...entry.tool, name: entry.name, ...(annotations ? { annotations } : {}) };
   }
+}
+
+/** The contract of a tool on the config's `defaults:` (replay: review unless they say otherwise). */
+export function defaultsContract(defaults: GatewayDefaultsConfig | undefined): ToolContract {
+  return { replay: 'review', ...defaults } as ToolContract;
 }
 
 /**

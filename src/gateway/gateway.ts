@@ -30,6 +30,7 @@ import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
+import { checkContracts } from './contract-check.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { upstreamEnvironment } from './upstream-env.js';
@@ -140,6 +141,7 @@ export class Gateway {
       throw error;
     }
     const actionTools = actionToolsOf(config, credentials);
+    checkContracts(config, actionTools);
     const store = await openStore(storeSpecOf(config, dataDir));
     return new Gateway(config, options, store, dataDir, knownSecrets, actionTools);
   }

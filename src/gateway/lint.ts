@@ -7,6 +7,7 @@ import { KnownSecrets } from '../identity/redaction.js';
 import { actionToolsOf } from './action-tools.js';
 import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
 import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { contractProblems } from './contract-check.js';
 import { Gateway } from './gateway.js';
 
 export interface LintFinding {
@@ -25,10 +26,19 @@ export interface LintFinding {
 export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
   const upstreams = Gateway.upstreamSpecs(config);
   const findings: LintFinding[] = [];
-  const actionTools = await lintActionTools(config, findings);
+  const built = await lintActionTools(config, findings);
+  const broken = new Set<string>();
+  for (const problem of contractProblems(config, built)) {
+    broken.add(problem.where);
+    findings.push({ tool: problem.where, message: `the gateway would refuse to start: ${problem.text}` });
+  }
+  // The rest is linted as if the broken contracts were fixed: each listing would otherwise fail on them.
+  const actionTools = built.filter((a) => ![...broken].some((w) => w.endsWith(`.${a.name}.contract`)));
   const catalog = new ToolCatalog({
-    contracts: config.tools ?? {},
-    defaults: config.defaults,
+    contracts: Object.fromEntries(
+      Object.entries(config.tools ?? {}).filter(([name]) => !broken.has(`tools.${name}`)),
+    ),
+    defaults: broken.has('defaults') ? undefined : config.defaults,
     prefixed: upstreams.length > 1,
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
