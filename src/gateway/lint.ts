@@ -9,6 +9,7 @@ import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } fr
 import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { contractProblems } from './contract-check.js';
 import { Gateway } from './gateway.js';
+import { toolNameEntries, toolNameProblems } from './tool-names.js';
 
 export interface LintFinding {
   tool: string;
@@ -77,7 +78,7 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
               message: `${name}: upstream ${spec.name} offers a tool of this name, and the config's action tool of the same name hides it`,
             });
         }
-        for (const entry of catalog.add(spec.name, page.tools ?? [])) {
+        for (const entry of catalog.add(spec.name, page.tools ?? [], page.nextCursor !== undefined)) {
           for (const message of annotationMismatches(entry)) findings.push({ tool: entry.name, message });
           cautiousFinding(entry, findings);
         }
@@ -92,13 +93,19 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
       await connection.close();
     }
   }
-  for (const name of Object.keys(config.tools ?? {})) {
-    if (!catalog.get(name))
-      findings.push({
-        tool: name,
-        message: `the config declares a contract for ${name}, but no upstream offers a tool of that name`,
-      });
-  }
+  // The gateway's own check, on what every upstream that answered listed.
+  const all = upstreams.map((u) => u.name);
+  const listed = new Set(catalog.listedUpstreams());
+  for (const problem of toolNameProblems(
+    toolNameEntries(config),
+    catalog.entries(),
+    { all, unlisted: all.filter((u) => !listed.has(u)) },
+    NAME_SEPARATOR,
+  ))
+    findings.push({
+      tool: problem.entry.key,
+      message: `${problem.text}${problem.entry.security ? ' The gateway would stop: the tool it was meant for would run unprotected.' : ' The gateway would refuse to start.'}`,
+    });
   return findings;
 }
 
