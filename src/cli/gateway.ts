@@ -58,8 +58,11 @@ export function registerGatewayCommand(program: Command, version: string): void 
       const config = buildConfig(command, flags);
       // Loaded here, not at the top: every other command starts without the gateway's module graph.
       const { Gateway } = await import('../gateway/gateway.js');
+      let stop = async (_code: number) => {};
       const gateway = await Gateway.start(config, {
         version,
+        // The config names a tool nobody publishes (the logger has said which): the gateway must not go on serving.
+        onConfigFault: () => void stop(2),
         logger: {
           warn: (message, fields) =>
             process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
@@ -68,13 +71,13 @@ export function registerGatewayCommand(program: Command, version: string): void 
         },
       });
       let closeOperatorListeners = async () => {};
-      const stop = async () => {
+      stop = async (code: number) => {
         await closeOperatorListeners();
         await gateway.close().catch(() => {});
-        process.exit(0);
+        process.exit(code);
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      process.once('SIGINT', () => void stop(0));
+      process.once('SIGTERM', () => void stop(0));
       if (config.listen?.http) {
         const http = await gateway.serveHttp().catch(async (error: unknown) => {
           // Refused (or could not listen): the store goes closed, not half-open.
@@ -87,7 +90,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
       if (config.listen?.stdio ?? !config.listen?.http) {
         const session = await gateway.serveStdio();
         // stdio serves one client: when it goes, so does the gateway.
-        process.stdin.once('end', () => void session.close().then(stop));
+        process.stdin.once('end', () => void session.close().then(() => stop(0)));
       }
     });
 }

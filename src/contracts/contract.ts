@@ -164,7 +164,13 @@ export function resolveContract(
   if (approvalTimeoutMs > attachWindowMs) {
     // Past the window a retry no longer finds the waiting execution: it would claim a new one and
     // ask again, while the first request still sat in the queue, approvable and never dispatched.
-    throw new Error('approval_timeout must not be longer than attach_window');
+    const window =
+      parsed?.attach_window !== undefined
+        ? String(parsed.attach_window)
+        : `${formatMinutes(attachWindowMs)}, ${scope.kind === 'window' ? 'from scope.window' : 'the default'}`;
+    throw new Error(
+      `approval_timeout must not be longer than attach_window (${String(parsed?.approval_timeout)} > ${window}): a retry after the window would not find the waiting request. Set attach_window: ${String(parsed?.approval_timeout)} (or longer), or approval_timeout: ${formatMinutes(attachWindowMs)} (or shorter)`,
+    );
   }
   return {
     replay,
@@ -185,6 +191,11 @@ export function resolveContract(
     statusProbe: parsed?.status_probe,
     defaulted: parsed === undefined,
   };
+}
+
+/** A window in minutes, as a user would write it back into the config ("15m"; "90s" below a minute). */
+function formatMinutes(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`;
 }
 
 function resolveScope(scope: z.output<typeof ToolContractSchema>['scope']): IntentScope {

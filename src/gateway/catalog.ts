@@ -13,6 +13,7 @@ import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
 import { inputValidators } from './input-validators.js';
+import { keyNames, type NamedTool } from './tool-names.js';
 
 /**
  * Where an entry's contract comes from: a contract under `tools`, the
@@ -123,6 +124,8 @@ export interface CatalogOptions {
   probeFor(name: string, probe: NonNullable<GatewayToolContractConfig['status_probe']>): StatusProbe;
   /** Told of every tool listed, e.g. so the receipt layer can leave read-only tools alone. */
   onAdd?(entries: CatalogEntry[]): void;
+  /** Told when an upstream's tools were (re)listed, after onAdd: the config's tool names are checked then. */
+  onListed?(upstream: string, catalog: ToolCatalog): void;
   /**
    * Tools the gateway performs itself (config `http_tools:`…). Never prefixed; an upstream tool
    * whose visible name is one of theirs is not listed (the config's tool wins, and `idem lint` says so).
@@ -146,6 +149,8 @@ export function isUpstreamStatusTool(tool: Tool, statusTool: string | undefined)
 /** The tools of one session's upstreams, by the name the client sees. */
 export class ToolCatalog {
   readonly #entries = new Map<string, CatalogEntry>();
+  /** The upstreams whose tools are known (listed, and not cleared since). */
+  readonly #listed = new Set<string>();
 
   constructor(readonly options: CatalogOptions) {
     const actions = (options.actionTools ?? []).map((action) => actionEntry(action));
@@ -167,10 +172,15 @@ export class ToolCatalog {
     return this.options.prefixed ? `${upstream}${this.options.separator}${upstreamName}` : upstreamName;
   }
 
-  /** Records tools listed by an upstream; returns their entries in order. */
-  add(upstream: string, tools: Tool[]): CatalogEntry[] {
+  /**
+   * Records tools listed by an upstream; returns their entries in order.
+   * `more`: another page of this upstream's list is still to come, so its list is not known yet.
+   */
+  add(upstream: string, tools: Tool[], more = false): CatalogEntry[] {
     const entries = this.#add(upstream, tools);
+    if (!more) this.#listed.add(upstream);
     this.options.onAdd?.(entries);
+    if (!more) this.options.onListed?.(upstream, this);
     return entries;
   }
 
@@ -182,7 +192,7 @@ export class ToolCatalog {
     );
     return visible.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
-      const declaredConfig = this.options.contracts[name];
+      const declaredConfig = this.#contractFor({ name, upstream, upstreamName: tool.name });
       let declared: ToolContract | undefined;
       if (declaredConfig) {
         const { status_probe, ...rest } = declaredConfig;
@@ -199,8 +209,7 @@ export class ToolCatalog {
           : defaults
             ? 'defaults'
             : 'cautious_default';
-      const contract =
-        declared ?? (source === 'defaults' ? ({ replay: 'review', ...defaults } as ToolContract) : undefined);
+      const contract = declared ?? (source === 'defaults' ? defaultsContract(defaults) : undefined);
       const entry: CatalogEntry = {
         name,
         upstream,
@@ -216,8 +225,35 @@ export class ToolCatalog {
     });
   }
 
+  /**
+   * The contract the config declares for a tool, by the naming rule of
+   * tool-names.ts: its published name first, else `upstream__tool` or its bare
+   * name (several matches, or a key naming several tools, are reported as config errors).
+   */
+  #contractFor(tool: NamedTool): GatewayToolContractConfig | undefined {
+    const { contracts, separator } = this.options;
+    if (Object.hasOwn(contracts, tool.name)) return contracts[tool.name];
+    const key = Object.keys(contracts).find((k) => keyNames(k, tool, separator));
+    return key === undefined ? undefined : contracts[key];
+  }
+
+  /** The tool a config key names (tool-names.ts), if it names exactly one. */
+  named(key: string): CatalogEntry | undefined {
+    const exact = this.#entries.get(key);
+    if (exact) return exact;
+    const named = this.entries().filter((entry) => keyNames(key, entry, this.options.separator));
+    return named.length === 1 ? named[0] : undefined;
+  }
+
+  /** The upstreams whose tools are known now. */
+  listedUpstreams(): string[] {
+    return [...this.#listed];
+  }
+
   /** Forgets an upstream's tools (all upstreams' without an argument); action tools stay. */
   clear(upstream?: string): void {
+    if (upstream === undefined) this.#listed.clear();
+    else this.#listed.delete(upstream);
     for (const [name, entry] of this.#entries)
       if (!entry.action && (upstream === undefined || entry.upstream === upstream))
         this.#entries.delete(name);
@@ -236,6 +272,11 @@ export class ToolCatalog {
     const annotations = publishedAnnotations(entry);
     return { ...entry.tool, name: entry.name, ...(annotations ? { annotations } : {}) };
   }
+}
+
+/** The contract of a tool on the config's `defaults:` (replay: review unless they say otherwise). */
+export function defaultsContract(defaults: GatewayDefaultsConfig | undefined): ToolContract {
+  return { replay: 'review', ...defaults } as ToolContract;
 }
 
 /**

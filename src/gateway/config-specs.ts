@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { durationMs } from '../contracts/duration.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../front/auth/index.js';
 import type { StoreSpec } from '../store/index.js';
-import { expandEnv, type GatewayConfig } from './config.js';
+import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { configKeyMatcher } from './tool-names.js';
 
 /**
  * What the gateway opens and accepts, read off its config: the store, and the
@@ -77,7 +78,11 @@ export function frontAuthOf(config: GatewayConfig, clock?: () => number): FrontA
           oauth: {
             issuers: oauth.issuers.map((i) => i.issuer),
             ...(oauth.resource ? { resource: oauth.resource } : {}),
-            scopes: new ScopePolicy(oauth.scopes, oauth.tool_scopes),
+            scopes: new ScopePolicy(
+              oauth.scopes,
+              oauth.tool_scopes,
+              configKeyMatcher(config, NAME_SEPARATOR),
+            ),
             verifier: new TokenVerifier({
               issuers: oauth.issuers.map((i) => ({
                 issuer: i.issuer,

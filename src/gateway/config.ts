@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { messageOf } from '../errors.js';
+import { describeConfigIssues } from './config-errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
@@ -353,15 +354,20 @@ export class ConfigError extends Error {
 /** Reads and validates a YAML (or JSON) config; relative paths are resolved against the file's directory. */
 export function loadConfig(path: string): GatewayConfig {
   let raw: unknown;
+  // The document keeps where each node is, so an invalid key is reported at its line and column.
+  const lines = new LineCounter();
+  let doc: ReturnType<typeof parseDocument>;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'));
+    doc = parseDocument(readFileSync(path, 'utf8'), { lineCounter: lines, prettyErrors: true });
+    if (doc.errors.length > 0) throw doc.errors[0];
+    raw = doc.toJS();
   } catch (error) {
     throw new ConfigError(`${path}: ${messageOf(error)}`);
   }
   const parsed = GatewayConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    const issues = parsed.error.issues
-      .map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`)
+    const issues = describeConfigIssues(path, doc, lines, parsed.error.issues, configJsonSchema())
+      .map((line) => `  ${line}`)
       .join('\n');
     throw new ConfigError(`${path} is not a valid Idem config:\n${issues}`);
   }

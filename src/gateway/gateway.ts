@@ -31,8 +31,10 @@ import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
+import { checkContracts } from './contract-check.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { ToolNameGuard } from './tool-names.js';
 import { upstreamEnvironment } from './upstream-env.js';
 
 export interface GatewayOptions {
@@ -42,6 +44,12 @@ export interface GatewayOptions {
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /** Now (ms): for HTTP sessions' idleness and OAuth tokens' lifetimes. Default: the system clock; tests inject one. */
   clock?: () => number;
+  /**
+   * The config names a tool that is not published, in a way that must stop the gateway (a scope,
+   * an approval; any entry at an upstream's first listing): `idem gateway` exits. From then on the
+   * gateway runs no tool, whether or not this is given.
+   */
+  onConfigFault?(error: ConfigError): void;
 }
 
 /**
@@ -71,6 +79,8 @@ export class Gateway {
   readonly #readOnlyTools = new Set<string>();
   /** Tools already named as on the cautious default: each is named once per process. */
   readonly #namedCautious = new Set<string>();
+  /** The config's tool names, checked whenever an upstream's tools are listed; a fault stops every tool. */
+  readonly #toolNames: ToolNameGuard;
   #http: ServedHttp | undefined;
   /** The signing of the journal heads under way, if any. */
   #signing: Promise<void> | undefined;
@@ -91,6 +101,17 @@ export class Gateway {
     this.store = measuredStore(store, this.metrics);
     this.dataDir = dataDir;
     this.actionTools = actionTools;
+    this.#toolNames = new ToolNameGuard(config, {
+      warn: (message) => {
+        // An operator must not miss it.
+        if (options.logger) options.logger.warn(message);
+        else process.stderr.write(`idem gateway: ${message}\n`);
+      },
+      fault: (error) => {
+        options.logger?.error(error.message);
+        options.onConfigFault?.(error);
+      },
+    });
     this.#fingerprinter = Fingerprinter.forDataDir(
       dataDir,
       config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
@@ -141,6 +162,7 @@ export class Gateway {
       throw error;
     }
     const actionTools = actionToolsOf(config, credentials);
+    checkContracts(config, actionTools);
     const store = await openStore(storeSpecOf(config, dataDir));
     return new Gateway(config, options, store, dataDir, knownSecrets, actionTools);
   }
@@ -392,6 +414,7 @@ export class Gateway {
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,
       ...(this.#auth ? { scopesMissing: (auth, tool) => this.#auth?.scopesMissing(auth, tool) ?? [] } : {}),
+      configFault: () => this.#toolNames.fault,
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
@@ -454,6 +477,7 @@ export class Gateway {
             }
             this.#nameCautiousDefaults(entries);
           },
+          onListed: (upstream, catalog) => this.#toolNames.listed(upstream, catalog),
         }),
     };
   }

@@ -7,7 +7,9 @@ import { KnownSecrets } from '../identity/redaction.js';
 import { actionToolsOf } from './action-tools.js';
 import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
 import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { contractProblems } from './contract-check.js';
 import { Gateway } from './gateway.js';
+import { toolNameEntries, toolNameProblems } from './tool-names.js';
 
 export interface LintFinding {
   tool: string;
@@ -25,10 +27,19 @@ export interface LintFinding {
 export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
   const upstreams = Gateway.upstreamSpecs(config);
   const findings: LintFinding[] = [];
-  const actionTools = await lintActionTools(config, findings);
+  const built = await lintActionTools(config, findings);
+  const broken = new Set<string>();
+  for (const problem of contractProblems(config, built)) {
+    broken.add(problem.where);
+    findings.push({ tool: problem.where, message: `the gateway would refuse to start: ${problem.text}` });
+  }
+  // The rest is linted as if the broken contracts were fixed: each listing would otherwise fail on them.
+  const actionTools = built.filter((a) => ![...broken].some((w) => w.endsWith(`.${a.name}.contract`)));
   const catalog = new ToolCatalog({
-    contracts: config.tools ?? {},
-    defaults: config.defaults,
+    contracts: Object.fromEntries(
+      Object.entries(config.tools ?? {}).filter(([name]) => !broken.has(`tools.${name}`)),
+    ),
+    defaults: broken.has('defaults') ? undefined : config.defaults,
     prefixed: upstreams.length > 1,
     separator: NAME_SEPARATOR,
     probeFor: () => async () => ({ outcome: 'unknown' }),
@@ -68,7 +79,7 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
               message: `${name}: upstream ${spec.name} offers a tool of this name, and the config's action tool of the same name hides it`,
             });
         }
-        for (const entry of catalog.add(spec.name, page.tools ?? [])) {
+        for (const entry of catalog.add(spec.name, page.tools ?? [], page.nextCursor !== undefined)) {
           for (const message of annotationMismatches(entry)) findings.push({ tool: entry.name, message });
           cautiousFinding(entry, findings);
         }
@@ -83,13 +94,19 @@ export async function lintGateway(config: GatewayConfig, version: string): Promi
       await connection.close();
     }
   }
-  for (const name of Object.keys(config.tools ?? {})) {
-    if (!catalog.get(name))
-      findings.push({
-        tool: name,
-        message: `the config declares a contract for ${name}, but no upstream offers a tool of that name`,
-      });
-  }
+  // The gateway's own check, on what every upstream that answered listed.
+  const all = upstreams.map((u) => u.name);
+  const listed = new Set(catalog.listedUpstreams());
+  for (const problem of toolNameProblems(
+    toolNameEntries(config),
+    catalog.entries(),
+    { all, unlisted: all.filter((u) => !listed.has(u)) },
+    NAME_SEPARATOR,
+  ))
+    findings.push({
+      tool: problem.entry.key,
+      message: `${problem.text}${problem.entry.security ? ' The gateway would stop: the tool it was meant for would run unprotected.' : ' The gateway would refuse to start.'}`,
+    });
   return findings;
 }
 

@@ -41,6 +41,11 @@ export interface SessionContext {
     restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },
   ): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+  /**
+   * The config names a tool (a scope, an approval) that no upstream publishes: the gateway is
+   * stopping and serves no tool meanwhile, since the tool meant may run unprotected.
+   */
+  configFault?(): Error | undefined;
   /** A request failed inside the gateway and was answered with an internal error: for the operator's log. */
   onRequestFailed?(method: string, error: unknown): void;
   /**

@@ -214,17 +214,22 @@ export class ProxySession {
     }
   }
 
-  /** Calls an upstream tool directly (status probes). */
   /** This session's upstream connections (the shared ones too, for a session that uses them). */
   get upstreamConnections(): Iterable<UpstreamConnection> {
     return this.#s.upstreams.values();
   }
 
+  /** Calls an upstream tool directly (status probes), named as the config names it. */
   async callUpstreamTool(
     visibleName: string,
     args: Record<string, unknown>,
   ): Promise<CallToolResult | undefined> {
-    const { entry } = await lookUpTool(this.#s, visibleName);
+    // The probe's tool is named in the config: by the config's naming rule (tool-names.ts).
+    let entry = this.#s.catalog.named(visibleName);
+    if (!entry) {
+      await lookUpTool(this.#s, visibleName);
+      entry = this.#s.catalog.named(visibleName);
+    }
     const upstream = entry ? this.#s.upstreams.get(entry.upstream) : undefined;
     if (!entry || !upstream?.available) return undefined;
     const reply = await upstream.request('tools/call', { name: entry.upstreamName, arguments: args });

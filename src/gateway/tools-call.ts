@@ -71,6 +71,15 @@ export async function toolsCall(
     return s.reply(request.id, await s.ctx.engine.status(ref, s.actor()));
   }
   const { entry, unlisted } = await lookUpTool(s, name);
+  const fault = s.ctx.configFault?.();
+  if (fault) {
+    return s.reply(
+      request.id,
+      idemAnswer(IDEM_CODES.IDEM_DENIED, {
+        detail: `The gateway is stopping because of an error in its config, and runs no tool: ${fault.message}`,
+      }),
+    );
+  }
   if (!entry && unlisted.length > 0) {
     // The tool may belong to an upstream that is restarting: "Unknown tool" would tell a model it does not exist.
     return s.reply(

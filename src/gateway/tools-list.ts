@@ -14,7 +14,8 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
       const page = await listPage(upstream, cursor);
       if (page.error) return s.send({ jsonrpc: '2.0', id: request.id, error: page.error });
       if (cursor === undefined) s.catalog.clear(name);
-      tools.push(...s.catalog.add(name, page.tools).map((entry) => s.catalog.publish(entry)));
+      const entries = s.catalog.add(name, page.tools, page.nextCursor !== undefined);
+      tools.push(...entries.map((entry) => s.catalog.publish(entry)));
       nextCursor = page.nextCursor;
     } else {
       for (const [name, upstream] of s.upstreams) {
@@ -35,6 +36,9 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
   } catch (error) {
     return s.replyError(request.id, -32603, `tools/list failed upstream: ${String(error)}`);
   }
+  // The listing may have shown that the config names a tool nobody publishes: the gateway is stopping.
+  const fault = s.ctx.configFault?.();
+  if (fault) return s.replyError(request.id, -32603, fault.message);
   if (cursor === undefined) {
     // The gateway's own tools come with the first page: action tools, then the status tool.
     tools.push(...s.catalog.actionEntries().map((entry) => s.catalog.publish(entry)));

@@ -52,6 +52,36 @@ describe('gateway config', () => {
     expect(() => loadConfig(path)).toThrow(/at least one upstream/);
   });
 
+  it('a misspelt key is reported at its file, line and column, with the nearest valid key', () => {
+    const path = join(dir, 'misspelt.yaml');
+    writeFileSync(path, '# one upstream\nupstream:\n  plain: { command: x }\n');
+    expect(() => loadConfig(path)).toThrow(`${path}:2:1: upstream: unknown key; did you mean upstreams?`);
+    // The missing upstreams: is the same mistake, said once.
+    expect(() => loadConfig(path)).not.toThrow(/upstreams: missing/);
+    writeFileSync(path, 'upstreams:\n  plain:\n    comand: x\n');
+    expect(() => loadConfig(path)).toThrow(
+      `${path}:3:5: upstreams.plain.comand: unknown key; did you mean command?`,
+    );
+    writeFileSync(
+      path,
+      'upstreams: { u: { command: x } }\nstore: { kind: sqlite, pth: x }\ntools:\n  t: { replay: keyd }\n',
+    );
+    let message = '';
+    try {
+      loadConfig(path);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain(`${path}:2:24: store.pth: unknown key; did you mean path?`);
+    expect(message).toContain(
+      `${path}:4:16: tools.t.replay: "keyd" is not one of read_only, keyed, status, review; did you mean keyed?`,
+    );
+    writeFileSync(path, 'upstreams: { u: { command: x } }\nsurprise: 1\n');
+    expect(() => loadConfig(path)).toThrow(
+      /:2:1: surprise: unknown key; expected one of: data_dir, .*upstreams/,
+    );
+  });
+
   it('the OAuth example loads; several issuers need prefixed actors; auth needs bearer or oauth', () => {
     const example = join(root, 'examples/idem-oauth-keycloak.yaml');
     const config = loadConfig(example);

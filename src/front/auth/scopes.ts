@@ -14,10 +14,21 @@ export function grantedScopes(payload: JWTPayload): string[] {
 export class ScopePolicy {
   readonly #everyRequest: readonly string[];
   readonly #byTool: Readonly<Record<string, readonly string[]>>;
+  readonly #names: (key: string, tool: string) => boolean;
 
-  constructor(everyRequest: readonly string[], byTool: Readonly<Record<string, readonly string[]>> = {}) {
+  /**
+   * `names(key, tool)`: whether a key of `byTool` names the tool called by
+   * this name (the gateway's naming rule: a key may name a tool otherwise
+   * than as published). Default: only the exact name.
+   */
+  constructor(
+    everyRequest: readonly string[],
+    byTool: Readonly<Record<string, readonly string[]>> = {},
+    names: (key: string, tool: string) => boolean = (key, tool) => key === tool,
+  ) {
     this.#everyRequest = [...new Set(everyRequest)];
     this.#byTool = byTool;
+    this.#names = names;
   }
 
   /** Needed by every request. */
@@ -25,9 +36,11 @@ export class ScopePolicy {
     return this.#everyRequest;
   }
 
-  /** Needed by a tools/call of `tool`: the request's scopes and the tool's own. */
+  /** Needed by a tools/call of `tool`: the request's scopes and those of every key that names it. */
   forTool(tool: string): readonly string[] {
-    const own = Object.hasOwn(this.#byTool, tool) ? (this.#byTool[tool] ?? []) : [];
+    const own = Object.entries(this.#byTool)
+      .filter(([key]) => this.#names(key, tool))
+      .flatMap(([, scopes]) => scopes);
     return [...new Set([...this.#everyRequest, ...own])];
   }
 
