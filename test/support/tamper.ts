@@ -268,6 +268,35 @@ export const TAMPER_CASES: TamperCase[] = [
     },
   },
   {
+    name: "re-space a row's detail (same value, other bytes)",
+    tamper: ({ db, fixture }) => {
+      const seq = seqOf(db, fixture.ids.completed[9] as string, 'accepted');
+      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
+      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
+        JSON.stringify(JSON.parse(detail), null, 1),
+        seq,
+      );
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
+    },
+  },
+  {
+    name: "duplicate a key in a row's detail (SQLite reads the first, a JSON parser the last)",
+    tamper: ({ db, fixture }) => {
+      const seq = seqOf(db, fixture.ids.completed[11] as string, 'accepted');
+      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
+      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
+        detail.replace('"target":', '"target":"evil","target":'),
+        seq,
+      );
+      const evil = db.prepare(
+        "SELECT json_extract(detail, '$.target') AS t FROM activity_journal WHERE seq = ?",
+      );
+      if ((evil.get(seq) as { t: string }).t !== 'evil')
+        throw new Error('the duplicate key is not what SQLite reads');
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
+    },
+  },
+  {
     name: "edit a row's actor",
     tamper: ({ db }) => {
       db.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 40").run();
