@@ -9,6 +9,7 @@ import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerLintCommand } from './lint.js';
 import { registerSessionCommands } from './sessions.js';
+import { registerStoreCommands } from './store.js';
 import { registerSweepCommand } from './sweep.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -53,6 +54,7 @@ registerApprovalCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);
 registerSweepCommand(program);
+registerStoreCommands(program);
 registerConsoleCommand(program);
 
 try {

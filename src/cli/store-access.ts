@@ -24,9 +24,10 @@ export interface StoreFlags {
 /**
  * `--db <file|postgres-url>`, else the store of `--config idem.yaml`, else
  * IDEM_STORE_URL, else `<IDEM_DATA_DIR or per-user dir>/idem.db`. A SQLite
- * file that does not exist is an error: operator commands never create a store.
+ * file that does not exist is an error: operator commands never create a store
+ * (except `idem store new`, which is told `missingOk`).
  */
-export function locateStore(flags: StoreFlags): StoreLocation {
+export function locateStore(flags: StoreFlags, { missingOk = false } = {}): StoreLocation {
   const pick = (target: string, dataDir: string | undefined): StoreLocation =>
     /^postgres(ql)?:\/\//i.test(target)
       ? { describe: target.replace(/\/\/[^@/]*@/, '//***@'), kind: 'postgres', target, dataDir }
@@ -46,7 +47,7 @@ export function locateStore(flags: StoreFlags): StoreLocation {
     const dataDir = resolveDataDir();
     location = pick(join(dataDir, 'idem.db'), dataDir);
   }
-  if (location.kind === 'sqlite' && !existsSync(location.target)) {
+  if (location.kind === 'sqlite' && !missingOk && !existsSync(location.target)) {
     throw new Error(
       `no store at ${location.target} (give --db <file|postgres-url>, --config, or IDEM_DATA_DIR)`,
     );
