@@ -43,7 +43,11 @@ export type ExecutionProblem =
   /** The row's stored outcome is not the one whose digest the journal recorded. */
   | 'outcome_mismatch'
   | 'actor_mismatch'
-  | 'tool_mismatch';
+  | 'tool_mismatch'
+  /** The approval request's decision or decider is not the one the journal recorded (forged, or erased). */
+  | 'approval_mismatch'
+  /** The row's fingerprint is not the one its claim journaled: a retry would no longer find it. */
+  | 'fingerprint_mismatch';
 
 export interface VerifyReport {
   ok: boolean;
