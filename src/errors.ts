@@ -93,7 +93,14 @@ export class StoreUnavailableError extends IdemError {
 }
 
 /** Why a store's file was refused. Stable, documented in docs/errors.md. */
-export type StoreRefusalReason = 'corrupt' | 'not_a_database' | 'read_only' | 'cannot_open' | 'sync_failed';
+export type StoreRefusalReason =
+  | 'corrupt'
+  | 'not_a_database'
+  | 'read_only'
+  | 'cannot_open'
+  | 'sync_failed'
+  /** Empty or missing, while the data directory's signed journal heads say executions were recorded (DESIGN §9). */
+  | 'lost';
 
 /**
  * The store's file cannot be trusted or written: it is refused (at open, or

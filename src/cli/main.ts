@@ -10,6 +10,7 @@ import { EXIT, exitCodeOf } from './exit-codes.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerLintCommand } from './lint.js';
 import { registerSessionCommands } from './sessions.js';
+import { registerStoreCommands } from './store.js';
 import { registerSweepCommand } from './sweep.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -64,6 +65,7 @@ registerApprovalCommands(program);
 registerSessionCommands(program);
 registerAuditCommands(program);
 registerSweepCommand(program);
+registerStoreCommands(program);
 registerConsoleCommand(program);
 
 try {

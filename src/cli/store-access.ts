@@ -25,9 +25,9 @@ export interface StoreFlags {
  * `--db <file|postgres-url>`, else the store of `--config idem.yaml`, else
  * IDEM_STORE_URL, else `<IDEM_DATA_DIR or per-user dir>/idem.db`. A SQLite
  * file that does not exist is an error: operator commands never create a store,
- * nor the data directory it would be in.
+ * nor the data directory it would be in (except `idem store new`, which is told `missingOk`).
  */
-export function locateStore(flags: StoreFlags): StoreLocation {
+export function locateStore(flags: StoreFlags, { missingOk = false } = {}): StoreLocation {
   const pick = (target: string, dataDir: string | undefined): StoreLocation =>
     /^postgres(ql)?:\/\//i.test(target)
       ? { describe: target.replace(/\/\/[^@/]*@/, '//***@'), kind: 'postgres', target, dataDir }
@@ -47,7 +47,7 @@ export function locateStore(flags: StoreFlags): StoreLocation {
     const dataDir = dataDirPath();
     location = pick(join(dataDir, 'idem.db'), dataDir);
   }
-  if (location.kind === 'sqlite' && !existsSync(location.target)) {
+  if (location.kind === 'sqlite' && !missingOk && !existsSync(location.target)) {
     throw new Error(
       `no store at ${location.target} (give --db <file|postgres-url>, --config, or IDEM_DATA_DIR)`,
     );

@@ -83,7 +83,12 @@ export async function claimAndRun(
         ...(replacing ? { replacing } : {}),
         events: [
           callEvent('received', call, id, { preview: identity.preview }),
-          callEvent('accepted', call, id, { ...actionRecord(call), ladder: verdict.step }),
+          // The fingerprint lets verify catch a replaced one (it decides what a retry attaches to).
+          callEvent('accepted', call, id, {
+            ...actionRecord(call),
+            ladder: verdict.step,
+            fingerprint: identity.fingerprint,
+          }),
           ...(plan.events?.(id) ?? []),
           callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
         ],

@@ -25,7 +25,7 @@ import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/eras.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
-import { openStore } from '../store/index.js';
+import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
@@ -163,7 +163,7 @@ export class Gateway {
     }
     const actionTools = actionToolsOf(config, credentials);
     checkContracts(config, actionTools);
-    const store = await openStore(storeSpecOf(config, dataDir));
+    const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
     return new Gateway(config, options, store, dataDir, knownSecrets, actionTools);
   }
 

@@ -20,6 +20,11 @@ export const ACTIVITY_KINDS = [
   'operator_resolution',
   /** A deliberate repeat: on the new execution `{repeat_of}`, on the repeated one `{repeated_by}` (or `{released}`). */
   'repeat',
+  /**
+   * An operator started a new store where a lost one was (`idem store new`): `{by, reason?,
+   * lostHeads, keptAs}` — the old store's signed seqs and where its heads were kept.
+   */
+  'store_started_anew',
 ] as const;
 
 /**

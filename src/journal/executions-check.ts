@@ -13,6 +13,10 @@ export interface StoredExecutionRow {
   updatedAt: number;
   /** SHA-256 of the stored outcome's RFC 8785 form (outcome-digest.ts), or null when there is none. */
   outcomeSha256: string | null;
+  /** The stored fingerprint, decoded (absent in exports before they carried it). */
+  fingerprint?: string;
+  /** Its approval request's decision and decider, when it has a request (absent in exports before they carried it). */
+  approval?: { decision: string | null; decidedBy: string | null };
 }
 
 /** One execution as the activity journal tells it. */
@@ -26,6 +30,10 @@ interface JournaledExecution {
   changedAt: number;
   /** The recorded outcome's digest; null: recorded by a journal older than digests; undefined: none recorded. */
   outcome: string | null | undefined;
+  /** The fingerprint its claim journaled (`accepted`); undefined in journals before it was journaled. */
+  fingerprint?: string;
+  /** The approval decision journaled (`authorized`/`denied` with its `by`), if any. */
+  decision?: { decision: string; by: string | undefined; seq: number };
 }
 
 export interface ExecutionsReport {
@@ -77,16 +85,22 @@ function apply(executions: Map<string, JournaledExecution>, row: StoredJournalRo
     };
     executions.set(row.executionId, known);
   }
+  // Only the kinds that carry what is checked (fingerprint, decision, outcome) need their detail parsed.
+  const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
   if (row.kind === 'accepted' && known.actor === null) {
     known.actor = row.actor;
     known.tool = row.tool;
+    if (typeof detail.fingerprint === 'string') known.fingerprint = detail.fingerprint;
   }
-  // Only the kinds that change state or carry an outcome need their detail parsed.
-  const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
   if (STATE_KINDS.has(row.kind)) {
     known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
     known.seq = row.seq;
     known.changedAt = row.at;
+  }
+  if (row.kind === 'authorized' || row.kind === 'denied') {
+    const by = typeof detail.by === 'string' ? detail.by : undefined;
+    const decision = row.kind === 'authorized' ? 'approved' : detail.via === 'expiry' ? 'expired' : 'denied';
+    known.decision = { decision, by, seq: row.seq };
   }
   if (recordsOutcome(row.kind, detail.state)) {
     const digest = detail[OUTCOME_DIGEST_FIELD];
@@ -106,7 +120,13 @@ const STATE_KINDS: ReadonlySet<string> = new Set([
 ]);
 
 function needsDetail(kind: string): boolean {
-  return kind === 'outcome' || kind === 'operator_resolution';
+  return (
+    kind === 'outcome' ||
+    kind === 'operator_resolution' ||
+    kind === 'authorized' ||
+    kind === 'denied' ||
+    kind === 'accepted'
+  );
 }
 
 /**
@@ -174,6 +194,22 @@ export async function checkExecutions(
         `execution ${row.id} names tool ${row.tool}; the journal recorded its claim for ${known.tool}`,
       );
     }
+    if (
+      known.fingerprint !== undefined &&
+      row.fingerprint !== undefined &&
+      row.fingerprint !== known.fingerprint
+    ) {
+      return fail(
+        known.seq,
+        row.id,
+        'fingerprint_mismatch',
+        `execution ${row.id}'s fingerprint is not the one its claim journaled: a call is matched to an execution by its fingerprint, so a replaced one lets a retry dispatch again`,
+      );
+    }
+    const approvalProblem = checkApproval(row, known);
+    if (approvalProblem) {
+      return fail(known.decision?.seq ?? known.seq, row.id, 'approval_mismatch', approvalProblem);
+    }
     const outcomeProblem = checkOutcome(row, known);
     if (outcomeProblem) return fail(known.seq, row.id, 'outcome_mismatch', outcomeProblem);
     if (row.outcomeSha256 !== null) {
@@ -219,5 +255,32 @@ function checkOutcome(row: StoredExecutionRow, known: JournaledExecution): strin
     return `execution ${row.id}'s stored outcome was erased; the journal recorded one (sha256 ${known.outcome})`;
   if (row.outcomeSha256 !== known.outcome)
     return `execution ${row.id}'s stored outcome is not the one the journal recorded (sha256 ${known.outcome}, stored ${row.outcomeSha256})`;
+  return undefined;
+}
+
+/**
+ * The approval request's decision must be the journaled one: the request row
+ * is what `idem approvals show` and the console name as the decider, and an
+ * erased decision makes an approved execution look pending again.
+ */
+function checkApproval(row: StoredExecutionRow, known: JournaledExecution): string | undefined {
+  const stored = row.approval;
+  if (!stored) return undefined;
+  const journaled = known.decision;
+  if (!journaled) {
+    return stored.decision === null
+      ? undefined
+      : `execution ${row.id}'s approval request records a decision (${stored.decision} by ${stored.decidedBy}) the journal never recorded`;
+  }
+  const said = `the journal recorded ${journaled.decision}${journaled.by ? ` by ${journaled.by}` : ''} at seq ${journaled.seq}`;
+  if (stored.decision === null) {
+    return `execution ${row.id}'s approval decision was erased: its request shows undecided; ${said}`;
+  }
+  if (stored.decision !== journaled.decision) {
+    return `execution ${row.id}'s approval request records ${stored.decision}; ${said}`;
+  }
+  if (journaled.by !== undefined && stored.decidedBy !== journaled.by) {
+    return `execution ${row.id}'s approval request names ${stored.decidedBy} as the decider; ${said}`;
+  }
   return undefined;
 }

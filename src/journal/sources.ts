@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { postgresFingerprint, sqliteFingerprint } from '../identity/fingerprint-columns.js';
 import type { JournalStream } from './events.js';
 import type { StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
@@ -130,9 +131,14 @@ export function* sqliteExecutionRows(path: string): Generator<StoredExecutionRow
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     const statement = db
-      .prepare('SELECT id, actor, tool, state, updated_at, outcome FROM executions ORDER BY id')
+      .prepare(
+        `SELECT e.id, e.actor, e.tool, e.state, e.updated_at, e.outcome, e.fingerprint,
+                a.execution_id IS NOT NULL, a.decision, a.decided_by
+         FROM executions e LEFT JOIN approval_requests a ON a.execution_id = e.id ORDER BY e.id`,
+      )
       .raw(true);
-    for (const r of statement.iterate() as Iterable<ExecutionRaw>) yield toExecution(r);
+    for (const r of statement.iterate() as Iterable<ExecutionRaw<Buffer | string>>)
+      yield toExecution(r, sqliteFingerprint.decode);
   } finally {
     db.close();
   }
@@ -148,24 +154,43 @@ export async function* postgresExecutionRows(
   try {
     let after = '';
     for (;;) {
-      const { rows } = await client.query<ExecutionRaw>({
-        text: `SELECT id, actor, tool, state::text, updated_at::float8, outcome
-               FROM executions WHERE id > $1 ORDER BY id LIMIT $2`,
+      const { rows } = await client.query<ExecutionRaw<Buffer>>({
+        text: `SELECT e.id, e.actor, e.tool, e.state::text, e.updated_at::float8, e.outcome, e.fingerprint,
+                      a.execution_id IS NOT NULL, a.decision, a.decided_by
+               FROM executions e LEFT JOIN approval_requests a ON a.execution_id = e.id
+               WHERE e.id > $1 ORDER BY e.id LIMIT $2`,
         values: [after, pageSize],
         rowMode: 'array',
       });
-      for (const row of rows) yield toExecution(row);
+      for (const row of rows) yield toExecution(row, postgresFingerprint.decode);
       if (rows.length < pageSize) return;
-      after = (rows.at(-1) as ExecutionRaw)[0];
+      after = (rows.at(-1) as ExecutionRaw<Buffer>)[0];
     }
   } finally {
     await client.end();
   }
 }
 
-type ExecutionRaw = [string, string, string, string, number, string | null];
+type ExecutionRaw<Fingerprint = Buffer | string> = [
+  string,
+  string,
+  string,
+  string,
+  number,
+  string | null,
+  /** The fingerprint as the store keeps it (identity/fingerprint-columns.ts). */
+  Fingerprint,
+  /** Has an approval request, its decision, its decider. */
+  number | boolean,
+  string | null,
+  string | null,
+];
 
-function toExecution(r: ExecutionRaw): StoredExecutionRow {
+/** `decodeFingerprint`: the dialect's column rule (SQLite and PostgreSQL keep other spellings differently). */
+function toExecution<Fingerprint>(
+  r: ExecutionRaw<Fingerprint>,
+  decodeFingerprint: (stored: Fingerprint) => string,
+): StoredExecutionRow {
   return {
     id: r[0],
     actor: r[1],
@@ -173,5 +198,7 @@ function toExecution(r: ExecutionRaw): StoredExecutionRow {
     state: r[3],
     updatedAt: r[4],
     outcomeSha256: storedOutcomeDigest(r[5]),
+    fingerprint: decodeFingerprint(r[6]),
+    ...(r[7] ? { approval: { decision: r[8], decidedBy: r[9] } } : {}),
   };
 }

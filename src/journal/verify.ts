@@ -43,7 +43,11 @@ export type ExecutionProblem =
   /** The row's stored outcome is not the one whose digest the journal recorded. */
   | 'outcome_mismatch'
   | 'actor_mismatch'
-  | 'tool_mismatch';
+  | 'tool_mismatch'
+  /** The approval request's decision or decider is not the one the journal recorded (forged, or erased). */
+  | 'approval_mismatch'
+  /** The row's fingerprint is not the one its claim journaled: a retry would no longer find it. */
+  | 'fingerprint_mismatch';
 
 export interface VerifyReport {
   ok: boolean;
@@ -199,7 +203,7 @@ export async function verifyJournal(
       return fail(row.seq, 'reordered', `seq ${row.seq}: prev_hash does not name seq ${row.seq - 1}'s hash`);
     }
     if (!hashMatches(row)) {
-      return fail(row.seq, 'edited', `seq ${row.seq}: content does not match its hash`);
+      return fail(row.seq, 'edited', editedMessage(row, `seq ${row.seq}`));
     }
     prevHash = row.hash;
     expectedSeq++;
@@ -220,12 +224,7 @@ export async function verifyJournal(
       return undefined;
     }
     if (!hashMatches(row)) {
-      return fail(
-        row.seq,
-        'edited',
-        `seq ${row.seq} (chain ${chain}): content does not match its hash`,
-        chain,
-      );
+      return fail(row.seq, 'edited', editedMessage(row, `seq ${row.seq} (chain ${chain})`), chain);
     }
     state.entries++;
     state.lastSeq = row.seq;
@@ -392,21 +391,26 @@ export function withSignedHead(
 }
 
 /**
- * Whether a stored row's hash is the hash of its content (journalEntryHash).
- * Fast path: the stored detail text is already canonical (as Idem writes it);
- * else canonicalize it first.
+ * Whether a stored row's hash is the hash of its content (journalEntryHash),
+ * over the stored bytes as they are. Every store writes detail in its
+ * canonical (RFC 8785) form, so a detail in any other spelling was edited,
+ * even when it parses to the same value: a whitespace edit, or a duplicated
+ * key — which SQLite's json_extract reads first, and a JSON parser last.
  */
 export function hashMatches(row: StoredJournalRow): boolean {
-  if (journalEntryHash(row.prevHash, row, row.detailText) === row.hash) return true;
+  return journalEntryHash(row.prevHash, row, row.detailText) === row.hash;
+}
+
+/** Why an edited row fails: a non-canonical detail is named as such, so the operator knows what to look at. */
+function editedMessage(row: StoredJournalRow, where: string): string {
   let canonical: string | undefined;
   try {
     canonical = canonicalize(JSON.parse(row.detailText)) as string | undefined;
   } catch {
-    return false;
+    return `${where}: its stored detail is not JSON — it was edited`;
   }
-  return (
-    canonical !== undefined &&
-    canonical !== row.detailText &&
-    journalEntryHash(row.prevHash, row, canonical) === row.hash
-  );
+  if (canonical !== row.detailText) {
+    return `${where}: its stored detail is not in canonical form (RFC 8785, as Idem writes it) — it was edited (extra whitespace, a reordered or duplicated key)`;
+  }
+  return `${where}: content does not match its hash`;
 }

@@ -40,7 +40,7 @@ import { signJournalHeads } from '../journal/head-signer.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
-import { openStore, type StoreSpec } from '../store/index.js';
+import { openDataDirStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type IdemSshToolConfig, sshToolParts } from './ssh-tool.js';
 
@@ -189,7 +189,7 @@ export class Idem {
     const fingerprinter = Fingerprinter.forDataDir(dataDir);
     const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, 'idem.db') };
     const owns = !isStore(spec);
-    const store = isStore(spec) ? spec : await openStore(spec);
+    const store = isStore(spec) ? spec : await openDataDirStore(spec, dataDir);
     return new Idem(store, fingerprinter, options, owns, dataDir);
   }
 

@@ -1,3 +1,4 @@
+import { refuseEmptyJournal, refuseMissingFile } from './lost-store.js';
 import { MemoryStore } from './memory/index.js';
 import { PostgresStore, type PostgresStoreOptions } from './postgres/index.js';
 import { SqliteStore, type SqliteSynchronous } from './sqlite/index.js';
@@ -40,6 +41,32 @@ export async function openStore(spec: StoreSpec | string): Promise<ExecutionStor
     default:
       return unknownKind(spec);
   }
+}
+
+/**
+ * Opens the store of a data directory, as the gateway and the library do at
+ * start: a store that is empty or missing while the directory's signed
+ * journal heads say executions were recorded is refused (StoreRefusedError
+ * `lost`, lost-store.ts) — never silently begun anew.
+ */
+export async function openDataDirStore(spec: StoreSpec | string, dataDir: string): Promise<ExecutionStore> {
+  const resolved = typeof spec === 'string' ? specFromUrl(spec) : spec;
+  if (resolved.kind === 'memory') return openStore(resolved);
+  if (resolved.kind === 'sqlite') refuseMissingFile(dataDir, resolved.path);
+  const store = await openStore(resolved);
+  try {
+    await refuseEmptyJournal(
+      dataDir,
+      resolved.kind === 'sqlite'
+        ? { kind: 'sqlite', path: resolved.path }
+        : { kind: 'postgres', url: resolved.url },
+      store,
+    );
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+  return store;
 }
 
 export function specFromUrl(url: string): StoreSpec {

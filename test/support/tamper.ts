@@ -8,6 +8,7 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
+import { decideApproval } from '../../src/approval/decide.js';
 import { resolveContract, type ToolContract } from '../../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../../src/errors.js';
 import { META } from '../../src/executions/answers.js';
@@ -38,6 +39,8 @@ export interface RunIds {
   failed: string;
   denied: string;
   awaiting: string;
+  /** Approved by operator:bob, not yet run. */
+  approved: string;
   dead: string;
 }
 
@@ -106,6 +109,11 @@ export async function populate(
   tick(1_000);
   const awaiting = await engine.execute(call({ ...keyed, approval: 'every_call' }, { order_id: 'wait' }), ok);
   const denied = await engine.execute(call({ ...keyed, approval: 'every_call' }, { order_id: 'deny' }), ok);
+  const approved = await engine.execute(
+    call({ ...keyed, approval: 'every_call' }, { order_id: 'approve' }),
+    ok,
+  );
+  await decideApproval(store, refOf(approved), 'approved', { by: 'operator:bob', via: 'cli' });
   await engine.resolve(refOf(toResolve), 'completed', 'operator:bob', 'found it in the ledger');
   tick(1_000);
   const dead = deadDispatch({ actor: 'token:carol', tool: 'deploy' });
@@ -125,6 +133,7 @@ export async function populate(
     failed: refOf(failed),
     denied: refOf(denied),
     awaiting: refOf(awaiting),
+    approved: refOf(approved),
     dead: dead.id,
   };
 }
@@ -264,6 +273,35 @@ export const TAMPER_CASES: TamperCase[] = [
     tamper: ({ db, fixture }) => {
       const seq = seqOf(db, fixture.ids.completed[5] as string, 'outcome');
       db.prepare(`UPDATE activity_journal SET detail = '{"state":"failed"}' WHERE seq = ?`).run(seq);
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
+    },
+  },
+  {
+    name: "re-space a row's detail (same value, other bytes)",
+    tamper: ({ db, fixture }) => {
+      const seq = seqOf(db, fixture.ids.completed[9] as string, 'accepted');
+      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
+      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
+        JSON.stringify(JSON.parse(detail), null, 1),
+        seq,
+      );
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
+    },
+  },
+  {
+    name: "duplicate a key in a row's detail (SQLite reads the first, a JSON parser the last)",
+    tamper: ({ db, fixture }) => {
+      const seq = seqOf(db, fixture.ids.completed[11] as string, 'accepted');
+      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
+      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
+        detail.replace('"target":', '"target":"evil","target":'),
+        seq,
+      );
+      const evil = db.prepare(
+        "SELECT json_extract(detail, '$.target') AS t FROM activity_journal WHERE seq = ?",
+      );
+      if ((evil.get(seq) as { t: string }).t !== 'evil')
+        throw new Error('the duplicate key is not what SQLite reads');
       return { expect: { problem: 'edited', stream: 'activity', seq } };
     },
   },
@@ -495,6 +533,31 @@ export const TAMPER_CASES: TamperCase[] = [
       const id = fixture.ids.completed[8] as string;
       db.prepare("UPDATE executions SET tool = 'refund_card' WHERE id = ?").run(id);
       return { expect: { problem: 'tool_mismatch', executionId: id } };
+    },
+  },
+  {
+    name: "replace an unknown execution's fingerprint (a retry would no longer find it, and dispatch again)",
+    tamper: ({ db, fixture }) => {
+      db.prepare('UPDATE executions SET fingerprint = randomblob(32) WHERE id = ?').run(fixture.ids.unknown);
+      return { expect: { problem: 'fingerprint_mismatch', executionId: fixture.ids.unknown } };
+    },
+  },
+  {
+    name: "forge an approval's decider (decided_by)",
+    tamper: ({ db, fixture }) => {
+      db.prepare("UPDATE approval_requests SET decided_by = 'operator:mallory' WHERE execution_id = ?").run(
+        fixture.ids.approved,
+      );
+      return { expect: { problem: 'approval_mismatch', executionId: fixture.ids.approved } };
+    },
+  },
+  {
+    name: 'erase an approval decision (the approved execution shows as pending)',
+    tamper: ({ db, fixture }) => {
+      db.prepare(
+        'UPDATE approval_requests SET decision = NULL, decided_by = NULL, decided_via = NULL, decided_at = NULL, reason = NULL WHERE execution_id = ?',
+      ).run(fixture.ids.approved);
+      return { expect: { problem: 'approval_mismatch', executionId: fixture.ids.approved } };
     },
   },
   {

@@ -3,12 +3,12 @@
 // classification (errors.ts) that live beside it — the same shape as the SQLite store.
 import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
+import { encodeOptional, postgresFingerprint } from '../../identity/fingerprint-columns.js';
 import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { transitionMustSync } from '../durability.js';
-import { encodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { type ApprovalColumns, approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {

@@ -1,6 +1,6 @@
+import { decodeOptional, postgresFingerprint } from '../../identity/fingerprint-columns.js';
 import type { JournalStream } from '../../journal/events.js';
 import type { WriteSync } from '../durability.js';
-import { decodeOptional, postgresFingerprint } from '../fingerprint-columns.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
 import type { ExecutionRecord } from '../types.js';

@@ -54,14 +54,17 @@ export function syncFailure(path: string, error: unknown): StoreRefusedError {
   return refusal('sync_failed', path, `fsync of ${path}-wal failed (${messageOf(error)})`, error);
 }
 
-const REASONS: readonly [RegExp, StoreRefusalReason][] = [
+const REASONS: readonly [RegExp, FileRefusal][] = [
   [/^SQLITE_NOTADB/, 'not_a_database'],
   [/^SQLITE_CORRUPT/, 'corrupt'],
   [/^(SQLITE_READONLY|EACCES$|EROFS$|EPERM$)/, 'read_only'],
   [/^SQLITE_(CANTOPEN|PERM|AUTH)/, 'cannot_open'],
 ];
 
-const WHAT: Record<StoreRefusalReason, string> = {
+/** A damaged or inaccessible file; a lost store (lost-store.ts) says its own. */
+type FileRefusal = Exclude<StoreRefusalReason, 'lost'>;
+
+const WHAT: Record<FileRefusal, string> = {
   corrupt: 'is damaged',
   not_a_database: 'is not a SQLite database (or its header is destroyed)',
   read_only: 'cannot be written (the file or its directory is read-only)',
@@ -74,7 +77,7 @@ const WHAT: Record<StoreRefusalReason, string> = {
  * last dispatches may have happened without their outcome being readable, so
  * recovery ends with reviewing what was in flight rather than retrying it.
  */
-function hint(reason: StoreRefusalReason, path: string): string {
+function hint(reason: FileRefusal, path: string): string {
   switch (reason) {
     case 'corrupt':
     case 'not_a_database':
@@ -84,7 +87,7 @@ function hint(reason: StoreRefusalReason, path: string): string {
         `then restore a backup to ${path}, or salvage what can be read with`,
         `sqlite3 ${path}.damaged .recover | sqlite3 ${path};`,
         `then review executions that were dispatched or unknown (idem executions list --state dispatched,unknown)`,
-        `before anyone repeats them. A new, empty store is created at ${path} if nothing is put back.`,
+        `before anyone repeats them. If nothing can be put back, see "A lost store" in docs/operators.md.`,
       ].join(' ');
     case 'read_only':
       return `To fix: give the user running Idem write access to ${path} and its directory (SQLite writes -wal and -shm files beside it), or point IDEM_DATA_DIR / --db elsewhere.`;
@@ -100,12 +103,7 @@ function hint(reason: StoreRefusalReason, path: string): string {
   }
 }
 
-function refusal(
-  reason: StoreRefusalReason,
-  path: string,
-  detail: string,
-  cause?: unknown,
-): StoreRefusedError {
+function refusal(reason: FileRefusal, path: string, detail: string, cause?: unknown): StoreRefusedError {
   const message = `refused the SQLite store at ${path} (${reason}): the file ${WHAT[reason]}: ${detail}. Nothing was run. ${hint(reason, path)}`;
   return new StoreRefusedError(reason, path, message, cause === undefined ? undefined : { cause });
 }

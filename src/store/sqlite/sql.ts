@@ -1,5 +1,9 @@
 import type Database from 'better-sqlite3';
-import { decodeOptional, type SqliteFingerprint, sqliteFingerprint } from '../fingerprint-columns.js';
+import {
+  decodeOptional,
+  type SqliteFingerprint,
+  sqliteFingerprint,
+} from '../../identity/fingerprint-columns.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
 import type { ExecutionRecord } from '../types.js';

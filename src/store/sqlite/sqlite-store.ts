@@ -5,12 +5,12 @@
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
+import { encodeOptional, sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { OUTCOME_SYNC_WITHIN_MS, transitionMustSync } from '../durability.js';
-import { encodeOptional, sqliteFingerprint } from '../fingerprint-columns.js';
 import { holderChange } from '../lease.js';
 import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {
