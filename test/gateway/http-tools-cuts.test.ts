@@ -44,6 +44,16 @@ function partsIn(text: string | Buffer, length: number): string[] {
 }
 
 /**
+ * `show --json` without its digests (fingerprints and request digests are base64url: a run of
+ * three of the secret's characters turns up in one by chance about once in a hundred runs).
+ */
+function withoutDigests(json: string): string {
+  return JSON.stringify(JSON.parse(json), (key, value) =>
+    /digest|fingerprint/i.test(key) && typeof value === 'string' ? '' : value,
+  );
+}
+
+/**
  * A target that echoes the bearer credential it got so that `before` of its
  * characters come before `cutAt`: `/ok/<before>` answers 200, `/down/<before>` 502.
  */
@@ -137,7 +147,7 @@ describe('a credential echoed across a cut of an HTTP action tool answer', () =>
     );
     for (const show of shown) {
       expect(show.code).toBe(0);
-      expect(partsIn(show.stdout, MIN_CUT_SECRET_CHARS)).toEqual([]);
+      expect(partsIn(withoutDigests(show.stdout), MIN_CUT_SECRET_CHARS)).toEqual([]);
     }
   }, 180_000);
 });
