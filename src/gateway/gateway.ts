@@ -26,6 +26,7 @@ import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
+import { type Log, scrubbedLog } from '../support/log.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -33,6 +34,7 @@ import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { upstreamEnvironment } from './upstream-env.js';
+import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
 
 export interface GatewayOptions {
   version: string;
@@ -61,6 +63,8 @@ export class Gateway {
   readonly #options: GatewayOptions;
   /** Credential values to scrub from what the gateway writes (results, and its log of internal errors). */
   readonly #knownSecrets: KnownSecrets;
+  /** The operator's log (options.logger), every line scrubbed of the configured credentials. */
+  readonly #log: Log;
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
   readonly #sweeper: NodeJS.Timeout;
@@ -85,6 +89,7 @@ export class Gateway {
     this.#config = config;
     this.#options = options;
     this.#knownSecrets = knownSecrets;
+    this.#log = gatewayLog(options.logger, knownSecrets);
     this.metrics = createMetrics({ receiptsInUse: () => this.receipts.size });
     // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
     this.store = measuredStore(store, this.metrics);
@@ -100,7 +105,7 @@ export class Gateway {
       statusTool: config.status_tool,
       knownSecrets,
       observer: metricsObserver(this.metrics),
-      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.logger ? { logger: this.#log } : {}),
     });
     this.receipts = new ReceiptBook({
       ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
@@ -118,7 +123,7 @@ export class Gateway {
           .sweep({ retentionMs })
           // Approval requests nobody decided in time end as denied (`expired`), visible as such in the queue.
           .then(() => expirePending(this.store))
-          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
+          .catch((error: unknown) => this.#log.warn('sweep failed', { error: String(error) }))
           // Each sweep leaves what was journaled so far covered by a signature (DESIGN §13).
           .then(() => this.#signHeads());
       },
@@ -225,7 +230,7 @@ export class Gateway {
       });
       if (exposure.refuse) throw new ConfigError(exposure.message);
       // Said even without a logger: an operator must not miss it.
-      if (this.#options.logger) this.#options.logger.warn(exposure.message);
+      if (this.#options.logger) this.#log.warn(exposure.message);
       else process.stderr.write(`idem gateway: ${exposure.message}\n`);
     }
     const timeout = (key: 'headers' | 'request' | 'idle') => {
@@ -302,7 +307,7 @@ export class Gateway {
     const keyFile = this.#config.journal_signing_key_file;
     await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
-      this.#options.logger?.warn('journal heads not signed', { error: String(error) });
+      this.#log.warn('journal heads not signed', { error: String(error) });
     });
   }
 
@@ -365,16 +370,11 @@ export class Gateway {
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
       onRequestFailed: (method, error) =>
-        this.#options.logger?.error(
-          'a request failed inside the gateway; it was answered with an internal error',
-          {
-            method,
-            // The configured credentials are scrubbed from it, as from every result.
-            error: this.#knownSecrets.redact(
-              error instanceof Error ? (error.stack ?? error.message) : String(error),
-            ),
-          },
-        ),
+        // The configured credentials are scrubbed from it (#log), as from every result.
+        this.#log.error('a request failed inside the gateway; it was answered with an internal error', {
+          method,
+          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+        }),
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store
@@ -387,10 +387,7 @@ export class Gateway {
       onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
         this.metrics.upstreamRestarts.inc({ upstream });
         // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
-        this.#options.logger?.warn(
-          `upstream ${upstream} restarted (attempt ${attempt}, after ${delayMs} ms): ${reason}`,
-          { session },
-        );
+        logUpstreamRestart(this.#log, { upstream, session }, { attempt, delayMs, reason });
         this.store
           .appendEvents(
             [
@@ -405,6 +402,12 @@ export class Gateway {
           )
           .catch(() => {});
       },
+      onUpstreamLifecycle: (upstream, session, event) =>
+        logUpstreamLifecycle(this.#log, { upstream, session }, event),
+      onInitializeRefused: (session, reason) =>
+        this.#log.error(`initialize refused: ${reason}; the client may try again`, { session }),
+      onUpstreamSkippedLine: (upstream, session, skipped) =>
+        logSkippedLine(this.#log, (text) => this.#knownSecrets.redact(text), { upstream, session }, skipped),
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
       newCatalog: () =>
         new ToolCatalog({
@@ -439,7 +442,7 @@ export class Gateway {
       .map((e) => e.name);
     if (fresh.length === 0) return;
     for (const name of fresh) this.#namedCautious.add(name);
-    this.#options.logger?.warn(cautiousDefaultNotice(fresh));
+    this.#log.warn(cautiousDefaultNotice(fresh));
   }
 
   /** A declarative status probe: call an upstream tool of some live session with the execution id. */
@@ -458,4 +461,17 @@ export class Gateway {
       return { outcome: 'unknown' };
     };
   }
+}
+
+/** The gateway's log: the given logger (its optional levels as no-ops), scrubbed of the known secrets. */
+function gatewayLog(logger: Logger | undefined, secrets: KnownSecrets): Log {
+  return scrubbedLog(
+    {
+      error: (message, fields) => logger?.error(message, fields),
+      warn: (message, fields) => logger?.warn(message, fields),
+      info: (message, fields) => logger?.info?.(message, fields),
+      debug: (message, fields) => logger?.debug?.(message, fields),
+    },
+    (value) => secrets.redact(value),
+  );
 }
