@@ -351,7 +351,8 @@ export const GatewayConfigSchema = z
       Object.keys(c.ssh_tools ?? {}).length > 0,
     {
       path: ['upstreams'],
-      message: 'nothing to serve: give at least one upstream, or an action tool under http_tools or ssh_tools',
+      message:
+        'nothing to serve: give at least one upstream, or an action tool under http_tools or ssh_tools',
     },
   );
 

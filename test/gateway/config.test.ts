@@ -49,7 +49,9 @@ describe('gateway config', () => {
         expect(message).toContain(part);
     }
     writeFileSync(path, 'upstreams: {}\n');
-    expect(() => loadConfig(path)).toThrow(/upstreams: nothing to serve: give at least one upstream, or an action tool/);
+    expect(() => loadConfig(path)).toThrow(
+      /upstreams: nothing to serve: give at least one upstream, or an action tool/,
+    );
   });
 
   it('the OAuth example loads; several issuers need prefixed actors; auth needs bearer or oauth', () => {
