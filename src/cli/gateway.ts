@@ -5,6 +5,14 @@ import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from
 import { splitHostPort } from '../gateway/config-operator.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { serveMetrics } from '../metrics/serve.js';
+import {
+  createLog,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type Log,
+  type LogFormat,
+  type LogLevel,
+} from '../support/log.js';
 import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
 import { plainHttpWarning } from './console.js';
@@ -17,6 +25,8 @@ interface GatewayFlags {
   header?: string[];
   stdio?: boolean;
   allowUnauthenticated?: boolean;
+  logLevel?: string;
+  logFormat?: string;
 }
 
 /** `idem gateway [--config idem.yaml] [--listen host:port] [-- command args…]` */
@@ -47,6 +57,11 @@ export function registerGatewayCommand(program: Command, version: string): void 
       '[command...]',
       'after --: an upstream MCP server command, or the URL of a Streamable HTTP MCP server (http:// or https://)',
     )
+    .option(
+      '--log-level <level>',
+      `least severe level on stderr: ${LOG_LEVELS.join('|')} (log_level; default info)`,
+    )
+    .option('--log-format <format>', `stderr lines as ${LOG_FORMATS.join('|')} (log_format; default text)`)
     .passThroughOptions()
     .action(async (command: string[], flags: GatewayFlags) => {
       // A rejection nobody observed is a bug; it must cost at most the call it belonged to, never
@@ -56,6 +71,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
         process.stderr.write(`idem gateway: unhandled rejection (a bug, please report it): ${text}\n`);
       });
       const config = buildConfig(command, flags);
+      const { log, announce } = logFor(config, flags);
       // Loaded here, not at the top: every other command starts without the gateway's module graph.
       const { Gateway } = await import('../gateway/gateway.js');
       let stop = async (_code: number) => {};
@@ -63,12 +79,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
         version,
         // The config names a tool nobody publishes (the logger has said which): the gateway must not go on serving.
         onConfigFault: () => void stop(2),
-        logger: {
-          warn: (message, fields) =>
-            process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
-          error: (message, fields) =>
-            process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
-        },
+        logger: log,
       });
       let closeOperatorListeners = async () => {};
       stop = async (code: number) => {
@@ -84,15 +95,37 @@ export function registerGatewayCommand(program: Command, version: string): void 
           await gateway.close().catch(() => {});
           throw error;
         });
-        process.stderr.write(`idem gateway: Streamable HTTP on ${http.url}\n`);
+        announce(`Streamable HTTP on ${http.url}`);
       }
-      closeOperatorListeners = await serveOperatorListeners(gateway, config, flags);
+      closeOperatorListeners = await serveOperatorListeners(gateway, config, flags, announce);
       if (config.listen?.stdio ?? !config.listen?.http) {
         const session = await gateway.serveStdio();
         // stdio serves one client: when it goes, so does the gateway.
         process.stdin.once('end', () => void session.close().then(() => stop(0)));
       }
     });
+}
+
+/**
+ * The operator's log on stderr: --log-level / --log-format, else the config's log_level / log_format.
+ * `announce` writes what is said at start whatever the level (where the gateway listens), in the same format.
+ */
+function logFor(
+  config: GatewayConfig,
+  flags: GatewayFlags,
+): { log: Log; announce: (message: string) => void } {
+  const level = flags.logLevel ?? config.log_level;
+  const format = flags.logFormat ?? config.log_format;
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new ConfigError(`--log-level ${level}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!(LOG_FORMATS as readonly string[]).includes(format))
+    throw new ConfigError(`--log-format ${format}: expected one of ${LOG_FORMATS.join(', ')}`);
+  const options = { format: format as LogFormat, name: 'idem gateway' };
+  const always = createLog({ ...options, level: 'debug' });
+  return {
+    log: createLog({ ...options, level: level as LogLevel }),
+    announce: (message) => always.info(message),
+  };
 }
 
 /** The config the flags describe: --config's file, or one upstream after --, with the flags on top. */
@@ -192,6 +225,7 @@ async function serveOperatorListeners(
   gateway: Gateway,
   config: GatewayConfig,
   flags: GatewayFlags,
+  announce: (message: string) => void,
 ): Promise<() => Promise<void>> {
   const closers: (() => Promise<void>)[] = [];
   try {
@@ -199,7 +233,7 @@ async function serveOperatorListeners(
       const { host, port } = splitHostPort(config.metrics.listen);
       const served = await serveMetrics(gateway.metrics.registry, host, port);
       closers.push(served.close);
-      process.stderr.write(`idem gateway: metrics on ${served.url}\n`);
+      announce(`metrics on ${served.url}`);
     }
     if (config.console) {
       const section = config.console;
@@ -220,9 +254,9 @@ async function serveOperatorListeners(
         verifyJournal: async () => (await verifyFromFlags({ config: flags.config, json: true })).report,
       });
       closers.push(running.close);
-      process.stderr.write(`idem gateway: console on ${running.url}\n`);
+      announce(`console on ${running.url}`);
       const warning = plainHttpWarning(host);
-      if (warning) process.stderr.write(`idem gateway: ${warning}\n`);
+      if (warning) announce(warning);
     }
   } catch (error) {
     for (const close of closers) await close().catch(() => {});

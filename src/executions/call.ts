@@ -85,6 +85,9 @@ export type Rerun = (
 export interface Logger {
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  /** What a surface also logs when it has them (upstream starts, restarts): src/support/log.ts. */
+  info?(message: string, fields?: Record<string, unknown>): void;
+  debug?(message: string, fields?: Record<string, unknown>): void;
 }
 
 /** What an approver is shown (see ApprovalView), plus the names earlier versions used. */

@@ -7,6 +7,7 @@ import { CredentialsConfigSchema } from '../credentials/config.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { messageOf } from '../errors.js';
+import { LOG_FORMATS, LOG_LEVELS } from '../support/log.js';
 import { describeConfigIssues } from './config-errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
 
@@ -302,9 +303,18 @@ export const GatewayConfigSchema = z
       .describe(
         'Who may call the HTTP front, and as which actor (docs/auth.md). Without it, the HTTP front is open to loopback callers only.',
       ),
+    // May be empty when the gateway serves only its own HTTP/SSH action tools (the refine below).
     upstreams: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstream, HttpUpstream]))
-      .refine((u) => Object.keys(u).length > 0, 'at least one upstream'),
+      .default({}),
+    log_level: z
+      .enum(LOG_LEVELS)
+      .default('info')
+      .describe('The least severe level written to stderr (error, warn, info, debug); --log-level wins.'),
+    log_format: z
+      .enum(LOG_FORMATS)
+      .default('text')
+      .describe('stderr lines as text, or as JSON lines {time, level, msg, …fields}; --log-format wins.'),
     credentials: CredentialsConfigSchema.optional(),
     http_tools: HttpToolsConfigSchema.optional(),
     ssh_hosts: SshHostsConfigSchema.optional(),
@@ -338,7 +348,18 @@ export const GatewayConfigSchema = z
     console: ConsoleConfigSchema.optional(),
     metrics: MetricsConfigSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (c) =>
+      Object.keys(c.upstreams).length > 0 ||
+      Object.keys(c.http_tools ?? {}).length > 0 ||
+      Object.keys(c.ssh_tools ?? {}).length > 0,
+    {
+      path: ['upstreams'],
+      message:
+        'nothing to serve: give at least one upstream, or an action tool under http_tools or ssh_tools',
+    },
+  );
 
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type GatewayToolContractConfig = z.output<typeof GatewayToolContract>;

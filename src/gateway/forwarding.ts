@@ -4,7 +4,8 @@ import type {
   JSONRPCRequest,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
+import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
+import type { UpstreamLifecycle, UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { roundAsking } from './input-rounds.js';
@@ -53,6 +54,16 @@ export function handlersFor(s: SessionState, upstreamName: string) {
         session: s.front.sessionId ?? null,
         actor: s.actor(),
       }),
+    onLifecycle: (event: UpstreamLifecycle) => {
+      s.ctx.onUpstreamLifecycle?.(upstreamName, s.front.sessionId ?? null, event);
+      // Up at last (it could not be started when the session began): its tools are new to the client.
+      if (event.kind === 'started' && s.lateUpstreams.delete(upstreamName) && !s.closed) {
+        s.catalog.clear(upstreamName);
+        void s.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      }
+    },
+    onSkippedLine: (skipped: SkippedLine) =>
+      s.ctx.onUpstreamSkippedLine?.(upstreamName, s.front.sessionId ?? null, skipped),
     onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
       const frontId = `idem-${s.nextFrontId++}`;
       const reply = new Promise<UpstreamReply>((resolve) => s.toClient.set(frontId, resolve));
@@ -131,6 +142,8 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
     },
     onRestart: (restart: UpstreamRestart) =>
       ctx.onUpstreamRestart?.({ ...restart, upstream: upstreamName, session: null, actor: null }),
+    onLifecycle: (event: UpstreamLifecycle) => ctx.onUpstreamLifecycle?.(upstreamName, null, event),
+    onSkippedLine: (skipped: SkippedLine) => ctx.onUpstreamSkippedLine?.(upstreamName, null, skipped),
   };
 }
 

@@ -27,6 +27,7 @@ import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
+import { type Log, scrubbedLog } from '../support/log.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -36,6 +37,7 @@ import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { ToolNameGuard } from './tool-names.js';
 import { upstreamEnvironment } from './upstream-env.js';
+import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
 
 export interface GatewayOptions {
   version: string;
@@ -70,6 +72,8 @@ export class Gateway {
   readonly #options: GatewayOptions;
   /** Credential values to scrub from what the gateway writes (results, and its log of internal errors). */
   readonly #knownSecrets: KnownSecrets;
+  /** The operator's log (options.logger), every line scrubbed of the configured credentials. */
+  readonly #log: Log;
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
   readonly #sweeper: NodeJS.Timeout;
@@ -96,6 +100,7 @@ export class Gateway {
     this.#config = config;
     this.#options = options;
     this.#knownSecrets = knownSecrets;
+    this.#log = gatewayLog(options.logger, knownSecrets);
     this.metrics = createMetrics({ receiptsInUse: () => this.receipts.size });
     // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
     this.store = measuredStore(store, this.metrics);
@@ -122,7 +127,7 @@ export class Gateway {
       statusTool: config.status_tool,
       knownSecrets,
       observer: metricsObserver(this.metrics),
-      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.logger ? { logger: this.#log } : {}),
     });
     this.receipts = new ReceiptBook({
       ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
@@ -140,7 +145,7 @@ export class Gateway {
           .sweep({ retentionMs })
           // Approval requests nobody decided in time end as denied (`expired`), visible as such in the queue.
           .then(() => expirePending(this.store))
-          .catch((error: unknown) => options.logger?.warn('sweep failed', { error: String(error) }))
+          .catch((error: unknown) => this.#log.warn('sweep failed', { error: String(error) }))
           // Each sweep leaves what was journaled so far covered by a signature (docs/security.md).
           .then(() => this.#signHeads());
       },
@@ -248,7 +253,7 @@ export class Gateway {
       });
       if (exposure.refuse) throw new ConfigError(exposure.message);
       // Said even without a logger: an operator must not miss it.
-      if (this.#options.logger) this.#options.logger.warn(exposure.message);
+      if (this.#options.logger) this.#log.warn(exposure.message);
       else process.stderr.write(`idem gateway: ${exposure.message}\n`);
     }
     const timeout = (key: 'headers' | 'request' | 'idle') => {
@@ -355,7 +360,7 @@ export class Gateway {
     const keyFile = this.#config.journal_signing_key_file;
     await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
-      this.#options.logger?.warn('journal heads not signed', { error: String(error) });
+      this.#log.warn('journal heads not signed', { error: String(error) });
     });
   }
 
@@ -419,16 +424,11 @@ export class Gateway {
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
       onRequestFailed: (method, error) =>
-        this.#options.logger?.error(
-          'a request failed inside the gateway; it was answered with an internal error',
-          {
-            method,
-            // The configured credentials are scrubbed from it, as from every result.
-            error: this.#knownSecrets.redact(
-              error instanceof Error ? (error.stack ?? error.message) : String(error),
-            ),
-          },
-        ),
+        // The configured credentials are scrubbed from it (#log), as from every result.
+        this.#log.error('a request failed inside the gateway; it was answered with an internal error', {
+          method,
+          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+        }),
       onSessionEvent: (kind, detail) => {
         const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
         this.store
@@ -441,10 +441,7 @@ export class Gateway {
       onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
         this.metrics.upstreamRestarts.inc({ upstream });
         // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
-        this.#options.logger?.warn(
-          `upstream ${upstream} restarted (attempt ${attempt}, after ${delayMs} ms): ${reason}`,
-          { session },
-        );
+        logUpstreamRestart(this.#log, { upstream, session }, { attempt, delayMs, reason });
         this.store
           .appendEvents(
             [
@@ -459,6 +456,12 @@ export class Gateway {
           )
           .catch(() => {});
       },
+      onUpstreamLifecycle: (upstream, session, event) =>
+        logUpstreamLifecycle(this.#log, { upstream, session }, event),
+      onInitializeRefused: (session, reason) =>
+        this.#log.error(`initialize refused: ${reason}; the client may try again`, { session }),
+      onUpstreamSkippedLine: (upstream, session, skipped) =>
+        logSkippedLine(this.#log, (text) => this.#knownSecrets.redact(text), { upstream, session }, skipped),
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
       newCatalog: () =>
         new ToolCatalog({
@@ -495,7 +498,7 @@ export class Gateway {
       .map((e) => e.name);
     if (fresh.length === 0) return;
     for (const name of fresh) this.#namedCautious.add(name);
-    this.#options.logger?.warn(cautiousDefaultNotice(fresh));
+    this.#log.warn(cautiousDefaultNotice(fresh));
   }
 
   /** A declarative status probe: call an upstream tool of some live session with the execution id. */
@@ -514,4 +517,17 @@ export class Gateway {
       return { outcome: 'unknown' };
     };
   }
+}
+
+/** The gateway's log: the given logger (its optional levels as no-ops), scrubbed of the known secrets. */
+function gatewayLog(logger: Logger | undefined, secrets: KnownSecrets): Log {
+  return scrubbedLog(
+    {
+      error: (message, fields) => logger?.error(message, fields),
+      warn: (message, fields) => logger?.warn(message, fields),
+      info: (message, fields) => logger?.info?.(message, fields),
+      debug: (message, fields) => logger?.debug?.(message, fields),
+    },
+    (value) => secrets.redact(value),
+  );
 }

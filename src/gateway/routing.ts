@@ -1,7 +1,11 @@
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
 
-/** Which upstream a non-tool request goes to. One upstream: that one. Several: by prompt-name prefix, else the first that offers the capability. */
+/**
+ * Which upstream a non-tool request goes to. One upstream: that one. Several: by prompt-name
+ * prefix, else the first that offers the capability, else the first that is serving (one that is
+ * down must not take the requests the others could answer). None: undefined.
+ */
 export function routeFor(
   upstreams: ReadonlyMap<string, UpstreamConnection>,
   request: JSONRPCRequest,
@@ -24,7 +28,9 @@ export function routeFor(
     names.find((n) => {
       const caps = upstreams.get(n)?.initializeResult?.capabilities as Record<string, unknown> | undefined;
       return capability ? caps?.[capability] !== undefined : false;
-    }) ?? names[0]
+    }) ??
+    names.find((n) => upstreams.get(n)?.available) ??
+    names[0]
   );
 }
 

@@ -3,7 +3,7 @@ import type {
   InitializeResult,
   JSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { UpstreamConnection, type UpstreamHandlers, type UpstreamOptions } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { tokenRefOf } from '../identity/actor.js';
 import {
@@ -13,6 +13,7 @@ import {
   type ProtocolEra,
 } from '../protocol/eras.js';
 import { discoverResultOf } from '../protocol/modern-bridge.js';
+import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
@@ -44,20 +45,19 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
     | undefined;
   if (params?.clientInfo?.name) s.clientInfo = { ...s.clientInfo, clientName: params.clientInfo.name };
   s.clientCapabilities = params?.capabilities;
-  const results: [string, InitializeResult][] = [];
+  let results: [string, InitializeResult][];
   try {
-    for (const spec of s.ctx.upstreams) {
-      const connection = new UpstreamConnection(spec, handlersFor(s, spec.name), {
-        ...(s.ctx.upstreamStderr ? { stderr: s.ctx.upstreamStderr } : {}),
-      });
-      s.upstreams.set(spec.name, connection);
-      results.push([spec.name, await connection.start(request.params)]);
+    const started = await startAll(s.ctx, s.upstreams, (name) => handlersFor(s, name), {}, request.params);
+    results = started.results;
+    if (!servesSomething(s.catalog, started)) {
+      // The client may try again: nothing of this attempt stays running.
+      await Promise.all([...s.upstreams.values()].map((u) => u.close()));
+      s.upstreams.clear();
+      const reason = nothingStartedText(started.failed);
+      s.ctx.onInitializeRefused?.(s.front.sessionId ?? null, reason);
+      return s.replyError(request.id, -32603, reason);
     }
-  } catch (error) {
-    // The client may try again: nothing of this attempt stays running.
-    await Promise.all([...s.upstreams.values()].map((u) => u.close()));
-    s.upstreams.clear();
-    return s.replyError(request.id, -32603, `an upstream could not be started: ${messageOf(error)}`);
+    for (const [name] of started.failed) s.lateUpstreams.add(name);
   } finally {
     s.initializing = false;
   }
@@ -74,10 +74,58 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
   // A 2026-07-28 upstream said its revision through server/discover: the client still gets one of its own era.
   return s.reply(request.id, {
     ...merged,
-    protocolVersion: isModernVersion(merged.protocolVersion)
-      ? legacyVersionFor(params?.protocolVersion)
-      : merged.protocolVersion,
+    protocolVersion:
+      merged.protocolVersion === undefined || isModernVersion(merged.protocolVersion)
+        ? legacyVersionFor(params?.protocolVersion)
+        : merged.protocolVersion,
   });
+}
+
+interface Started {
+  results: [string, InitializeResult][];
+  failed: [string, unknown][];
+}
+
+/**
+ * Starts every upstream at once. One that fails costs only its own tools: its
+ * connection stays, retrying with backoff (UpstreamConnection.start), and the
+ * others serve.
+ */
+async function startAll(
+  ctx: SessionContext,
+  into: Map<string, UpstreamConnection>,
+  handlers: (name: string) => UpstreamHandlers,
+  options: UpstreamOptions,
+  params: JSONRPCRequest['params'],
+): Promise<Started> {
+  const attempts = ctx.upstreams.map(async (spec): Promise<[string, InitializeResult | Error]> => {
+    const connection = new UpstreamConnection(spec, handlers(spec.name), {
+      ...options,
+      ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
+    });
+    into.set(spec.name, connection);
+    try {
+      return [spec.name, await connection.start(params)];
+    } catch (error) {
+      return [spec.name, error instanceof Error ? error : new Error(String(error))];
+    }
+  });
+  const started: Started = { results: [], failed: [] };
+  for (const [name, outcome] of await Promise.all(attempts)) {
+    if (outcome instanceof Error) started.failed.push([name, outcome]);
+    else started.results.push([name, outcome]);
+  }
+  return started;
+}
+
+/** Something to serve: an upstream that started, the gateway's own action tools, or no upstream configured at all. */
+function servesSomething(catalog: ToolCatalog, started: Started): boolean {
+  return started.results.length > 0 || started.failed.length === 0 || catalog.actionEntries().length > 0;
+}
+
+function nothingStartedText(failed: [string, unknown][]): string {
+  const each = failed.map(([name, error]) => `${name}: ${messageOf(error)}`).join('; ');
+  return `no upstream could be started (${each}); the gateway's log says more`;
 }
 
 /**
@@ -98,10 +146,15 @@ export function* sharedResults(s: SessionState): Iterable<[string, InitializeRes
   }
 }
 
-/** One upstream: its own answer, with tools ensured (the status tool is ours). Several: a union. */
+/**
+ * One upstream: its own answer, with tools ensured (the status tool is ours). Several: a union.
+ * While a configured upstream is not serving, `tools.listChanged` is announced: its tools come
+ * with it. No upstream (action tools only): the gateway's own answer, protocolVersion left to the caller.
+ */
 export function mergeInitialize(s: SessionState, results: [string, InitializeResult][]): InitializeResult {
   const first = results[0]?.[1] as InitializeResult;
-  if (results.length === 1) {
+  const late = results.length < s.ctx.upstreams.length ? { listChanged: true } : {};
+  if (results.length === 1 && !s.prefixed) {
     return { ...first, capabilities: { ...first.capabilities, tools: first.capabilities.tools ?? {} } };
   }
   const capabilities: Record<string, unknown> = {};
@@ -110,9 +163,9 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
       capabilities[key] = { ...(capabilities[key] as object | undefined), ...(value as object) };
     }
   }
-  capabilities.tools ??= {};
+  capabilities.tools = { ...(capabilities.tools as object | undefined), ...late };
   return {
-    protocolVersion: first.protocolVersion,
+    protocolVersion: first?.protocolVersion,
     capabilities,
     serverInfo: { name: 'idem-gateway', version: s.ctx.version },
     instructions:
@@ -132,22 +185,20 @@ export async function startSharedUpstreams(
   ctx: SessionContext,
   prefer: ProtocolEra,
 ): Promise<SharedUpstreams> {
-  const upstreams = new Map<string, UpstreamConnection>();
   const shared: SharedUpstreams = {
-    upstreams,
+    upstreams: new Map(),
     catalog: ctx.newCatalog(),
     sessions: new Set(),
     nextProgressToken: 1,
     subscriptions: newSubscriptionHub(),
     rounds: new Map(),
   };
-  for (const spec of ctx.upstreams) {
-    const connection = new UpstreamConnection(spec, sharedHandlers(ctx, shared, spec.name), {
-      prefer,
-      ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
-    });
-    upstreams.set(spec.name, connection);
-    await connection.start({
+  const started = await startAll(
+    ctx,
+    shared.upstreams,
+    (name) => sharedHandlers(ctx, shared, name),
+    { prefer },
+    {
       protocolVersion: LATEST_LEGACY_VERSION,
       // 2026-07-28 clients answer a 2025-era upstream's requests through input rounds
       // (gateway/input-rounds.ts): what any of them may answer is declared, and a request a given
@@ -155,7 +206,11 @@ export async function startSharedUpstreams(
       // be asked anything.
       capabilities: prefer === 'modern' ? ROUND_CAPABILITIES : {},
       clientInfo: { name: 'idem-gateway', version: ctx.version },
-    });
+    },
+  );
+  if (!servesSomething(shared.catalog, started)) {
+    await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
+    throw new Error(nothingStartedText(started.failed));
   }
   return shared;
 }

@@ -7,8 +7,10 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type {
   UpstreamConnection,
+  UpstreamLifecycle,
   UpstreamReply,
   UpstreamRestart,
   UpstreamSpec,
@@ -40,6 +42,12 @@ export interface SessionContext {
   onUpstreamRestart?(
     restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },
   ): void;
+  /** An upstream started, went down or could not be started (session null: a shared connection). */
+  onUpstreamLifecycle?(upstream: string, session: string | null, event: UpstreamLifecycle): void;
+  /** A client's initialize was refused: no upstream could be started, and nothing else serves. */
+  onInitializeRefused?(session: string | null, reason: string): void;
+  /** An upstream wrote a stdout line that is not JSON-RPC; it was skipped. */
+  onUpstreamSkippedLine?(upstream: string, session: string | null, skipped: SkippedLine): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /**
    * The config names a tool (a scope, an approval) that no upstream publishes: the gateway is
@@ -133,6 +141,12 @@ export class SessionState {
   initialized = false;
   initializing = false;
   closed = false;
+  /**
+   * Upstreams that were not serving when initialize was answered: their tools
+   * were not announced, so when one comes up the client is told to list again
+   * (the session then announced `tools.listChanged`).
+   */
+  readonly lateUpstreams = new Set<string>();
 
   constructor(ctx: SessionContext, front: Transport) {
     this.ctx = ctx;

@@ -9,15 +9,16 @@ export async function toolsList(s: SessionState, request: JSONRPCRequest): Promi
   const tools: Tool[] = [];
   let nextCursor: string | undefined;
   try {
-    if (!s.prefixed) {
-      const [name, upstream] = [...s.upstreams.entries()][0] as [string, UpstreamConnection];
+    const only = s.prefixed ? undefined : [...s.upstreams.entries()][0];
+    if (only) {
+      const [name, upstream] = only;
       const page = await listPage(upstream, cursor);
       if (page.error) return s.send({ jsonrpc: '2.0', id: request.id, error: page.error });
       if (cursor === undefined) s.catalog.clear(name);
       const entries = s.catalog.add(name, page.tools, page.nextCursor !== undefined);
       tools.push(...entries.map((entry) => s.catalog.publish(entry)));
       nextCursor = page.nextCursor;
-    } else {
+    } else if (s.prefixed) {
       for (const [name, upstream] of s.upstreams) {
         const listed = await listAll(upstream).catch(() => undefined);
         // An upstream that is down (restarting) keeps the tools it had: they come back with it.

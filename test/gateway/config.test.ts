@@ -49,7 +49,9 @@ describe('gateway config', () => {
         expect(message).toContain(part);
     }
     writeFileSync(path, 'upstreams: {}\n');
-    expect(() => loadConfig(path)).toThrow(/at least one upstream/);
+    expect(() => loadConfig(path)).toThrow(
+      /upstreams: nothing to serve: give at least one upstream, or an action tool/,
+    );
   });
 
   it('a misspelt key is reported at its file, line and column, with the nearest valid key', () => {

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport, type StdioServerParameters } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { type SkippedLine, StdoutLines } from './stdout-lines.js';
 
 /** The message was not (completely) written to the upstream's stdin: it cannot have been read as a message. */
 export class NotWrittenError extends Error {
@@ -21,11 +22,23 @@ export class NotWrittenError extends Error {
  * so nothing happened: libuv reports a write as failed only while some of its
  * bytes, the final newline at least, are still unwritten). Node calls a
  * write's callback on every path, including a stream destroyed meanwhile.
+ *
+ * Reading skips what is not a message (stdout-lines.ts) instead of reporting
+ * it as an error: a banner or a `console.log` is not a lost connection.
  */
 export class StdioUpstreamTransport extends StdioClientTransport {
   /** The last write: the next one starts when it has settled. */
   #writing: Promise<void> = Promise.resolve();
   #exit: string | undefined;
+
+  constructor(server: StdioServerParameters, onSkipped: (skipped: SkippedLine) => void = () => {}) {
+    super(server);
+    // The SDK reads stdout through this private field (append, readMessage, clear); see StdoutLines.
+    (this as unknown as { _readBuffer: StdoutLines })._readBuffer = new StdoutLines(
+      onSkipped,
+      server.maxBufferSize,
+    );
+  }
 
   /** How the process ended ("exited with code 1", "killed by SIGKILL"), once it has. */
   get exitStatus(): string | undefined {

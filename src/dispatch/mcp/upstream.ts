@@ -34,6 +34,7 @@ import {
 } from '../../protocol/eras.js';
 import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
 import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
+import type { SkippedLine } from './stdout-lines.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
 export type UpstreamSpec =
@@ -51,7 +52,12 @@ export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 
 /** The upstream went away with this request unanswered: whether it acted is unknown. */
 export class UpstreamClosedError extends Error {
-  override readonly name = 'UpstreamClosedError';
+  override readonly name: string = 'UpstreamClosedError';
+}
+
+/** The upstream answered this request with a line that is JSON but not a JSON-RPC reply: whether it acted is unknown. */
+export class UpstreamInvalidReplyError extends UpstreamClosedError {
+  override readonly name = 'UpstreamInvalidReplyError';
 }
 
 /** The request never left: the upstream was down. Nothing happened. */
@@ -64,11 +70,23 @@ export interface UpstreamHandlers {
   onRequest(request: JSONRPCRequest): Promise<UpstreamReply>;
   /** A notification from the upstream (progress, logging, list_changed, resources/updated, cancelled). */
   onNotification(notification: JSONRPCNotification): void;
-  /** The upstream is down (exited, or its connection failed); it will be restarted. */
-  onDown?(error: Error | undefined): void;
+  /** Started, went down, or could not be started: for the operator's log. */
+  onLifecycle?(event: UpstreamLifecycle): void;
   /** A restart is being attempted (after `delayMs`), because of `reason` (how it exited, or the error). */
   onRestart?(restart: UpstreamRestart): void;
+  /** A stdio upstream wrote a line on stdout that is not a JSON-RPC message: it was skipped. */
+  onSkippedLine?(skipped: SkippedLine): void;
 }
+
+/**
+ * What happened to an upstream's connection. `down`: it served, then exited
+ * or its connection closed; `start_failed`: it could not be spawned,
+ * connected or initialized. Both are retried after `retryInMs` (undefined:
+ * not retried, the connection is being closed).
+ */
+export type UpstreamLifecycle =
+  | { kind: 'started'; pid: number | undefined; era: ProtocolEra; attempt: number }
+  | { kind: 'down' | 'start_failed'; reason: string; retryInMs: number | undefined };
 
 export interface UpstreamRestart {
   /** 1 for the first restart since the upstream last served, 2 for the next, and so on. */
@@ -135,6 +153,8 @@ export class UpstreamConnection {
   #attempt = 0;
   /** Why it last went down: read when the restart is made, by which time the process's exit is known. */
   #down: { transport: Transport; error: Error | undefined } | undefined;
+  /** Initialized and not lost since: a loss now is `down`, not `start_failed`. */
+  #serving = false;
 
   constructor(spec: UpstreamSpec, handlers: UpstreamHandlers, options: UpstreamOptions = {}) {
     this.name = spec.name;
@@ -171,10 +191,20 @@ export class UpstreamConnection {
     return this.#era;
   }
 
-  /** Connects and initializes with the client's own initialize parameters. */
+  /**
+   * Connects and initializes with the client's own initialize parameters.
+   * When that fails, it rejects and the connection keeps trying, with
+   * backoff, as after a crash (`close()` stops it): an upstream that is down
+   * at start comes up when it can.
+   */
   async start(initializeParams: JSONRPCRequest['params']): Promise<InitializeResult> {
     this.#initializeParams = initializeParams;
-    await this.#connect();
+    try {
+      await this.#connect();
+    } catch (error) {
+      this.#retryAfterFailedStart(error);
+      throw error;
+    }
     return this.#initializeResult as InitializeResult;
   }
 
@@ -307,6 +337,14 @@ export class UpstreamConnection {
       await this.#negotiate(await this.#open());
       this.#initializing = false;
       this.#restartDelay = this.#options.restartDelayMs;
+      this.#serving = true;
+      this.#report({
+        kind: 'started',
+        pid:
+          this.#transport instanceof StdioUpstreamTransport ? (this.#transport.pid ?? undefined) : undefined,
+        era: this.#era ?? 'legacy',
+        attempt: this.#attempt,
+      });
       this.#attempt = 0;
       for (const waiter of [...this.#readyWaiters]) waiter();
     })().catch((error: unknown) => {
@@ -435,14 +473,49 @@ export class UpstreamConnection {
         fetch: withStandardHeaders((id) => this.#perRequestHttp.get(id as RequestId)),
       });
     }
-    return new StdioUpstreamTransport({
-      command: spec.command,
-      args: spec.args ?? [],
-      // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
-      ...(spec.env ? { env: spec.env } : {}),
-      ...(spec.cwd ? { cwd: spec.cwd } : {}),
-      stderr: this.#options.stderr ?? 'inherit',
-    });
+    return new StdioUpstreamTransport(
+      {
+        command: spec.command,
+        args: spec.args ?? [],
+        // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
+        ...(spec.env ? { env: spec.env } : {}),
+        ...(spec.cwd ? { cwd: spec.cwd } : {}),
+        stderr: this.#options.stderr ?? 'inherit',
+      },
+      (skipped) => this.#skipped(skipped),
+    );
+  }
+
+  /**
+   * A line that is not a message was skipped. When it is JSON shaped like an
+   * answer to a request in flight (its id, a result or an error), that request
+   * will get no other answer: it ends now, its outcome unknown.
+   */
+  #skipped(skipped: SkippedLine): void {
+    try {
+      this.#handlers.onSkippedLine?.(skipped);
+    } catch {
+      // Reporting a line must never stop the reading.
+    }
+    const value = skipped.value as { id?: unknown; result?: unknown; error?: unknown } | null | undefined;
+    if (typeof value !== 'object' || value === null || !('result' in value || 'error' in value)) return;
+    const id = value.id as RequestId;
+    const pending = this.#pending.get(id);
+    if (!pending) return;
+    this.#pending.delete(id);
+    pending.reject(
+      new UpstreamInvalidReplyError(
+        `upstream ${this.name} answered with a message that is not valid JSON-RPC; whether it acted is unknown`,
+      ),
+    );
+  }
+
+  #report(event: UpstreamLifecycle): void {
+    try {
+      this.#handlers.onLifecycle?.(event);
+    } catch {
+      // Reporting must never change what the connection does.
+    }
   }
 
   #receive(transport: Transport, message: JSONRPCMessage): void {
@@ -482,15 +555,36 @@ export class UpstreamConnection {
       new UpstreamClosedError(`upstream ${this.name} went away${error ? `: ${error.message}` : ''}`),
     );
     void transport.close().catch(() => {});
+    const wasServing = this.#serving;
+    this.#serving = false;
     if (this.#closed) return;
     this.#down = { transport, error };
-    this.#handlers.onDown?.(error);
-    this.#scheduleRestart();
+    this.#report({
+      kind: wasServing ? 'down' : 'start_failed',
+      reason: this.#whyDown(),
+      retryInMs: this.#scheduleRestart(),
+    });
   }
 
-  /** One restart attempt at a time, with doubling delays: a crash-looping upstream is not hammered. */
-  #scheduleRestart(): void {
-    if (this.#restartTimer !== undefined || this.#closed) return;
+  /** A first start failed: torn down like a crash (which retries), unless it already was. */
+  #retryAfterFailedStart(error: unknown): void {
+    if (this.#closed) return;
+    const transport = this.#transport;
+    if (transport) {
+      this.#lost(transport, error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    if (this.#restartTimer !== undefined) return;
+    this.#report({ kind: 'start_failed', reason: messageOf(error), retryInMs: this.#scheduleRestart() });
+  }
+
+  /**
+   * One restart attempt at a time, with doubling delays: a crash-looping upstream is not hammered.
+   * Returns the delay of the attempt scheduled (undefined: none, the connection is closed).
+   */
+  #scheduleRestart(): number | undefined {
+    if (this.#closed) return undefined;
+    if (this.#restartTimer !== undefined) return undefined;
     const delay = this.#restartDelay;
     this.#restartDelay = Math.min(this.#restartDelay * 2, this.#options.maxRestartDelayMs);
     this.#restartTimer = setTimeout(() => {
@@ -502,14 +596,11 @@ export class UpstreamConnection {
       } catch {
         // Reporting a restart must never stop it.
       }
-      this.#connect().catch(() => {
-        // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
-        const transport = this.#transport;
-        if (transport) this.#lost(transport, undefined);
-        else this.#scheduleRestart();
-      });
+      // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
+      this.#connect().catch((error: unknown) => this.#retryAfterFailedStart(error));
     }, delay);
     this.#restartTimer.unref();
+    return delay;
   }
 
   #whyDown(): string {
