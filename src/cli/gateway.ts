@@ -104,7 +104,6 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
       http: {
         path: '/mcp',
         stateless: false,
-        session_idle_timeout: '30m',
         allow_unauthenticated: false,
         ...config.listen?.http,
         host,

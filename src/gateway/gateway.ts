@@ -32,6 +32,7 @@ import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './co
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { sessionBoundsOf } from './session-bounds.js';
 import { upstreamEnvironment } from './upstream-env.js';
 
 export interface GatewayOptions {
@@ -247,18 +248,25 @@ export class Gateway {
       port: http?.port ?? 8787,
       path: http?.path ?? '/mcp',
       stateless,
-      sessionIdleTimeoutMs: durationMs(
-        http?.session_idle_timeout ?? '30m',
-        'listen.http.session_idle_timeout',
-      ),
+      ...sessionBoundsOf(http),
+      // The caps count a session against the actor it will have (a token's subject, or the client's name locally).
+      sessionActorOf: (authInfo, clientName) =>
+        defaultActorOf({ ...(authInfo ? { authInfo } : {}), ...(clientName ? { clientName } : {}) }),
+      // An idle close is routine; an eviction may cut off a client that meant to come back: said.
+      onSessionClosed: ({ actor, reason }) => {
+        if (reason === 'evicted')
+          this.#options.logger?.warn(
+            'an HTTP session with nothing in progress was closed to make room for a new one of the same actor or past listen.http.max_sessions; its client gets 404 and must initialize again',
+            { actor },
+          );
+      },
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#auth ? { auth: this.#auth } : {}),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
-      attach: async (transport) => {
-        await this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined);
-      },
+      attach: async (transport) =>
+        this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined),
       // 2026-07-28 requests have no session, in either mode: ids without session scope.
       modern: {
         wrap: (transport) => this.#wrap(transport, 'none'),

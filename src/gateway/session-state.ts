@@ -122,6 +122,12 @@ export class SessionState {
   /** This client's open listen streams, by rendered id: ended when the session closes. */
   readonly subscriptions = new Map<string, AbortController>();
   nextFrontId = 1;
+  /**
+   * The client's requests being handled, and tool calls still running on an upstream (also
+   * those whose caller was already answered, past the contract's timeout): while any is, the
+   * HTTP front never closes the session as idle or to make room — that would lose its outcome.
+   */
+  working = 0;
   clientInfo: CallerInfo = {};
   /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */
   clientCapabilities: ClientCapabilities | undefined;

@@ -100,6 +100,7 @@ export class ProxySession {
   async #answer(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
     const key = renderRequestId(request.id);
     this.#s.awaitingReply.set(key, request.method);
+    this.#s.working++;
     try {
       await this.#onRequest(request, extra);
     } catch (error) {
@@ -107,7 +108,14 @@ export class ProxySession {
       if (this.#s.awaitingReply.has(key))
         await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
       this.#s.ctx.onRequestFailed?.(request.method, error);
+    } finally {
+      this.#s.working--;
     }
+  }
+
+  /** Something of this session is under way (see SessionState.working): the front must not close it. */
+  get inProgress(): boolean {
+    return this.#s.working > 0;
   }
 
   async #onRequest(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
