@@ -30,6 +30,12 @@ export interface SessionCaps {
  */
 export const DEFAULT_SESSION_CAPS: SessionCaps = { maxSessions: 128, maxSessionsPerActor: 16 };
 
+/**
+ * The JSON-RPC error code (in `data.code`) of an initialize refused at a cap: public API
+ * (docs/errors.md). Not among IDEM_CODES, which are the codes of tool results.
+ */
+export const SESSIONS_FULL = 'IDEM_SESSIONS_FULL';
+
 /** Why a session is closed by the front (not by its client). */
 export type SessionCloseReason = 'idle' | 'evicted';
 
@@ -155,9 +161,9 @@ function full(status: 429 | 503, max: number, scope: 'actor' | 'all'): SessionsF
     reply: (id) =>
       rpcError(
         -32000,
-        `IDEM_SESSIONS_FULL: ${what}, each with a request or stream in progress; no session was started. End the sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), or retry after one of them finishes.`,
+        `${SESSIONS_FULL}: ${what}, each with a request or stream in progress; no session was started. End the sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), or retry after one of them finishes.`,
         id,
-        { code: 'IDEM_SESSIONS_FULL', limit: scope, max },
+        { code: SESSIONS_FULL, limit: scope, max },
       ),
   };
 }
