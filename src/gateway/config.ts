@@ -64,6 +64,12 @@ const StdioUpstream = z
           "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
       ),
     cwd: z.string().optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
   })
   .strict();
 
@@ -72,6 +78,12 @@ const HttpUpstream = z
     url: z.url(),
     /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
     headers: z.record(z.string(), z.string()).optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
   })
   .strict();
 

@@ -31,6 +31,7 @@ import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog
 import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
+import { startPooledUpstreams } from './pooled-upstreams.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { sessionBoundsOf } from './session-bounds.js';
 import { upstreamEnvironment } from './upstream-env.js';
@@ -282,7 +283,7 @@ export class Gateway {
     clearInterval(this.#sweeper);
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
-    for (const opening of this.#shared.values()) {
+    for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
       const shared = await opening.catch(() => undefined);
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     }
@@ -349,6 +350,16 @@ export class Gateway {
     return opening;
   }
 
+  /** The connections to the upstreams configured `share: true`, opened when a session first needs them. */
+  #pool: Promise<SharedUpstreams> | undefined;
+  #pooledUpstreams(): Promise<SharedUpstreams> {
+    this.#pool ??= startPooledUpstreams(this.#sessionContext()).catch((error: unknown) => {
+      this.#pool = undefined;
+      throw error;
+    });
+    return this.#pool;
+  }
+
   async #attach(transport: ReceiptTransport, shared?: SharedUpstreams): Promise<ProxySession> {
     const session = new ProxySession({ ...this.#sessionContext(), ...(shared ? { shared } : {}) }, transport);
     this.#sessions.add(session);
@@ -372,6 +383,12 @@ export class Gateway {
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
+      pooled: new Set(
+        Object.entries(this.#config.upstreams)
+          .filter(([, spec]) => spec.share)
+          .map(([name]) => name),
+      ),
+      pooledUpstreams: () => this.#pooledUpstreams(),
       onRequestFailed: (method, error) =>
         this.#options.logger?.error(
           'a request failed inside the gateway; it was answered with an internal error',

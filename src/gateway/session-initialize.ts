@@ -15,6 +15,7 @@ import {
 import { discoverResultOf } from '../protocol/modern-bridge.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';
+import { joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { newSubscriptionHub } from './subscriptions.js';
 
@@ -47,6 +48,10 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
   const results: [string, InitializeResult][] = [];
   try {
     for (const spec of s.ctx.upstreams) {
+      if (s.ctx.pooled?.has(spec.name)) {
+        results.push([spec.name, await joinPool(s, spec.name)]);
+        continue;
+      }
       const connection = new UpstreamConnection(spec, handlersFor(s, spec.name), {
         ...(s.ctx.upstreamStderr ? { stderr: s.ctx.upstreamStderr } : {}),
       });
@@ -54,9 +59,10 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
       results.push([spec.name, await connection.start(request.params)]);
     }
   } catch (error) {
-    // The client may try again: nothing of this attempt stays running.
-    await Promise.all([...s.upstreams.values()].map((u) => u.close()));
+    // The client may try again: nothing of this attempt stays running (the pool is not this session's).
+    await Promise.all([...s.upstreams].filter(([name]) => s.owns(name)).map(([, u]) => u.close()));
     s.upstreams.clear();
+    s.release();
     return s.replyError(request.id, -32603, `an upstream could not be started: ${messageOf(error)}`);
   } finally {
     s.initializing = false;

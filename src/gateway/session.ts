@@ -15,6 +15,7 @@ import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';
+import { pooledRefusal } from './pooled-upstreams.js';
 import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
@@ -72,7 +73,9 @@ export class ProxySession {
         actor: this.#s.actor(),
       });
     this.#s.release();
-    if (!this.#s.shared) await Promise.all([...this.#s.upstreams.values()].map((u) => u.close()));
+    await Promise.all(
+      [...this.#s.upstreams].filter(([name]) => this.#s.owns(name)).map(([, upstream]) => upstream.close()),
+    );
     await this.#s.front.close().catch(() => {});
   }
 
@@ -137,8 +140,12 @@ export class ProxySession {
         return toolsList(this.#s, request);
       case 'tools/call':
         return toolsCall(this.#s, request, extra);
-      default:
-        return forward(this.#s, request, routeFor(this.#s.upstreams, request));
+      default: {
+        const upstream = routeFor(this.#s.upstreams, request);
+        const refused = upstream && pooledRefusal(this.#s, upstream, request.method);
+        if (refused) return this.#s.replyError(request.id, -32601, refused);
+        return forward(this.#s, request, upstream);
+      }
     }
   }
 
