@@ -157,7 +157,6 @@ export function buildConfig(command: string[], flags: GatewayFlags): GatewayConf
       http: {
         path: '/mcp',
         stateless: false,
-        session_idle_timeout: '30m',
         allow_unauthenticated: false,
         ...config.listen?.http,
         host,

@@ -1,24 +1,37 @@
 // Longer than most files on purpose: the HTTP front's request handler is one ordered list of
 // checks (path, Host/Origin, auth, session ownership, body, revision, receipts) that reads best
 // top to bottom; what each check needs beyond a few lines lives beside it (auth/, modern-http,
-// legacy-refusals, idle-sessions, event-store, replies, request-body).
+// legacy-refusals, idle-sessions, session-table, event-store, replies, request-body).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  isJSONRPCRequest,
+  JSONRPCMessageSchema,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal, FrontAuth } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { answerProbe, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
-import { idleSweepIntervalMs, isIdle } from './idle-sessions.js';
+import { idleSweepIntervalMs, idleTimeouts } from './idle-sessions.js';
 import { legacyRefusal } from './legacy-refusals.js';
 import { classifyEra, serveModernRequest } from './modern-http.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 import { rpcError, sendJson } from './replies.js';
 import { readJsonBody, refuse } from './request-body.js';
+import {
+  DEFAULT_SESSION_CAPS,
+  type ServedSession,
+  type SessionCaps,
+  type SessionCloseReason,
+  SessionTable,
+  type TableSession,
+} from './session-table.js';
 
 export { MAX_BODY_BYTES } from './request-body.js';
 
@@ -56,10 +69,19 @@ export interface HttpFrontOptions {
   /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
   auth?: FrontAuth;
   /**
-   * A session with no request for this long is closed (clients seldom send
-   * DELETE). Default 30 minutes; 0 keeps sessions until DELETE or shutdown.
+   * A session with nothing in progress and no request for this long is closed
+   * (clients seldom send DELETE). Default 10 minutes; 0 keeps sessions until
+   * DELETE or shutdown.
    */
   sessionIdleTimeoutMs?: number;
+  /** The same for a session that never got a request past the handshake. Default 1 minute (at most the idle timeout). */
+  unusedSessionTimeoutMs?: number;
+  /** Open sessions at most, in all and per actor; see DEFAULT_SESSION_CAPS. */
+  sessionCaps?: Partial<SessionCaps>;
+  /** The actor a new session will have (the caps count per actor). Default: the bearer principal. */
+  sessionActorOf?(auth: AuthInfo | undefined, clientName: string | undefined): string;
+  /** A session was closed by the front (idle, or evicted to make room under a cap). */
+  onSessionClosed?(closed: { actor: string; reason: SessionCloseReason }): void;
   /** The clock sessions' idleness is judged by (ms). Default: Date.now; tests inject one to expire a session without waiting. */
   clock?: () => number;
   /** Connection timeouts; see DEFAULT_HTTP_TIMEOUTS. */
@@ -71,7 +93,7 @@ export interface HttpFrontOptions {
   /** Puts receipts around the transport (layer 1). */
   wrap(transport: Transport): ReceiptTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
-  attach(transport: ReceiptTransport): Promise<void>;
+  attach(transport: ReceiptTransport): Promise<ServedSession | undefined>;
   /**
    * Serves one 2026-07-28 request (no session): receipts around its transport
    * (ids without session scope) and whatever answers it. Without this, such
@@ -91,15 +113,11 @@ export interface ServedHttp {
   close(): Promise<void>;
 }
 
-interface Session {
+interface Session extends TableSession {
   http: NodeStreamableTransport;
   receipts: ReceiptTransport;
   /** Who opened it (the bearer principal; '' without auth): nobody else may use it. */
   owner: string;
-  /** End of the last request on the session (ms); an idle one is closed, and its upstreams with it. */
-  lastSeen: number;
-  /** Requests (and open GET streams) in progress: a session busy with one is not idle. */
-  busy: number;
 }
 
 /**
@@ -112,23 +130,23 @@ interface Session {
 export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedHttp> {
   const host = options.host ?? '127.0.0.1';
   const path = options.path ?? '/mcp';
-  const sessions = new Map<string, Session>();
   const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...options.timeouts };
-  const idleMs = options.sessionIdleTimeoutMs ?? 30 * 60_000;
+  const idle = idleTimeouts(options.sessionIdleTimeoutMs, options.unusedSessionTimeoutMs);
   const clock = options.clock ?? Date.now;
-  const closeIdleSessions = (): number => {
-    if (idleMs <= 0) return 0;
-    const now = clock();
-    let closed = 0;
-    for (const [id, session] of sessions) {
-      if (!isIdle(session, now, idleMs)) continue;
-      sessions.delete(id);
-      closed++;
-      void session.receipts.close().catch(() => {});
-    }
-    return closed;
-  };
-  const reaper = idleMs > 0 ? setInterval(closeIdleSessions, idleSweepIntervalMs(idleMs)) : undefined;
+  const sessions = new SessionTable<Session>({
+    caps: { ...DEFAULT_SESSION_CAPS, ...options.sessionCaps },
+    idle,
+    clock,
+    ...(options.onSessionClosed
+      ? {
+          onClosed: (s: Session, reason: SessionCloseReason) =>
+            options.onSessionClosed?.({ actor: s.actor, reason }),
+        }
+      : {}),
+  });
+  const closeIdleSessions = () => sessions.closeIdle();
+  const sweepMs = idleSweepIntervalMs(idle);
+  const reaper = sweepMs > 0 ? setInterval(closeIdleSessions, sweepMs) : undefined;
   reaper?.unref();
   let allowedHosts: Set<string> | undefined = options.allowedHosts
     ? new Set(options.allowedHosts)
@@ -140,8 +158,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     ? (await import('./cors.js')).corsFor(options.allowedOrigins)
     : undefined;
 
-  const openSession = async (owner: string): Promise<Session> => {
-    const session = { lastSeen: clock(), busy: 0, owner } as Session;
+  /** A session for this request; `admitted` when the caps already count it (an initialize). */
+  const openSession = async (owner: string, admitted?: Session): Promise<Session> => {
+    const session = admitted ?? newSession(owner, owner);
     session.http = new NodeStreamableTransport(
       options.stateless
         ? { sessionIdGenerator: undefined }
@@ -153,17 +172,28 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
               options.eventsPerSession?.maxBytes,
             ),
             onsessioninitialized: (id) => {
-              sessions.set(id, session);
+              sessions.identified(id, session);
             },
           },
     );
     session.receipts = options.wrap(session.http);
-    await options.attach(session.receipts);
+    try {
+      session.served = (await options.attach(session.receipts)) ?? undefined;
+    } catch (error) {
+      sessions.forget(session, undefined);
+      throw error;
+    }
     const closed = session.receipts.onclose;
     session.receipts.onclose = () => {
       closed?.();
-      if (session.http.sessionId) sessions.delete(session.http.sessionId);
+      sessions.forget(session, session.http.sessionId);
     };
+    return session;
+  };
+
+  const newSession = (owner: string, actor: string): Session => {
+    const session = { lastSeen: clock(), busy: 0, used: false, owner, actor } as Session;
+    session.close = () => void session.receipts?.close().catch(() => {});
     return session;
   };
 
@@ -231,6 +261,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
         return;
       }
       busyUntilDone(existing, res);
+      existing.used = true;
       endWhenTokenExpires(req, res);
       await existing.http.serve(req, res);
       return;
@@ -268,6 +299,18 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       return;
     }
     if (existing) busyUntilDone(existing, res);
+    if (existing && requestsBeyondHandshake(body)) existing.used = true;
+    let admitted: Session | undefined;
+    if (!existing && !options.stateless && isInitializeRequest(body)) {
+      // Counted before anything starts (a gateway's upstream processes), so a cap holds.
+      const clientName = body.params.clientInfo?.name;
+      admitted = newSession(owner, options.sessionActorOf?.(req.auth, clientName) ?? owner);
+      const full = sessions.admit(admitted);
+      if (full) {
+        sendJson(res, full.status, full.reply((body as unknown as { id: RequestId }).id));
+        return;
+      }
+    }
     if (existing && !Array.isArray(body) && isJSONRPCRequest(body)) {
       const admission = await existing.receipts.admit(body, req.auth ? { authInfo: req.auth } : undefined);
       if (admission.kind === 'answer') {
@@ -278,7 +321,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       // it reached the server: nothing ran, so the receipt must not wait for a reply.
       res.once('close', () => existing.receipts.abandon(body.id));
     }
-    const session = existing ?? (await openSession(owner));
+    const session = existing ?? (await openSession(owner, admitted));
     if (!existing) busyUntilDone(session, res);
     await session.http.serve(req, res, body);
     if (options.stateless) res.on('close', () => void session.receipts.close());
@@ -299,7 +342,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   // A session opened for a request that did not initialize it (no session id, not an
   // initialize) is never reachable again: without this, every such request leaked one.
   const discardUnlessInitialized = async (session: Session) => {
-    if (session.http.sessionId === undefined) await session.receipts.close().catch(() => {});
+    if (session.http.sessionId !== undefined) return;
+    sessions.forget(session, undefined);
+    await session.receipts.close().catch(() => {});
   };
 
   const server: Server = createServer(
@@ -332,11 +377,18 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     closeIdleSessions,
     close: async () => {
       clearInterval(reaper);
-      for (const session of sessions.values()) await session.receipts.close().catch(() => {});
+      for (const session of [...sessions.values()]) await session.receipts.close().catch(() => {});
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Whether a POST body holds a request other than the handshake: the session is in use. */
+function requestsBeyondHandshake(body: unknown): boolean {
+  return (Array.isArray(body) ? body : [body]).some(
+    (m) => isJSONRPCRequest(m) && (m as { method: string }).method !== 'initialize',
+  );
 }
 
 /** A quarter of the shortest timeout set, between 25 ms and 1 s. */

@@ -66,6 +66,12 @@ const StdioUpstream = z
           "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
       ),
     cwd: z.string().optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
   })
   .strict();
 
@@ -74,6 +80,12 @@ const HttpUpstream = z
     url: z.url(),
     /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
     headers: z.record(z.string(), z.string()).optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
   })
   .strict();
 
@@ -249,9 +261,30 @@ export const GatewayConfigSchema = z
             path: z.string().startsWith('/').default('/mcp'),
             stateless: z.boolean().default(false),
             session_idle_timeout: duration
-              .default('30m')
+              .optional()
               .describe(
-                'A session with no request for this long is closed, with its upstream connections (0: never).',
+                'A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default 10m.',
+              ),
+            session_unused_timeout: duration
+              .optional()
+              .describe(
+                'The same for a session that never got a request after its initialize (a client that connected and left). Default 1m, at most session_idle_timeout.',
+              ),
+            max_sessions: z
+              .number()
+              .int()
+              .positive()
+              .optional()
+              .describe(
+                'Open sessions at most, all actors together. At the cap, a new initialize closes the least recently used session with nothing in progress, or is refused (503, IDEM_SESSIONS_FULL) if every one is in use. Default 128.',
+              ),
+            max_sessions_per_actor: z
+              .number()
+              .int()
+              .positive()
+              .optional()
+              .describe(
+                "Open sessions of one actor at most: at the cap, a new initialize closes that actor's least recently used session with nothing in progress, or is refused (429, IDEM_SESSIONS_FULL). Default 16.",
               ),
             allowed_hosts: z
               .array(z.string())

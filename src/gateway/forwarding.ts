@@ -64,12 +64,7 @@ export function handlersFor(s: SessionState, upstreamName: string) {
     },
     onSkippedLine: (skipped: SkippedLine) =>
       s.ctx.onUpstreamSkippedLine?.(upstreamName, s.front.sessionId ?? null, skipped),
-    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
-      const frontId = `idem-${s.nextFrontId++}`;
-      const reply = new Promise<UpstreamReply>((resolve) => s.toClient.set(frontId, resolve));
-      await s.send({ ...request, id: frontId }, relatedTo(s, upstreamName));
-      return reply;
-    },
+    onRequest: (request: JSONRPCRequest): Promise<UpstreamReply> => askClient(s, upstreamName, request),
     onNotification: (notification: JSONRPCNotification) => {
       if (notification.method === 'notifications/tools/list_changed') s.catalog.clear(upstreamName);
       if (notification.method === 'notifications/cancelled') {
@@ -153,6 +148,19 @@ const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', '
 function atLeast(level: unknown, threshold: string | undefined): boolean {
   if (threshold === undefined) return false;
   return LOG_LEVELS.indexOf(String(level)) >= Math.max(0, LOG_LEVELS.indexOf(threshold));
+}
+
+/** Passes an upstream's request (sampling, elicitation, roots) to the session's client, under an id of ours. */
+export async function askClient(
+  s: SessionState,
+  upstreamName: string,
+  request: JSONRPCRequest,
+  related: RequestId | undefined = relatedTo(s, upstreamName),
+): Promise<UpstreamReply> {
+  const frontId = `idem-${s.nextFrontId++}`;
+  const reply = new Promise<UpstreamReply>((resolve) => s.toClient.set(frontId, resolve));
+  await s.send({ ...request, id: frontId }, related);
+  return reply;
 }
 
 /** The client request an upstream's message belongs to, when that is unambiguous. */

@@ -34,7 +34,9 @@ import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './co
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { checkContracts } from './contract-check.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
+import { startPooledUpstreams } from './pooled-upstreams.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { sessionBoundsOf } from './session-bounds.js';
 import { ToolNameGuard } from './tool-names.js';
 import { upstreamEnvironment } from './upstream-env.js';
 import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
@@ -275,19 +277,26 @@ export class Gateway {
       port: http?.port ?? 8787,
       path: http?.path ?? '/mcp',
       stateless,
-      sessionIdleTimeoutMs: durationMs(
-        http?.session_idle_timeout ?? '30m',
-        'listen.http.session_idle_timeout',
-      ),
+      ...sessionBoundsOf(http),
+      // The caps count a session against the actor it will have (a token's subject, or the client's name locally).
+      sessionActorOf: (authInfo, clientName) =>
+        defaultActorOf({ ...(authInfo ? { authInfo } : {}), ...(clientName ? { clientName } : {}) }),
+      // An idle close is routine; an eviction may cut off a client that meant to come back: said.
+      onSessionClosed: ({ actor, reason }) => {
+        if (reason === 'evicted')
+          this.#options.logger?.warn(
+            'an HTTP session with nothing in progress was closed to make room for a new one of the same actor or past listen.http.max_sessions; its client gets 404 and must initialize again',
+            { actor },
+          );
+      },
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
       ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#auth ? { auth: this.#auth } : {}),
       readiness: () => this.readiness(),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
-      attach: async (transport) => {
-        await this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined);
-      },
+      attach: async (transport) =>
+        this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined),
       // 2026-07-28 requests have no session, in either mode: ids without session scope.
       modern: {
         wrap: (transport) => this.#wrap(transport, 'none'),
@@ -332,7 +341,7 @@ export class Gateway {
     clearInterval(this.#sweeper);
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
-    for (const opening of this.#shared.values()) {
+    for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
       const shared = await opening.catch(() => undefined);
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     }
@@ -399,6 +408,16 @@ export class Gateway {
     return opening;
   }
 
+  /** The connections to the upstreams configured `share: true`, opened when a session first needs them. */
+  #pool: Promise<SharedUpstreams> | undefined;
+  #pooledUpstreams(): Promise<SharedUpstreams> {
+    this.#pool ??= startPooledUpstreams(this.#sessionContext()).catch((error: unknown) => {
+      this.#pool = undefined;
+      throw error;
+    });
+    return this.#pool;
+  }
+
   async #attach(transport: ReceiptTransport, shared?: SharedUpstreams): Promise<ProxySession> {
     const session = new ProxySession({ ...this.#sessionContext(), ...(shared ? { shared } : {}) }, transport);
     this.#sessions.add(session);
@@ -423,6 +442,12 @@ export class Gateway {
       version: this.#options.version,
       upstreamWaitMs: 2_000,
       sharedUpstreams: () => this.#sharedUpstreams('modern'),
+      pooled: new Set(
+        Object.entries(this.#config.upstreams)
+          .filter(([, spec]) => spec.share)
+          .map(([name]) => name),
+      ),
+      pooledUpstreams: () => this.#pooledUpstreams(),
       onRequestFailed: (method, error) =>
         // The configured credentials are scrubbed from it (#log), as from every result.
         this.#log.error('a request failed inside the gateway; it was answered with an internal error', {

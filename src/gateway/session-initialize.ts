@@ -16,6 +16,7 @@ import { discoverResultOf } from '../protocol/modern-bridge.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';
+import { joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { newSubscriptionHub } from './subscriptions.js';
 
@@ -47,12 +48,21 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
   s.clientCapabilities = params?.capabilities;
   let results: [string, InitializeResult][];
   try {
-    const started = await startAll(s.ctx, s.upstreams, (name) => handlersFor(s, name), {}, request.params);
+    // A shared upstream (upstreams.<name>.share) is joined, not started: the gateway's pool holds its one process.
+    const started = await startAll(
+      s.ctx,
+      s.upstreams,
+      (name) => handlersFor(s, name),
+      {},
+      request.params,
+      (name) => (s.ctx.pooled?.has(name) ? joinPool(s, name) : undefined),
+    );
     results = started.results;
     if (!servesSomething(s.catalog, started)) {
-      // The client may try again: nothing of this attempt stays running.
-      await Promise.all([...s.upstreams.values()].map((u) => u.close()));
+      // The client may try again: nothing of this attempt stays running (the pool is not this session's).
+      await Promise.all([...s.upstreams].filter(([name]) => s.owns(name)).map(([, u]) => u.close()));
       s.upstreams.clear();
+      s.release();
       const reason = nothingStartedText(started.failed);
       s.ctx.onInitializeRefused?.(s.front.sessionId ?? null, reason);
       return s.replyError(request.id, -32603, reason);
@@ -97,8 +107,15 @@ async function startAll(
   handlers: (name: string) => UpstreamHandlers,
   options: UpstreamOptions,
   params: JSONRPCRequest['params'],
+  join?: (name: string) => Promise<InitializeResult> | undefined,
 ): Promise<Started> {
   const attempts = ctx.upstreams.map(async (spec): Promise<[string, InitializeResult | Error]> => {
+    const joined = join?.(spec.name);
+    if (joined)
+      return joined.then(
+        (result): [string, InitializeResult] => [spec.name, result],
+        (error: unknown) => [spec.name, error instanceof Error ? error : new Error(String(error))],
+      );
     const connection = new UpstreamConnection(spec, handlers(spec.name), {
       ...options,
       ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),

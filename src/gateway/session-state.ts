@@ -66,6 +66,10 @@ export interface SessionContext {
    * 2026-07-28 (no initialize, so nothing of its own to start).
    */
   sharedUpstreams?(): Promise<SharedUpstreams>;
+  /** Upstreams configured `share: true`: sessions use one gateway-wide connection to each (pooled-upstreams.ts). */
+  pooled?: ReadonlySet<string>;
+  /** Those connections, started on first use. */
+  pooledUpstreams?(): Promise<SharedUpstreams>;
 }
 
 export interface SharedUpstreams {
@@ -120,6 +124,8 @@ export class SessionState {
   catalog: ToolCatalog;
   /** The gateway-wide connections this session uses instead of its own (stateless, 2026-07-28). */
   shared: SharedUpstreams | undefined;
+  /** The gateway-wide connections to the upstreams configured `share: true`, beside this session's own. */
+  pool: SharedUpstreams | undefined;
   /** The revision family the client speaks, known from its first request. */
   era: ProtocolEra | undefined;
   /**
@@ -135,6 +141,12 @@ export class SessionState {
   /** This client's open listen streams, by rendered id: ended when the session closes. */
   readonly subscriptions = new Map<string, AbortController>();
   nextFrontId = 1;
+  /**
+   * The client's requests being handled, and tool calls still running on an upstream (also
+   * those whose caller was already answered, past the contract's timeout): while any is, the
+   * HTTP front never closes the session as idle or to make room — that would lose its outcome.
+   */
+  working = 0;
   clientInfo: CallerInfo = {};
   /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */
   clientCapabilities: ClientCapabilities | undefined;
@@ -186,9 +198,10 @@ export class SessionState {
       ...(cancellable ? { cancelled: new AbortController() } : {}),
     };
     const token = meta?.progressToken;
+    const shared = this.sharedFor(upstream);
     if (typeof token === 'string' || typeof token === 'number') {
       forwarded.progressToken = token;
-      if (this.shared) forwarded.upstreamProgressToken = `idem-progress-${this.shared.nextProgressToken++}`;
+      if (shared) forwarded.upstreamProgressToken = `idem-progress-${shared.nextProgressToken++}`;
     }
     const level = envelopeOf({ _meta: meta }).logLevel;
     if (level) forwarded.logLevel = level;
@@ -205,9 +218,20 @@ export class SessionState {
     return { ...meta, progressToken: forwarded.upstreamProgressToken };
   }
 
+  /** The gateway-wide connections `upstream` is reached through, if it is not this session's own. */
+  sharedFor(upstream: string): SharedUpstreams | undefined {
+    return this.shared ?? (this.ctx.pooled?.has(upstream) ? this.pool : undefined);
+  }
+
+  /** Whether this session's connection to `upstream` is its own (closed with it). */
+  owns(upstream: string): boolean {
+    return !this.shared && !this.ctx.pooled?.has(upstream);
+  }
+
   /** Leaves the shared connections (the session is closing). */
   release(): void {
     this.shared?.sessions.delete(this);
+    this.pool?.sessions.delete(this);
   }
 
   get prefixed(): boolean {

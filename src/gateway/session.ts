@@ -15,6 +15,7 @@ import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';
+import { pooledRefusal } from './pooled-upstreams.js';
 import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
@@ -72,7 +73,9 @@ export class ProxySession {
         actor: this.#s.actor(),
       });
     this.#s.release();
-    if (!this.#s.shared) await Promise.all([...this.#s.upstreams.values()].map((u) => u.close()));
+    await Promise.all(
+      [...this.#s.upstreams].filter(([name]) => this.#s.owns(name)).map(([, upstream]) => upstream.close()),
+    );
     await this.#s.front.close().catch(() => {});
   }
 
@@ -100,6 +103,7 @@ export class ProxySession {
   async #answer(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
     const key = renderRequestId(request.id);
     this.#s.awaitingReply.set(key, request.method);
+    this.#s.working++;
     try {
       await this.#onRequest(request, extra);
     } catch (error) {
@@ -107,7 +111,14 @@ export class ProxySession {
       if (this.#s.awaitingReply.has(key))
         await this.#s.replyError(request.id, -32603, internalErrorText(request.method));
       this.#s.ctx.onRequestFailed?.(request.method, error);
+    } finally {
+      this.#s.working--;
     }
+  }
+
+  /** Something of this session is under way (see SessionState.working): the front must not close it. */
+  get inProgress(): boolean {
+    return this.#s.working > 0;
   }
 
   async #onRequest(request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
@@ -129,8 +140,12 @@ export class ProxySession {
         return toolsList(this.#s, request);
       case 'tools/call':
         return toolsCall(this.#s, request, extra);
-      default:
-        return forward(this.#s, request, routeFor(this.#s.upstreams, request));
+      default: {
+        const upstream = routeFor(this.#s.upstreams, request);
+        const refused = upstream && pooledRefusal(this.#s, upstream, request.method);
+        if (refused) return this.#s.replyError(request.id, -32601, refused);
+        return forward(this.#s, request, upstream);
+      }
     }
   }
 

@@ -340,6 +340,24 @@ export async function dispatchToolCall(
   executionId: string,
   forwarded: ForwardedRequest,
 ): Promise<CallToolResult> {
+  // Counted until the upstream answers, even when the engine answered the caller first (timeout).
+  s.working++;
+  try {
+    return await dispatchOn(s, upstream, entry, params, args, executionId, forwarded);
+  } finally {
+    s.working--;
+  }
+}
+
+async function dispatchOn(
+  s: SessionState,
+  upstream: UpstreamConnection,
+  entry: CatalogEntry,
+  params: { _meta?: Record<string, unknown> },
+  args: Record<string, unknown>,
+  executionId: string,
+  forwarded: ForwardedRequest,
+): Promise<CallToolResult> {
   // Waiting here, after the engine matched the call, lets a retry of an earlier call hear about
   // that call (unknown, completed) rather than "not executed" while the upstream restarts.
   if (!upstream.available) {

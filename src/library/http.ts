@@ -21,7 +21,10 @@ export function serveStreamableHttp(
   return serveHttpFront({
     ...options,
     wrap: (transport) => idem.wrapTransport(transport),
-    attach: (transport) => newServer().connect(transport),
+    attach: async (transport) => {
+      await newServer().connect(transport);
+      return undefined;
+    },
     modern: {
       wrap: (transport) => idem.wrapTransport(new ModernBridge(transport), 'none'),
       attach: (transport) => newServer().connect(transport),

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ServedHttp } from '../../src/front/http.js';
 import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
@@ -45,6 +46,8 @@ export function removeTemporaries(): void {
 
 export interface RunningGateway {
   gateway: Gateway;
+  /** The HTTP front itself (its idle sweep, for tests that move the clock). */
+  served: ServedHttp;
   url: string;
   dataDir: string;
   close(): Promise<void>;
@@ -69,8 +72,8 @@ export async function startHttpGateway(
     }),
     { version: 'test', upstreamStderr: 'ignore', ...options },
   );
-  const { url } = await gateway.serveHttp();
-  return { gateway, url, dataDir, close: () => gateway.close() };
+  const served = await gateway.serveHttp();
+  return { gateway, served, url: served.url, dataDir, close: () => gateway.close() };
 }
 
 export interface RawResponse {
