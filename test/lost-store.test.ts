@@ -50,11 +50,11 @@ function gatewayRun(config: string, dataDir: string) {
 }
 
 describe('idem gateway on a lost SQLite store', () => {
-  it('refuses an emptied idem.db (truncate -s 0): exit 2, the evidence and the recovery steps, no upstream', async () => {
+  it('refuses an emptied idem.db (truncate -s 0): exit 1, the evidence and the recovery steps, no upstream', async () => {
     const { dataDir, db, config, counts } = await usedDataDir();
     truncateSync(db, 0);
     const result = await gatewayRun(config, dataDir);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain(`refused the SQLite store at ${db} (lost): the store is empty`);
     expect(result.stderr).toContain(
       `${join(dataDir, 'journal-head.json')} holds signed journal heads up to activity seq`,
@@ -69,7 +69,7 @@ describe('idem gateway on a lost SQLite store', () => {
     const { dataDir, db, config, counts } = await usedDataDir();
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${db}${suffix}`, { force: true });
     const result = await gatewayRun(config, dataDir);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain(`refused the SQLite store at ${db} (lost): the store does not exist`);
     expect(existsSync(db)).toBe(false);
     expect(readExecutions(counts)).toEqual([]);
@@ -170,7 +170,7 @@ describe('idem store new --accept-lost-executions', () => {
     const { dataDir, db } = await usedDataDir();
     const heads = readFileSync(join(dataDir, 'journal-head.json'), 'utf8');
     const result = await runIdem(['store', 'new', '--db', db, '--accept-lost-executions'], { dataDir });
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain('is not lost');
     expect(readFileSync(join(dataDir, 'journal-head.json'), 'utf8')).toBe(heads);
   });
