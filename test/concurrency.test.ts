@@ -11,6 +11,7 @@ import { MemoryStore } from '../src/store/memory/memory-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
 import { CountingTarget } from '../src/testing/counting-target.js';
+import { Gate } from '../src/testing/gate.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-concurrency-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,6 +27,11 @@ const call: ToolCall = {
   contract: resolveContract({ replay: 'keyed', scope: { business_key: 'version' } }, undefined),
   caller: { actor: 'token:ci', session: null },
 };
+
+const done = (n: number) => ({
+  content: [{ type: 'text' as const, text: `done #${n}` }],
+  structuredContent: { n },
+});
 
 const stores: [string, () => Promise<ExecutionStore[]>][] = [
   ['memory', async () => [new MemoryStore()]],
@@ -43,10 +49,17 @@ describe.each(stores)('200 concurrent identical calls on %s', (_name, open) => {
   it('invoke the target exactly once; everyone else is told it is in flight', async () => {
     const opened = await open();
     const engines = opened.map((store) => new ExecutionEngine({ store, fingerprinter }));
-    const target = new CountingTarget({ delayMs: 300 });
+    // The winner's target answers once the 199 others have been answered: each of them met the
+    // execution in flight, however slowly the machine let them arrive (a fixed delay raced them).
+    const othersAnswered = new Gate();
+    const target = new CountingTarget({ respond: (n) => othersAnswered.wait().then(() => done(n)) });
+    let answered = 0;
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        (engines[i % engines.length] as ExecutionEngine).execute(call, target.dispatch),
+        (engines[i % engines.length] as ExecutionEngine).execute(call, target.dispatch).then((result) => {
+          if (++answered === 199) othersAnswered.open();
+          return result;
+        }),
       ),
     );
     expect(target.invocations).toBe(1);

@@ -64,5 +64,42 @@ describe('idem demo that fails', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+    // Via the gateway it also starts an upstream process and an sshd: at load 17 on 2 cores, 40-60 s.
+  }, 300_000);
+});
+
+/**
+ * The counts come from conditions, not from how fast the machine is: with the
+ * process's event loop stalled again and again (what a machine at load 10+
+ * does to it), every scenario still has its count. Before, fixed processor
+ * delays raced 300/600 ms tool timeouts and a stalled loop flipped them.
+ */
+describe('idem demo on a machine slower than its timeouts (via library)', () => {
+  it('every count is right with the event loop stalled 250 ms at a time', { timeout: 300_000 }, async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-slow-'));
+    // Load, not a condition: each tick of it blocks the thread the demo's target and processor run on.
+    const stall = setInterval(() => {
+      const until = performance.now() + 250;
+      while (performance.now() < until);
+    }, 100);
+    try {
+      const reports = await runDemo({
+        dataDir,
+        via: 'library',
+        out: () => {},
+        sshdBinary: join(dataDir, 'no-such-sshd'),
+      });
+      expect(reports.charges.map((r) => [r.name.slice(0, 3), r.charges, r.ok])).toEqual([
+        ['1. ', 1, true],
+        ['1b.', 1, true],
+        ['2. ', 1, true],
+        ['3. ', 1, true],
+        ['4. ', 1, true],
+        ['5. ', 1, true],
+      ]);
+    } finally {
+      clearInterval(stall);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,14 +5,22 @@ import { idemCodeOf } from '../executions/answers.js';
 
 // The demo's agent: the official SDK client over Streamable HTTP, and how it reads what it got back.
 
-export async function pollStatus(client: Client, ref: string): Promise<CallToolResult> {
-  let last: CallToolResult | undefined;
-  for (let i = 0; i < 50; i++) {
-    last = (await client.callTool({ name: 'idem_execution_status', arguments: { ref } })) as CallToolResult;
-    if (!idemCodeOf(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+/**
+ * Asks the status tool until the execution has a final answer. A scenario
+ * first waits for what it is about (the processor counted the charge, the
+ * host ran the command), so this takes a round or two; the deadline only ends
+ * a run whose count is already wrong, however slow the machine is.
+ */
+export async function pollStatus(client: Client, ref: string, deadlineMs = 60_000): Promise<CallToolResult> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const last = (await client.callTool({
+      name: 'idem_execution_status',
+      arguments: { ref },
+    })) as CallToolResult;
+    if (!idemCodeOf(last) || Date.now() >= until) return last;
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  return last as CallToolResult;
 }
 
 export function refOf(result: CallToolResult): string {

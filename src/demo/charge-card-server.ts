@@ -10,21 +10,48 @@ export interface ChargeCardServerOptions {
   processorUrl: string;
   /** When an unanswered charge becomes `unknown` for the agent (the charge itself goes on). */
   timeout?: string | number;
+  /** The same for `charge_card_quick`, the tool whose caller will not wait long (default 300 ms). */
+  quickTimeout?: string | number;
 }
 
+/** The checkout's tool: an answer within a moment, or "unknown" while the charge goes on. */
+export const QUICK_TIMEOUT = '300ms';
+
 /**
- * The example MCP server built with the library: one `charge_card` tool whose
+ * The example MCP server built with the library: a `charge_card` tool whose
  * execution id travels to the processor as its `Idempotency-Key`, so even a
- * re-sent charge is charged once.
+ * re-sent charge is charged once; and `charge_card_quick`, the same charge for
+ * a caller that is told "unknown" after a short timeout instead of waiting.
  */
 export function createChargeCardServer(options: ChargeCardServerOptions): McpServer {
   const server = new McpServer({ name: 'charge-card-example', version: '1.0.0' });
+  registerCharge(server, options, {
+    name: 'charge_card',
+    title: 'Charge a card',
+    description: 'Charge a card for an order. One order is charged once, however often this is called.',
+    timeout: options.timeout,
+  });
+  registerCharge(server, options, {
+    name: 'charge_card_quick',
+    title: 'Charge a card, answer at once',
+    description:
+      'Charge a card for an order at a checkout that cannot wait: past a short timeout the answer is "unknown" while the charge goes on; ask the status tool. One order is charged once.',
+    timeout: options.quickTimeout ?? QUICK_TIMEOUT,
+  });
+  return server;
+}
+
+function registerCharge(
+  server: McpServer,
+  options: ChargeCardServerOptions,
+  tool: { name: string; title: string; description: string; timeout: string | number | undefined },
+): void {
   options.idem.tool(
     server,
-    'charge_card',
+    tool.name,
     {
-      title: 'Charge a card',
-      description: 'Charge a card for an order. One order is charged once, however often this is called.',
+      title: tool.title,
+      description: tool.description,
       inputSchema: {
         order_id: z.string().min(1).describe('The order being paid; one order is one charge'),
         amount_cents: z.number().int().positive(),
@@ -36,7 +63,7 @@ export function createChargeCardServer(options: ChargeCardServerOptions): McpSer
         replay: 'keyed',
         scope: { business_key: 'order_id' },
         attach_window: '24h',
-        ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+        ...(tool.timeout !== undefined ? { timeout: tool.timeout } : {}),
         status_probe: async ({ executionId }) => {
           const res = await fetch(`${options.processorUrl}/charges/${encodeURIComponent(executionId)}`);
           if (res.status === 404) return { outcome: 'unknown' };
@@ -66,7 +93,6 @@ export function createChargeCardServer(options: ChargeCardServerOptions): McpSer
       return chargeResult((await res.json()) as Charge);
     },
   );
-  return server;
 }
 
 function chargeResult(charge: Charge) {

@@ -14,5 +14,5 @@ if (!processorUrl) {
 }
 const idem = await Idem.open();
 // The gateway in front owns the caller-facing timeout; here the charge may take as long as it takes.
-const server = createChargeCardServer({ idem, processorUrl, timeout: '60s' });
+const server = createChargeCardServer({ idem, processorUrl, timeout: '60s', quickTimeout: '60s' });
 await idem.connect(server, new StdioServerTransport());

@@ -12,7 +12,7 @@ import { resolveDataDir } from '../identity/data-dir.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
-import { createChargeCardServer } from './charge-card-server.js';
+import { createChargeCardServer, QUICK_TIMEOUT } from './charge-card-server.js';
 import { PaymentProcessor } from './processor.js';
 import { runSshScenarios, type SshScenarioReport } from './ssh-demo.js';
 import { upstreamCommand } from './upstream-command.js';
@@ -46,6 +46,14 @@ export interface DemoReport {
 }
 
 /**
+ * The timeout of every tool whose scenario needs an answer: far beyond what a
+ * charge takes on the slowest machine, so it never fires by accident. The one
+ * scenario that shows a timeout (3) uses `charge_card_quick`, whose timeout is
+ * short, with the processor held until it has fired.
+ */
+const LONG_TIMEOUT = '30s';
+
+/**
  * The HTTP action tool of scenario 5: the charge sent by Idem itself (gateway
  * `http_tools:`, or `idem.httpTool` in the library), with the processor's key
  * by reference and the execution id as its Idempotency-Key.
@@ -57,14 +65,14 @@ function chargeHttpSpec(processorUrl: string) {
     body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
     credential: { name: 'processor', scheme: 'bearer' as const },
     allow: { addresses: ['127.0.0.1'] },
-    timeout: '300ms',
+    timeout: LONG_TIMEOUT,
   };
 }
 const CHARGE_HTTP_DESCRIPTION = 'Charge an order through the processor API (sent by Idem itself).';
 const CHARGE_HTTP_CONTRACT = {
   replay: 'keyed' as const,
   scope: { business_key: 'order_id' },
-  timeout: '300ms',
+  timeout: LONG_TIMEOUT,
 };
 
 /** The processor's API key, in a 0600 file: the credential the HTTP action tool names. */
@@ -81,7 +89,12 @@ async function startTarget(via: 'gateway' | 'library', dataDir: string, processo
   if (via === 'library') {
     const idem = await Idem.open({ dataDir, credentials });
     const http = await serveStreamableHttp(idem, () => {
-      const server = createChargeCardServer({ idem, processorUrl, timeout: '600ms' });
+      const server = createChargeCardServer({
+        idem,
+        processorUrl,
+        timeout: LONG_TIMEOUT,
+        quickTimeout: QUICK_TIMEOUT,
+      });
       idem.httpTool(server, 'charge_card_http', {
         description: CHARGE_HTTP_DESCRIPTION,
         inputSchema: { order_id: z.string(), amount_cents: z.number().int().positive() },
@@ -124,13 +137,8 @@ async function startTarget(via: 'gateway' | 'library', dataDir: string, processo
         },
       },
       tools: {
-        charge_card: {
-          replay: 'keyed',
-          scope: { business_key: 'order_id' },
-          attach_window: '24h',
-          timeout: '600ms',
-          fingerprint: { secrets: ['card_number'] },
-        },
+        charge_card: { ...CHARGE_CONTRACT, timeout: LONG_TIMEOUT },
+        charge_card_quick: { ...CHARGE_CONTRACT, timeout: QUICK_TIMEOUT },
       },
     }),
     { version: 'demo', upstreamStderr: 'ignore' },
@@ -142,6 +150,14 @@ async function startTarget(via: 'gateway' | 'library', dataDir: string, processo
     close: () => gateway.close(),
   };
 }
+
+/** The gateway's contract for the example server's charge tools (its own applies behind it). */
+const CHARGE_CONTRACT = {
+  replay: 'keyed',
+  scope: { business_key: 'order_id' },
+  attach_window: '24h',
+  fingerprint: { secrets: ['card_number'] },
+} as const;
 
 const CARD = '4242424242424242';
 
@@ -212,7 +228,6 @@ async function runScenarios(
       '1. The response is lost; the fetch layer re-sends the same request (same JSON-RPC id)',
       1,
       async (saw) => {
-        processor.delayMs = 200;
         const lossy = lossyFetch();
         const agent = await connect(http.url, lossy.fetch);
         lossy.loseNextToolCall = 'resend';
@@ -242,17 +257,19 @@ async function runScenarios(
     );
 
     await run('2. Two concurrent identical calls (two agent connections)', 1, async (saw) => {
-      processor.delayMs = 400;
+      // The processor holds the charge until one of the two has been answered: that one lost the
+      // claim while the other's charge was in flight, however long either took to arrive.
+      const release = processor.holdCharges();
+      const chargesBefore = processor.charges;
       const [a, b] = await Promise.all([connect(http.url), connect(http.url)]);
-      const results = await Promise.all([
-        callCharge(a, 'order-2001', 4200),
-        callCharge(b, 'order-2001', 4200),
-      ]);
+      const calls = [callCharge(a, 'order-2001', 4200), callCharge(b, 'order-2001', 4200)];
+      const early = await Promise.race(calls).finally(release);
+      const results = await Promise.all(calls);
       for (const r of results) saw(r);
-      const inFlight = results.find((r) => idemCodeOf(r) === 'IDEM_IN_FLIGHT');
-      let ok = results.filter((r) => !r.isError).length === 1 && inFlight !== undefined;
-      if (inFlight) {
-        const final = await pollStatus(b, refOf(inFlight));
+      let ok = results.filter((r) => !r.isError).length === 1 && idemCodeOf(early) === 'IDEM_IN_FLIGHT';
+      if (idemCodeOf(early) === 'IDEM_IN_FLIGHT') {
+        await processor.chargesReach(chargesBefore + 1);
+        const final = await pollStatus(a, refOf(early));
         saw(`status tool → ${summarize(final)}`);
         ok &&= !final.isError;
       }
@@ -261,20 +278,24 @@ async function runScenarios(
     });
 
     await run(
-      '3. The processor is slower than the tool timeout; the agent asks the status tool',
+      `3. The processor is slower than the tool timeout (charge_card_quick, ${QUICK_TIMEOUT}); the agent asks the status tool`,
       1,
       async (saw) => {
-        processor.delayMs = 1500;
+        // Held until the agent has been told the outcome is unknown: the timeout fires first on any machine.
+        const release = processor.holdCharges();
+        const chargesBefore = processor.charges;
         const agent = await connect(http.url);
-        const first = await callCharge(agent, 'order-3001', 9900);
+        const first = await callCharge(agent, 'order-3001', 9900, 'charge_card_quick').finally(release);
         saw(first);
-        const ref = refOf(first);
-        const now = await agent.callTool({ name: 'idem_execution_status', arguments: { ref } });
-        saw(`status tool → ${summarize(now as CallToolResult)}`);
-        const final = await pollStatus(agent, ref);
-        saw(`status tool → ${summarize(final)}`);
+        let ok = idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN';
+        if (ok) {
+          await processor.chargesReach(chargesBefore + 1);
+          const final = await pollStatus(agent, refOf(first));
+          saw(`status tool → ${summarize(final)}`);
+          ok = !final.isError;
+        }
         await agent.close();
-        return { callsSent: 1, ok: idemCodeOf(first) === 'IDEM_OUTCOME_UNKNOWN' && !final.isError };
+        return { callsSent: 1, ok };
       },
     );
 
@@ -282,7 +303,6 @@ async function runScenarios(
       '4. A deliberate second purchase: same card and amount, a different order id',
       1,
       async (saw) => {
-        processor.delayMs = 50;
         const agent = await connect(http.url);
         const again = await callCharge(agent, 'order-1001', 1999);
         saw(`repeat of order-1001 → ${summarize(again)}`);
@@ -294,20 +314,18 @@ async function runScenarios(
     );
 
     await run(
-      '5. An HTTP action tool (Idem sends the charge itself, Idempotency-Key = execution id): the processor is slower than the timeout; the agent calls again',
+      "5. An HTTP action tool (Idem sends the charge itself, Idempotency-Key = execution id): the processor's answer is lost; the agent calls again",
       1,
       async (saw) => {
-        processor.delayMs = 600;
         const requestsBefore = processor.requests;
-        const chargesBefore = processor.charges;
         const agent = await connect(http.url);
         const args = { order_id: 'order-5001', amount_cents: 3100 };
+        // The processor charges, then the connection drops before its answer: the outcome is unknown.
+        processor.loseNextAnswer = true;
         const first = (await agent.callTool({ name: 'charge_card_http', arguments: args })) as CallToolResult;
         saw(first);
-        // The outcome is unknown. Once the processor is done, the agent calls again: the tool is
-        // keyed, so Idem re-sends under the same key, and the processor answers with the charge it made.
-        for (let i = 0; i < 100 && processor.charges === chargesBefore; i++)
-          await new Promise((resolve) => setTimeout(resolve, 20));
+        // The agent calls again: the tool is keyed, so Idem re-sends under the same key, and the
+        // processor answers with the charge it already made.
         const again = (await agent.callTool({ name: 'charge_card_http', arguments: args })) as CallToolResult;
         saw(again);
         const requests = processor.requests - requestsBefore;
@@ -335,9 +353,14 @@ async function runScenarios(
   return { charges: reports, ssh };
 }
 
-async function callCharge(client: Client, orderId: string, amountCents: number): Promise<CallToolResult> {
+async function callCharge(
+  client: Client,
+  orderId: string,
+  amountCents: number,
+  tool = 'charge_card',
+): Promise<CallToolResult> {
   return (await client.callTool({
-    name: 'charge_card',
+    name: tool,
     arguments: { order_id: orderId, amount_cents: amountCents, card_number: CARD },
   })) as CallToolResult;
 }

@@ -21,6 +21,14 @@ export class PaymentProcessor {
   delayMs = 0;
   /** When set, each charge also waits for it (a test holds the processor, then lets it go). */
   hold: Promise<void> | undefined;
+  /**
+   * Lose the answer to the next charge: it is made and counted, then the
+   * connection is cut before the answer is written (a response lost on the
+   * way back; the caller cannot know whether it was charged).
+   */
+  loseNextAnswer = false;
+  /** Who waits for the count to reach a number (chargesReach), checked at every charge. */
+  readonly #countWaiters: { count: number; resolve: () => void }[] = [];
   /** The Idempotency-Key of each POST, in order (undefined: none sent). */
   readonly keys: (string | undefined)[] = [];
   /** Every request's headers, so a test can check what reached the far side. */
@@ -31,6 +39,28 @@ export class PaymentProcessor {
   readonly #byKey = new Map<string, Promise<Charge>>();
   #server: Server | undefined;
 
+  /**
+   * Holds every charge (new and already waiting) until the returned function
+   * is called: a scenario decides when the processor answers by what the agent
+   * has seen, not by a delay raced against a timeout.
+   */
+  holdCharges(): () => void {
+    let release: () => void = () => {};
+    this.hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.hold = undefined;
+      release();
+    };
+  }
+
+  /** Resolves once the processor has counted `count` charges in all (at once if it has). */
+  chargesReach(count: number): Promise<void> {
+    if (this.charges >= count) return Promise.resolve();
+    return new Promise((resolve) => this.#countWaiters.push({ count, resolve }));
+  }
+
   /** Listens on 127.0.0.1 (port 0: any free port); resolves with its base URL. */
   async start(port = 0): Promise<string> {
     this.#server = createServer((req, res) => {
@@ -38,6 +68,8 @@ export class PaymentProcessor {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         this.headers.push({ ...req.headers });
+        const lose = this.loseNextAnswer && req.method === 'POST';
+        if (lose) this.loseNextAnswer = false;
         this.#handle(
           req.method ?? 'GET',
           req.url ?? '/',
@@ -45,6 +77,7 @@ export class PaymentProcessor {
           Buffer.concat(chunks),
         )
           .then(({ status, body }) => {
+            if (lose) return void res.destroy();
             res.writeHead(status, { 'content-type': 'application/json' });
             res.end(JSON.stringify(body));
           })
@@ -92,6 +125,10 @@ export class PaymentProcessor {
       await new Promise((resolve) => setTimeout(resolve, this.delayMs));
       await this.hold;
       this.charges++;
+      for (const waiter of this.#countWaiters.filter((w) => this.charges >= w.count)) {
+        this.#countWaiters.splice(this.#countWaiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
       return {
         charge_id: `ch_${this.charges}`,
         order_id: input.order_id,

@@ -80,6 +80,12 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
           // within its window: a lost answer re-asked). Declared as what it is: a completed greeting
           // asked again is a new one (the cautious default otherwise).
           test_input_required_result_elicitation: { replay: 'review', after_completion: 'new' },
+          // The server-stateless scenario's stream probes read what arrives within 500-600 ms. These
+          // two tools have no effect (a log line, a progress note); left unannotated they pay the
+          // cautious default's durable claim and journal writes, and on a loaded machine the answer
+          // came after the probe's window: zero frames, a lost check. Declared as what they are.
+          test_logging_tool: { replay: 'read_only' },
+          test_streaming_elicitation: { replay: 'read_only' },
         },
       }),
       { version: 'test', upstreamStderr: 'ignore' },
