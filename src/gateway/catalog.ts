@@ -7,6 +7,7 @@ import {
   type StatusProbe,
   type ToolContract,
 } from '../contracts/contract.js';
+import { nameSaysReadOnly } from '../contracts/guess.js';
 import { actionContract } from '../dispatch/action-call.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
@@ -60,12 +61,22 @@ export function settlingLine(name: string): string {
   return `tools: { ${key}: { replay: read_only } }`;
 }
 
-/** Tools on the cautious default, as the gateway names them once at start-up (one line). */
+/**
+ * Tools on the cautious default, as the gateway names them once at start-up
+ * (one line). The example of a tool that only reads is one whose name says so
+ * (get_…, list_…, no write verb): an example taken blindly (the first tool,
+ * say `create_or_update_file`) would teach the user to remove the protection
+ * from a write. None such: a placeholder the user fills in.
+ */
 export function cautiousDefaultNotice(names: readonly string[]): string {
+  const reader = names.find(nameSaysReadOnly);
+  const example = reader
+    ? settlingLine(reader)
+    : 'tools: { <a tool that only reads>: { replay: read_only } }';
   return (
     `${names.length} tool${names.length === 1 ? ' has' : 's have'} neither annotations nor a contract, so ${names.length === 1 ? 'it is' : 'they are'} treated as having effects ` +
     `(replay: review, 15-minute attach window: an identical call within it gets the stored result, marked as a replay): ${names.join(', ')}. ` +
-    `To settle one that only reads: ${settlingLine(names[0] as string)}; for all of them: defaults: { replay: read_only }. \`idem lint\` lists them.`
+    `To settle one that only reads: ${example} (or idem gateway --read-only 'get_*,list_*' -- …); if none of them writes: defaults: { replay: read_only }. \`idem init\` suggests a contract per tool; \`idem lint\` lists them.`
   );
 }
 
