@@ -1,16 +1,19 @@
-import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
-import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
+import { ConfigError, type GatewayConfig, loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
 import type { Gateway } from '../gateway/gateway.js';
+import { ToolOverrides } from '../gateway/tool-overrides.js';
 import { serveMetrics } from '../metrics/serve.js';
 import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
+import { withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
 
 interface GatewayFlags {
   config?: string;
+  readOnly: string[];
+  tool: string[];
   listen?: string;
   stdio?: boolean;
   allowUnauthenticated?: boolean;
@@ -26,6 +29,18 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .option(
       '-c, --config <file>',
       'YAML config: upstreams, fronts, store, contracts, tokens (schema: schema/idem-config.schema.json)',
+    )
+    .option(
+      '--read-only <globs>',
+      "tools that only read, as comma-separated globs (e.g. 'get_*,list_*,search_*'): run every time, never replayed; repeatable; wins over the config",
+      collect,
+      [],
+    )
+    .option(
+      '--tool <name=replay>',
+      "a tool's replay contract: NAME=read_only|review|keyed|status (NAME may be a glob); repeatable; wins over --read-only and the config",
+      collect,
+      [],
     )
     .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
     .option('--stdio', 'also serve on stdio when --listen or the config enables HTTP')
@@ -43,10 +58,12 @@ export function registerGatewayCommand(program: Command, version: string): void 
         process.stderr.write(`idem gateway: unhandled rejection (a bug, please report it): ${text}\n`);
       });
       const config = buildConfig(command, flags);
+      const toolOverrides = ToolOverrides.parse(flags.readOnly, flags.tool, config.tools);
       // Loaded here, not at the top: every other command starts without the gateway's module graph.
       const { Gateway } = await import('../gateway/gateway.js');
       const gateway = await Gateway.start(config, {
         version,
+        toolOverrides,
         logger: {
           warn: (message, fields) =>
             process.stderr.write(`idem gateway: ${message} ${fields ? JSON.stringify(fields) : ''}\n`),
@@ -82,19 +99,15 @@ export function registerGatewayCommand(program: Command, version: string): void 
 function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
   let config: GatewayConfig;
   if (flags.config) {
-    if (command.length > 0) throw new ConfigError('give either --config or a command after --, not both');
     config = loadConfig(flags.config);
+    // The command after -- joins the config's upstreams: tune a zero-config server with a file.
+    if (command.length > 0) config = withCommandUpstream(config, command);
   } else {
-    const [cmd, ...args] = command;
-    if (!cmd)
+    if (command.length === 0)
       throw new ConfigError(
         'nothing to serve: give --config idem.yaml, or a command after -- (idem gateway -- npx some-mcp-server)',
       );
-    const name =
-      basename(cmd)
-        .replace(/[^A-Za-z0-9_-]/g, '_')
-        .slice(0, 32) || 'upstream';
-    config = GatewayConfigSchema.parse({ upstreams: { [name]: { command: cmd, args } } });
+    config = withCommandUpstream(undefined, command);
   }
   if (flags.listen) {
     const match = /^(.*):(\d+)$/.exec(flags.listen);
@@ -116,6 +129,10 @@ function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
   }
   if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
   return config;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 /**

@@ -14,6 +14,7 @@ import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
 import { inputValidators } from './input-validators.js';
+import type { ToolOverrides } from './tool-overrides.js';
 
 /**
  * Where an entry's contract comes from: a contract under `tools`, the
@@ -125,6 +126,8 @@ export function annotationMismatches(entry: CatalogEntry): string[] {
 export interface CatalogOptions {
   /** Declared contracts by gateway-visible name. */
   contracts: Record<string, GatewayToolContractConfig>;
+  /** Contracts given as flags (`--read-only`, `--tool`): they win over `contracts`. */
+  overrides?: ToolOverrides | undefined;
   /** The contract of tools with neither annotations nor a declared contract (config `defaults:`). */
   defaults?: GatewayDefaultsConfig | undefined;
   /** Whether names are prefixed with the upstream name. */
@@ -193,7 +196,9 @@ export class ToolCatalog {
     );
     return visible.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
-      const declaredConfig = this.options.contracts[name];
+      const declaredConfig = this.options.overrides
+        ? this.options.overrides.contractFor(name, tool.name)
+        : this.options.contracts[name];
       let declared: ToolContract | undefined;
       if (declaredConfig) {
         const { status_probe, ...rest } = declaredConfig;

@@ -32,6 +32,7 @@ import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './co
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import type { ToolOverrides } from './tool-overrides.js';
 import { upstreamEnvironment } from './upstream-env.js';
 
 export interface GatewayOptions {
@@ -41,6 +42,8 @@ export interface GatewayOptions {
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /** Now (ms): for HTTP sessions' idleness and OAuth tokens' lifetimes. Default: the system clock; tests inject one. */
   clock?: () => number;
+  /** Contracts from the command line (`--read-only`, `--tool`); they win over the config's `tools:`. */
+  toolOverrides?: ToolOverrides;
 }
 
 /**
@@ -409,6 +412,7 @@ export class Gateway {
       newCatalog: () =>
         new ToolCatalog({
           contracts: this.#config.tools ?? {},
+          overrides: this.#options.toolOverrides,
           prefixed: upstreams.length > 1,
           separator: NAME_SEPARATOR,
           probeFor: (name, probe) => this.#probe(name, probe),
