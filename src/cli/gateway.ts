@@ -1,9 +1,9 @@
-import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
 import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
 import type { Gateway } from '../gateway/gateway.js';
+import { ToolOverrides } from '../gateway/tool-overrides.js';
 import { serveMetrics } from '../metrics/serve.js';
 import {
   createLog,
@@ -15,10 +15,13 @@ import {
 } from '../support/log.js';
 import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
+import { commandUpstreamName, withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
 
 interface GatewayFlags {
   config?: string;
+  readOnly?: string[];
+  tool?: string[];
   listen?: string;
   port?: string;
   stateless?: boolean;
@@ -39,6 +42,18 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .option(
       '-c, --config <file>',
       'YAML config: upstreams, fronts, store, contracts, tokens (schema: schema/idem-config.schema.json)',
+    )
+    .option(
+      '--read-only <globs>',
+      "tools that only read, as comma-separated globs (e.g. 'get_*,list_*,search_*'): run every time, never replayed; repeatable; wins over the config",
+      collect,
+      [],
+    )
+    .option(
+      '--tool <name=replay>',
+      "a tool's replay contract: NAME=read_only|review|keyed|status (NAME may be a glob); repeatable; wins over --read-only and the config",
+      collect,
+      [],
     )
     .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
     .option('-p, --port <port>', 'serve Streamable HTTP on 127.0.0.1:<port> (--listen 127.0.0.1:<port>)')
@@ -72,6 +87,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
       });
       const config = buildConfig(command, flags);
       const { log, announce } = logFor(config, flags);
+      const toolOverrides = ToolOverrides.parse(flags.readOnly ?? [], flags.tool ?? [], config.tools);
       // Loaded here, not at the top: every other command starts without the gateway's module graph.
       const { Gateway } = await import('../gateway/gateway.js');
       let stop = async (_code: number) => {};
@@ -79,6 +95,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
         version,
         // The config names a tool nobody publishes (the logger has said which): the gateway must not go on serving.
         onConfigFault: () => void stop(2),
+        toolOverrides,
         logger: log,
       });
       let closeOperatorListeners = async () => {};
@@ -132,12 +149,14 @@ function logFor(
 export function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
   let config: GatewayConfig;
   if (flags.config) {
-    if (command.length > 0) throw new ConfigError('give either --config or a command after --, not both');
-    if (flags.header)
+    config = loadConfig(flags.config);
+    // The command (or URL) after -- joins the config's upstreams: tune a zero-config server with a file.
+    if (command.length > 0)
+      config = withCommandUpstream(config, commandLineUpstream(command, flags.header ?? []));
+    else if (flags.header)
       throw new ConfigError(
         '--header is for an HTTP upstream after --; in a config file, set upstreams.<name>.headers',
       );
-    config = loadConfig(flags.config);
   } else {
     config = GatewayConfigSchema.parse({ upstreams: commandLineUpstream(command, flags.header ?? []) });
   }
@@ -185,7 +204,6 @@ function commandLineUpstream(command: string[], headerFlags: string[]): GatewayC
     throw new ConfigError(
       'nothing to serve: give --config idem.yaml, or a command or URL after -- (idem gateway -- npx some-mcp-server, idem gateway -- https://host/mcp)',
     );
-  const safeName = (raw: string) => raw.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32) || 'upstream';
   if (/^https?:\/\//i.test(cmd)) {
     if (args.length > 0)
       throw new ConfigError(`after the URL ${cmd}: nothing else may follow (got ${args.join(' ')})`);
@@ -196,13 +214,15 @@ function commandLineUpstream(command: string[], headerFlags: string[]): GatewayC
       throw new ConfigError(`${cmd} is not a valid URL`);
     }
     const headers = Object.fromEntries(headerFlags.map(parseHeaderFlag));
-    return { [safeName(url.hostname)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) } };
+    return {
+      [commandUpstreamName(url.hostname)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) },
+    };
   }
   if (headerFlags.length > 0)
     throw new ConfigError(
       '--header is for an HTTP upstream: give its URL after -- (idem gateway -H "Name: value" -- https://host/mcp)',
     );
-  return { [safeName(basename(cmd))]: { command: cmd, args } };
+  return { [commandUpstreamName(cmd)]: { command: cmd, args } };
 }
 
 /** `Name: value` (curl's form) → [name, value]. */
@@ -213,6 +233,10 @@ function parseHeaderFlag(flag: string): [string, string] {
       `--header ${flag}: expected "Name: value", e.g. --header 'Authorization: Bearer \${API_TOKEN}'`,
     );
   return [match[1] as string, (match[2] as string).trim()];
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 /**

@@ -8,6 +8,7 @@ import { registerConsoleCommand } from './console.js';
 import { registerExecutionCommands } from './executions.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { registerGatewayCommand } from './gateway.js';
+import { registerInitCommand } from './init.js';
 import { registerLintCommand } from './lint.js';
 import { registerSessionCommands } from './sessions.js';
 import { registerStoreCommands } from './store.js';
@@ -60,6 +61,7 @@ program
 
 registerGatewayCommand(program, version);
 registerLintCommand(program, version);
+registerInitCommand(program, version);
 registerExecutionCommands(program);
 registerApprovalCommands(program);
 registerSessionCommands(program);

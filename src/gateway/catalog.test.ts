@@ -2,7 +2,7 @@ import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
-import { annotationMismatches, type CatalogEntry, ToolCatalog } from './catalog.js';
+import { annotationMismatches, type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
 
 function entry(annotations: ToolAnnotations | undefined, declared?: ToolContract): CatalogEntry {
   return {
@@ -89,5 +89,24 @@ describe('ToolCatalog', () => {
         .add('a', [tool('idem_execution_status')])
         .map((e) => e.name),
     ).toEqual(['a__idem_execution_status']);
+  });
+});
+
+describe('cautiousDefaultNotice', () => {
+  it('never offers a tool that writes as its example of one that only reads (server-github lists create_or_update_file first)', () => {
+    const notice = cautiousDefaultNotice([
+      'create_or_update_file',
+      'push_files',
+      'get_file_contents',
+      'list_issues',
+    ]);
+    expect(notice).toContain('tools: { get_file_contents: { replay: read_only } }');
+    expect(notice).not.toContain('create_or_update_file: { replay: read_only }');
+  });
+
+  it('shows a placeholder when no name says it only reads', () => {
+    const notice = cautiousDefaultNotice(['create_issue', 'echo']);
+    expect(notice).toContain('tools: { <a tool that only reads>: { replay: read_only } }');
+    expect(notice).not.toMatch(/(create_issue|echo): \{ replay: read_only \}/);
   });
 });

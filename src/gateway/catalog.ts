@@ -7,6 +7,7 @@ import {
   type StatusProbe,
   type ToolContract,
 } from '../contracts/contract.js';
+import { nameSaysReadOnly } from '../contracts/guess.js';
 import { actionContract } from '../dispatch/action-call.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
@@ -14,6 +15,7 @@ import { secretPathsFromSchema } from '../identity/arguments.js';
 import type { GatewayDefaultsConfig, GatewayToolContractConfig } from './config.js';
 import { inputValidators } from './input-validators.js';
 import { keyNames, type NamedTool } from './tool-names.js';
+import type { ToolOverrides } from './tool-overrides.js';
 
 /**
  * Where an entry's contract comes from: a contract under `tools`, the
@@ -61,12 +63,22 @@ export function settlingLine(name: string): string {
   return `tools: { ${key}: { replay: read_only } }`;
 }
 
-/** Tools on the cautious default, as the gateway names them once at start-up (one line). */
+/**
+ * Tools on the cautious default, as the gateway names them once at start-up
+ * (one line). The example of a tool that only reads is one whose name says so
+ * (get_…, list_…, no write verb): an example taken blindly (the first tool,
+ * say `create_or_update_file`) would teach the user to remove the protection
+ * from a write. None such: a placeholder the user fills in.
+ */
 export function cautiousDefaultNotice(names: readonly string[]): string {
+  const reader = names.find(nameSaysReadOnly);
+  const example = reader
+    ? settlingLine(reader)
+    : 'tools: { <a tool that only reads>: { replay: read_only } }';
   return (
     `${names.length} tool${names.length === 1 ? ' has' : 's have'} neither annotations nor a contract, so ${names.length === 1 ? 'it is' : 'they are'} treated as having effects ` +
     `(replay: review, 15-minute attach window: an identical call within it gets the stored result, marked as a replay): ${names.join(', ')}. ` +
-    `To settle one that only reads: ${settlingLine(names[0] as string)}; for all of them: defaults: { replay: read_only }. \`idem lint\` lists them.`
+    `To settle one that only reads: ${example} (or idem gateway --read-only 'get_*,list_*' -- …); if none of them writes: defaults: { replay: read_only }. \`idem init\` suggests a contract per tool; \`idem lint\` lists them.`
   );
 }
 
@@ -115,6 +127,8 @@ export function annotationMismatches(entry: CatalogEntry): string[] {
 export interface CatalogOptions {
   /** Declared contracts by gateway-visible name. */
   contracts: Record<string, GatewayToolContractConfig>;
+  /** Contracts given as flags (`--read-only`, `--tool`): they win over `contracts`. */
+  overrides?: ToolOverrides | undefined;
   /** The contract of tools with neither annotations nor a declared contract (config `defaults:`). */
   defaults?: GatewayDefaultsConfig | undefined;
   /** Whether names are prefixed with the upstream name. */
@@ -192,7 +206,11 @@ export class ToolCatalog {
     );
     return visible.map((tool) => {
       const name = this.visibleName(upstream, tool.name);
-      const declaredConfig = this.#contractFor({ name, upstream, upstreamName: tool.name });
+      // The config's entry (by the naming rule, tool-names.ts), with the command line's flags laid over it.
+      const fromConfig = this.#contractFor({ name, upstream, upstreamName: tool.name });
+      const declaredConfig = this.options.overrides
+        ? this.options.overrides.over(name, tool.name, fromConfig)
+        : fromConfig;
       let declared: ToolContract | undefined;
       if (declaredConfig) {
         const { status_probe, ...rest } = declaredConfig;

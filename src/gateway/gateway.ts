@@ -38,6 +38,7 @@ import { startPooledUpstreams } from './pooled-upstreams.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { sessionBoundsOf } from './session-bounds.js';
 import { ToolNameGuard } from './tool-names.js';
+import type { ToolOverrides } from './tool-overrides.js';
 import { upstreamEnvironment } from './upstream-env.js';
 import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
 
@@ -54,6 +55,8 @@ export interface GatewayOptions {
    * gateway runs no tool, whether or not this is given.
    */
   onConfigFault?(error: ConfigError): void;
+  /** Contracts from the command line (`--read-only`, `--tool`); they win over the config's `tools:`. */
+  toolOverrides?: ToolOverrides;
 }
 
 /**
@@ -491,6 +494,7 @@ export class Gateway {
       newCatalog: () =>
         new ToolCatalog({
           contracts: this.#config.tools ?? {},
+          overrides: this.#options.toolOverrides,
           prefixed: upstreams.length > 1,
           separator: NAME_SEPARATOR,
           probeFor: (name, probe) => this.#probe(name, probe),

@@ -113,7 +113,7 @@ describe('idem gateway -- <an un-annotated server>, as an MCP client config runs
     const lines = stderr.split('\n').filter((line) => line.includes('neither annotations nor a contract'));
     expect(lines).toHaveLength(1);
     for (const name of TOOLS) expect(lines[0]).toContain(name);
-    expect(lines[0]).toContain('tools: { echo: { replay: read_only } }');
+    expect(lines[0]).toContain('tools: { get-annotated-message: { replay: read_only } }');
     expect(lines[0]).toContain('defaults: { replay: read_only }');
     // The gateway publishes them honestly: not read-only.
     expect(tools.find((t) => t.name === 'get-sum')?.annotations).toMatchObject({ readOnlyHint: false });
