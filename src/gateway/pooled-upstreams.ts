@@ -29,8 +29,9 @@ import { newSubscriptionHub } from './subscriptions.js';
  * is refused (and not advertised), and `logging/setLevel` is the last
  * client's for all.
  */
-export async function startPooledUpstreams(ctx: SessionContext): Promise<SharedUpstreams> {
-  const pool: SharedUpstreams = {
+/** A set of shared upstream connections with none started yet: the pool's, and the stateless fronts'. */
+export function emptySharedUpstreams(ctx: SessionContext): SharedUpstreams {
+  return {
     upstreams: new Map(),
     catalog: ctx.newCatalog(),
     sessions: new Set(),
@@ -38,6 +39,10 @@ export async function startPooledUpstreams(ctx: SessionContext): Promise<SharedU
     subscriptions: newSubscriptionHub(),
     rounds: new Map(),
   };
+}
+
+export async function startPooledUpstreams(ctx: SessionContext): Promise<SharedUpstreams> {
+  const pool = emptySharedUpstreams(ctx);
   try {
     for (const spec of ctx.upstreams) {
       if (!ctx.pooled?.has(spec.name)) continue;

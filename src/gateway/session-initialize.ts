@@ -16,9 +16,8 @@ import { discoverResultOf } from '../protocol/modern-bridge.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';
-import { joinPool } from './pooled-upstreams.js';
+import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
-import { newSubscriptionHub } from './subscriptions.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
   s.era = 'legacy';
@@ -202,14 +201,7 @@ export async function startSharedUpstreams(
   ctx: SessionContext,
   prefer: ProtocolEra,
 ): Promise<SharedUpstreams> {
-  const shared: SharedUpstreams = {
-    upstreams: new Map(),
-    catalog: ctx.newCatalog(),
-    sessions: new Set(),
-    nextProgressToken: 1,
-    subscriptions: newSubscriptionHub(),
-    rounds: new Map(),
-  };
+  const shared = emptySharedUpstreams(ctx);
   const started = await startAll(
     ctx,
     shared.upstreams,
