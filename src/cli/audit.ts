@@ -28,7 +28,7 @@ import {
   sqliteJournalCount,
   sqliteJournalRows,
 } from '../journal/sources.js';
-import type { StoredJournalRow, VerifyReport } from '../journal/verify.js';
+import type { StoredJournalRow, VerifyReport } from '../journal/verify-report.js';
 import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
 import { CHECK_EXIT } from './exit-codes.js';
 import { printJson } from './format.js';

@@ -3,7 +3,7 @@ import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
 import type { ExecutionState } from './states.js';
 import { TRIM_JOURNALED_FIELD, trimmedIds } from './trims.js';
-import type { ExecutionProblem, StoredJournalRow } from './verify.js';
+import type { ExecutionProblem, StoredJournalRow } from './verify-report.js';
 
 /** An execution row as verify reads it from the store (or an export): what the journal can vouch for. */
 export interface StoredExecutionRow {
