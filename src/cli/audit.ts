@@ -28,7 +28,7 @@ import {
   sqliteJournalCount,
   sqliteJournalRows,
 } from '../journal/sources.js';
-import type { StoredJournalRow, VerifyReport } from '../journal/verify.js';
+import type { StoredJournalRow, VerifyReport } from '../journal/verify-report.js';
 import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
 import { CHECK_EXIT } from './exit-codes.js';
 import { printJson } from './format.js';
@@ -252,7 +252,7 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
   const e = report.executions;
   if (e) {
     process.stdout.write(
-      `OK: ${e.checked} executions match the journal (${e.outcomesChecked} outcomes by digest${e.outcomesUnchecked ? `, ${e.outcomesUnchecked} recorded before digests: state only` : ''}; ${e.trimmed} finished ones trimmed by retention).\n`,
+      `OK: ${e.checked} executions match the journal (${e.outcomesChecked} outcomes by digest${e.outcomesUnchecked ? `, ${e.outcomesUnchecked} recorded before digests: state only` : ''}; ${e.trimmed} finished ones trimmed by retention${e.trimmedUnrecorded ? `, ${e.trimmedUnrecorded} of them before trims were journaled: by order only` : ''}).\n`,
     );
   }
   return VERIFY_EXIT.ok;

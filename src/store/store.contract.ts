@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ExecutionState } from '../journal/states.js';
+import { TRIM_JOURNALED_FIELD, TRIMMED_IDS_FIELD } from '../journal/trims.js';
 import { approvalRequest } from '../testing/claim-input.js';
 import { chainProblems } from '../testing/journal-chains.js';
 import type { StoredOutcome } from './outcome.js';
@@ -1167,12 +1168,37 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         }
       });
 
-      it('keeps the journal of what it trims', async () => {
-        const { input } = await claimWon({}, [{ kind: 'accepted' }]);
-        await store.transition({ id: input.id, from: ['accepted'], to: 'denied' });
+      it('keeps the journal of what it trims, and journals the trim: one `trimmed` event naming the executions, in id order', async () => {
+        const claimAccepted = (id = newId()) => claimWon({ id }, [{ kind: 'accepted', executionId: id }]);
+        const first = await claimAccepted();
+        const second = await claimAccepted();
+        // Claimed with the mark that tells verify this execution's trim will be journaled.
+        const accepted = await store.readJournal();
+        expect(accepted.map((e) => e.detail)).toEqual([
+          { [TRIM_JOURNALED_FIELD]: true },
+          { [TRIM_JOURNALED_FIELD]: true },
+        ]);
+        const kept = await executionIn('accepted');
+        for (const { input } of [second, first]) {
+          await store.transition({ id: input.id, from: ['accepted'], to: 'denied' });
+        }
         await elapse(5);
-        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
-        expect(await store.readJournal()).toHaveLength(1);
+        expect((await store.sweep({ retentionMs: 0, dryRun: true })).trimmed).toBe(2);
+        expect(await store.readJournal()).toHaveLength(2);
+
+        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(2);
+        const journal = await store.readJournal();
+        expect(journal).toHaveLength(3);
+        expect(journal[2]).toMatchObject({
+          kind: 'trimmed',
+          executionId: null,
+          detail: { [TRIMMED_IDS_FIELD]: [first.input.id, second.input.id], retentionMs: 0 },
+        });
+        expect(chainProblems(journal)).toEqual([]);
+        expect((await store.get(kept.input.id))?.state).toBe('accepted');
+        // A sweep that trims nothing journals nothing.
+        await store.sweep({ retentionMs: 0 });
+        expect(await store.readJournal()).toHaveLength(3);
       });
     });
 

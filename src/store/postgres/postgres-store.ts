@@ -8,6 +8,7 @@ import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
+import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
 import { transitionMustSync } from '../durability.js';
 import { holderChange } from '../lease.js';
 import { type ApprovalColumns, approvalFromColumns, entryFromColumns } from '../sql-columns.js';
@@ -95,7 +96,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
-    const events = options.events ?? [];
+    const events = withTrimJournaled(input.id, options.events) ?? [];
     const fingerprint = postgresFingerprint.encode(input.fingerprint);
     const approval = input.state === 'awaiting_approval' ? input.approval : undefined;
     return this.#withChain(events, async (journal) => {
@@ -288,14 +289,14 @@ export class PostgresStore implements ExecutionStore {
     return this.#holdingChain((chain) =>
       this.#db.transaction(async (tx) => {
         const { db } = tx;
-        const trim = query(SQL.trim, [retentionMs])(db);
+        const trim = query<{ id: string }>(SQL.trim, [retentionMs])(db);
         const trimSessions = query(APPROVAL_SQL.trimSessions, [retentionMs])(db);
         const expire = query<ExecutionRow>(SQL.expire, [])(db);
         const [trimmed, expired] = await Promise.all([trim, expire, trimSessions]);
         // RETURNING gives no order; by id is creation order, as the journal should read.
         const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-        if (rows.length > 0) {
-          const events = rows.map(
+        const events = [
+          ...rows.map(
             (row): ActivityEventInput => ({
               kind: 'lease_expired',
               executionId: row.id,
@@ -303,10 +304,17 @@ export class PostgresStore implements ExecutionStore {
               tool: row.tool,
               detail: { state: 'unknown' },
             }),
-          );
+          ),
+          // What the trim removed is journaled in the same transaction (journal/trims.ts).
+          ...trimmedEvents(
+            trimmed.rows.map((row) => row.id),
+            retentionMs,
+          ),
+        ];
+        if (events.length > 0) {
           tx.defer(query(SQL.append.sync, ['activity', ...journalParams(events, chain)])(db));
         }
-        return { expired: rows.map(toRecord), trimmed: trimmed.rowCount ?? 0 };
+        return { expired: rows.map(toRecord), trimmed: trimmed.rows.length };
       }),
     );
   }

@@ -175,7 +175,8 @@ export const SQL = {
         SELECT id FROM executions, c
         WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= c.now - $1::bigint
         FOR UPDATE OF executions SKIP LOCKED
-      )`,
+      )
+      RETURNING id`,
   },
   wouldExpire: {
     name: 'idem_would_expire',

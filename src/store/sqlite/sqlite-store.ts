@@ -10,6 +10,7 @@ import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
+import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
 import { OUTCOME_SYNC_WITHIN_MS, transitionMustSync } from '../durability.js';
 import { holderChange } from '../lease.js';
 import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
@@ -367,7 +368,7 @@ export class SqliteStore implements ExecutionStore {
           expiresInMs: wholeMs(expiresInMs),
         });
       }
-      this.#append(options.events, now);
+      this.#append(withTrimJournaled(input.id, options.events), now);
       return { won: true, record: toRecord(row, now) };
     }
     return { won: false, record: row && toRecord(row, now) };
@@ -447,9 +448,11 @@ export class SqliteStore implements ExecutionStore {
       })),
       now,
     );
-    const trimmed = this.#sql.trim.run({ cutoff }).changes;
+    // What the trim removes is journaled in the same transaction (journal/trims.ts).
+    const trimmed = this.#sql.trim.all({ cutoff }).map((row) => row.id);
+    this.#append(trimmedEvents(trimmed, retentionMs), now);
     this.#approvalSql.trimSessions.run({ cutoff });
-    return { expired: rows.map((row) => toRecord(row, now)), trimmed };
+    return { expired: rows.map((row) => toRecord(row, now)), trimmed: trimmed.length };
   }
 
   /** Runs inside the caller's transaction, so the head it extends cannot move underneath it. */
