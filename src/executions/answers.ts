@@ -53,7 +53,7 @@ export interface AnswerContext {
  * The text a model reads. Each says what happened and exactly what to do
  * next; none reports a failure for an outcome that is merely unknown.
  */
-function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
+function textAndAdvice(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
   const ref = ctx.ref ?? null;
   const status = ctx.statusTool ?? 'idem_execution_status';
   const check = ref ? `call ${status} with {"ref":"${ref}"}` : `call ${status}`;
@@ -144,7 +144,7 @@ function cap(s: string): string {
 
 /** An `isError` tool result carrying `structuredContent.idem`. */
 export function idemAnswer(code: IdemCode, ctx: AnswerContext = {}): ToolResult {
-  const { text, advice } = describe(code, ctx);
+  const { text, advice } = textAndAdvice(code, ctx);
   const idem: IdemAnswerInfo = { code, ref: ctx.ref ?? null, state: ctx.state ?? null, advice };
   return {
     isError: true,

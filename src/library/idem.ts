@@ -36,7 +36,7 @@ import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { requestKey } from '../identity/request-key.js';
-import { signJournalHeads } from '../journal/head-signer.js';
+import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
@@ -139,12 +139,11 @@ export class Idem {
     (args: unknown, extra: ToolExtra, caller: Caller) => { call: ToolCall; dispatch: Dispatch }
   >();
   readonly #ownsStore: boolean;
-  readonly #dataDir: string;
   /** Credentials by name; their resolved values join `#knownSecrets`, which the engine scrubs. */
   readonly #credentials: Credentials;
   /** Channels of action tools, closed with Idem (connection pools). */
   readonly #channels: HttpChannel[] = [];
-  readonly #maintenance: NodeJS.Timeout | undefined;
+  readonly #maintenance: Maintenance;
 
   private constructor(
     store: ExecutionStore,
@@ -154,7 +153,6 @@ export class Idem {
     dataDir: string,
   ) {
     this.store = store;
-    this.#dataDir = dataDir;
     this.fingerprinter = fingerprinter;
     this.#ownsStore = ownsStore;
     this.#actorOf = options.actorOf ?? defaultActorOf;
@@ -170,18 +168,14 @@ export class Idem {
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
-    const interval = options.maintenanceIntervalMs ?? 30_000;
-    if (interval > 0) {
-      const retentionMs = durationMs(options.retention ?? '48h', 'retention');
-      this.#maintenance = setInterval(() => {
-        this.receipts.trim();
-        store
-          .sweep({ retentionMs })
-          .then(() => signJournalHeads(store, dataDir))
-          .catch((error: unknown) => options.logger?.warn('maintenance failed', { error: String(error) }));
-      }, interval);
-      this.#maintenance.unref();
-    }
+    this.#maintenance = new Maintenance({
+      store,
+      retentionMs: durationMs(options.retention ?? '48h', 'retention'),
+      receipts: this.receipts,
+      signing: { dataDir },
+      warn: (message, fields) => options.logger?.warn(message, fields),
+    });
+    this.#maintenance.start(options.maintenanceIntervalMs ?? 30_000);
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
@@ -322,10 +316,10 @@ export class Idem {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#maintenance);
+    this.#maintenance.stop();
     await Promise.all(this.#channels.map((c) => c.close()));
     if (this.#ownsStore) {
-      await signJournalHeads(this.store, this.#dataDir).catch(() => {});
+      await this.#maintenance.close();
       await this.store.close();
     }
   }
