@@ -250,6 +250,9 @@ function journalStatements(stream: JournalStream) {
 
 export type Statement = { name: string; text: string };
 
+/** Times are bigint columns, which refuse a fraction rather than round it. */
+export const wholeMs = Math.round;
+
 export function toRecord(row: ExecutionRow): ExecutionRecord {
   return recordFromColumns(
     row,

@@ -154,6 +154,9 @@ function journalStatements(
   };
 }
 
+/** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
+export const wholeMs = Math.round;
+
 export function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
   return recordFromColumns(
     row,
