@@ -34,15 +34,27 @@ export {
   type SshToolSpec,
 } from './dispatch/ssh/index.js';
 export {
+  ConfigError,
+  ConsoleTokenError,
+  CredentialError,
+  DispatchRefusedError,
   IDEM_CODES,
   type IdemCode,
   IdemError,
   InvalidInputError,
   type InvalidInputReason,
+  IssuerMetadataError,
+  NotDispatchedError,
+  NotWrittenError,
+  OPERATOR_CODES,
+  type OperatorCode,
   OutcomeUnknownError,
   type StoreRefusalReason,
   StoreRefusedError,
   StoreUnavailableError,
+  UpstreamClosedError,
+  UpstreamInvalidReplyError,
+  UpstreamUnavailableError,
 } from './errors.js';
 export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
 export {

@@ -126,6 +126,13 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
         advice: 'Send the new request with a new id.',
         text: 'This request id was already used in this session for a different request; nothing was run.',
       };
+    case IDEM_CODES.IDEM_SESSIONS_FULL:
+      // The front says this itself, as a JSON-RPC error to an initialize (front/session-table.ts);
+      // here so that every code has its words.
+      return {
+        advice: 'End the sessions you no longer use, or retry after one of them finishes.',
+        text: 'No session was started: the open sessions are at their cap, each with something in progress.',
+      };
   }
 }
 

@@ -6,7 +6,7 @@ import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
-import { messageOf } from '../errors.js';
+import { ConfigError, messageOf } from '../errors.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../support/log.js';
 import { describeConfigIssues } from './config-errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
@@ -400,10 +400,6 @@ export type GatewayDefaultsConfig = z.output<typeof GatewayDefaults>;
 
 /** Separator between upstream and tool name when there are several upstreams; valid in every major client's tool-name rules ([A-Za-z0-9_-]). */
 export const NAME_SEPARATOR = '__';
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 /** Reads and validates a YAML (or JSON) config; relative paths are resolved against the file's directory. */
 export function loadConfig(path: string): GatewayConfig {
