@@ -78,18 +78,21 @@ export const OPERATOR_CODES = {
 export type OperatorCode = (typeof OPERATOR_CODES)[keyof typeof OPERATOR_CODES];
 
 /** Why a value could not be canonicalized. Stable, documented in docs/errors.md. */
-export type InvalidInputReason =
-  | 'non_finite_number'
-  | 'lone_surrogate'
-  | 'cycle'
-  | 'too_deep'
-  | 'too_large'
-  | 'unsupported_type'
-  | 'missing_business_key'
+export const INVALID_INPUT_REASONS = [
+  'non_finite_number',
+  'lone_surrogate',
+  'cycle',
+  'too_deep',
+  'too_large',
+  'unsupported_type',
+  'missing_business_key',
   /** An action channel cannot pass this value on safely (an SSH argument with a NUL byte, an object). */
-  | 'unsafe_argument'
+  'unsafe_argument',
   /** A command template names an argument the call does not give. */
-  | 'missing_argument';
+  'missing_argument',
+] as const;
+
+export type InvalidInputReason = (typeof INVALID_INPUT_REASONS)[number];
 
 export class IdemError extends Error {
   override readonly name: string = 'IdemError';
@@ -126,14 +129,17 @@ export class StoreUnavailableError extends IdemError {
 }
 
 /** Why a store's file was refused. Stable, documented in docs/errors.md. */
-export type StoreRefusalReason =
-  | 'corrupt'
-  | 'not_a_database'
-  | 'read_only'
-  | 'cannot_open'
-  | 'sync_failed'
+export const STORE_REFUSAL_REASONS = [
+  'corrupt',
+  'not_a_database',
+  'read_only',
+  'cannot_open',
+  'sync_failed',
   /** Empty or missing, while the data directory's signed journal heads say executions were recorded (DESIGN §9). */
-  | 'lost';
+  'lost',
+] as const;
+
+export type StoreRefusalReason = (typeof STORE_REFUSAL_REASONS)[number];
 
 /**
  * The store's file cannot be trusted or written: it is refused (at open, or
