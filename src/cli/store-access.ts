@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { SQLITE_STORE_FILE } from '../defaults.js';
 import { loadConfig } from '../gateway/config.js';
 import { dataDirPath } from '../identity/data-dir.js';
 import { openStore } from '../store/index.js';
@@ -40,12 +41,12 @@ export function locateStore(flags: StoreFlags, { missingOk = false } = {}): Stor
     if (config.store?.kind === 'postgres') location = pick(config.store.url, dataDir);
     else if (config.store?.kind === 'memory')
       throw new Error('the config uses the memory store: nothing persists to inspect');
-    else location = pick(config.store?.path ?? join(dataDir, 'idem.db'), dataDir);
+    else location = pick(config.store?.path ?? join(dataDir, SQLITE_STORE_FILE), dataDir);
   } else if (process.env.IDEM_STORE_URL)
     location = pick(process.env.IDEM_STORE_URL, process.env.IDEM_DATA_DIR);
   else {
     const dataDir = dataDirPath();
-    location = pick(join(dataDir, 'idem.db'), dataDir);
+    location = pick(join(dataDir, SQLITE_STORE_FILE), dataDir);
   }
   if (location.kind === 'sqlite' && !missingOk && !existsSync(location.target)) {
     throw new Error(

@@ -1,3 +1,4 @@
+import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, type IdemCode } from '../errors.js';
 import type { ToolResult } from './outcome.js';
 import type { ExecutionState } from './states.js';
@@ -55,7 +56,7 @@ export interface AnswerContext {
  */
 function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
   const ref = ctx.ref ?? null;
-  const status = ctx.statusTool ?? 'idem_execution_status';
+  const status = ctx.statusTool ?? DEFAULT_STATUS_TOOL;
   const check = ref ? `call ${status} with {"ref":"${ref}"}` : `call ${status}`;
   const detail = ctx.detail ? ` ${asSentence(ctx.detail)}` : '';
   switch (code) {

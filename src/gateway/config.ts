@@ -4,6 +4,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
+import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { ConfigError, messageOf } from '../errors.js';
@@ -362,7 +363,7 @@ export const GatewayConfigSchema = z
     status_tool: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
-      .default('idem_execution_status'),
+      .default(DEFAULT_STATUS_TOOL),
     receipts: z
       .object({
         max: z.number().int().positive().optional().describe('All actors together. Default 100000.'),
@@ -376,7 +377,7 @@ export const GatewayConfigSchema = z
       })
       .strict()
       .optional(),
-    retention: duration.default('48h').describe('How long finished executions are kept.'),
+    retention: duration.default(DEFAULT_RETENTION).describe('How long finished executions are kept.'),
     sweep_interval: duration.default('30s'),
     console: ConsoleConfigSchema.optional(),
     metrics: MetricsConfigSchema.optional(),

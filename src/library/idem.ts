@@ -1,6 +1,7 @@
 // Longer than most files on purpose: `Idem` is the library's one public face (open, tool,
 // httpTool, sshTool, connect, close); the parts behind each method live in their own files
 // (http-tool, ssh-tool, http, the engine in src/executions).
+
 import { join } from 'node:path';
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -16,6 +17,7 @@ import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
+import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../defaults.js';
 import { actionCall, actionContract, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, type HttpToolSpecInput, HttpToolSpecSchema } from '../dispatch/http/index.js';
@@ -166,13 +168,13 @@ export class Idem {
       store,
       fingerprinter,
       knownSecrets,
-      statusTool: options.statusToolName ?? 'idem_execution_status',
+      statusTool: options.statusToolName ?? DEFAULT_STATUS_TOOL,
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     const interval = options.maintenanceIntervalMs ?? 30_000;
     if (interval > 0) {
-      const retentionMs = durationMs(options.retention ?? '48h', 'retention');
+      const retentionMs = durationMs(options.retention ?? DEFAULT_RETENTION, 'retention');
       this.#maintenance = setInterval(() => {
         this.receipts.trim();
         store
@@ -187,7 +189,7 @@ export class Idem {
   static async open(options: IdemOptions = {}): Promise<Idem> {
     const dataDir = resolveDataDir(options.dataDir);
     const fingerprinter = Fingerprinter.forDataDir(dataDir);
-    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, 'idem.db') };
+    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, SQLITE_STORE_FILE) };
     const owns = !isStore(spec);
     const store = isStore(spec) ? spec : await openDataDirStore(spec, dataDir);
     return new Idem(store, fingerprinter, options, owns, dataDir);
