@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { durationMs } from '../contracts/duration.js';
 import { SQLITE_STORE_FILE } from '../defaults.js';
+import { idemEnvironment } from '../environment.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../front/auth/index.js';
 import type { StoreSpec } from '../store/index.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -44,7 +45,7 @@ export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
         : {}),
     };
   }
-  const url = process.env.IDEM_STORE_URL;
+  const url = idemEnvironment().storeUrl;
   if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
   return {
     kind: 'sqlite',

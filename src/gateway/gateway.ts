@@ -1,6 +1,7 @@
 // Longer than most files on purpose: this is the wiring of the gateway — store, engine, catalog,
 // fronts, shared upstream connections, action tools, sweeper, head signing — and only the wiring;
 // each part it wires lives in its own file (config-specs, session-*, action-tools, front/).
+
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -10,6 +11,7 @@ import { durationMs } from '../contracts/duration.js';
 import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import { idemEnvironment } from '../environment.js';
 import { ConfigError, CredentialError } from '../errors.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
@@ -123,9 +125,10 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    const fingerprintKeyFile = config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile;
     this.#fingerprinter = Fingerprinter.forDataDir(
       dataDir,
-      config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
+      fingerprintKeyFile ? { keyFile: fingerprintKeyFile } : {},
     );
     this.engine = new ExecutionEngine({
       store: this.store,
@@ -161,7 +164,7 @@ export class Gateway {
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
-    const dataDir = resolveDataDir(config.data_dir);
+    const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     // Credentials and action tools are checked before the store opens: a credential file others
     // can read, or a tool whose URLs cannot be confined, stops the start.
     const knownSecrets = new KnownSecrets();
@@ -370,7 +373,7 @@ export class Gateway {
   }
 
   async #signHeadsNow(): Promise<void> {
-    const keyFile = this.#config.journal_signing_key_file;
+    const keyFile = this.#config.journal_signing_key_file || idemEnvironment().journalSigningKeyFile;
     await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
       this.#log.warn('journal heads not signed', { error: String(error) });

@@ -21,6 +21,7 @@ import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../de
 import { actionCall, actionContract, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, type HttpToolSpecInput, HttpToolSpecSchema } from '../dispatch/http/index.js';
+import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
@@ -179,7 +180,7 @@ export class Idem {
         this.receipts.trim();
         store
           .sweep({ retentionMs })
-          .then(() => signJournalHeads(store, dataDir))
+          .then(() => signJournalHeads(store, dataDir, { keyFile: idemEnvironment().journalSigningKeyFile }))
           .catch((error: unknown) => options.logger?.warn('maintenance failed', { error: String(error) }));
       }, interval);
       this.#maintenance.unref();
@@ -187,8 +188,9 @@ export class Idem {
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
-    const dataDir = resolveDataDir(options.dataDir);
-    const fingerprinter = Fingerprinter.forDataDir(dataDir);
+    const environment = idemEnvironment();
+    const dataDir = resolveDataDir(options.dataDir ?? environment.dataDir);
+    const fingerprinter = Fingerprinter.forDataDir(dataDir, { keyFile: environment.fingerprintKeyFile });
     const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, SQLITE_STORE_FILE) };
     const owns = !isStore(spec);
     const store = isStore(spec) ? spec : await openDataDirStore(spec, dataDir);
@@ -327,7 +329,9 @@ export class Idem {
     clearInterval(this.#maintenance);
     await Promise.all(this.#channels.map((c) => c.close()));
     if (this.#ownsStore) {
-      await signJournalHeads(this.store, this.#dataDir).catch(() => {});
+      await signJournalHeads(this.store, this.#dataDir, {
+        keyFile: idemEnvironment().journalSigningKeyFile,
+      }).catch(() => {});
       await this.store.close();
     }
   }
