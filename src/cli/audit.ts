@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
+import { idemEnvironment } from '../environment.js';
 import { messageOf } from '../errors.js';
 import { loadConfig } from '../gateway/config.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -258,9 +259,10 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
   return VERIFY_EXIT.ok;
 }
 
-/** journal_signing_key_file of `--config`, else IDEM_JOURNAL_SIGNING_KEY_FILE (read by signingKeyPaths). */
+/** journal_signing_key_file of `--config`, else IDEM_JOURNAL_SIGNING_KEY_FILE. */
 function configuredKeyFile(flags: StoreFlags): string | undefined {
-  return flags.config ? loadConfig(flags.config).journal_signing_key_file : undefined;
+  const configured = flags.config ? loadConfig(flags.config).journal_signing_key_file : undefined;
+  return configured || idemEnvironment().journalSigningKeyFile;
 }
 
 function rowsOf(

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { durationMs } from '../contracts/duration.js';
+import { DEFAULT_RETENTION } from '../defaults.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
@@ -12,7 +13,12 @@ export function registerSweepCommand(program: Command): void {
     )
     .option('--db <file|postgres-url>', 'the store')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
-    .option('--retention <duration>', 'keep finished executions this long (48h, 7d)', parseRetention, '48h')
+    .option(
+      '--retention <duration>',
+      'keep finished executions this long (48h, 7d)',
+      parseRetention,
+      DEFAULT_RETENTION,
+    )
     .option('--dry-run', 'report what would change; change nothing')
     .option('--json', 'machine-readable')
     .action(async (flags: StoreFlags & { retention: string; dryRun?: boolean; json?: boolean }) => {

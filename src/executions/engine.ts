@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { decideApproval } from '../approval/decide.js';
 import type { ResolvedContract } from '../contracts/contract.js';
+import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
@@ -101,7 +102,7 @@ export class ExecutionEngine {
     this.store = options.store;
     this.fingerprinter = options.fingerprinter;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.statusTool = options.statusTool ?? 'idem_execution_status';
+    this.statusTool = options.statusTool ?? DEFAULT_STATUS_TOOL;
     const knownSecrets = options.knownSecrets ?? new KnownSecrets();
     this.#logger = redactingLogger(options.logger ?? silentLogger, knownSecrets);
     this.#approvals = new Approvals(options.approver, this.#logger);

@@ -3,9 +3,11 @@
 // session-*, action-tools, http-listen, readiness, front/, maintenance/).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
-import { CredentialError, Credentials } from '../credentials/index.js';
+import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import { idemEnvironment } from '../environment.js';
+import { ConfigError, CredentialError } from '../errors.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';
@@ -28,7 +30,7 @@ import type { ExecutionStore } from '../store/types.js';
 import { type Log, scrubbedLog } from '../support/log.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
-import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { checkContracts } from './contract-check.js';
 import { httpListenOf } from './http-listen.js';
@@ -120,9 +122,10 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    const fingerprintKeyFile = config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile;
     this.#fingerprinter = Fingerprinter.forDataDir(
       dataDir,
-      config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
+      fingerprintKeyFile ? { keyFile: fingerprintKeyFile } : {},
     );
     this.engine = new ExecutionEngine({
       store: this.store,
@@ -146,7 +149,7 @@ export class Gateway {
       receipts: this.receipts,
       signing: {
         dataDir,
-        ...(config.journal_signing_key_file ? { keyFile: config.journal_signing_key_file } : {}),
+        ...keyFile(config.journal_signing_key_file || idemEnvironment().journalSigningKeyFile),
       },
       warn: (message, fields) => this.#log.warn(message, fields),
     });
@@ -154,7 +157,7 @@ export class Gateway {
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
-    const dataDir = resolveDataDir(config.data_dir);
+    const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     // Credentials and action tools are checked before the store opens: a credential file others
     // can read, or a tool whose URLs cannot be confined, stops the start.
     const knownSecrets = new KnownSecrets();
@@ -385,4 +388,9 @@ function gatewayLog(logger: Logger | undefined, secrets: KnownSecrets): Log {
     },
     (value) => secrets.redact(value),
   );
+}
+
+/** A key file option, only when one is named. */
+function keyFile(path: string | undefined): { keyFile?: string } {
+  return path ? { keyFile: path } : {};
 }

@@ -1,6 +1,7 @@
 import { durationMs } from '../contracts/duration.js';
+import { ConfigError } from '../errors.js';
 import type { Log } from '../support/log.js';
-import { ConfigError, type GatewayConfig } from './config.js';
+import type { GatewayConfig } from './config.js';
 import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
 import { sessionBoundsOf } from './session-bounds.js';
 

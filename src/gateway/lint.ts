@@ -1,12 +1,12 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CredentialError, Credentials } from '../credentials/index.js';
+import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
-import { messageOf } from '../errors.js';
+import { ConfigError, CredentialError, messageOf } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { actionToolsOf } from './action-tools.js';
 import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
-import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { contractProblems } from './contract-check.js';
 import { toolNameEntries, toolNameProblems } from './tool-names.js';
 import { upstreamSpecsOf } from './upstream-specs.js';
