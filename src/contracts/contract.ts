@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { CONTRACT_DEFAULTS } from '../defaults.js';
-import type { ArgumentRules } from '../identity/arguments.js';
+import type { ArgumentRules } from '../identity/argument-rules.js';
 import type { JsonValue } from '../identity/canonical.js';
 import { durationMs } from './duration.js';
 

@@ -1,5 +1,5 @@
 import { durationMs } from '../contracts/duration.js';
-import type { HttpFrontOptions } from '../front/http.js';
+import type { HttpFrontOptions } from '../front/http-options.js';
 import type { GatewayConfig } from './config.js';
 
 type HttpListen = NonNullable<NonNullable<GatewayConfig['listen']>['http']>;

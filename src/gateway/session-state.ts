@@ -16,9 +16,9 @@ import type {
   UpstreamSpec,
 } from '../dispatch/mcp/upstream.js';
 import type { ExecutionEngine } from '../executions/engine.js';
+import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
-import type { CallerInfo } from '../receipts/receipt-transport.js';
 import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './input-rounds.js';
 import type { SubscriptionHub } from './subscriptions.js';

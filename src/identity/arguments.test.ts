@@ -2,13 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
-import {
-  type ArgumentRules,
-  NO_ARGUMENT_RULES,
-  PREVIEW_MAX_CHARS,
-  prepareArguments,
-  secretPathsFromSchema,
-} from './arguments.js';
+import { type ArgumentRules, NO_ARGUMENT_RULES } from './argument-rules.js';
+import { PREVIEW_MAX_CHARS, prepareArguments, secretPathsFromSchema } from './arguments.js';
 import { Fingerprinter } from './fingerprint.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));

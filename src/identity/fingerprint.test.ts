@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
-import { type ArgumentRules, NO_ARGUMENT_RULES, prepareArguments } from './arguments.js';
+import { type ArgumentRules, NO_ARGUMENT_RULES } from './argument-rules.js';
+import { prepareArguments } from './arguments.js';
 import { canonicalJson, type JsonValue } from './canonical.js';
 import {
   type BusinessKeyRecord,

@@ -4,10 +4,8 @@
  * from here; code inside src/ imports the file it needs directly.
  */
 export { type CallerInfo, defaultActorOf } from './actor.js';
+export { type ArgumentPath, type ArgumentRules, NO_ARGUMENT_RULES } from './argument-rules.js';
 export {
-  type ArgumentPath,
-  type ArgumentRules,
-  NO_ARGUMENT_RULES,
   PREVIEW_MAX_CHARS,
   type PreparedArguments,
   prepareArguments,

@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from '../support/json-depth.js';
-import type { ArgumentPath, ArgumentRules } from './arguments.js';
+import type { ArgumentPath, ArgumentRules } from './argument-rules.js';
 
 /**
  * Secret values shorter than this are not searched for in results and

@@ -1,9 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type HttpFrontOptions, type ServedHttp, serveHttpFront } from '../front/http.js';
+import { serveHttpFront } from '../front/http.js';
+import type { HttpFrontOptions, ServedHttp } from '../front/http-options.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import type { Idem } from './idem.js';
 
-export type { ServedHttp } from '../front/http.js';
+export type { ServedHttp } from '../front/http-options.js';
 
 /**
  * Serves MCP over Streamable HTTP with sessions: one McpServer per session

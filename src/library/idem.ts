@@ -33,6 +33,7 @@ import {
   type ToolCall,
 } from '../executions/engine.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
+import type { CallerInfo } from '../identity/actor.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -42,7 +43,7 @@ import { requestKey } from '../identity/request-key.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
-import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
+import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type IdemSshToolConfig, sshToolParts } from './ssh-tool.js';

@@ -4,7 +4,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { ReceiptBook } from './receipt-book.js';
-import { LAZY_DIGEST_MAX_CHARS, type ReceiptAnswer, ReceiptTransport } from './receipt-transport.js';
+import { type ReceiptAnswer, ReceiptTransport } from './receipt-transport.js';
+import { LAZY_DIGEST_MAX_CHARS } from './request-digest.js';
 
 const call = (id: number, key = 'k'): JSONRPCMessage => ({
   jsonrpc: '2.0',

@@ -13,22 +13,12 @@ import {
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import { type CallerInfo, tokenRefOf } from '../identity/actor.js';
-import { canonicalJson, checkedJson, type JsonValue } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { envelopeOf } from '../protocol/eras.js';
 import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
-
-/**
- * A request this small (values, and characters of its strings and member
- * names) is held by its receipt and digested only if a second request with the
- * same key must be compared with it; a larger one is digested at once. The
- * bound keeps what a receipt holds to about 2 KB, as a client may make the
- * book hold up to 100,000 of them for their retention.
- */
-export const LAZY_DIGEST_MAX_VALUES = 32;
-export const LAZY_DIGEST_MAX_CHARS = 1024;
+import { requestDigest } from './request-digest.js';
 
 /** JSON-RPC "Invalid Request": the id is not usable for this content. */
 export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
@@ -41,8 +31,6 @@ export const REQUEST_ID_REUSED_JSONRPC_CODE = -32600;
  *   method and tool, and a reused id with new content is a new request.
  */
 export type IdScope = 'session' | 'connection' | 'none';
-
-export type { CallerInfo };
 
 /** What to do with an arriving request. */
 type Decision =
@@ -301,17 +289,7 @@ export class ReceiptTransport implements Transport {
     let fingerprint: RequestDigest;
     try {
       const { _meta: _ignored, ...rest } = params;
-      // Checked and copied now: a request that cannot be identified gets no receipt, and a
-      // handler that changes its arguments cannot change what a resend is compared with.
-      const content = checkedJson({ method: message.method, params: rest });
-      const fingerprinter = this.#options.fingerprinter;
-      if (content.nodes <= LAZY_DIGEST_MAX_VALUES && content.approxBytes <= LAZY_DIGEST_MAX_CHARS) {
-        // Digested only if the same key comes again (ReceiptBook.begin): most requests never are.
-        fingerprint = digestWhenCompared(fingerprinter, content.json);
-      } else {
-        // Digested now, so a receipt never holds much of what a client sent.
-        fingerprint = fingerprinter.digest('receipt', canonicalJson(content.json));
-      }
+      fingerprint = requestDigest(this.#options.fingerprinter, message.method, rest);
     } catch {
       // Arguments that cannot be identified: the tool layer answers with IDEM_INVALID_INPUT.
       return { kind: 'forward', registered: false };
@@ -393,16 +371,4 @@ export class ReceiptTransport implements Transport {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
-}
-
-/**
- * A request's receipt digest, computed when called. It holds the request as
- * JSON text, which parses back to the same checked value: a string is what
- * the request costs the receipt, and nothing the handler is given can change
- * it. Built out here, so the function keeps no other variable of `#decide`
- * (the whole message among them) alive for the receipt's retention.
- */
-function digestWhenCompared(fingerprinter: Fingerprinter, checked: JsonValue): () => string {
-  const text = JSON.stringify(checked);
-  return () => fingerprinter.digest('receipt', canonicalJson(JSON.parse(text)));
 }

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../../src/front/http.js';
+import { MAX_BODY_BYTES } from '../../src/front/request-body.js';
 import { ProxySession } from '../../src/gateway/session.js';
 import { stopProcess } from '../conformance/harness.js';
 import { readExecutions } from './fixtures/counting-server.js';

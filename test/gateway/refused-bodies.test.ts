@@ -10,7 +10,7 @@
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../../src/front/http.js';
+import { MAX_BODY_BYTES } from '../../src/front/request-body.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { countingUpstream, freshDir, type RawResponse, rawSession, removeTemporaries } from './support.js';
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ServedHttp } from '../../src/front/http.js';
+import type { ServedHttp } from '../../src/front/http-options.js';
 import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
