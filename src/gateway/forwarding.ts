@@ -10,7 +10,7 @@ import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { roundAsking } from './input-rounds.js';
 import { unprefixed } from './routing.js';
-import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import type { ForwardedRequest, SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { routeToSubscriptions } from './subscriptions.js';
 
 /** Passes a request to an upstream and its reply back, ids translated both ways. */
@@ -64,19 +64,30 @@ export function handlersFor(s: SessionState, upstreamName: string) {
     },
     onSkippedLine: (skipped: SkippedLine) =>
       s.ctx.onUpstreamSkippedLine?.(upstreamName, s.front.sessionId ?? null, skipped),
-    onRequest: (request: JSONRPCRequest): Promise<UpstreamReply> => askClient(s, upstreamName, request),
-    onNotification: (notification: JSONRPCNotification) => {
+    onRequest: (request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply> =>
+      askClient(
+        s,
+        upstreamName,
+        request,
+        // A stdio upstream cannot say whose its request is, and one unanswered blocks it: the one
+        // call in flight on the connection is asked (the same client either way, on this connection).
+        related === undefined
+          ? relatedTo(s, upstreamName)
+          : onItsStream(s.inFlight, upstreamName, related)?.frontId,
+      ),
+    onNotification: (notification: JSONRPCNotification, related?: RequestId | null) => {
       if (notification.method === 'notifications/tools/list_changed') s.catalog.clear(upstreamName);
       if (notification.method === 'notifications/cancelled') {
         // The upstream cancels one of its requests to the client: our id for it is not the upstream's.
         return;
       }
       const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
-      const related =
+      const request =
         notification.method === 'notifications/progress' && token !== undefined
-          ? [...s.inFlight.values()].find((f) => f.progressToken === token)?.frontId
-          : relatedTo(s, upstreamName);
-      void s.send(notification, related);
+          ? [...s.inFlight.values()].find((f) => f.progressToken === token)
+          : onItsStream(s.inFlight, upstreamName, related);
+      // Tied to no request: the session's standalone stream (a 2025-era session has one).
+      void s.send(notification, request?.frontId);
     },
   };
 }
@@ -84,10 +95,13 @@ export function handlersFor(s: SessionState, upstreamName: string) {
 /**
  * What the gateway's shared upstream connections (stateless fronts,
  * 2026-07-28 clients) do with what an upstream sends: progress goes to the
- * request whose (renamed) token it carries; a log message to the one request
- * in flight on that upstream, when there is exactly one (else it cannot be
- * told whose it is, and another client must not see it); requests to the
- * client are refused — there is no session to ask them in.
+ * request whose (renamed) token it carries; a log message to the request
+ * whose response stream the upstream sent it on, and for a 2026-07-28
+ * request only at or above the level it asked for. A message tied to no
+ * request is dropped: these sessions have no stream of their own, and the
+ * request that happens to be in flight is not its owner (a server-wide log
+ * line is no one call's). Requests to the client go to a 2026-07-28 call's
+ * input round, else are refused — there is no session to ask them in.
  */
 export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, upstreamName: string) {
   const inFlightHere = () =>
@@ -95,10 +109,11 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
       [...s.inFlight.values()].filter((f) => f.upstream === upstreamName).map((f) => ({ s, f })),
     );
   return {
-    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
+    onRequest: async (request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply> => {
       if (request.method === 'ping') return { jsonrpc: '2.0', id: request.id, result: {} };
-      // Asked during a 2026-07-28 client's call: that client answers it in its next call.
-      const round = roundAsking(shared, upstreamName);
+      // Asked during a 2026-07-28 client's call: that client answers it in its next call. Sent on
+      // an HTTP upstream's standalone stream, it belongs to no call.
+      const round = related === null ? undefined : roundAsking(shared, upstreamName);
       if (round) return round.ask(request);
       return {
         jsonrpc: '2.0',
@@ -109,7 +124,7 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
         },
       };
     },
-    onNotification: (notification: JSONRPCNotification) => {
+    onNotification: (notification: JSONRPCNotification, related?: RequestId | null) => {
       if (notification.method === 'notifications/tools/list_changed') shared.catalog.clear(upstreamName);
       if (routeToSubscriptions(shared, shared.upstreams.get(upstreamName), notification)) return;
       const params = (notification.params ?? {}) as { progressToken?: unknown; level?: unknown };
@@ -127,12 +142,11 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
         return;
       }
       if (notification.method === 'notifications/message') {
-        const candidates = inFlightHere();
-        const only = candidates.length === 1 ? candidates[0] : undefined;
-        if (!only) return;
+        const owner = related == null ? undefined : inFlightHere().find(({ f }) => f.upstreamId === related);
+        if (!owner) return;
         // A 2026-07-28 request gets log messages only at the level it asked for (absent: none).
-        if (only.s.era === 'modern' && !atLeast(params.level, only.f.logLevel)) return;
-        void only.s.send(notification, only.f.frontId);
+        if (owner.s.era === 'modern' && !atLeast(params.level, owner.f.logLevel)) return;
+        void owner.s.send(notification, owner.f.frontId);
       }
     },
     onRestart: (restart: UpstreamRestart) =>
@@ -163,7 +177,24 @@ export async function askClient(
   return reply;
 }
 
-/** The client request an upstream's message belongs to, when that is unambiguous. */
+/**
+ * The request of this session's in flight on `upstreamName` whose response
+ * stream the upstream sent a message on (`related`, the connection's id for
+ * it); undefined when the upstream did not say (null, or undefined: stdio).
+ */
+function onItsStream(
+  inFlight: Map<string, ForwardedRequest>,
+  upstreamName: string,
+  related: RequestId | null | undefined,
+): ForwardedRequest | undefined {
+  if (related === null || related === undefined) return undefined;
+  return [...inFlight.values()].find((f) => f.upstream === upstreamName && f.upstreamId === related);
+}
+
+/**
+ * The one client request in flight on an upstream, when there is exactly one:
+ * whose a stdio upstream's request to the client is (nothing else can tell).
+ */
 export function relatedTo(s: SessionState, upstreamName: string): RequestId | undefined {
   const candidates = [...s.inFlight.values()].filter((f) => f.upstream === upstreamName);
   return candidates.length === 1 ? candidates[0]?.frontId : undefined;

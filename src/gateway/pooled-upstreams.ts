@@ -3,6 +3,7 @@ import type {
   JSONRPCMessage,
   JSONRPCNotification,
   JSONRPCRequest,
+  RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection, type UpstreamReply } from '../dispatch/mcp/upstream.js';
 import { LATEST_LEGACY_VERSION } from '../protocol/eras.js';
@@ -97,12 +98,19 @@ function pooledHandlers(ctx: SessionContext, pool: SharedUpstreams, name: string
   const shared = sharedHandlers(ctx, pool, name);
   return {
     ...shared,
-    onRequest: async (request: JSONRPCRequest): Promise<UpstreamReply> => {
+    onRequest: async (request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply> => {
       if (request.method === 'ping') return { jsonrpc: '2.0', id: request.id, result: {} };
       const inFlight = [...pool.sessions].flatMap((s) =>
         [...s.inFlight.values()].filter((f) => f.upstream === name).map((f) => ({ s, f })),
       );
-      const only = inFlight.length === 1 ? inFlight[0] : undefined;
+      // The call whose response stream it came on (HTTP); a stdio upstream cannot say, and then
+      // only the one call in flight can be its asker.
+      const only =
+        related === undefined
+          ? inFlight.length === 1
+            ? inFlight[0]
+            : undefined
+          : inFlight.find(({ f }) => related !== null && f.upstreamId === related);
       const capability = CAPABILITY_OF[request.method];
       const declared = capability
         ? (only?.s.clientCapabilities as Record<string, unknown> | undefined)?.[capability]
@@ -119,7 +127,7 @@ function pooledHandlers(ctx: SessionContext, pool: SharedUpstreams, name: string
         },
       };
     },
-    onNotification: (notification: JSONRPCNotification) => {
+    onNotification: (notification: JSONRPCNotification, related?: RequestId | null) => {
       if (notification.method.endsWith('/list_changed')) {
         if (notification.method === 'notifications/tools/list_changed') pool.catalog.clear(name);
         for (const s of pool.sessions) {
@@ -130,7 +138,7 @@ function pooledHandlers(ctx: SessionContext, pool: SharedUpstreams, name: string
       }
       // Subscriptions are refused on a shared upstream: an update belongs to no session.
       if (notification.method === 'notifications/resources/updated') return;
-      shared.onNotification(notification);
+      shared.onNotification(notification, related);
     },
   };
 }

@@ -46,6 +46,13 @@ const KNOWN_LOSSES: readonly { revision: Revision; front: Front; check: string; 
   ),
 ];
 
+/** What a run said of a check that did not pass (its status and message), for the lost list. */
+function whyNot(run: ConformanceRun, check: string): string {
+  const [scenario, id] = [check.slice(0, check.indexOf('/')), check.slice(check.indexOf('/') + 1)];
+  const found = run.scenarios.find((s) => s.scenario === scenario)?.checks.find((c) => c.id === id);
+  return found ? `${found.status} ${found.errorMessage ?? ''}` : 'not reported';
+}
+
 describe('0.2 conformance suite per revision: dual fixture directly vs through idem gateway', () => {
   const dataDirs: string[] = [];
   let fixture: RunningServer | undefined;
@@ -80,12 +87,6 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
           // within its window: a lost answer re-asked). Declared as what it is: a completed greeting
           // asked again is a new one (the cautious default otherwise).
           test_input_required_result_elicitation: { replay: 'review', after_completion: 'new' },
-          // The server-stateless scenario's stream probes read what arrives within 500-600 ms. These
-          // two tools have no effect (a log line, a progress note); left unannotated they pay the
-          // cautious default's durable claim and journal writes, and on a loaded machine the answer
-          // came after the probe's window: zero frames, a lost check. Declared as what they are.
-          test_logging_tool: { replay: 'read_only' },
-          test_streaming_elicitation: { replay: 'read_only' },
         },
       }),
       { version: 'test', upstreamStderr: 'ignore' },
@@ -160,7 +161,12 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
         console.log(
           `${revision} × ${front}: ${directRun.passed} checks pass directly, ${viaRun.passed} through the gateway ` +
             `(${(viaRun.durationMs / 1000).toFixed(1)} s); ${lost.length} lost (${known.length} known), ${gained.length} gained` +
-            lost.map((check) => `\n  LOST${known.includes(check) ? ' (known)' : ''} ${check}`).join(''),
+            lost
+              .map(
+                (check) =>
+                  `\n  LOST${known.includes(check) ? ' (known)' : ''} ${check}: ${whyNot(viaRun, check)}`,
+              )
+              .join(''),
         );
         expect(viaRun.scenarios.map((s) => s.scenario).sort()).toEqual(
           directRun.scenarios.map((s) => s.scenario).sort(),

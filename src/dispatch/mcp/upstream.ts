@@ -38,6 +38,7 @@ import {
   withEnvelope,
   withoutEnvelope,
 } from '../../protocol/eras.js';
+import { takeRelatedMark, withRelatedStreams } from '../../protocol/related-streams.js';
 import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
@@ -56,11 +57,19 @@ export type UpstreamSpec =
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 
+/**
+ * What the upstream sends of its own. `related` is the id (this connection's)
+ * of the request whose response stream carried it: the upstream's own word
+ * that it concerns that request (protocol/related-streams.ts). Null: the
+ * upstream said it concerns none (an HTTP upstream's standalone stream).
+ * Undefined: nothing can say (a stdio upstream; only a progress token ties
+ * its messages to a request).
+ */
 export interface UpstreamHandlers {
   /** A request from the upstream to the client (sampling, elicitation, roots, ping). */
-  onRequest(request: JSONRPCRequest): Promise<UpstreamReply>;
+  onRequest(request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply>;
   /** A notification from the upstream (progress, logging, list_changed, resources/updated, cancelled). */
-  onNotification(notification: JSONRPCNotification): void;
+  onNotification(notification: JSONRPCNotification, related?: RequestId | null): void;
   /** Started, went down, or could not be started: for the operator's log. */
   onLifecycle?(event: UpstreamLifecycle): void;
   /** A restart is being attempted (after `delayMs`), because of `reason` (how it exited, or the error). */
@@ -228,8 +237,12 @@ export class UpstreamConnection {
     method: string,
     params: JSONRPCRequest['params'],
     signal?: AbortSignal,
-    /** Called with the upstream-side id once sent, so a client's cancellation can be passed on. */
-    onSent?: (upstreamId: RequestId) => void,
+    /**
+     * Called with the upstream-side id as the request goes out, before it is written: what the
+     * upstream sends about it (tied to this id) may arrive before the write returns, and a
+     * client's cancellation is passed on under it.
+     */
+    onId?: (upstreamId: RequestId) => void,
     /** Headers of this request's own POST, for an HTTP upstream (SEP-2243 `Mcp-Param-*`). */
     headers?: Record<string, string>,
   ): Promise<UpstreamReply> {
@@ -246,6 +259,7 @@ export class UpstreamConnection {
     if (headers || signal)
       this.#perRequestHttp.set(id, { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) });
     void reply.finally(() => this.#perRequestHttp.delete(id)).catch(() => {});
+    onId?.(id);
     try {
       await transport.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
     } catch (error) {
@@ -257,7 +271,6 @@ export class UpstreamConnection {
         `upstream ${this.name} failed while the request was being delivered: ${messageOf(error)}`,
       );
     }
-    onSent?.(id);
     if (signal) {
       // Cancelled: the upstream is told (over HTTP its request stream is closed too, which is how a
       // 2026-07-28 server hears it), and no answer is awaited any more.
@@ -461,7 +474,7 @@ export class UpstreamConnection {
     if ('url' in spec) {
       return new StreamableHTTPClientTransport(new URL(spec.url), {
         ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
-        fetch: withStandardHeaders((id) => this.#perRequestHttp.get(id as RequestId)),
+        fetch: withRelatedStreams(withStandardHeaders((id) => this.#perRequestHttp.get(id as RequestId))),
       });
     }
     return new StdioUpstreamTransport(
@@ -520,10 +533,13 @@ export class UpstreamConnection {
       }
       return;
     }
+    // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
+    const related =
+      takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
     if (isJSONRPCRequest(message)) {
       const upstreamId = message.id;
       void this.#handlers
-        .onRequest(message)
+        .onRequest(message, related)
         .catch(
           (error: unknown): UpstreamReply => ({
             jsonrpc: '2.0',
@@ -535,7 +551,7 @@ export class UpstreamConnection {
         .catch(() => {});
       return;
     }
-    if (isJSONRPCNotification(message)) this.#handlers.onNotification(message);
+    if (isJSONRPCNotification(message)) this.#handlers.onNotification(message, related);
   }
 
   #lost(transport: Transport, error: Error | undefined): void {
