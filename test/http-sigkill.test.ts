@@ -13,9 +13,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../src/demo/processor.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
-import { countingUpstream } from './gateway/support.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from './support/gateway-process.js';
+import { sleep } from './support/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'idem-http-sigkill-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -12,7 +12,7 @@ import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { deadDispatch } from '../src/testing/claim-input.js';
+import { deadDispatch } from './support/claim-input.js';
 import { runIdem } from './support/run-cli.js';
 import { type Row, rowHash } from './support/tamper.js';
 

@@ -6,7 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
+import { sleep } from './support/wait.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'idem-sigkill-'));
 const counterFile = join(dataDir, 'invocations.log');

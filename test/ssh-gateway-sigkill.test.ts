@@ -22,9 +22,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
-import { countingUpstream } from './gateway/support.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { mcpClient, startGatewayProcess } from './support/gateway-process.js';
+import { sleep } from './support/wait.js';
 
 let sshd: TestSshd;
 let root: string;

@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
+import { sleep } from './support/wait.js';
 
 let sshd: TestSshd;
 let dataDir: string;

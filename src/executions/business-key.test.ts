@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { ToolContract } from '../contracts/contract.js';
-import { IDEM_CODES } from '../errors.js';
-import { CountingTarget } from '../testing/counting-target.js';
+import { CountingTarget } from '../../test/support/counting-target.js';
 import {
   ALICE as alice,
   libraryCall as call,
   engineOnManualClock as setup,
-} from '../testing/engine-setup.js';
+} from '../../test/support/engine-setup.js';
+import type { ToolContract } from '../contracts/contract.js';
+import { IDEM_CODES } from '../errors.js';
 import { type IdemAnswerInfo, idemCodeOf, META } from './answers.js';
 import type { Caller } from './engine.js';
 import type { ToolResult } from './outcome.js';

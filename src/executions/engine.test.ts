@@ -1,16 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { ToolContract } from '../contracts/contract.js';
-import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import type { ExecutionStore } from '../store/types.js';
-import { CountingTarget } from '../testing/counting-target.js';
+import { CountingTarget } from '../../test/support/counting-target.js';
 import {
   ALICE as alice,
   libraryCall as call,
   engineOnManualClock as setup,
-} from '../testing/engine-setup.js';
-import { withFaults } from '../testing/faulty-store.js';
-import { Gate, manualClock } from '../testing/gate.js';
+} from '../../test/support/engine-setup.js';
+import { withFaults } from '../../test/support/faulty-store.js';
+import { Gate, manualClock } from '../../test/support/gate.js';
+import type { ToolContract } from '../contracts/contract.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ExecutionStore } from '../store/types.js';
 import { idemCodeOf, META } from './answers.js';
 import type { ExecutionEngine, ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';

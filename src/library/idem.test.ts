@@ -9,10 +9,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { Gate } from '../../test/support/gate.js';
+import { RawMcpHttp } from '../../test/support/raw-mcp-http.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { Gate } from '../testing/gate.js';
-import { RawMcpHttp } from '../testing/raw-mcp-http.js';
 import { serveStreamableHttp } from './http.js';
 import { Idem, type IdemOptions } from './idem.js';
 

@@ -7,12 +7,12 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { Gate } from '../../test/support/gate.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { startSshd, type TestSshd } from '../demo/sshd.js';
 import type { ResolveCredential } from '../dispatch/ssh/index.js';
 import { idemCodeOf, META } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { Gate } from '../testing/gate.js';
 import { Idem } from './idem.js';
 
 let sshd: TestSshd;

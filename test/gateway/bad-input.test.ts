@@ -14,26 +14,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/front/http.js';
 import { ProxySession } from '../../src/gateway/session.js';
 import { stopProcess } from '../conformance/harness.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { isAlive, type RunningGateway, rssOf, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { MCP_HEADERS, messagesOf, type RawResponse, rawRequest, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 import { readExecutions } from './fixtures/counting-server.js';
 import { classify, type FuzzSample, fuzzSample } from './fuzz-messages.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  isAlive,
-  MCP_HEADERS,
-  messagesOf,
-  type RawResponse,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  rssOf,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
 
 type Session = Awaited<ReturnType<typeof rawSession>>;
 
@@ -409,7 +398,7 @@ class StdioPeer {
 }
 
 function spawnCli(args: string[], dataDir: string): ChildProcess {
-  const cli = cliCommand(['gateway', ...args]);
+  const cli = idemCommand(['gateway', ...args]);
   const child = spawn(cli.command, cli.args, {
     cwd: cli.cwd,
     env: { ...process.env, IDEM_DATA_DIR: dataDir },
@@ -526,7 +515,7 @@ describe('bounded fuzz: random and mutated JSON-RPC at both fronts of one gatewa
   beforeAll(async () => {
     counts = freshDir('counts');
     const upstream = countingUpstream(counts);
-    const cli = cliCommand([
+    const cli = idemCommand([
       'gateway',
       '--listen',
       '127.0.0.1:0',

@@ -7,16 +7,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
-import {
-  countingUpstream,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * Issue 26.2: an upstream that cannot be started costs only its own tools.

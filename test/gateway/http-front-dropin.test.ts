@@ -10,17 +10,12 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/gateway-process.js';
-import {
-  countingUpstream,
-  freshDir,
-  MCP_HEADERS,
-  type RunningGateway,
-  rawRequest,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { MCP_HEADERS, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { waitUntil } from '../support/wait.js';
 
 const running: RunningGateway[] = [];
 const clients: Client[] = [];

@@ -12,21 +12,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { messagesOf, type RawResponse, rawRequest, rawSession } from '../support/raw-http.js';
 import { runIdem } from '../support/run-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  idemOf,
-  messagesOf,
-  type RawResponse,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
 
 const countCall = (id: string | number, key: string, more: Record<string, unknown> = {}) => ({
   jsonrpc: '2.0',

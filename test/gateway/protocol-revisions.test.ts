@@ -3,22 +3,15 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { CLIENT_KINDS, type ClientKind, type ClientTarget, connectClient } from '../support/clients.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  MCP_HEADERS,
-  messagesOf,
-  type RunningGateway,
-  rawRequest,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
 
 /**
  * Both revisions through every front, towards upstreams of either: MCP
@@ -177,7 +170,7 @@ describe('stdio front (the gateway as its client launches it)', () => {
       const counts = freshDir('revisions-stdio');
       const data = freshDir('revisions-stdio-data');
       const up = upstream === 'a 2025-era upstream' ? countingUpstream(counts) : counting2026Upstream(counts);
-      const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
+      const gateway = idemCommand(['gateway', '--', up.command, ...up.args]);
       const connected = await connect(kind, {
         command: gateway.command,
         args: gateway.args,

@@ -16,17 +16,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import {
-  freshDir,
-  idemOf,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 
 const EVERYTHING = {
   command: process.execPath,

@@ -25,18 +25,14 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { rpcOf } from '../support/losing-fetch.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  type RunningGateway,
-  removeTemporaries,
-  rpcOf,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
 
 /** Re-sends the same request (same body, so the same JSON-RPC id) when the network fails, up to `attempts` times. */
 function retrying(attempts: number, sent: { method?: string; id?: unknown }[]): Middleware {
@@ -198,7 +194,7 @@ describe('zero-config stdio mode: idem gateway -- <command>', () => {
 
   async function stdioGateway(dataDir: string, counts: string, name: string): Promise<Client> {
     const upstream = countingUpstream(counts);
-    const cli = cliCommand(['gateway', '--', upstream.command, ...upstream.args]);
+    const cli = idemCommand(['gateway', '--', upstream.command, ...upstream.args]);
     const transport = new StdioClientTransport({
       command: cli.command,
       args: cli.args,

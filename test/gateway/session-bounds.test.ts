@@ -13,17 +13,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import type { GatewayConfig } from '../../src/gateway/config.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { MCP_HEADERS, rawRequest, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { executionsOf, readStarts } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  MCP_HEADERS,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
 
 let running: RunningGateway | undefined;
 let counts = '';

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { RawMcpHttp } from '../support/raw-mcp-http.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-session-expiry-'));
 let gateway: Gateway | undefined;

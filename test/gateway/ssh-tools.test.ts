@@ -16,8 +16,9 @@ import { META } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { runIdem } from '../support/run-cli.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 let sshd: TestSshd;
 beforeAll(async () => {

@@ -3,15 +3,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServedDualFixture, serveDualFixtureHttp } from '../conformance/dual-fixture-http.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
-import {
-  cliCommand,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * `subscriptions/listen` (2026-07-28) through the gateway, with the official
@@ -80,7 +76,7 @@ describe.each([
         configFile,
         JSON.stringify({ data_dir: freshDir('listen-stdio-data'), upstreams, tools }),
       );
-      target = cliCommand(['gateway', '--config', configFile]);
+      target = idemCommand(['gateway', '--config', configFile]);
     }
   });
 

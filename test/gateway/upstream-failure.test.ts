@@ -9,8 +9,8 @@ import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { TOO_DEEP } from '../../src/support/json-depth.js';
-import { sleep } from '../../src/testing/counting-target.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { sleep } from '../support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-upstream-failure-'));
 const lines = (file: string) =>

@@ -6,14 +6,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { openStore } from '../../src/store/index.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway, waitUntil } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * A call that arrives while its upstream restarts is answered IDEM_NOT_EXECUTED

@@ -5,16 +5,12 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { sleep } from '../../src/testing/counting-target.js';
 import { executionsOf, readExecutions } from '../gateway/fixtures/counting-server.js';
-import { countingUpstream } from '../gateway/support.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { sleep } from '../support/wait.js';
 
 /**
  * Several gateway processes on one PostgreSQL database: one truth. The

@@ -3,6 +3,14 @@ import canonicalize from 'canonicalize';
 import pgDriver from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  approvalRequest,
+  claimInput,
+  deadDispatch,
+  newFingerprint,
+} from '../../../test/support/claim-input.js';
+import { CountingTarget } from '../../../test/support/counting-target.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
+import {
   findPostgresBinaries,
   postgresForTests,
   startTcpRelay,
@@ -17,9 +25,6 @@ import { Fingerprinter } from '../../identity/fingerprint.js';
 import { buildEntry, envelopeTail, eventDetailText, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput } from '../../journal/events.js';
 import { type RegisteredHead, verifyJournal } from '../../journal/verify.js';
-import { approvalRequest, claimInput, deadDispatch, newFingerprint } from '../../testing/claim-input.js';
-import { CountingTarget } from '../../testing/counting-target.js';
-import { chainProblems } from '../../testing/journal-chains.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
 import type { ClaimInput, ExecutionStore, TransitionInput } from '../types.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { claimInput } from '../../testing/claim-input.js';
+import { claimInput } from '../../../test/support/claim-input.js';
 import {
   BACKSTOP_AUTOCHECKPOINT_PAGES,
   type CheckpointerOptions,
@@ -203,7 +203,7 @@ describe('the checkpoint worker', () => {
 
   it('never keeps a process alive: one that ends without close() exits while its worker runs', async () => {
     const storeModule = new URL('./sqlite-store.ts', import.meta.url).href;
-    const inputModule = new URL('../../testing/claim-input.ts', import.meta.url).href;
+    const inputModule = new URL('../../../test/support/claim-input.ts', import.meta.url).href;
     // .mts: the temp dir has no package.json to make a .ts file an ES module.
     const script = join(dir, 'forgets-close.mts');
     writeFileSync(
