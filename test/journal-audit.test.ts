@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveContract, type ToolContract } from '../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../src/errors.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
@@ -304,7 +304,10 @@ describe('the gateway signs the journal heads on each sweep', () => {
             requestRef: `r${i}`,
           })),
         );
-        await waitFor(() => signedSeq() === target, `a signed head at seq ${target}`);
+        await vi.waitFor(
+          () => expect(signedSeq() === target, `a signed head at seq ${target}`).toBe(true),
+          PATIENTLY,
+        );
       }
       const publicKeyPem = readFileSync(join(keyDir, 'journal-signing.pub'), 'utf8');
       for (const head of readSignedHeads(join(dataDir, 'journal-head.json')))
@@ -318,11 +321,5 @@ describe('the gateway signs the journal heads on each sweep', () => {
   });
 });
 
-/** Polls `condition` until it holds, failing after `ms`. */
-async function waitFor(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** A cap for a hung run, not a guess at how long a step takes. */
+const PATIENTLY = { timeout: 30_000, interval: 20 };

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CountingTarget } from '../../test/support/counting-target.js';
 import {
   ALICE as alice,
@@ -48,13 +48,8 @@ function heldTarget() {
   return { target, release };
 }
 
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+/** A cap for a hung run, not a guess at how long a step takes. */
+const PATIENTLY = { timeout: 30_000, interval: 5 };
 
 describe('business key: the key names the action', () => {
   it('five variations under one key → one dispatch; the other four get IDEM_KEY_CONFLICT with its ref', async () => {
@@ -106,7 +101,7 @@ describe('business key: the key names the action', () => {
     const { engine } = setup();
     const { target, release } = heldTarget();
     const first = engine.execute(call(perActor, order), target.dispatch);
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
 
     const variation = await engine.execute(call(perActor, { ...order, amount: 5 }), target.dispatch);
     expect(idem(variation)).toMatchObject({ code: IDEM_CODES.IDEM_KEY_CONFLICT, state: 'dispatched' });
@@ -126,7 +121,7 @@ describe('business key: the key names the action', () => {
     const calls = Array.from({ length: 40 }, (_, i) =>
       engine.execute(call(perActor, { ...order, amount: i % 4 }), target.dispatch),
     );
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
     release();
     const results = await Promise.all(calls);
     expect(target.invocations).toBe(1);
@@ -146,7 +141,7 @@ describe('business key: the key names the action', () => {
     const { target: hung, release } = heldTarget();
     const contract: ToolContract = { ...perActor, lease: 1000, timeout: 60_000 };
     const first = engine.execute(call(contract, order), hung.dispatch);
-    await waitFor(() => hung.invocations === 1);
+    await vi.waitFor(() => expect(hung.invocations === 1).toBe(true), PATIENTLY);
     clock.advance(5000);
 
     const target = new CountingTarget();
@@ -248,7 +243,7 @@ describe('business key: per actor (default) or shared', () => {
     const { engine } = setup();
     const { target, release } = heldTarget();
     const first = engine.execute(call(shared, order), target.dispatch);
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
     const b = await engine.execute(call(shared, order, bob), target.dispatch);
     expect(idem(b)).toMatchObject({ code: IDEM_CODES.IDEM_KEY_CONFLICT, state: 'dispatched' });
     release();

@@ -224,12 +224,16 @@ describe('Idem library over real Streamable HTTP', () => {
       );
     }
     slow.open();
-    // Its late outcome is recorded too, and must not carry the secrets either.
-    await vi.waitFor(async () =>
-      expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
-        'completed',
-        'completed',
-      ]),
+    // Its late outcome is recorded too, and must not carry the secrets either (waited on as a condition:
+    // the late write lands later on a loaded machine, the default 1 s of vi.waitFor was a guess). Were a
+    // fast call to outlive the 50 ms too, its late outcome would be recorded the same way.
+    await vi.waitFor(
+      async () =>
+        expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
+          'completed',
+          'completed',
+        ]),
+      { timeout: 30_000, interval: 25 },
     );
     const journal = await idem.store.readJournal(0, 10_000);
     const records = await idem.store.list({ limit: 100 });

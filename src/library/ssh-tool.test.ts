@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { Gate } from '../../test/support/gate.js';
 import type { ToolContract } from '../contracts/contract.js';
@@ -115,7 +115,7 @@ describe('idem.sshTool at a real sshd', () => {
     const answers: CallToolResult[] = [];
     for (const pending of calls) void pending.then((a) => answers.push(a));
     // The two that lost the claim answer at once, while the command waits at the gate.
-    await waitFor(() => answers.length === 2);
+    await vi.waitFor(() => expect(answers.length === 2).toBe(true), PATIENTLY);
     expect(answers.map(idemCodeOf)).toEqual(['IDEM_IN_FLIGHT', 'IDEM_IN_FLIGHT']);
     writeFileSync(gate, '');
     const results = await Promise.all(calls);
@@ -156,7 +156,7 @@ describe('idem.sshTool at a real sshd', () => {
     expect(idemCodeOf(first)).toBe('IDEM_OUTCOME_UNKNOWN');
     const ref = first._meta?.[META.executionId] as string;
     writeFileSync(gate, '');
-    await waitFor(() => existsSync(join(markers, ref, 'exit')));
+    await vi.waitFor(() => expect(existsSync(join(markers, ref, 'exit'))).toBe(true), PATIENTLY);
 
     const again = await call(client, args);
     expect(idemCodeOf(again)).toBeUndefined();
@@ -195,10 +195,10 @@ describe('idem.sshTool at a real sshd', () => {
     // The first process finally sends the same execution id: the host refuses to start it again.
     const before = sshd.sessions().opened;
     credentialGate.open();
-    await waitFor(() => {
+    await vi.waitFor(() => {
       const now = sshd.sessions();
-      return now.opened > before && now.closed === now.opened;
-    });
+      expect(now.opened > before && now.closed === now.opened).toBe(true);
+    }, PATIENTLY);
     expect(stuck.runs()).toEqual(['cron']);
     expect((await stuck.idem.store.get(ref))?.state).toBe('completed');
   });
@@ -237,10 +237,5 @@ describe('idem.sshTool at a real sshd', () => {
   });
 });
 
-async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** A cap for a hung run, not a guess at how long a step takes. */
+const PATIENTLY = { timeout: 30_000, interval: 20 };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../../src/demo/sshd.js';
 import { META } from '../../src/executions/answers.js';
 import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
@@ -39,10 +39,8 @@ const call = (client: Client, name: string, args: Record<string, unknown>) =>
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 
-/** Resolves once `check` holds; polls the host's files (the remote side is this machine). */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
-}
+/** A cap for a hung run, not a guess at how long a step takes. */
+const PATIENTLY = { timeout: 30_000, interval: 20 };
 
 function configFor(dataDir: string, work: string, extra: Record<string, unknown> = {}) {
   const keyFile = join(dataDir, 'deploy.key');
@@ -108,7 +106,7 @@ describe('SSH action tools in the gateway, at a real sshd', () => {
 
     const args = { service: 'api' };
     const both = Promise.all([call(client, 'deploy', args), call(client, 'deploy', args)]);
-    await until(() => runs().length > 0);
+    await vi.waitFor(() => expect(runs().length > 0).toBe(true), PATIENTLY);
     writeFileSync(join(work, 'release'), '');
     const answers = await both;
     const fresh = answers.find((r) => !r.isError);

@@ -204,6 +204,7 @@ describe('the checkpoint worker', () => {
   it('never keeps a process alive: one that ends without close() exits while its worker runs', async () => {
     const storeModule = new URL('./sqlite-store.ts', import.meta.url).href;
     const inputModule = new URL('../../../test/support/claim-input.ts', import.meta.url).href;
+    const waitModule = new URL('../../../test/support/wait.ts', import.meta.url).href;
     // .mts: the temp dir has no package.json to make a .ts file an ES module.
     const script = join(dir, 'forgets-close.mts');
     writeFileSync(
@@ -211,9 +212,10 @@ describe('the checkpoint worker', () => {
       `
       import { SqliteStore } from ${JSON.stringify(storeModule)};
       import { claimInput } from ${JSON.stringify(inputModule)};
+      import { waitUntil } from ${JSON.stringify(waitModule)};
       const store = await SqliteStore.open({ path: process.argv[2], checkpoints: { startAfterCommits: 1 } });
       await store.claim(claimInput());
-      while (store.checkpointStats().state !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+      await waitUntil('the checkpointer running', () => store.checkpointStats().state === 'running');
       process.stdout.write(JSON.stringify(store.checkpointStats()));
       `,
     );
