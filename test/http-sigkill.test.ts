@@ -16,6 +16,7 @@ import { idemCodeOf, META } from '../src/executions/answers.js';
 import { countingUpstream } from './support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from './support/gateway-process.js';
 import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'idem-http-sigkill-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -78,7 +79,7 @@ async function killMidRequest(
   processor: PaymentProcessor,
 ) {
   void charge(first.client).catch(() => {});
-  await vi.waitFor(() => expect(processor.requests).toBeGreaterThan(0), { timeout: 30_000, interval: 25 });
+  await vi.waitFor(() => expect(processor.requests).toBeGreaterThan(0), PATIENTLY);
   expect(processor.requests).toBe(1);
   await first.gateway.kill('SIGKILL');
 }

@@ -15,6 +15,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { deadDispatch } from './support/claim-input.js';
 import { runIdem } from './support/run-cli.js';
 import { type Row, rowHash } from './support/tamper.js';
+import { PATIENTLY } from './support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
 const db = join(dir, 'idem.db');
@@ -320,6 +321,3 @@ describe('the gateway signs the journal heads on each sweep', () => {
     }
   });
 });
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 20 };

@@ -7,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
 import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'idem-sigkill-'));
 const counterFile = join(dataDir, 'invocations.log');
@@ -37,7 +38,7 @@ describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
   it('the retry in a new process gets IDEM_OUTCOME_UNKNOWN once the lease expired — never a second invocation', async () => {
     const first = await startServer(true);
     void first.client.callTool({ name: 'provision', arguments: { host: 'db-7' } }).catch(() => {});
-    await vi.waitFor(() => expect(invocations()).toHaveLength(1), { timeout: 30_000, interval: 25 });
+    await vi.waitFor(() => expect(invocations()).toHaveLength(1), PATIENTLY);
     expect(invocations()).toHaveLength(1);
     const pid = first.transport.pid as number;
     process.kill(pid, 'SIGKILL');

@@ -25,6 +25,7 @@ import { idemCodeOf, META } from '../src/executions/answers.js';
 import { countingUpstream } from './support/counting-upstream.js';
 import { mcpClient, startGatewayProcess } from './support/gateway-process.js';
 import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 let sshd: TestSshd;
 let root: string;
@@ -40,8 +41,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
 });
-
-const PATIENTLY = { timeout: 30_000, interval: 25 };
 
 describe('gateway SIGKILLed while an SSH action command runs (SQLite, real sshd)', {
   timeout: 150_000,

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
 import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 let sshd: TestSshd;
 let dataDir: string;
@@ -51,8 +52,6 @@ const runs = () => {
 };
 const deploy = (client: Client) =>
   client.callTool({ name: 'deploy', arguments: { service: 'db' } }) as Promise<CallToolResult>;
-
-const PATIENTLY = { timeout: 30_000, interval: 25 };
 
 describe('SSH action tool: the process SIGKILLed mid-command (SQLite, real sshd)', () => {
   it('a fresh process never runs it again: unknown while the marker has no end, the true outcome once it has', async () => {

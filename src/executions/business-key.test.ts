@@ -5,6 +5,7 @@ import {
   libraryCall as call,
   engineOnManualClock as setup,
 } from '../../test/support/engine-setup.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES } from '../errors.js';
 import { type IdemAnswerInfo, idemCodeOf, META } from './answers.js';
@@ -47,9 +48,6 @@ function heldTarget() {
   });
   return { target, release };
 }
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 5 };
 
 describe('business key: the key names the action', () => {
   it('five variations under one key → one dispatch; the other four get IDEM_KEY_CONFLICT with its ref', async () => {

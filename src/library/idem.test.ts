@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { Gate } from '../../test/support/gate.js';
 import { RawMcpHttp } from '../../test/support/raw-mcp-http.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { serveStreamableHttp } from './http.js';
@@ -233,7 +234,7 @@ describe('Idem library over real Streamable HTTP', () => {
           'completed',
           'completed',
         ]),
-      { timeout: 30_000, interval: 25 },
+      PATIENTLY,
     );
     const journal = await idem.store.readJournal(0, 10_000);
     const records = await idem.store.list({ limit: 100 });

@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { Gate } from '../../test/support/gate.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { startSshd, type TestSshd } from '../demo/sshd.js';
 import type { ResolveCredential } from '../dispatch/ssh/index.js';
@@ -236,6 +237,3 @@ describe('idem.sshTool at a real sshd', () => {
     ).toThrow(/read_only/);
   });
 });
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 20 };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../test/support/wait.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { ReceiptBook } from './receipt-book.js';
 import { LAZY_DIGEST_MAX_CHARS, type ReceiptAnswer, ReceiptTransport } from './receipt-transport.js';
@@ -12,9 +13,6 @@ const call = (id: number, key = 'k'): JSONRPCMessage => ({
   method: 'tools/call',
   params: { name: 'act', arguments: { key } },
 });
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 1 };
 
 /** A client connected to a receipt-wrapped server end that records what reaches the server (and never answers by itself). */
 async function connected(book = new ReceiptBook(), fingerprinter = new Fingerprinter(randomBytes(32))) {

@@ -16,6 +16,7 @@ import {
 import { countingUpstream } from '../support/counting-upstream.js';
 import { startHttpGateway } from '../support/http-gateway.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * The gateway must be invisible to a conforming client: the MCP conformance
@@ -100,22 +101,19 @@ describe('MCP conformance suite: directly vs through idem gateway', () => {
     controller.abort();
     // Until the server has noticed the dropped connection it answers 409 (stream still attached); clients retry.
     let resumed: Response | undefined;
-    await vi.waitFor(
-      async () => {
-        resumed = await fetch(held.url, {
-          headers: {
-            accept: 'text/event-stream',
-            'mcp-session-id': sessionId,
-            'mcp-protocol-version': '2025-11-25',
-            'last-event-id': lastEventId as string,
-          },
-        });
-        if (resumed.status !== 409) return;
-        await resumed.text();
-        throw new Error('the broken stream is still attached');
-      },
-      { timeout: 30_000, interval: 50 },
-    );
+    await vi.waitFor(async () => {
+      resumed = await fetch(held.url, {
+        headers: {
+          accept: 'text/event-stream',
+          'mcp-session-id': sessionId,
+          'mcp-protocol-version': '2025-11-25',
+          'last-event-id': lastEventId as string,
+        },
+      });
+      if (resumed.status !== 409) return;
+      await resumed.text();
+      throw new Error('the broken stream is still attached');
+    }, PATIENTLY);
     expect(resumed?.status).toBe(200);
     // Only now does the call finish: its result can reach the client on the resumed stream alone.
     writeFileSync(join(counts, 'release'), '');

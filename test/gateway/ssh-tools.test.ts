@@ -19,6 +19,7 @@ import { lintGateway } from '../../src/gateway/lint.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 let sshd: TestSshd;
 beforeAll(async () => {
@@ -38,9 +39,6 @@ const call = (client: Client, name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 20 };
 
 function configFor(dataDir: string, work: string, extra: Record<string, unknown> = {}) {
   const keyFile = join(dataDir, 'deploy.key');

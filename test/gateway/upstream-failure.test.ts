@@ -10,6 +10,7 @@ import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { TOO_DEEP } from '../../src/support/json-depth.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-upstream-failure-'));
 const lines = (file: string) =>
@@ -68,13 +69,10 @@ describe('an upstream that dies', () => {
     // Asked again until the restarted upstream serves (its restart waits out a backoff, longer on a
     // loaded machine); meanwhile the only answer is IDEM_NOT_EXECUTED.
     let answer: CallToolResult | undefined;
-    await vi.waitFor(
-      async () => {
-        answer = await act({ key: 'after' });
-        if (answer.isError && idemCodeOf(answer) === 'IDEM_NOT_EXECUTED') throw new Error('not back yet');
-      },
-      { timeout: 60_000, interval: 250 },
-    );
+    await vi.waitFor(async () => {
+      answer = await act({ key: 'after' });
+      if (answer.isError && idemCodeOf(answer) === 'IDEM_NOT_EXECUTED') throw new Error('not back yet');
+    }, PATIENTLY);
     if (answer?.isError) expect(idemCodeOf(answer)).toBe('IDEM_NOT_EXECUTED');
     expect(answer?.isError).toBeFalsy();
     // The refused call was not executed, so retrying it now runs it — once.

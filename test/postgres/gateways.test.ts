@@ -11,6 +11,7 @@ import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/
 import { REPO_ROOT } from '../support/node22.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { askUntilSettled } from '../support/until-settled.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * Several gateway processes on one PostgreSQL database: one truth. The
@@ -67,9 +68,6 @@ async function client(gateway: GatewayProcess): Promise<Client> {
 const count = (c: Client, args: Record<string, unknown>) =>
   c.callTool({ name: 'count', arguments: args }, undefined, { timeout: 120_000 }) as Promise<CallToolResult>;
 const release = (file: string) => writeFileSync(join(counts, file), '');
-
-/** A cap for a hung run, not a guess at how long a step takes: a loaded machine gets there later, no differently. */
-const PATIENTLY = { timeout: 60_000, interval: 100 };
 
 /** The execution's lease end and the database's clock now, both in ms (the clock every gateway judges by). */
 async function leaseOf(key: string): Promise<{ expiresAt: number; now: number }> {

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
+import { PATIENTLY } from './wait.js';
 
 /**
  * The first answer that is not IDEM_IN_FLIGHT, asking again meanwhile: a dead
@@ -17,6 +18,6 @@ export async function askUntilSettled(
       expect(idemCodeOf(answer)).not.toBe('IDEM_IN_FLIGHT');
       return answer;
     },
-    { timeout: 60_000, interval: 50, ...options },
+    { ...PATIENTLY, ...options },
   );
 }

@@ -23,3 +23,10 @@ export async function waitUntil(
     await sleep(25);
   }
 }
+
+/**
+ * `vi.waitFor`'s options for a condition a test waits on: the timeout is a cap
+ * for a hung run (a loaded machine gets there later, no differently), not a
+ * guess at how long a step takes.
+ */
+export const PATIENTLY = { timeout: 30_000, interval: 25 };

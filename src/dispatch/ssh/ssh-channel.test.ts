@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import { generateKey, startSshd, type TestSshd } from '../../demo/sshd.js';
 import { InvalidInputError, NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
 import type { SshHost } from './host.js';
@@ -326,6 +327,3 @@ describe('SSH channel at a real sshd: durable markers', () => {
     expect(left).toContain(recent);
   });
 });
-
-/** A cap for a hung run, not a guess at how long a step takes. */
-const PATIENTLY = { timeout: 30_000, interval: 20 };
