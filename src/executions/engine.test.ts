@@ -7,6 +7,7 @@ import {
 } from '../../test/support/engine-setup.js';
 import { withFaults } from '../../test/support/faulty-store.js';
 import { Gate, manualClock } from '../../test/support/gate.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
@@ -100,7 +101,7 @@ describe('ExecutionEngine — concurrent identical calls', () => {
       }),
     );
     // The one that runs is held until every twin has had its answer.
-    await vi.waitFor(() => expect(answered).toBe(199));
+    await vi.waitFor(() => expect(answered).toBe(199), PATIENTLY);
     gate.open();
     const results = await Promise.all(pending);
     expect(target.invocations).toBe(1);
@@ -287,7 +288,7 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 5)', (
     expect((await store.get(id))?.state).toBe('unknown');
     expect(idemCodeOf(await engine.status(id, alice.actor))).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
     gate.open();
-    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('completed'));
+    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('completed'), PATIENTLY);
     const status = await engine.status(id, alice.actor);
     expect(status.isError).toBeFalsy();
     expect(status.structuredContent).toEqual({ n: 1 });

@@ -123,8 +123,9 @@ describe('Idem library over real Streamable HTTP', () => {
     await gate.started;
     const second = raw.callTool(5, 'charge', args);
     // The re-send is answered from the receipt while the first still runs; only then may the first finish.
-    await vi.waitFor(async () =>
-      expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+    await vi.waitFor(
+      async () => expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+      PATIENTLY,
     );
     gate.open();
     const [r1, r2] = await Promise.all([first, second]);
@@ -328,9 +329,9 @@ describe('Idem library over real Streamable HTTP', () => {
     await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const answered = () => replies.filter((m) => 'id' in m && m.id === 1 && 'result' in m).length;
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 1 } } });
-    await vi.waitFor(() => expect(answered()).toBe(1));
+    await vi.waitFor(() => expect(answered()).toBe(1), PATIENTLY);
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 2 } } });
-    await vi.waitFor(() => expect(answered()).toBe(2));
+    await vi.waitFor(() => expect(answered()).toBe(2), PATIENTLY);
     expect(runs).toBe(2);
     const kinds = (await idem.store.readJournal()).map((e) => e.kind);
     expect(kinds).toContain('id_reused');

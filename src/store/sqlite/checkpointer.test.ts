@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { claimInput } from '../../../test/support/claim-input.js';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import {
   BACKSTOP_AUTOCHECKPOINT_PAGES,
   type CheckpointerOptions,
@@ -117,7 +118,7 @@ describe('the checkpoint worker', () => {
     expect(store.checkpointStats().autocheckpointPages).toBe(BACKSTOP_AUTOCHECKPOINT_PAGES);
 
     await workers[0]!.terminate();
-    await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'));
+    await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'), PATIENTLY);
     expect(store.checkpointStats()).toMatchObject({
       autocheckpointPages: DEFAULT_AUTOCHECKPOINT_PAGES,
       failure: expect.stringMatching(/exited with code 1/),
@@ -141,7 +142,7 @@ describe('the checkpoint worker', () => {
     });
     for (const { store } of [refused, throwing]) {
       const [id] = await claims(store, 1);
-      await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'));
+      await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'), PATIENTLY);
       expect(store.checkpointStats().autocheckpointPages).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
       expect((await store.get(id!))?.state).toBe('accepted');
       await claims(store, 3);
