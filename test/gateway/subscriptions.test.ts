@@ -46,11 +46,13 @@ async function listeningClient(target: { url: string } | { command: string; args
   return { client, heard };
 }
 
+// Over stdio each client starts its own gateway and legacy upstream (tsx compiles each): on a loaded
+// two-core machine the suite's 60 s cap was reached (52 s, and a timeout, measured under load).
 describe.each([
   ['HTTP stateful', 'http', false],
   ['HTTP stateless', 'http', true],
   ['stdio', 'stdio', false],
-] as const)('subscriptions/listen through the %s front', (_name, front, stateless) => {
+] as const)('subscriptions/listen through the %s front', { timeout: 180_000 }, (_name, front, stateless) => {
   let modern: ServedDualFixture;
   let running: RunningGateway | undefined;
   let target: { url: string } | { command: string; args: string[]; cwd: string };
