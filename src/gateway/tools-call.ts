@@ -5,13 +5,14 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { actionCall, refusedArguments } from '../dispatch/action-call.js';
+import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
 import {
+  IDEM_CODES,
+  NotDispatchedError,
+  OutcomeUnknownError,
   UpstreamClosedError,
-  type UpstreamConnection,
-  type UpstreamReply,
   UpstreamUnavailableError,
-} from '../dispatch/mcp/upstream.js';
-import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
+} from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import type { Approver } from '../executions/engine.js';
 import { parseStatusArguments } from '../executions/status-tool.js';

@@ -22,7 +22,13 @@ import {
   type JSONRPCResultResponse,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { messageOf } from '../../errors.js';
+import {
+  messageOf,
+  NotWrittenError,
+  UpstreamClosedError,
+  UpstreamInvalidReplyError,
+  UpstreamUnavailableError,
+} from '../../errors.js';
 import {
   ENVELOPE,
   envelopeOf,
@@ -33,7 +39,7 @@ import {
   withoutEnvelope,
 } from '../../protocol/eras.js';
 import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
-import { NotWrittenError, StdioUpstreamTransport } from './stdio-transport.js';
+import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
@@ -49,21 +55,6 @@ export type UpstreamSpec =
   | { name: string; url: string; headers?: Record<string, string> };
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
-
-/** The upstream went away with this request unanswered: whether it acted is unknown. */
-export class UpstreamClosedError extends Error {
-  override readonly name: string = 'UpstreamClosedError';
-}
-
-/** The upstream answered this request with a line that is JSON but not a JSON-RPC reply: whether it acted is unknown. */
-export class UpstreamInvalidReplyError extends UpstreamClosedError {
-  override readonly name = 'UpstreamInvalidReplyError';
-}
-
-/** The request never left: the upstream was down. Nothing happened. */
-export class UpstreamUnavailableError extends Error {
-  override readonly name = 'UpstreamUnavailableError';
-}
 
 export interface UpstreamHandlers {
   /** A request from the upstream to the client (sampling, elicitation, roots, ping). */
