@@ -20,8 +20,8 @@ import type { ToolResult } from '../src/executions/outcome.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { SqliteStore, type SqliteSynchronous } from '../src/store/sqlite/index.js';
 import { WalSync } from '../src/store/sqlite/wal-sync.js';
-import { claimInput } from '../src/testing/claim-input.js';
-import { libraryCall } from '../src/testing/engine-setup.js';
+import { claimInput } from '../test/support/claim-input.js';
+import { libraryCall } from '../test/support/engine-setup.js';
 import { drive, type Load, perSec, ratio, summarize, us } from './harness.js';
 
 const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });

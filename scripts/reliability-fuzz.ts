@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fuzzHttpFront } from '../test/gateway/http-fuzz.js';
-import { countingUpstream, rssOf } from '../test/gateway/support.js';
+import { countingUpstream } from '../test/support/counting-upstream.js';
 import { startGatewayProcess } from '../test/support/gateway-process.js';
+import { rssOf } from '../test/support/http-gateway.js';
 
 const { values } = parseArgs({
   options: {

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ExecutionStore, PostgresStore, SqliteStore } from '../src/store/index.js';
-import { repeatRace } from '../src/testing/repeat-race.js';
 import { postgresForTests } from '../test/support/postgres.js';
+import { repeatRace } from '../test/support/repeat-race.js';
 
 const { values } = parseArgs({
   options: {

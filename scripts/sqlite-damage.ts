@@ -18,7 +18,7 @@ import Database from 'better-sqlite3';
 import { StoreRefusedError } from '../src/errors.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { ExecutionRecord } from '../src/store/types.js';
-import { fillWithCompleted } from '../src/testing/claim-input.js';
+import { fillWithCompleted } from '../test/support/claim-input.js';
 
 const trials = Number(process.argv[2] ?? 500);
 const count = Number(process.argv[3] ?? 2000);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import { claimInput } from '../src/testing/claim-input.js';
+import { claimInput } from '../test/support/claim-input.js';
 
 const count = Number(process.argv[2] ?? 100_000);
 const dir = mkdtempSync(join(tmpdir(), 'idem-open-check-'));

@@ -8,7 +8,7 @@ import { OutcomeUnknownError } from '../src/errors.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { deadDispatch } from '../src/testing/claim-input.js';
+import { deadDispatch } from './support/claim-input.js';
 import { runIdem } from './support/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-cli-'));

@@ -10,8 +10,8 @@ import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { MemoryStore } from '../src/store/memory/memory-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
-import { CountingTarget } from '../src/testing/counting-target.js';
-import { Gate } from '../src/testing/gate.js';
+import { CountingTarget } from './support/counting-target.js';
+import { Gate } from './support/gate.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-concurrency-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -10,12 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { PaymentProcessor } from '../src/demo/processor.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
-import { countingUpstream } from './gateway/support.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from './support/gateway-process.js';
+import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'idem-http-sigkill-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -70,24 +71,15 @@ const charge = (client: Client) =>
     arguments: { order_id: 'K-1', amount_cents: 4200 },
   }) as Promise<CallToolResult>;
 
-/** Calls again while the dead holder's lease runs (IDEM_IN_FLIGHT), by the store's clock, up to a bound. */
-async function afterLease(client: Client): Promise<CallToolResult> {
-  const until = Date.now() + 30_000;
-  let answer = await charge(client);
-  while (idemCodeOf(answer) === 'IDEM_IN_FLIGHT' && Date.now() < until) {
-    await sleep(50);
-    answer = await charge(client);
-  }
-  return answer;
-}
+/** Calls again while the dead holder's lease runs (IDEM_IN_FLIGHT), by the store's clock. */
+const afterLease = (client: Client): Promise<CallToolResult> => askUntilSettled(() => charge(client));
 
 async function killMidRequest(
   first: { gateway: GatewayProcess; client: Client },
   processor: PaymentProcessor,
 ) {
   void charge(first.client).catch(() => {});
-  const until = Date.now() + 30_000;
-  while (processor.requests === 0 && Date.now() < until) await sleep(25);
+  await vi.waitFor(() => expect(processor.requests).toBeGreaterThan(0), PATIENTLY);
   expect(processor.requests).toBe(1);
   await first.gateway.kill('SIGKILL');
 }

@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveContract, type ToolContract } from '../src/contracts/contract.js';
 import { OutcomeUnknownError } from '../src/errors.js';
 import { ExecutionEngine, type ToolCall } from '../src/executions/engine.js';
@@ -12,9 +12,10 @@ import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { deadDispatch } from '../src/testing/claim-input.js';
+import { deadDispatch } from './support/claim-input.js';
 import { runIdem } from './support/run-cli.js';
 import { type Row, rowHash } from './support/tamper.js';
+import { PATIENTLY } from './support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
 const db = join(dir, 'idem.db');
@@ -304,7 +305,10 @@ describe('the gateway signs the journal heads on each sweep', () => {
             requestRef: `r${i}`,
           })),
         );
-        await waitFor(() => signedSeq() === target, `a signed head at seq ${target}`);
+        await vi.waitFor(
+          () => expect(signedSeq() === target, `a signed head at seq ${target}`).toBe(true),
+          PATIENTLY,
+        );
       }
       const publicKeyPem = readFileSync(join(keyDir, 'journal-signing.pub'), 'utf8');
       for (const head of readSignedHeads(join(dataDir, 'journal-head.json')))
@@ -317,12 +321,3 @@ describe('the gateway signs the journal heads on each sweep', () => {
     }
   });
 });
-
-/** Polls `condition` until it holds, failing after `ms`. */
-async function waitFor(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

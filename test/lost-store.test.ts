@@ -8,10 +8,11 @@ import { Gateway } from '../src/gateway/gateway.js';
 import { signJournalHeads } from '../src/journal/head-signer.js';
 import { Idem } from '../src/library/idem.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import { fillWithCompleted } from '../src/testing/claim-input.js';
 import { readExecutions } from './gateway/fixtures/counting-server.js';
-import { countingUpstream, freshDir, removeTemporaries } from './gateway/support.js';
+import { fillWithCompleted } from './support/claim-input.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { runIdem } from './support/run-cli.js';
+import { freshDir, removeTemporaries } from './support/temp-dirs.js';
 
 /**
  * A lost store (DESIGN §9): the data directory's signed journal heads say

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
+import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'idem-sigkill-'));
 const counterFile = join(dataDir, 'invocations.log');
@@ -37,7 +38,7 @@ describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
   it('the retry in a new process gets IDEM_OUTCOME_UNKNOWN once the lease expired — never a second invocation', async () => {
     const first = await startServer(true);
     void first.client.callTool({ name: 'provision', arguments: { host: 'db-7' } }).catch(() => {});
-    for (let i = 0; i < 100 && invocations().length === 0; i++) await sleep(50);
+    await vi.waitFor(() => expect(invocations()).toHaveLength(1), PATIENTLY);
     expect(invocations()).toHaveLength(1);
     const pid = first.transport.pid as number;
     process.kill(pid, 'SIGKILL');
@@ -52,15 +53,16 @@ describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
     expect(['IDEM_IN_FLIGHT', 'IDEM_OUTCOME_UNKNOWN']).toContain(idemCodeOf(early));
     // Retry until the dead holder's lease lapses (by the store's clock, however slow this machine is):
     // in flight until then, unknown after — and never dispatched again either way.
-    const retryUntil = Date.now() + 30_000;
-    let retry = early;
-    while (idemCodeOf(retry) === 'IDEM_IN_FLIGHT' && Date.now() < retryUntil) {
-      await sleep(25);
-      retry = (await second.client.callTool({
-        name: 'provision',
-        arguments: { host: 'db-7' },
-      })) as CallToolResult;
-    }
+    const retry =
+      idemCodeOf(early) === 'IDEM_IN_FLIGHT'
+        ? await askUntilSettled(
+            () =>
+              second.client.callTool({
+                name: 'provision',
+                arguments: { host: 'db-7' },
+              }) as Promise<CallToolResult>,
+          )
+        : early;
     expect(idemCodeOf(retry)).toBe('IDEM_OUTCOME_UNKNOWN');
     const ref = (retry.structuredContent as { idem: { ref: string } }).idem.ref;
     expect(invocations()[0]).toContain(ref);

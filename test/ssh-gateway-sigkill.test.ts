@@ -19,12 +19,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
-import { countingUpstream } from './gateway/support.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { mcpClient, startGatewayProcess } from './support/gateway-process.js';
+import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 let sshd: TestSshd;
 let root: string;
@@ -40,14 +41,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
 });
-
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(25);
-  }
-}
 
 describe('gateway SIGKILLed while an SSH action command runs (SQLite, real sshd)', {
   timeout: 150_000,
@@ -108,7 +101,7 @@ describe('gateway SIGKILLed while an SSH action command runs (SQLite, real sshd)
 
     const first = await start();
     void deploy(first.client).catch(() => {});
-    await waitFor('the command started on the host', () => runs().length === 1);
+    await vi.waitFor(() => expect(runs(), 'the command started on the host').toHaveLength(1), PATIENTLY);
     await first.gateway.kill('SIGKILL');
     const [ref] = readdirSync(markers);
     expect(ref).toBeDefined();
@@ -116,19 +109,17 @@ describe('gateway SIGKILLed while an SSH action command runs (SQLite, real sshd)
     // In flight until the dead holder's lease lapses (by the store's clock); then the marker is
     // read: started, no end → unknown, and nothing is sent to the host again.
     const second = await start();
-    let answer = await deploy(second.client);
-    const retryUntil = Date.now() + 30_000;
-    while (idemCodeOf(answer) === 'IDEM_IN_FLIGHT' && Date.now() < retryUntil) {
-      await sleep(50);
-      answer = await deploy(second.client);
-    }
+    const answer = await askUntilSettled(() => deploy(second.client));
     expect(idemCodeOf(answer)).toBe('IDEM_OUTCOME_UNKNOWN');
     expect(answer._meta?.[META.executionId]).toBe(ref);
     expect(runs()).toEqual(['db']);
 
     // The command ends on the host; the same call now reads its exit code from the marker.
     writeFileSync(gate, '');
-    await waitFor('the marker has its exit', () => existsSync(join(markers, ref as string, 'exit')));
+    await vi.waitFor(
+      () => expect(existsSync(join(markers, ref as string, 'exit')), 'the marker has its exit').toBe(true),
+      PATIENTLY,
+    );
     const done = await deploy(second.client);
     expect(idemCodeOf(done)).toBeUndefined();
     expect(done.isError).toBeFalsy();

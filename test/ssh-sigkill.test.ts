@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { sleep } from '../src/testing/counting-target.js';
+import { askUntilSettled } from './support/until-settled.js';
+import { PATIENTLY } from './support/wait.js';
 
 let sshd: TestSshd;
 let dataDir: string;
@@ -52,19 +53,11 @@ const runs = () => {
 const deploy = (client: Client) =>
   client.callTool({ name: 'deploy', arguments: { service: 'db' } }) as Promise<CallToolResult>;
 
-async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await sleep(25);
-  }
-}
-
 describe('SSH action tool: the process SIGKILLed mid-command (SQLite, real sshd)', () => {
   it('a fresh process never runs it again: unknown while the marker has no end, the true outcome once it has', async () => {
     const first = await startServer();
     void deploy(first.client).catch(() => {});
-    await waitFor(() => runs().length === 1);
+    await vi.waitFor(() => expect(runs()).toHaveLength(1), PATIENTLY);
     process.kill(first.transport.pid as number, 'SIGKILL');
     await first.client.close().catch(() => {});
     const [ref] = readdirSync(join(sshd.dir, 'markers'));
@@ -72,19 +65,17 @@ describe('SSH action tool: the process SIGKILLed mid-command (SQLite, real sshd)
     // The command still waits on the host. In flight until the dead holder's lease lapses (store clock),
     // then the marker is read: started, no end → unknown, and the re-send under the same id runs nothing.
     const second = await startServer();
-    let answer = await deploy(second.client);
-    const retryUntil = Date.now() + 30_000;
-    while (idemCodeOf(answer) === 'IDEM_IN_FLIGHT' && Date.now() < retryUntil) {
-      await sleep(25);
-      answer = await deploy(second.client);
-    }
+    const answer = await askUntilSettled(() => deploy(second.client));
     expect(idemCodeOf(answer)).toBe('IDEM_OUTCOME_UNKNOWN');
     expect(answer._meta?.[META.executionId]).toBe(ref);
     expect(runs()).toHaveLength(1);
 
     // The command finishes on the host; the same call now reads its exit from the marker.
     writeFileSync(join(sshd.dir, 'gate'), '');
-    await waitFor(() => existsSync(join(sshd.dir, 'markers', ref as string, 'exit')));
+    await vi.waitFor(
+      () => expect(existsSync(join(sshd.dir, 'markers', ref as string, 'exit'))).toBe(true),
+      PATIENTLY,
+    );
     const done = await deploy(second.client);
     expect(idemCodeOf(done)).toBeUndefined();
     expect(done.isError).toBeFalsy();

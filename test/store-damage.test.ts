@@ -6,10 +6,11 @@ import { StoreRefusedError } from '../src/errors.js';
 import { GatewayConfigSchema } from '../src/gateway/config.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import { fillWithCompleted } from '../src/testing/claim-input.js';
 import { readExecutions } from './gateway/fixtures/counting-server.js';
-import { countingUpstream, freshDir, removeTemporaries } from './gateway/support.js';
+import { fillWithCompleted } from './support/claim-input.js';
+import { countingUpstream } from './support/counting-upstream.js';
 import { runIdem, unprivilegedUser } from './support/run-cli.js';
+import { freshDir, removeTemporaries } from './support/temp-dirs.js';
 
 /**
  * A damaged or unwritable SQLite store, met the way an operator meets it:

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { withFaults } from '../../test/support/faulty-store.js';
 import { StoreUnavailableError } from '../errors.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { withFaults } from '../testing/faulty-store.js';
 import { evaluateLadder, type LadderInput } from './ladder.js';
 
 const base: LadderInput = {

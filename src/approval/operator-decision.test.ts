@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { engineOnManualClock, libraryCall } from '../../test/support/engine-setup.js';
 import { META } from '../executions/answers.js';
-import { engineOnManualClock, libraryCall } from '../testing/engine-setup.js';
 import { decideAsOperator } from './operator-decision.js';
 import { loadApprovalView } from './view.js';
 

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { CountingTarget } from '../../test/support/counting-target.js';
+import { withFaults } from '../../test/support/faulty-store.js';
+import { manualClock } from '../../test/support/gate.js';
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { CountingTarget } from '../testing/counting-target.js';
-import { withFaults } from '../testing/faulty-store.js';
-import { manualClock } from '../testing/gate.js';
 import { idemCodeOf, META } from './answers.js';
 import { type Approver, type Caller, ExecutionEngine, type ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';

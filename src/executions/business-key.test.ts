@@ -1,12 +1,13 @@
-import { describe, expect, it } from 'vitest';
-import type { ToolContract } from '../contracts/contract.js';
-import { IDEM_CODES } from '../errors.js';
-import { CountingTarget } from '../testing/counting-target.js';
+import { describe, expect, it, vi } from 'vitest';
+import { CountingTarget } from '../../test/support/counting-target.js';
 import {
   ALICE as alice,
   libraryCall as call,
   engineOnManualClock as setup,
-} from '../testing/engine-setup.js';
+} from '../../test/support/engine-setup.js';
+import { PATIENTLY } from '../../test/support/wait.js';
+import type { ToolContract } from '../contracts/contract.js';
+import { IDEM_CODES } from '../errors.js';
 import { type IdemAnswerInfo, idemCodeOf, META } from './answers.js';
 import type { Caller } from './engine.js';
 import type { ToolResult } from './outcome.js';
@@ -46,14 +47,6 @@ function heldTarget() {
     },
   });
   return { target, release };
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setImmediate(resolve));
-  }
 }
 
 describe('business key: the key names the action', () => {
@@ -106,7 +99,7 @@ describe('business key: the key names the action', () => {
     const { engine } = setup();
     const { target, release } = heldTarget();
     const first = engine.execute(call(perActor, order), target.dispatch);
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
 
     const variation = await engine.execute(call(perActor, { ...order, amount: 5 }), target.dispatch);
     expect(idem(variation)).toMatchObject({ code: IDEM_CODES.IDEM_KEY_CONFLICT, state: 'dispatched' });
@@ -126,7 +119,7 @@ describe('business key: the key names the action', () => {
     const calls = Array.from({ length: 40 }, (_, i) =>
       engine.execute(call(perActor, { ...order, amount: i % 4 }), target.dispatch),
     );
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
     release();
     const results = await Promise.all(calls);
     expect(target.invocations).toBe(1);
@@ -146,7 +139,7 @@ describe('business key: the key names the action', () => {
     const { target: hung, release } = heldTarget();
     const contract: ToolContract = { ...perActor, lease: 1000, timeout: 60_000 };
     const first = engine.execute(call(contract, order), hung.dispatch);
-    await waitFor(() => hung.invocations === 1);
+    await vi.waitFor(() => expect(hung.invocations === 1).toBe(true), PATIENTLY);
     clock.advance(5000);
 
     const target = new CountingTarget();
@@ -248,7 +241,7 @@ describe('business key: per actor (default) or shared', () => {
     const { engine } = setup();
     const { target, release } = heldTarget();
     const first = engine.execute(call(shared, order), target.dispatch);
-    await waitFor(() => target.invocations === 1);
+    await vi.waitFor(() => expect(target.invocations === 1).toBe(true), PATIENTLY);
     const b = await engine.execute(call(shared, order, bob), target.dispatch);
     expect(idem(b)).toMatchObject({ code: IDEM_CODES.IDEM_KEY_CONFLICT, state: 'dispatched' });
     release();

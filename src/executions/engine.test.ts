@@ -1,16 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { ToolContract } from '../contracts/contract.js';
-import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import type { ExecutionStore } from '../store/types.js';
-import { CountingTarget } from '../testing/counting-target.js';
+import { CountingTarget } from '../../test/support/counting-target.js';
 import {
   ALICE as alice,
   libraryCall as call,
   engineOnManualClock as setup,
-} from '../testing/engine-setup.js';
-import { withFaults } from '../testing/faulty-store.js';
-import { Gate, manualClock } from '../testing/gate.js';
+} from '../../test/support/engine-setup.js';
+import { withFaults } from '../../test/support/faulty-store.js';
+import { Gate, manualClock } from '../../test/support/gate.js';
+import { PATIENTLY } from '../../test/support/wait.js';
+import type { ToolContract } from '../contracts/contract.js';
+import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ExecutionStore } from '../store/types.js';
 import { idemCodeOf, META } from './answers.js';
 import type { ExecutionEngine, ToolCall } from './engine.js';
 import type { ToolResult } from './outcome.js';
@@ -100,7 +101,7 @@ describe('ExecutionEngine — concurrent identical calls', () => {
       }),
     );
     // The one that runs is held until every twin has had its answer.
-    await vi.waitFor(() => expect(answered).toBe(199));
+    await vi.waitFor(() => expect(answered).toBe(199), PATIENTLY);
     gate.open();
     const results = await Promise.all(pending);
     expect(target.invocations).toBe(1);
@@ -287,7 +288,7 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 5)', (
     expect((await store.get(id))?.state).toBe('unknown');
     expect(idemCodeOf(await engine.status(id, alice.actor))).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
     gate.open();
-    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('completed'));
+    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('completed'), PATIENTLY);
     const status = await engine.status(id, alice.actor);
     expect(status.isError).toBeFalsy();
     expect(status.structuredContent).toEqual({ n: 1 });

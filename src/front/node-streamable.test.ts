@@ -7,7 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { Gate } from '../testing/gate.js';
+import { Gate } from '../../test/support/gate.js';
 import { BoundedEventStore } from './event-store.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 

@@ -9,10 +9,11 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { Gate } from '../../test/support/gate.js';
+import { RawMcpHttp } from '../../test/support/raw-mcp-http.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { Gate } from '../testing/gate.js';
-import { RawMcpHttp } from '../testing/raw-mcp-http.js';
 import { serveStreamableHttp } from './http.js';
 import { Idem, type IdemOptions } from './idem.js';
 
@@ -122,8 +123,9 @@ describe('Idem library over real Streamable HTTP', () => {
     await gate.started;
     const second = raw.callTool(5, 'charge', args);
     // The re-send is answered from the receipt while the first still runs; only then may the first finish.
-    await vi.waitFor(async () =>
-      expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+    await vi.waitFor(
+      async () => expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+      PATIENTLY,
     );
     gate.open();
     const [r1, r2] = await Promise.all([first, second]);
@@ -224,12 +226,16 @@ describe('Idem library over real Streamable HTTP', () => {
       );
     }
     slow.open();
-    // Its late outcome is recorded too, and must not carry the secrets either.
-    await vi.waitFor(async () =>
-      expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
-        'completed',
-        'completed',
-      ]),
+    // Its late outcome is recorded too, and must not carry the secrets either (waited on as a condition:
+    // the late write lands later on a loaded machine, the default 1 s of vi.waitFor was a guess). Were a
+    // fast call to outlive the 50 ms too, its late outcome would be recorded the same way.
+    await vi.waitFor(
+      async () =>
+        expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
+          'completed',
+          'completed',
+        ]),
+      PATIENTLY,
     );
     const journal = await idem.store.readJournal(0, 10_000);
     const records = await idem.store.list({ limit: 100 });
@@ -323,9 +329,9 @@ describe('Idem library over real Streamable HTTP', () => {
     await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const answered = () => replies.filter((m) => 'id' in m && m.id === 1 && 'result' in m).length;
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 1 } } });
-    await vi.waitFor(() => expect(answered()).toBe(1));
+    await vi.waitFor(() => expect(answered()).toBe(1), PATIENTLY);
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 2 } } });
-    await vi.waitFor(() => expect(answered()).toBe(2));
+    await vi.waitFor(() => expect(answered()).toBe(2), PATIENTLY);
     expect(runs).toBe(2);
     const kinds = (await idem.store.readJournal()).map((e) => e.kind);
     expect(kinds).toContain('id_reused');

@@ -5,14 +5,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { Gate } from '../../test/support/gate.js';
+import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { startSshd, type TestSshd } from '../demo/sshd.js';
 import type { ResolveCredential } from '../dispatch/ssh/index.js';
 import { idemCodeOf, META } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { Gate } from '../testing/gate.js';
 import { Idem } from './idem.js';
 
 let sshd: TestSshd;
@@ -115,7 +116,7 @@ describe('idem.sshTool at a real sshd', () => {
     const answers: CallToolResult[] = [];
     for (const pending of calls) void pending.then((a) => answers.push(a));
     // The two that lost the claim answer at once, while the command waits at the gate.
-    await waitFor(() => answers.length === 2);
+    await vi.waitFor(() => expect(answers.length === 2).toBe(true), PATIENTLY);
     expect(answers.map(idemCodeOf)).toEqual(['IDEM_IN_FLIGHT', 'IDEM_IN_FLIGHT']);
     writeFileSync(gate, '');
     const results = await Promise.all(calls);
@@ -156,7 +157,7 @@ describe('idem.sshTool at a real sshd', () => {
     expect(idemCodeOf(first)).toBe('IDEM_OUTCOME_UNKNOWN');
     const ref = first._meta?.[META.executionId] as string;
     writeFileSync(gate, '');
-    await waitFor(() => existsSync(join(markers, ref, 'exit')));
+    await vi.waitFor(() => expect(existsSync(join(markers, ref, 'exit'))).toBe(true), PATIENTLY);
 
     const again = await call(client, args);
     expect(idemCodeOf(again)).toBeUndefined();
@@ -195,10 +196,10 @@ describe('idem.sshTool at a real sshd', () => {
     // The first process finally sends the same execution id: the host refuses to start it again.
     const before = sshd.sessions().opened;
     credentialGate.open();
-    await waitFor(() => {
+    await vi.waitFor(() => {
       const now = sshd.sessions();
-      return now.opened > before && now.closed === now.opened;
-    });
+      expect(now.opened > before && now.closed === now.opened).toBe(true);
+    }, PATIENTLY);
     expect(stuck.runs()).toEqual(['cron']);
     expect((await stuck.idem.store.get(ref))?.state).toBe('completed');
   });
@@ -236,11 +237,3 @@ describe('idem.sshTool at a real sshd', () => {
     ).toThrow(/read_only/);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { engineOnManualClock, libraryCall } from '../../test/support/engine-setup.js';
 import { META } from '../executions/answers.js';
 import { SIGNED_HEAD_FILE } from '../journal/signing.js';
-import { engineOnManualClock, libraryCall } from '../testing/engine-setup.js';
 import { Maintenance } from './maintenance.js';
 
 const dirs: string[] = [];

@@ -6,14 +6,14 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { libraryCall } from '../../test/support/engine-setup.js';
+import { withFaults } from '../../test/support/faulty-store.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import type { ToolCall } from '../executions/call.js';
 import { ExecutionEngine } from '../executions/engine.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
-import { libraryCall } from '../testing/engine-setup.js';
-import { withFaults } from '../testing/faulty-store.js';
 import { answerOf, metricsObserver } from './calls.js';
 import { createMetrics, type IdemMetrics } from './metrics.js';
 import { measuredStore } from './store.js';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../test/support/wait.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { ReceiptBook } from './receipt-book.js';
 import { type ReceiptAnswer, ReceiptTransport } from './receipt-transport.js';
@@ -13,11 +14,6 @@ const call = (id: number, key = 'k'): JSONRPCMessage => ({
   method: 'tools/call',
   params: { name: 'act', arguments: { key } },
 });
-
-const waitFor = async (what: string, probe: () => boolean) => {
-  for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setImmediate(r));
-  if (!probe()) throw new Error(`never happened: ${what}`);
-};
 
 /** A client connected to a receipt-wrapped server end that records what reaches the server (and never answers by itself). */
 async function connected(book = new ReceiptBook(), fingerprinter = new Fingerprinter(randomBytes(32))) {
@@ -43,13 +39,13 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
   it('says each time it answers a request itself (resend, id reused, full), and not when the server gets it', async () => {
     const { client, calls, replies, answered } = await connected(new ReceiptBook({ maxReceipts: 2 }));
     await client.send(call(1, 'a'));
-    await waitFor('the call to arrive', () => calls(1) === 1);
+    await vi.waitFor(() => expect(calls(1) === 1, 'the call to arrive').toBe(true), PATIENTLY);
     await client.send(call(1, 'a'));
     await client.send(call(1, 'other'));
     await client.send(call(2, 'b'));
-    await waitFor('the second call to arrive', () => calls(2) === 1);
+    await vi.waitFor(() => expect(calls(2) === 1, 'the second call to arrive').toBe(true), PATIENTLY);
     await client.send(call(3, 'c'));
-    await waitFor('the refusals', () => replies.length === 2);
+    await vi.waitFor(() => expect(replies.length === 2, 'the refusals').toBe(true), PATIENTLY);
     expect(replies.map((r) => JSON.stringify(r))).toEqual([
       expect.stringContaining('MCP_REQUEST_ID_REUSED'),
       expect.stringContaining('IDEM_RECEIPTS_FULL'),
@@ -62,7 +58,7 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
   it('a cancelled request’s receipt is released: the resend of its id reaches the server again instead of waiting forever', async () => {
     const { client, calls } = await connected();
     await client.send(call(1));
-    await waitFor('the call to arrive', () => calls(1) === 1);
+    await vi.waitFor(() => expect(calls(1) === 1, 'the call to arrive').toBe(true), PATIENTLY);
     await client.send({
       jsonrpc: '2.0',
       method: 'notifications/cancelled',
@@ -70,16 +66,16 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
     });
     await client.send(call(1));
     // The server (the execution layer behind it) answers the resend; nothing waits on a reply that cannot come.
-    await waitFor('the resend to arrive', () => calls(1) === 2);
+    await vi.waitFor(() => expect(calls(1) === 2, 'the resend to arrive').toBe(true), PATIENTLY);
   });
 
   it('after a cancellation the id is still taken for other content (MCP_REQUEST_ID_REUSED)', async () => {
     const { client, calls, replies } = await connected();
     await client.send(call(3, 'first'));
-    await waitFor('the call to arrive', () => calls(3) === 1);
+    await vi.waitFor(() => expect(calls(3) === 1, 'the call to arrive').toBe(true), PATIENTLY);
     await client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } });
     await client.send(call(3, 'other'));
-    await waitFor('the refusal', () => replies.length === 1);
+    await vi.waitFor(() => expect(replies.length === 1, 'the refusal').toBe(true), PATIENTLY);
     expect(replies[0]).toMatchObject({ id: 3, error: { data: { code: 'MCP_REQUEST_ID_REUSED' } } });
     expect(calls(3)).toBe(1);
   });
@@ -89,7 +85,10 @@ describe('ReceiptTransport: a receipt settles on every path', () => {
     const { client, receipts, calls } = await connected(book);
     await client.send(call(1, 'running'));
     await client.send(call(2, 'done'));
-    await waitFor('both calls to arrive', () => calls(1) === 1 && calls(2) === 1);
+    await vi.waitFor(
+      () => expect(calls(1) === 1 && calls(2) === 1, 'both calls to arrive').toBe(true),
+      PATIENTLY,
+    );
     await receipts.send({ jsonrpc: '2.0', id: 2, result: { content: [] } });
     expect(book.size).toBe(2);
     await receipts.close();
@@ -122,16 +121,16 @@ describe('ReceiptTransport: the request digest', () => {
     const fingerprinter = new CountingFingerprinter(randomBytes(32));
     const { client, receipts, arrived, replies, calls } = await connected(undefined, fingerprinter);
     await client.send(call(1));
-    await waitFor('the call to arrive', () => calls(1) === 1);
+    await vi.waitFor(() => expect(calls(1) === 1, 'the call to arrive').toBe(true), PATIENTLY);
     expect(fingerprinter.digests).toBe(0);
     // What the server was handed is changed after the fact (a handler editing its arguments):
     // the receipt still compares the resend with the request as it arrived.
     const first = arrived[0] as unknown as { params: { arguments: { key: string } } };
     first.params.arguments.key = 'edited by the handler';
     await receipts.send({ jsonrpc: '2.0', id: 1, result: { content: [] } });
-    await waitFor('the answer', () => replies.length === 1);
+    await vi.waitFor(() => expect(replies.length === 1, 'the answer').toBe(true), PATIENTLY);
     await client.send(call(1));
-    await waitFor('the resend answered', () => replies.length === 2);
+    await vi.waitFor(() => expect(replies.length === 2, 'the resend answered').toBe(true), PATIENTLY);
     // The first answer, not MCP_REQUEST_ID_REUSED: the resend matched the request as it arrived.
     expect(replies[1]).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [] } });
     expect(calls(1)).toBe(1);
@@ -142,7 +141,7 @@ describe('ReceiptTransport: the request digest', () => {
     const fingerprinter = new CountingFingerprinter(randomBytes(32));
     const { client, calls } = await connected(undefined, fingerprinter);
     await client.send(call(2, 'x'.repeat(LAZY_DIGEST_MAX_CHARS + 1)));
-    await waitFor('the call to arrive', () => calls(2) === 1);
+    await vi.waitFor(() => expect(calls(2) === 1, 'the call to arrive').toBe(true), PATIENTLY);
     expect(fingerprinter.digests).toBe(1);
   });
 });

@@ -9,13 +9,13 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { approvalRequest, claimInput, newFingerprint } from '../../test/support/claim-input.js';
+import { chainProblems } from '../../test/support/journal-chains.js';
+import { sleep } from '../../test/support/wait.js';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ExecutionState } from '../journal/states.js';
 import { TRIM_JOURNALED_FIELD, TRIMMED_IDS_FIELD } from '../journal/trims.js';
-import { approvalRequest, claimInput, newFingerprint } from '../testing/claim-input.js';
-import { sleep } from '../testing/counting-target.js';
-import { chainProblems } from '../testing/journal-chains.js';
 import type { StoredOutcome } from './outcome.js';
 import type { ApprovalRequestInput, ClaimInput, ExecutionRecord, ExecutionStore } from './types.js';
 

@@ -20,7 +20,7 @@ import { ExecutionEngine } from '../../src/executions/engine.js';
 import { Fingerprinter } from '../../src/identity/fingerprint.js';
 import { openStore } from '../../src/store/index.js';
 import type { ExecutionStore } from '../../src/store/types.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
 
 const CHROMIUM = process.env.IDEM_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = join(REPO_ROOT, 'artifacts/console');

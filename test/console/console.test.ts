@@ -16,13 +16,9 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
-import { rawRequest } from '../gateway/support.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { rawRequest } from '../support/raw-http.js';
 import { runIdem } from '../support/run-cli.js';
 
 const CHROMIUM = process.env.IDEM_CHROMIUM ?? '/usr/bin/chromium';

@@ -13,9 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '../../src/approval/view.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { runIdem } from '../support/run-cli.js';
-import { cliCommand, countingUpstream } from './support.js';
 
 /**
  * Approvals through a gateway process on SQLite, decided by the operator CLI
@@ -262,7 +263,7 @@ describe('approval by elicitation on a stdio front', () => {
   it('the gateway asks the client over stdio; accept → one dispatch, decline → denied', async () => {
     const configPath = join(work, 'stdio.json');
     writeFileSync(configPath, JSON.stringify(config('stdio', 'every_call')));
-    const cli = cliCommand(['gateway', '--config', configPath]);
+    const cli = idemCommand(['gateway', '--config', configPath]);
     const answers: ElicitResult[] = [{ action: 'accept', content: {} }, { action: 'decline' }];
     const client = new Client(
       { name: 'stdio-agent', version: '1.0.0' },

@@ -10,30 +10,19 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/front/request-body.js';
 import { ProxySession } from '../../src/gateway/session.js';
 import { stopProcess } from '../conformance/harness.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { isAlive, type RunningGateway, rssOf, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { MCP_HEADERS, messagesOf, type RawResponse, rawRequest, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 import { readExecutions } from './fixtures/counting-server.js';
 import { classify, type FuzzSample, fuzzSample } from './fuzz-messages.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  isAlive,
-  MCP_HEADERS,
-  messagesOf,
-  type RawResponse,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  rssOf,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
 
 type Session = Awaited<ReturnType<typeof rawSession>>;
 
@@ -268,7 +257,10 @@ describe('bad input at the HTTP front: the spec’s error, and the gateway stays
         const get = await rawRequest(running.url, { method: 'GET', headers });
         expect(get.status).toBe(400);
       }
-      await waitUntil('the sessions opened for them to close', () => live.size === 0, 10_000);
+      await vi.waitFor(() => expect(live.size, 'the sessions opened for them to close').toBe(0), {
+        ...PATIENTLY,
+        timeout: 10_000,
+      });
     } finally {
       ProxySession.prototype.start = start;
       ProxySession.prototype.close = close;
@@ -384,10 +376,13 @@ class StdioPeer {
   }
 
   async reply(id: string | number, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-    await waitUntil(
-      `the answer to ${JSON.stringify(id)}`,
-      () => this.messages.some((m) => m.id === id),
-      timeoutMs,
+    await vi.waitFor(
+      () =>
+        expect(
+          this.messages.some((m) => m.id === id),
+          `the answer to ${JSON.stringify(id)}`,
+        ).toBe(true),
+      { ...PATIENTLY, timeout: timeoutMs },
     );
     return this.messages.find((m) => m.id === id) as Record<string, unknown>;
   }
@@ -409,7 +404,7 @@ class StdioPeer {
 }
 
 function spawnCli(args: string[], dataDir: string): ChildProcess {
-  const cli = cliCommand(['gateway', ...args]);
+  const cli = idemCommand(['gateway', ...args]);
   const child = spawn(cli.command, cli.args, {
     cwd: cli.cwd,
     env: { ...process.env, IDEM_DATA_DIR: dataDir },
@@ -526,7 +521,7 @@ describe('bounded fuzz: random and mutated JSON-RPC at both fronts of one gatewa
   beforeAll(async () => {
     counts = freshDir('counts');
     const upstream = countingUpstream(counts);
-    const cli = cliCommand([
+    const cli = idemCommand([
       'gateway',
       '--listen',
       '127.0.0.1:0',
@@ -617,9 +612,12 @@ describe('bounded fuzz: random and mutated JSON-RPC at both fronts of one gatewa
     // A request the fuzz cancelled (by chance: ids are random) may go unanswered, as MCP says.
     for (const id of cancelled) expected.delete(id);
     const unanswered = () => [...expected].filter((id) => !peer.messages.some((m) => m.id === id));
-    await waitUntil('answers to every valid stdio request', () => unanswered().length === 0, BUDGET_MS).catch(
-      () => {},
-    );
+    await vi
+      .waitFor(() => expect(unanswered().length, 'answers to every valid stdio request').toBe(0), {
+        ...PATIENTLY,
+        timeout: BUDGET_MS,
+      })
+      .catch(() => {});
     if (unanswered().length > 0)
       problems.push(`stdio requests never answered: ${JSON.stringify(unanswered().slice(0, 10))}`);
     if (peer.nonJson.length > 0) problems.push(`non-JSON on stdout: ${peer.nonJson.slice(0, 3).join(' | ')}`);

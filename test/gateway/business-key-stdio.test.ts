@@ -4,8 +4,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import { cliCommand, countingUpstream, freshDir, removeTemporaries } from './support.js';
 
 /**
  * A business key across two stdio gateway processes: each agent runs its own
@@ -37,7 +39,7 @@ describe('business key across two stdio gateway processes (two client names)', (
       }),
     );
     const start = async (clientName: string): Promise<Call> => {
-      const cli = cliCommand(['gateway', '--config', config]);
+      const cli = idemCommand(['gateway', '--config', config]);
       const client = new Client({ name: clientName, version: '1.0.0' });
       await client.connect(
         new StdioClientTransport({ command: cli.command, args: cli.args, cwd: cli.cwd, stderr: 'ignore' }),

@@ -3,14 +3,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
 
 /**
  * "One order, one charge" through the gateway (issue 9, item 3): with

@@ -7,8 +7,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
 import { executionsOf, finishedOf } from './fixtures/counting-server.js';
-import { countingUpstream, startHttpGateway } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-cancel-'));
 const counts = join(dir, 'counts');

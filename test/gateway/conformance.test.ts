@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import {
@@ -13,6 +13,10 @@ import {
   runConformance,
   startFixture,
 } from '../conformance/harness.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * The gateway must be invisible to a conforming client: the MCP conformance
@@ -67,14 +71,18 @@ describe('MCP conformance suite: directly vs through idem gateway', () => {
   });
 
   it('SSE resumability: a client whose stream broke mid-call resumes with Last-Event-ID and gets the result', async () => {
-    const { sessionId, post } = await openSession(gatewayUrl);
+    // The call is held at the upstream until the test releases it (the counting upstream's hold file),
+    // so the stream breaks mid-call however slow the machine is; a fixed delay was a guess.
+    const counts = freshDir('gw-resume');
+    const held = await startHttpGateway({ upstreams: { counter: countingUpstream(counts) } });
+    const { sessionId, post } = await openSession(held.url);
     const controller = new AbortController();
     const call = await post(
       {
         jsonrpc: '2.0',
         id: 7,
         method: 'tools/call',
-        params: { name: 'increment_counter', arguments: { key: `resume-${Date.now()}`, delay_ms: 600 } },
+        params: { name: 'count', arguments: { key: 'resume-1', hold_file: 'release' } },
       },
       controller.signal,
     );
@@ -93,8 +101,8 @@ describe('MCP conformance suite: directly vs through idem gateway', () => {
     controller.abort();
     // Until the server has noticed the dropped connection it answers 409 (stream still attached); clients retry.
     let resumed: Response | undefined;
-    for (let attempt = 0; attempt < 40; attempt++) {
-      resumed = await fetch(gatewayUrl, {
+    await vi.waitFor(async () => {
+      resumed = await fetch(held.url, {
         headers: {
           accept: 'text/event-stream',
           'mcp-session-id': sessionId,
@@ -102,13 +110,17 @@ describe('MCP conformance suite: directly vs through idem gateway', () => {
           'last-event-id': lastEventId as string,
         },
       });
-      if (resumed.status !== 409) break;
+      if (resumed.status !== 409) return;
       await resumed.text();
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      throw new Error('the broken stream is still attached');
+    }, PATIENTLY);
     expect(resumed?.status).toBe(200);
+    // Only now does the call finish: its result can reach the client on the resumed stream alone.
+    writeFileSync(join(counts, 'release'), '');
     const replayed = await readUntil(resumed as Response, (message) => message.id === 7);
     expect(replayed.result).toBeDefined();
+    await held.close();
+    removeTemporaries();
   });
 });
 

@@ -6,7 +6,7 @@ import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 afterAll(removeTemporaries);
 

@@ -3,21 +3,17 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
 import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
-import {
-  countingUpstream,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * Issue 26.2: an upstream that cannot be started costs only its own tools.
@@ -92,8 +88,13 @@ describe('one upstream that cannot be started, beside one that can', () => {
       'upstream "bad" could not be listed: it is down',
     );
     // Each failed start is said, with how it ended and when the next try is.
-    await waitUntil('a retry', () =>
-      logged.some((l) => l.message.startsWith('upstream bad restarted (attempt 1')),
+    await vi.waitFor(
+      () =>
+        expect(
+          logged.some((l) => l.message.startsWith('upstream bad restarted (attempt 1')),
+          'a retry',
+        ).toBe(true),
+      PATIENTLY,
     );
     expect(logged).toContainEqual({
       level: 'error',
@@ -104,7 +105,10 @@ describe('one upstream that cannot be started, beside one that can', () => {
     expect(logged.filter((l) => l.message.startsWith('upstream good started'))).toHaveLength(1);
 
     release(badDir);
-    await waitUntil('the dead upstream to come up and the client to be told', () => listChanged > 0, 60_000);
+    await vi.waitFor(
+      () => expect(listChanged > 0, 'the dead upstream to come up and the client to be told').toBe(true),
+      { ...PATIENTLY, timeout: 60_000 },
+    );
     expect(await names()).toEqual(['bad__act', 'good__count', 'good__read_count', 'idem_execution_status']);
     expect((await call(client, 'bad__act', { key: 'late' })).isError).toBeFalsy();
     expect(effectsOf(badDir).filter((k) => k === 'late')).toHaveLength(1);
@@ -127,7 +131,10 @@ describe('one upstream that cannot be started, beside one that can', () => {
     processes.push(gateway);
     const client = await connect(gateway.url);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('good__count');
-    await waitUntil('the failure on stderr', () => /could not be started/.test(gateway.stderr()));
+    await vi.waitFor(
+      () => expect(/could not be started/.test(gateway.stderr()), 'the failure on stderr').toBe(true),
+      PATIENTLY,
+    );
     expect(gateway.stderr()).toMatch(
       /^idem gateway: error: upstream bad could not be started: exited with code 3; retrying in \d+ ms/m,
     );

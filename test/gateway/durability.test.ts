@@ -5,7 +5,8 @@ import { Gateway } from '../../src/gateway/gateway.js';
 import { Idem } from '../../src/library/idem.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { ExecutionStore } from '../../src/store/types.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 afterAll(removeTemporaries);
 

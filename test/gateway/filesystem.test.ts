@@ -14,17 +14,11 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/gateway/config.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { type LostResponse, losingFetch, lostResult } from '../support/losing-fetch.js';
 import { packageBin } from '../support/node22.js';
-import {
-  freshDir,
-  type LostResponse,
-  losingFetch,
-  lostResult,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 
 const SERVER = packageBin('@modelcontextprotocol/server-filesystem', 'mcp-server-filesystem');
 const EFFECT_TOOLS = ['write_file', 'edit_file', 'move_file'];

@@ -12,16 +12,11 @@ import { createInterface } from 'node:readline';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/cli/gateway.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { idemCommand } from '../support/idem-cli.js';
+import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { createCountingServer } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  MCP_HEADERS,
-  messagesOf,
-  rawRequest,
-  removeTemporaries,
-} from './support.js';
 
 const children: ChildProcess[] = [];
 const servers: Server[] = [];

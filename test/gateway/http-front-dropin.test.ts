@@ -9,18 +9,13 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/gateway-process.js';
-import {
-  countingUpstream,
-  freshDir,
-  MCP_HEADERS,
-  type RunningGateway,
-  rawRequest,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { MCP_HEADERS, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const running: RunningGateway[] = [];
 const clients: Client[] = [];
@@ -152,13 +147,13 @@ describe('/healthz and /readyz', () => {
       }),
     );
     clients.push(client);
-    await waitUntil('the upstream to start', () => startsOf(dir).length === 1);
+    await vi.waitFor(() => expect(startsOf(dir).length, 'the upstream to start').toBe(1), PATIENTLY);
     // Killed, and kept from coming back: the gateway is restarting it.
     writeFileSync(join(dir, 'refuse-start'), '');
     process.kill(startsOf(dir).at(-1) as number, 'SIGKILL');
-    await waitUntil(
-      'readiness to say the upstream is down',
-      async () => (await probe('/readyz')).status === 503,
+    await vi.waitFor(
+      async () => expect((await probe('/readyz')).status, 'readiness to say the upstream is down').toBe(503),
+      PATIENTLY,
     );
     const down = JSON.parse((await probe('/readyz')).text);
     expect(down).toMatchObject({ status: 'not_ready', ready: false, upstreams: { configured: 1, down: 1 } });
@@ -167,9 +162,9 @@ describe('/healthz and /readyz', () => {
     expect((await probe('/healthz')).status).toBe(200);
 
     unlinkSync(join(dir, 'refuse-start'));
-    await waitUntil(
-      'readiness once the upstream is back',
-      async () => (await probe('/readyz')).status === 200,
+    await vi.waitFor(
+      async () => expect((await probe('/readyz')).status, 'readiness once the upstream is back').toBe(200),
+      PATIENTLY,
     );
 
     // The store stops answering (closed under the gateway): not ready.

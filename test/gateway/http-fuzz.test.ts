@@ -6,9 +6,10 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { fuzzHttpFront } from './http-fuzz.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
 
 describe('reliability fuzz at the HTTP front (small count)', () => {
   let gateway: GatewayProcess;

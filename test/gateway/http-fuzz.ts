@@ -8,8 +8,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fc from 'fast-check';
+import { isAlive } from '../support/http-gateway.js';
+import { MCP_HEADERS, messagesOf, rawRequest, rawSession } from '../support/raw-http.js';
 import { classify, type FuzzSample, fuzzSample } from './fuzz-messages.js';
-import { isAlive, MCP_HEADERS, messagesOf, rawRequest, rawSession } from './support.js';
 
 /** Headers the SDK transport refuses a POST for, before the server sees it. */
 const REFUSALS: Record<string, Record<string, string>> = {

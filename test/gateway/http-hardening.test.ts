@@ -9,24 +9,17 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { messagesOf, type RawResponse, rawRequest, rawSession } from '../support/raw-http.js';
 import { runIdem } from '../support/run-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  idemOf,
-  messagesOf,
-  type RawResponse,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
 
 const countCall = (id: string | number, key: string, more: Record<string, unknown> = {}) => ({
   jsonrpc: '2.0',
@@ -79,7 +72,7 @@ describe('receipts settle on every path (refused by the transport, cancelled, se
     const session = await rawSession(running.url, 'cancelling');
     const call = countCall('c1', 'cancelled', { hold_file: 'release' });
     const first = session.post(call).catch(() => undefined);
-    await waitUntil('the call to run', () => executionsOf(counts, 'cancelled') === 1);
+    await vi.waitFor(() => expect(executionsOf(counts, 'cancelled'), 'the call to run').toBe(1), PATIENTLY);
     const cancel = await session.post({
       jsonrpc: '2.0',
       method: 'notifications/cancelled',

@@ -18,8 +18,9 @@ import { META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { MIN_CUT_SECRET_CHARS } from '../../src/identity/secret-cut.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { runIdem } from '../support/run-cli.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 /** 52 characters, as the issue's; every run of three holds a letter no hex digest or ULID has. */
 const SECRET = 'Zq9vX7pL2mR4tW8zK3nB6cY1hJ5fD0gS2aE4uI7oP9wQ3eT6rU1y';

@@ -20,8 +20,9 @@ import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { runIdem } from '../support/run-cli.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 const SECRET = 'sk_live_Zq9+echo/me"please';
 const cleanups: Array<() => Promise<void>> = [];

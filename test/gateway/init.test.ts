@@ -10,10 +10,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 import { plainExecutions } from './fixtures/plain-tools-server.js';
-import { cliCommand, freshDir, removeTemporaries, textOf } from './support.js';
 
 const SERVER = [
   process.execPath,
@@ -52,7 +54,7 @@ describe('idem init -- <command>', () => {
     expect(lint.stdout).toContain('OK');
     expect(lint.code).toBe(0);
 
-    const cli = cliCommand(['gateway', '--config', output]);
+    const cli = idemCommand(['gateway', '--config', output]);
     const client = new Client({ name: 'init-agent', version: '1.0.0' });
     await client.connect(
       new StdioClientTransport({

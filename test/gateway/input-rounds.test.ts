@@ -6,17 +6,13 @@ import { StreamableHTTPClientTransport as StreamableHTTPClientTransport110 } fro
 import { CreateMessageRequestSchema } from 'sdk-1-10/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-} from './support.js';
 
 /**
  * Input asked in the middle of a call, across the two revisions, through the
@@ -242,7 +238,7 @@ describe('stdio front', () => {
     const counts = freshDir('rounds-stdio');
     const data = freshDir('rounds-stdio-data');
     const up = askingUpstream(counts);
-    const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
+    const gateway = idemCommand(['gateway', '--', up.command, ...up.args]);
     const client = await v2Client('modern', {
       ...gateway,
       env: { ...(process.env as Record<string, string>), IDEM_DATA_DIR: data },

@@ -15,9 +15,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
 import { callsIn } from './fixtures/schema-id-server.js';
-import { freshDir, idemOf, removeTemporaries, startHttpGateway } from './support.js';
 
 const SCHEMA_ID_SERVER = join(REPO_ROOT, 'test/gateway/fixtures/schema-id-server.ts');
 

@@ -7,15 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureStdioCommand } from '../conformance/harness.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { InspectorError, InspectorSession, type InspectorTarget } from '../support/inspector.js';
-import {
-  cliCommand,
-  freshDir,
-  idemOf,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
 
 interface Target {
   target: InspectorTarget;
@@ -27,7 +23,7 @@ describe.each<[string, () => Promise<Target>]>([
     'stdio (idem gateway -- <fixture> as the server command)',
     async () => {
       const fixture = fixtureStdioCommand();
-      const cli = cliCommand(['gateway', '--', fixture.command, ...fixture.args]);
+      const cli = idemCommand(['gateway', '--', fixture.command, ...fixture.args]);
       return {
         target: {
           command: cli.command,

@@ -10,8 +10,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { internalErrorText } from '../../src/gateway/session.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import { countingUpstream, freshDir, removeTemporaries, startHttpGateway } from './support.js';
 
 afterAll(removeTemporaries);
 

@@ -15,9 +15,10 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { openStore } from '../../src/store/index.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { waitUntil } from '../support/wait.js';
 import { executionsOf, readExecutions, readStarts } from './fixtures/counting-server.js';
-import { countingUpstream, waitUntil } from './support.js';
 
 export interface KillLoopOptions {
   /** A fresh directory for the gateway's data, the config and the upstream's counts. */

@@ -13,7 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/authorization-server.js';
-import { countingUpstream, freshDir, MCP_HEADERS, rawRequest, removeTemporaries } from './support.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { MCP_HEADERS, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 describe('an unknown key id inside the JWKS cooldown', () => {
   let as: AuthorizationServer;

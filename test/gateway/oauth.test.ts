@@ -22,8 +22,9 @@ import {
   type TestClient,
   TOKEN_TTL_SECONDS,
 } from '../support/authorization-server.js';
+import { MCP_HEADERS, messagesOf, rawRequest, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { createCountingServer, executionsOf } from './fixtures/counting-server.js';
-import { freshDir, MCP_HEADERS, messagesOf, rawRequest, rawSession, removeTemporaries } from './support.js';
 
 const CLIENTS: TestClient[] = [
   { id: 'alice', secret: 'alice-secret', scopes: ['mcp:tools', 'counter:write'] },

@@ -1,15 +1,10 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServedDualFixture, serveDualFixtureHttp } from '../conformance/dual-fixture-http.js';
-import {
-  MCP_HEADERS,
-  messagesOf,
-  type RunningGateway,
-  rawRequest,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-} from './support.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
+import { removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 
 /**
  * `Mcp-Param-*` headers (SEP-2243) through the gateway: the dual fixture's

@@ -1,24 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { CLIENT_KINDS, type ClientKind, type ClientTarget, connectClient } from '../support/clients.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  MCP_HEADERS,
-  messagesOf,
-  type RunningGateway,
-  rawRequest,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
 
 /**
  * Both revisions through every front, towards upstreams of either: MCP
@@ -112,12 +105,19 @@ describe.each([
       const key = `cancelled-${stateless}-${upstreamOf.name}`;
       const aborted = new AbortController();
       const call = client.call({ key, hold_file: `${key}.release` }, aborted.signal).catch((e: unknown) => e);
-      await waitUntil('the upstream ran the call', () => executionsOf(counts, key) === 1);
+      await vi.waitFor(
+        () => expect(executionsOf(counts, key), 'the upstream ran the call').toBe(1),
+        PATIENTLY,
+      );
       aborted.abort();
       expect(await call).toBeInstanceOf(Error);
-      await waitUntil(
-        'the cancellation reached the gateway',
-        async () => (await running.gateway.store.list({ state: 'unknown', tool: 'count' })).length === 1,
+      await vi.waitFor(
+        async () =>
+          expect(
+            (await running.gateway.store.list({ state: 'unknown', tool: 'count' })).length,
+            'the cancellation reached the gateway',
+          ).toBe(1),
+        PATIENTLY,
       );
       // The same call again: the gateway cannot know whether it finished, and says so.
       expectUnknown(await client.call({ key, hold_file: `${key}.release` }));
@@ -177,7 +177,7 @@ describe('stdio front (the gateway as its client launches it)', () => {
       const counts = freshDir('revisions-stdio');
       const data = freshDir('revisions-stdio-data');
       const up = upstream === 'a 2025-era upstream' ? countingUpstream(counts) : counting2026Upstream(counts);
-      const gateway = cliCommand(['gateway', '--', up.command, ...up.args]);
+      const gateway = idemCommand(['gateway', '--', up.command, ...up.args]);
       const connected = await connect(kind, {
         command: gateway.command,
         args: gateway.args,
@@ -195,14 +195,21 @@ describe('stdio front (the gateway as its client launches it)', () => {
         const call = connected
           .call({ key: 'held', hold_file: 'held.release' }, aborted.signal)
           .catch((e: unknown) => e);
-        await waitUntil('the upstream ran the call', () => executionsOf(counts, 'held') === 1);
+        await vi.waitFor(
+          () => expect(executionsOf(counts, 'held'), 'the upstream ran the call').toBe(1),
+          PATIENTLY,
+        );
         aborted.abort();
         expect(await call).toBeInstanceOf(Error);
         const store = await openStore({ kind: 'sqlite', path: join(data, 'idem.db') });
         try {
-          await waitUntil(
-            'the cancellation reached the gateway',
-            async () => (await store.list({ state: 'unknown', tool: 'count' })).length === 1,
+          await vi.waitFor(
+            async () =>
+              expect(
+                (await store.list({ state: 'unknown', tool: 'count' })).length,
+                'the cancellation reached the gateway',
+              ).toBe(1),
+            PATIENTLY,
           );
         } finally {
           await store.close();

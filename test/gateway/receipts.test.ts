@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
+import { RawMcpHttp } from '../support/raw-mcp-http.js';
 
 /** Receipts at the gateway: only calls with effects get them; reads pass straight through (docs/lifecycle.md, step 2). */
 describe('gateway receipts', () => {

@@ -11,8 +11,10 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/front/request-body.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
-import { countingUpstream, freshDir, type RawResponse, rawSession, removeTemporaries } from './support.js';
+import { type RawResponse, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 const TRIES = 30;
 const FIVE_MIB = 5 * 1024 * 1024;

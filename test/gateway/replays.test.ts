@@ -13,20 +13,15 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import {
-  freshDir,
-  idemOf,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf, textOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const EVERYTHING = {
   command: process.execPath,
@@ -138,11 +133,11 @@ describe('a replayed result says so', () => {
     const params = { name: 'trigger-long-running-operation', arguments: { duration: 3, steps: 1 } };
     const running = call(client, params);
     let ref = '';
-    await waitUntil('the operation to be dispatched', async () => {
+    await vi.waitFor(async () => {
       const [record] = await gw.gateway.store.list({ tool: params.name });
       ref = record?.state === 'dispatched' ? record.id : '';
-      return ref !== '';
-    });
+      expect(ref !== '', 'the operation to be dispatched').toBe(true);
+    }, PATIENTLY);
     const refused = await repeat(client, ref);
     expect(idemOf(refused)?.code).toBe('IDEM_IN_FLIGHT');
     expect(textOf(refused)).toContain('A repeat is refused while it runs');

@@ -24,19 +24,15 @@ import {
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { rpcOf } from '../support/losing-fetch.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { idemOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  cliCommand,
-  countingUpstream,
-  freshDir,
-  idemOf,
-  type RunningGateway,
-  removeTemporaries,
-  rpcOf,
-  startHttpGateway,
-  waitUntil,
-} from './support.js';
 
 /** Re-sends the same request (same body, so the same JSON-RPC id) when the network fails, up to `attempts` times. */
 function retrying(attempts: number, sent: { method?: string; id?: unknown }[]): Middleware {
@@ -121,7 +117,8 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
     const { counts, url, store } = await start();
     const sent: { method?: string; id?: unknown }[] = [];
     const release = join(counts, 'release-running');
-    const whileRunning = () => waitUntil('the first execution', () => executionsOf(counts, 'running') === 1);
+    const whileRunning = () =>
+      vi.waitFor(() => expect(executionsOf(counts, 'running'), 'the first execution').toBe(1), PATIENTLY);
     const client = await httpClient(
       url,
       'retrying-agent',
@@ -133,9 +130,17 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
       arguments: { key: 'running', hold_file: 'release-running' },
     });
     // Let the resend reach the gateway while the first is held upstream (its receipt answers it), then let it finish.
-    await waitUntil('the resend', () => sent.filter((s) => s.method === 'tools/call').length === 2);
-    await waitUntil('the resend answered from the receipt', async () =>
-      (await store.readJournal()).some((e) => e.kind === 'receipt_hit'),
+    await vi.waitFor(
+      () => expect(sent.filter((s) => s.method === 'tools/call').length, 'the resend').toBe(2),
+      PATIENTLY,
+    );
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await store.readJournal()).some((e) => e.kind === 'receipt_hit'),
+          'the resend answered from the receipt',
+        ).toBe(true),
+      PATIENTLY,
     );
     expect(executionsOf(counts, 'running')).toBe(1);
     writeFileSync(release, '');
@@ -151,7 +156,10 @@ describe('retries through idem gateway (HTTP), counted upstream', () => {
     const first = await httpClient(url, 'agent-r');
     clients.push(first);
     const running1 = first.callTool({ name: 'count', arguments: args });
-    await waitUntil('the first execution', () => executionsOf(counts, 'reconnect') === 1);
+    await vi.waitFor(
+      () => expect(executionsOf(counts, 'reconnect'), 'the first execution').toBe(1),
+      PATIENTLY,
+    );
 
     // The agent lost its connection and comes back: new session, new request id, same intent.
     const second = await httpClient(url, 'agent-r');
@@ -198,7 +206,7 @@ describe('zero-config stdio mode: idem gateway -- <command>', () => {
 
   async function stdioGateway(dataDir: string, counts: string, name: string): Promise<Client> {
     const upstream = countingUpstream(counts);
-    const cli = cliCommand(['gateway', '--', upstream.command, ...upstream.args]);
+    const cli = idemCommand(['gateway', '--', upstream.command, ...upstream.args]);
     const transport = new StdioClientTransport({
       command: cli.command,
       args: cli.args,
@@ -241,7 +249,10 @@ describe('zero-config stdio mode: idem gateway -- <command>', () => {
     ]);
 
     const running1 = a.callTool({ name: 'count', arguments: args });
-    await waitUntil('the execution through process A', () => executionsOf(counts, 'shared') === 1);
+    await vi.waitFor(
+      () => expect(executionsOf(counts, 'shared'), 'the execution through process A').toBe(1),
+      PATIENTLY,
+    );
     const inFlight = await b.callTool({ name: 'count', arguments: args });
     expect(idemOf(inFlight)).toMatchObject({ code: 'IDEM_IN_FLIGHT' });
 

@@ -13,9 +13,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { META } from '../../src/executions/answers.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { type RunningGateway, removeTemporaries, startHttpGateway, textOf } from './support.js';
+import { removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 
 const ECHO_SERVER = join(REPO_ROOT, 'test/gateway/fixtures/echo-server.ts');
 const PASSWORD = 'hunter2-correct-horse';

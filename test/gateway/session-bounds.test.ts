@@ -13,17 +13,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import type { GatewayConfig } from '../../src/gateway/config.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { MCP_HEADERS, rawRequest, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 import { executionsOf, readStarts } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  MCP_HEADERS,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
 
 let running: RunningGateway | undefined;
 let counts = '';
@@ -174,11 +169,11 @@ describe('idle sessions', () => {
     expect(liveUpstreams()).toHaveLength(2);
     now += 60_000;
     // Waits out the moment the server has not yet seen the last response close (busy until then).
-    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1));
+    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1), PATIENTLY);
     expect(await pingStatus(url, unused.sessionId as string)).toBe(404);
     expect(await pingStatus(url, used.sessionId)).toBe(200);
     now += 10 * 60_000;
-    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1));
+    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1), PATIENTLY);
     await vi.waitFor(() => expect(liveUpstreams()).toHaveLength(0), { timeout: 20_000, interval: 50 });
   }, 60_000);
 
@@ -198,7 +193,7 @@ describe('idle sessions', () => {
       /^IDEM_(OUTCOME_UNKNOWN|REVIEW_REQUIRED)$/,
     );
     now += 60 * 60_000;
-    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(0));
+    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(0), PATIENTLY);
     expect(liveUpstreams()).toHaveLength(1);
     writeFileSync(join(counts, 'hold-t'), '');
     // Its real outcome arrives through the session's upstream connection, which is still there.

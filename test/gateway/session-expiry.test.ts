@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { RawMcpHttp } from '../support/raw-mcp-http.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-session-expiry-'));
 let gateway: Gateway | undefined;
@@ -66,7 +67,7 @@ describe('an idle HTTP session', () => {
     expect(alive(pid)).toBe(true);
     now += 1;
     // Waits out the moment the server has not yet seen the last response close (the session is busy until then).
-    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1));
+    await vi.waitFor(() => expect(served.closeIdleSessions()).toBe(1), PATIENTLY);
     await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 20_000, interval: 50 });
     const res = await fetch(url, {
       method: 'POST',

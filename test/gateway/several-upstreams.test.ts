@@ -7,8 +7,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway/gateway.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import { countingUpstream, startHttpGateway } from './support.js';
 
 /** Two upstreams behind one gateway: names prefixed, every call routed to its own upstream. */
 describe('idem gateway with several upstreams', () => {

@@ -9,15 +9,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { readStarts } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  type RunningGateway,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
 
 let running: RunningGateway | undefined;
 afterEach(async () => {

@@ -10,15 +10,17 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../../src/demo/sshd.js';
 import { ConfigError } from '../../src/errors.js';
 import { META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { runIdem } from '../support/run-cli.js';
-import { countingUpstream, freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 let sshd: TestSshd;
 beforeAll(async () => {
@@ -38,11 +40,6 @@ const call = (client: Client, name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-
-/** Resolves once `check` holds; polls the host's files (the remote side is this machine). */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((resolve) => setTimeout(resolve, 20));
-}
 
 function configFor(dataDir: string, work: string, extra: Record<string, unknown> = {}) {
   const keyFile = join(dataDir, 'deploy.key');
@@ -108,7 +105,7 @@ describe('SSH action tools in the gateway, at a real sshd', () => {
 
     const args = { service: 'api' };
     const both = Promise.all([call(client, 'deploy', args), call(client, 'deploy', args)]);
-    await until(() => runs().length > 0);
+    await vi.waitFor(() => expect(runs().length > 0).toBe(true), PATIENTLY);
     writeFileSync(join(work, 'release'), '');
     const answers = await both;
     const fresh = answers.find((r) => !r.isError);

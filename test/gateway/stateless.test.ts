@@ -7,9 +7,10 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
-import { RawMcpHttp } from '../../src/testing/raw-mcp-http.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
+import { RawMcpHttp } from '../support/raw-mcp-http.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import { countingUpstream, startHttpGateway } from './support.js';
 
 /** The stateless HTTP front: no sessions, every POST stands alone (the 2026-07-28 style). */
 describe('idem gateway, stateless Streamable HTTP front', () => {

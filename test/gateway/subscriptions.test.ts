@@ -1,17 +1,13 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ServedDualFixture, serveDualFixtureHttp } from '../conformance/dual-fixture-http.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
-import {
-  cliCommand,
-  freshDir,
-  type RunningGateway,
-  removeTemporaries,
-  startHttpGateway,
-  textOf,
-  waitUntil,
-} from './support.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { idemCommand } from '../support/idem-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * `subscriptions/listen` (2026-07-28) through the gateway, with the official
@@ -50,11 +46,13 @@ async function listeningClient(target: { url: string } | { command: string; args
   return { client, heard };
 }
 
+// Over stdio each client starts its own gateway and legacy upstream (tsx compiles each): on a loaded
+// two-core machine the suite's 60 s cap was reached (52 s, and a timeout, measured under load).
 describe.each([
   ['HTTP stateful', 'http', false],
   ['HTTP stateless', 'http', true],
   ['stdio', 'stdio', false],
-] as const)('subscriptions/listen through the %s front', (_name, front, stateless) => {
+] as const)('subscriptions/listen through the %s front', { timeout: 180_000 }, (_name, front, stateless) => {
   let modern: ServedDualFixture;
   let running: RunningGateway | undefined;
   let target: { url: string } | { command: string; args: string[]; cwd: string };
@@ -80,7 +78,7 @@ describe.each([
         configFile,
         JSON.stringify({ data_dir: freshDir('listen-stdio-data'), upstreams, tools }),
       );
-      target = cliCommand(['gateway', '--config', configFile]);
+      target = idemCommand(['gateway', '--config', configFile]);
     }
   });
 
@@ -102,21 +100,35 @@ describe.each([
         toolsListChanged: true,
         resourceSubscriptions: [WATCHED],
       });
-      await waitUntil(
-        'the gateway opened its listen stream on the 2026-07-28 upstream',
-        () => modern.openListens() === 1,
+      await vi.waitFor(
+        () =>
+          expect(
+            modern.openListens(),
+            'the gateway opened its listen stream on the 2026-07-28 upstream',
+          ).toBe(1),
+        PATIENTLY,
       );
 
       // The 2026-07-28 upstream's change, through its own listen stream.
       await client.callTool({ name: 'modern__test_trigger_tool_change', arguments: {} });
-      await waitUntil('the tool change reached the client', () =>
-        heard.some((n) => n.method === 'notifications/tools/list_changed'),
+      await vi.waitFor(
+        () =>
+          expect(
+            heard.some((n) => n.method === 'notifications/tools/list_changed'),
+            'the tool change reached the client',
+          ).toBe(true),
+        PATIENTLY,
       );
       // The 2025-era upstream's resource update (it was subscribed to on the client's behalf).
       const touched = await client.callTool({ name: 'legacy__touch_resource', arguments: { uri: WATCHED } });
       expect(textOf(touched)).toBe(`notified ${WATCHED}`);
-      await waitUntil('the resource update reached the client', () =>
-        heard.some((n) => n.method === 'notifications/resources/updated' && n.params.uri === WATCHED),
+      await vi.waitFor(
+        () =>
+          expect(
+            heard.some((n) => n.method === 'notifications/resources/updated' && n.params.uri === WATCHED),
+            'the resource update reached the client',
+          ).toBe(true),
+        PATIENTLY,
       );
       // A prompt change was not asked for: not delivered.
       expect(heard.some((n) => n.method === 'notifications/prompts/list_changed')).toBe(false);
@@ -124,20 +136,26 @@ describe.each([
       await subscription.close();
       // Closing the client's stream closes the gateway's stream upstream, and unsubscribes the
       // 2025-era upstream's resource (nobody else listens to it).
-      await waitUntil('the upstream listen stream closed', () => modern.openListens() === 0);
-      await waitUntil('the 2025-era upstream was unsubscribed', async () => {
+      await vi.waitFor(
+        () => expect(modern.openListens(), 'the upstream listen stream closed').toBe(0),
+        PATIENTLY,
+      );
+      await vi.waitFor(async () => {
         const again = await client.callTool({
           name: 'legacy__touch_resource',
           arguments: { uri: WATCHED },
         });
-        return textOf(again) === `not subscribed: ${WATCHED}`;
-      });
+        expect(textOf(again), 'the 2025-era upstream was unsubscribed').toBe(`not subscribed: ${WATCHED}`);
+      }, PATIENTLY);
     } finally {
       await client.close();
     }
     if (front === 'http')
       // A session closed with a stream open ends it too.
-      await waitUntil('no listen stream left upstream', () => modern.openListens() === 0);
+      await vi.waitFor(
+        () => expect(modern.openListens(), 'no listen stream left upstream').toBe(0),
+        PATIENTLY,
+      );
   });
 
   it('two clients listen at once: each hears only what it asked for, on its own stream', async () => {
@@ -146,14 +164,24 @@ describe.each([
     try {
       await tools.client.listen({ toolsListChanged: true });
       await prompts.client.listen({ promptsListChanged: true });
-      await waitUntil('both upstream streams open', () => modern.openListens() === 2);
+      await vi.waitFor(() => expect(modern.openListens(), 'both upstream streams open').toBe(2), PATIENTLY);
       await tools.client.callTool({ name: 'modern__test_trigger_prompt_change', arguments: {} });
-      await waitUntil('the prompt change reached the prompt listener', () =>
-        prompts.heard.some((n) => n.method === 'notifications/prompts/list_changed'),
+      await vi.waitFor(
+        () =>
+          expect(
+            prompts.heard.some((n) => n.method === 'notifications/prompts/list_changed'),
+            'the prompt change reached the prompt listener',
+          ).toBe(true),
+        PATIENTLY,
       );
       await tools.client.callTool({ name: 'modern__test_trigger_tool_change', arguments: {} });
-      await waitUntil('the tool change reached the tool listener', () =>
-        tools.heard.some((n) => n.method === 'notifications/tools/list_changed'),
+      await vi.waitFor(
+        () =>
+          expect(
+            tools.heard.some((n) => n.method === 'notifications/tools/list_changed'),
+            'the tool change reached the tool listener',
+          ).toBe(true),
+        PATIENTLY,
       );
       expect(tools.heard.map((n) => n.method)).not.toContain('notifications/prompts/list_changed');
       expect(prompts.heard.map((n) => n.method)).not.toContain('notifications/tools/list_changed');
@@ -161,6 +189,6 @@ describe.each([
       await tools.client.close();
       await prompts.client.close();
     }
-    await waitUntil('both upstream streams closed', () => modern.openListens() === 0);
+    await vi.waitFor(() => expect(modern.openListens(), 'both upstream streams closed').toBe(0), PATIENTLY);
   });
 });

@@ -15,16 +15,12 @@ import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
 import { startAuthorizationServer } from '../support/authorization-server.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { startHttpGateway } from '../support/http-gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
+import { messagesOf, rawSession } from '../support/raw-http.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { executionsOf } from './fixtures/counting-server.js';
-import {
-  countingUpstream,
-  freshDir,
-  messagesOf,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
 
 afterAll(removeTemporaries);
 

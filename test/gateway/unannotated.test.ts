@@ -14,13 +14,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { openStore } from '../../src/store/index.js';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { cliCommand, freshDir, removeTemporaries, textOf, waitUntil } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const UNANNOTATED = {
   command: process.execPath,
@@ -91,7 +94,7 @@ async function gateway(config: Record<string, unknown>) {
 describe('idem gateway -- <an un-annotated server>, as an MCP client config runs it', () => {
   it('names the tools it treats as having effects once on stderr; their replays say so; a repeat runs again', async () => {
     const dataDir = freshDir('stdio-data');
-    const cli = cliCommand(['gateway', '--', UNANNOTATED.command, ...UNANNOTATED.args]);
+    const cli = idemCommand(['gateway', '--', UNANNOTATED.command, ...UNANNOTATED.args]);
     const transport = new StdioClientTransport({
       command: cli.command,
       args: cli.args,
@@ -109,7 +112,7 @@ describe('idem gateway -- <an un-annotated server>, as an MCP client config runs
 
     const { tools } = await client.listTools();
     await client.listTools();
-    await waitUntil('the start-up notice', () => stderr.includes(NOTICE));
+    await vi.waitFor(() => expect(stderr.includes(NOTICE), 'the start-up notice').toBe(true), PATIENTLY);
     const lines = stderr.split('\n').filter((line) => line.includes('neither annotations nor a contract'));
     expect(lines).toHaveLength(1);
     for (const name of TOOLS) expect(lines[0]).toContain(name);

@@ -3,9 +3,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from '../support/gateway-process.js';
+import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { IDEM_CLI } from '../support/idem-cli.js';
-import { freshDir, removeTemporaries } from './support.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 /**
  * Issue 9.1: MCP clients hand servers their API keys through the environment

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { TOO_DEEP } from '../../src/support/json-depth.js';
-import { sleep } from '../../src/testing/counting-target.js';
-import { REPO_ROOT } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
+import { PATIENTLY } from '../support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-upstream-failure-'));
 const lines = (file: string) =>
@@ -66,13 +66,14 @@ describe('an upstream that dies', () => {
     expect(idemCodeOf(await act({ key: 'crash-1', crash: true }))).toBe('IDEM_OUTCOME_UNKNOWN');
 
     unlinkSync(join(dir, 'refuse-start'));
+    // Asked again until the restarted upstream serves (its restart waits out a backoff, longer on a
+    // loaded machine); meanwhile the only answer is IDEM_NOT_EXECUTED.
     let answer: CallToolResult | undefined;
-    for (let i = 0; i < 40; i++) {
+    await vi.waitFor(async () => {
       answer = await act({ key: 'after' });
-      if (!answer.isError) break;
-      expect(idemCodeOf(answer)).toBe('IDEM_NOT_EXECUTED');
-      await sleep(500);
-    }
+      if (answer.isError && idemCodeOf(answer) === 'IDEM_NOT_EXECUTED') throw new Error('not back yet');
+    }, PATIENTLY);
+    if (answer?.isError) expect(idemCodeOf(answer)).toBe('IDEM_NOT_EXECUTED');
     expect(answer?.isError).toBeFalsy();
     // The refused call was not executed, so retrying it now runs it — once.
     expect((await act({ key: 'while-down' })).isError).toBeFalsy();

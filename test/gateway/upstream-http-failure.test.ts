@@ -8,7 +8,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { type RunningGateway, removeTemporaries, startHttpGateway } from './support.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { removeTemporaries } from '../support/temp-dirs.js';
 
 /**
  * A Streamable HTTP upstream whose connection breaks after the request

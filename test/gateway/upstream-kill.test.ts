@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { runKillUpstreamLoop } from './kill-upstream-loop.js';
-import { freshDir, removeTemporaries } from './support.js';
 
 afterAll(removeTemporaries);
 

@@ -16,15 +16,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ENVELOPE } from '../../src/protocol/eras.js';
-import {
-  MCP_HEADERS,
-  messagesOf,
-  type RunningGateway,
-  rawRequest,
-  rawSession,
-  removeTemporaries,
-  startHttpGateway,
-} from './support.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { MCP_HEADERS, messagesOf, rawRequest, rawSession } from '../support/raw-http.js';
+import { removeTemporaries } from '../support/temp-dirs.js';
 
 const SERVER_WIDE = 'server-wide: not about any call';
 

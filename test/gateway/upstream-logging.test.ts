@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { freshDir, removeTemporaries } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 /**
  * Issue 26.3: an upstream that cannot be started is said on stderr at once,

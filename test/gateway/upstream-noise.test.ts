@@ -5,9 +5,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
-import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 
 /**
  * Issue 26.1: a line on an upstream's stdout that is not JSON-RPC (a banner,

@@ -3,17 +3,15 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { openStore } from '../../src/store/index.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
+import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
-import { freshDir, type RunningGateway, removeTemporaries, startHttpGateway, waitUntil } from './support.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * A call that arrives while its upstream restarts is answered IDEM_NOT_EXECUTED
@@ -74,7 +72,7 @@ describe('a call while its upstream restarts', () => {
     });
     running.push(gateway);
     const client = await connect(gateway);
-    await waitUntil('the upstream to start', () => startsOf(dir).length === 1);
+    await vi.waitFor(() => expect(startsOf(dir).length, 'the upstream to start').toBe(1), PATIENTLY);
     killAndHold(dir);
 
     const whileDown = await call(client, 'act', { key: 'while-down' });
@@ -85,14 +83,13 @@ describe('a call while its upstream restarts', () => {
 
     allowStart(dir);
     let answer: CallToolResult | undefined;
-    await waitUntil(
-      'the restarted upstream to serve',
+    await vi.waitFor(
       async () => {
         answer = await call(client, 'act', { key: 'while-down' });
         if (answer.isError) expect(idemCodeOf(answer)).toBe('IDEM_NOT_EXECUTED');
-        return !answer.isError;
+        expect(!answer.isError, 'the restarted upstream to serve').toBe(true);
       },
-      60_000,
+      { ...PATIENTLY, timeout: 60_000 },
     );
     expect(effectsOf(dir).filter((k) => k === 'while-down')).toHaveLength(1);
     await expect(call(client, 'no_such_tool', {})).rejects.toThrow(/Unknown tool/);
@@ -112,14 +109,14 @@ describe('a call while its upstream restarts', () => {
     const client = await connect(gateway);
     const listed = async () => (await client.listTools()).tools.map((t) => t.name).sort();
     expect(await listed()).toEqual(['a__act', 'b__act', 'idem_execution_status']);
-    await waitUntil('upstream a to start', () => startsOf(dirA).length === 1);
+    await vi.waitFor(() => expect(startsOf(dirA).length, 'upstream a to start').toBe(1), PATIENTLY);
     killAndHold(dirA);
     let probes = 0;
-    await waitUntil('the gateway to notice', async () => {
+    await vi.waitFor(async () => {
       // A fresh key each time: a probe sent as the upstream died is unknown, and would stay so.
       const answer = await call(client, 'a__act', { key: `probe-${probes++}` });
-      return idemCodeOf(answer) === 'IDEM_NOT_EXECUTED';
-    });
+      expect(idemCodeOf(answer), 'the gateway to notice').toBe('IDEM_NOT_EXECUTED');
+    }, PATIENTLY);
 
     expect(await listed()).toEqual(['a__act', 'b__act', 'idem_execution_status']);
     expect(idemCodeOf(await call(client, 'a__act', { key: 'a-while-down' }))).toBe('IDEM_NOT_EXECUTED');
@@ -150,12 +147,18 @@ describe('an upstream that is restarted', () => {
       'IDEM_OUTCOME_UNKNOWN',
     );
     let tries = 0;
-    await waitUntil('the restarted upstream to serve', async () => {
-      return !(await call(client, 'act', { key: `after-${tries++}` })).isError;
-    });
+    await vi.waitFor(async () => {
+      expect(
+        !(await call(client, 'act', { key: `after-${tries++}` })).isError,
+        'the restarted upstream to serve',
+      ).toBe(true);
+    }, PATIENTLY);
     process.kill(startsOf(dir).at(-1) as number, 'SIGKILL');
-    await waitUntil('the second restart', () => startsOf(dir).length === 3);
-    await waitUntil('both restarts on stderr', () => /killed by SIGKILL/.test(gateway.stderr()));
+    await vi.waitFor(() => expect(startsOf(dir).length, 'the second restart').toBe(3), PATIENTLY);
+    await vi.waitFor(
+      () => expect(/killed by SIGKILL/.test(gateway.stderr()), 'both restarts on stderr').toBe(true),
+      PATIENTLY,
+    );
 
     const lines = gateway
       .stderr()

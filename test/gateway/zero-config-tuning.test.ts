@@ -10,10 +10,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 import { plainExecutions } from './fixtures/plain-tools-server.js';
-import { cliCommand, freshDir, removeTemporaries, textOf } from './support.js';
 
 const SERVER = [
   process.execPath,
@@ -30,7 +32,7 @@ afterAll(removeTemporaries);
 
 /** `idem gateway <flags> -- <the plain server>` on stdio, as an MCP client config runs it. */
 async function gateway(flags: string[], counts: string) {
-  const cli = cliCommand(['gateway', ...flags, '--', ...SERVER, '--dir', counts]);
+  const cli = idemCommand(['gateway', ...flags, '--', ...SERVER, '--dir', counts]);
   const transport = new StdioClientTransport({
     command: cli.command,
     args: cli.args,

@@ -1,8 +1,9 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freshDir, removeTemporaries, textOf } from '../gateway/support.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 
 afterAll(() => removeTemporaries());
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '../../src/approval/view.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
-import { countingUpstream } from '../gateway/support.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { runIdem } from '../support/run-cli.js';

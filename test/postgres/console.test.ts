@@ -9,7 +9,7 @@ import { JOURNAL_STREAMS } from '../../src/journal/events.js';
 import { verifyStore } from '../../src/journal/verify-store.js';
 import { openStore } from '../../src/store/index.js';
 import type { ExecutionStore } from '../../src/store/types.js';
-import { libraryCall } from '../../src/testing/engine-setup.js';
+import { libraryCall } from '../support/engine-setup.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 
 /**

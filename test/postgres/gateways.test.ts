@@ -5,16 +5,13 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { sleep } from '../../src/testing/counting-target.js';
 import { executionsOf, readExecutions } from '../gateway/fixtures/counting-server.js';
-import { countingUpstream } from '../gateway/support.js';
-import {
-  type GatewayProcess,
-  mcpClient,
-  REPO_ROOT,
-  startGatewayProcess,
-} from '../support/gateway-process.js';
+import { countingUpstream } from '../support/counting-upstream.js';
+import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { REPO_ROOT } from '../support/node22.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { askUntilSettled } from '../support/until-settled.js';
+import { PATIENTLY } from '../support/wait.js';
 
 /**
  * Several gateway processes on one PostgreSQL database: one truth. The
@@ -72,6 +69,18 @@ const count = (c: Client, args: Record<string, unknown>) =>
   c.callTool({ name: 'count', arguments: args }, undefined, { timeout: 120_000 }) as Promise<CallToolResult>;
 const release = (file: string) => writeFileSync(join(counts, file), '');
 
+/** The execution's lease end and the database's clock now, both in ms (the clock every gateway judges by). */
+async function leaseOf(key: string): Promise<{ expiresAt: number; now: number }> {
+  const { rows } = await pg.admin().query<{ expires_at: string; now: string }>(
+    `SELECT lease_expires_at AS expires_at, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+     FROM executions WHERE (arguments_preview::jsonb)->>'key' = $1`,
+    [key],
+  );
+  const row = rows[0];
+  if (!row?.expires_at) throw new Error(`no leased execution for ${key}`);
+  return { expiresAt: Number(row.expires_at), now: Number(row.now) };
+}
+
 beforeAll(async () => {
   pg = await postgresForTests();
 }, 120_000);
@@ -118,19 +127,18 @@ describe('four gateway processes on one PostgreSQL database', () => {
     const survivor = gateways[0] as GatewayProcess;
     const first = await client(doomed);
     void count(first, { key: 'killed-1', hold_file: 'hold-2' }).catch(() => {});
-    for (let i = 0; i < 600 && executionsOf(counts, 'killed-1') === 0; i++) await sleep(50);
+    await vi.waitFor(() => expect(executionsOf(counts, 'killed-1')).toBe(1), PATIENTLY);
     expect(executionsOf(counts, 'killed-1')).toBe(1);
     await doomed.kill('SIGKILL');
     const other = await client(survivor);
     const early = await count(other, { key: 'killed-1', hold_file: 'hold-2' });
     expect(['IDEM_IN_FLIGHT', 'IDEM_OUTCOME_UNKNOWN']).toContain(idemCodeOf(early));
-    await sleep(1_500);
-    let after = await count(other, { key: 'killed-1', hold_file: 'hold-2' });
-    // Its last renewal may have landed just before the kill: at most one more lease.
-    for (let i = 0; i < 20 && idemCodeOf(after) === 'IDEM_IN_FLIGHT'; i++) {
-      await sleep(250);
-      after = await count(other, { key: 'killed-1', hold_file: 'hold-2' });
-    }
+    // In flight until the dead holder's lease runs out by the database's clock (its last renewal may
+    // have landed just before the kill): asked again until the answer changes, however slow the machine.
+    const after = await askUntilSettled(
+      () => count(other, { key: 'killed-1', hold_file: 'hold-2' }),
+      PATIENTLY,
+    );
     expect(idemCodeOf(after)).toBe('IDEM_OUTCOME_UNKNOWN');
     expect(executionsOf(counts, 'killed-1')).toBe(1);
   }, 120_000);
@@ -154,19 +162,19 @@ describe('four gateway processes on one PostgreSQL database', () => {
     ] as const) {
       const holder = await client(gateway);
       void count(holder, { key, hold_file: hold }).catch(() => {});
-      for (let i = 0; i < 600 && executionsOf(counts, key) === 0; i++) await sleep(50);
-      // Well past one lease length: the skewed holder's renewals keep it alive by the database's clock.
-      await sleep(3_500);
+      await vi.waitFor(() => expect(executionsOf(counts, key)).toBe(1), PATIENTLY);
+      // Well past one lease length: the lease the claim granted has run out by the database's clock, so
+      // only the skewed holder's renewals (timed by the database's clock too) keep it alive.
+      const granted = (await leaseOf(key)).expiresAt;
+      await vi.waitFor(
+        async () => expect((await leaseOf(key)).now).toBeGreaterThan(granted + 1_000),
+        PATIENTLY,
+      );
       expect(idemCodeOf(await count(honest, { key, hold_file: hold }))).toBe('IDEM_IN_FLIGHT');
-      // Its holder dies: by the database's clock the lease ends about a lease later — not ten minutes early or late.
+      // Its holder dies: by the database's clock the lease ends about a lease later — not ten minutes early
+      // or late (asked again until the answer changes; the wait's cap is far below ten minutes).
       await gateway.kill('SIGKILL');
-      await sleep(2_100);
-      let answer = await count(honest, { key, hold_file: hold });
-      // Within about one more lease (a renewal may have landed just before the kill) — not ten minutes.
-      for (let i = 0; i < 12 && idemCodeOf(answer) === 'IDEM_IN_FLIGHT'; i++) {
-        await sleep(250);
-        answer = await count(honest, { key, hold_file: hold });
-      }
+      const answer = await askUntilSettled(() => count(honest, { key, hold_file: hold }), PATIENTLY);
       expect(idemCodeOf(answer)).toBe('IDEM_OUTCOME_UNKNOWN');
       expect(executionsOf(counts, key)).toBe(1);
     }
@@ -190,12 +198,15 @@ describe('four gateway processes on one PostgreSQL database', () => {
     await stopping;
     for (let i = 0; i < 10; i++) await call(`load-down-${i}`);
     await server.start();
+    // A fresh call each time until one executes: service is back without a restart, whenever that is.
     let resumed = false;
-    for (let i = 0; i < 60 && !resumed; i++) {
-      await call(`load-after-${i}`);
-      resumed = answers.get(`load-after-${i}`) === 'executed';
-      if (!resumed) await sleep(250);
-    }
+    let attempt = 0;
+    await vi.waitFor(async () => {
+      const key = `load-after-${attempt++}`;
+      await call(key);
+      resumed = answers.get(key) === 'executed';
+      expect(resumed).toBe(true);
+    }, PATIENTLY);
     expect(resumed).toBe(true);
 
     // While the database was down, callers were told it is safe to retry.

@@ -15,7 +15,7 @@ import { PaymentProcessor } from '../../src/demo/processor.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { countingUpstream } from '../gateway/support.js';
+import { countingUpstream } from '../support/counting-upstream.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 
 const work = mkdtempSync(join(tmpdir(), 'idem-pg-http-'));

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/index.js';
-import { repeatRace } from '../../src/testing/repeat-race.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { repeatRace } from '../support/repeat-race.js';
 
 let pg: TestPostgres | undefined;
 beforeAll(async () => {

@@ -1,11 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { IDEM_CLI } from './idem-cli.js';
-
-export const REPO_ROOT = join(import.meta.dirname, '../..');
+import { REPO_ROOT } from './node22.js';
 
 export interface GatewayProcess {
   url: string;

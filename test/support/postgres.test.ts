@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { claimInput } from '../../src/testing/claim-input.js';
+import { claimInput } from './claim-input.js';
 import { findPostgresBinaries, PG_BINARIES_VARIABLE, startThrowawayPostgres } from './postgres.js';
 
 /**

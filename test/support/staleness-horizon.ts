@@ -26,6 +26,7 @@ import { PaymentProcessor } from '../../src/demo/processor.js';
 import { serveStreamableHttp } from '../../src/library/http.js';
 import { Idem } from '../../src/library/idem.js';
 import { SqliteStore } from '../../src/store/index.js';
+import { waitUntil } from './wait.js';
 
 /** A default for tools with neither annotations nor a contract, as a contract the engine already supports. */
 export interface Candidate {
@@ -354,15 +355,6 @@ async function firstDelivered(world: World): Promise<boolean | undefined> {
   const records = await world.store.list({ tool: 'charge_card' });
   const first = records.sort((x, y) => x.createdAt - y.createdAt)[0];
   return first ? first.deliveredAt !== null : undefined;
-}
-
-/** Waits on a condition (real time only bounds a run that is already wrong). */
-async function waitUntil(what: string, probe: () => boolean | Promise<boolean>): Promise<void> {
-  const until = Date.now() + 30_000;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /**

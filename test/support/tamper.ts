@@ -20,7 +20,7 @@ import { signJournalHeads } from '../../src/journal/head-signer.js';
 import { loadOrCreateSigningKey, signHead } from '../../src/journal/signing.js';
 import { TRIM_JOURNALED_FIELD } from '../../src/journal/trims.js';
 import type { ExecutionStore } from '../../src/store/types.js';
-import { deadDispatch } from '../../src/testing/claim-input.js';
+import { deadDispatch } from './claim-input.js';
 
 /** What a run leaves behind, and what its operator kept off the host. */
 export interface TamperFixture {

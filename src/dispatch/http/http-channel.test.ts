@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { Credentials } from '../../credentials/index.js';
 import { PaymentProcessor } from '../../demo/processor.js';
@@ -92,7 +93,7 @@ describe('HTTP action tool through the engine', () => {
     processor.hold = new Promise((resolve) => (release = resolve));
     const args = { order_id: 'o-1', amount_cents: 1200 };
     const first = run(args);
-    await vi.waitFor(() => expect(processor.requests).toBe(1));
+    await vi.waitFor(() => expect(processor.requests).toBe(1), PATIENTLY);
     const second = await run(args);
     expect(idemCodeOf(second)).toBe(IDEM_CODES.IDEM_IN_FLIGHT);
     release();
@@ -117,7 +118,7 @@ describe('HTTP action tool through the engine', () => {
     expect(idemCodeOf(first)).toBe(IDEM_CODES.IDEM_OUTCOME_UNKNOWN);
     expect(text(first)).toContain('No full answer within 300 ms');
     release();
-    await vi.waitFor(() => expect(processor.charges).toBe(1));
+    await vi.waitFor(() => expect(processor.charges).toBe(1), PATIENTLY);
 
     const recovered = await run(args);
     expect(recovered.isError).toBeFalsy();
@@ -137,7 +138,7 @@ describe('HTTP action tool through the engine', () => {
     expect(idemCodeOf(await run(args))).toBe(IDEM_CODES.IDEM_REVIEW_REQUIRED);
     expect(idemCodeOf(await run(args))).toBe(IDEM_CODES.IDEM_REVIEW_REQUIRED);
     release();
-    await vi.waitFor(() => expect(processor.charges).toBe(1));
+    await vi.waitFor(() => expect(processor.charges).toBe(1), PATIENTLY);
     expect(processor.requests).toBe(1);
   });
 

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import { generateKey, startSshd, type TestSshd } from '../../demo/sshd.js';
 import { InvalidInputError, NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
 import type { SshHost } from './host.js';
@@ -234,7 +235,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     // Those that lost the mkdir come back while the winner still runs.
     const settled: ({ error: unknown } | { result: unknown })[] = [];
     for (const attempt of attempts) void attempt.then((a) => settled.push(a));
-    await waitFor(() => settled.length === 4);
+    await vi.waitFor(() => expect(settled.length === 4).toBe(true), PATIENTLY);
     for (const lost of settled) expect('error' in lost && lost.error).toBeInstanceOf(OutcomeUnknownError);
     writeFileSync(gate, '');
     await Promise.all(attempts);
@@ -268,7 +269,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     expect(await ssh.probe(id)).toEqual({ outcome: 'unknown' });
     writeFileSync(gate, '');
     const exitFile = join(sshd.dir, 'markers', id, 'exit');
-    await waitFor(() => existsSync(exitFile));
+    await vi.waitFor(() => expect(existsSync(exitFile)).toBe(true), PATIENTLY);
     const probed = await ssh.probe(id);
     expect(probed.outcome).toBe('completed');
     expect(probed.outcome === 'completed' && probed.result.structuredContent).toMatchObject({
@@ -284,7 +285,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     });
     const id = newId();
     const pending = ssh.dispatch(id, ssh.command({})).catch((error: unknown) => error);
-    await waitFor(() => lines(join(dir, 'count')).length === 1);
+    await vi.waitFor(() => expect(lines(join(dir, 'count')).length === 1).toBe(true), PATIENTLY);
     sshd.dropConnections();
     const error = await pending;
     expect(error).toBeInstanceOf(OutcomeUnknownError);
@@ -292,7 +293,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
       /^The command was sent to .*, then the connection (closed|failed)/,
     );
     writeFileSync(gate, '');
-    await waitFor(() => existsSync(join(sshd.dir, 'markers', id, 'exit')));
+    await vi.waitFor(() => expect(existsSync(join(sshd.dir, 'markers', id, 'exit'))).toBe(true), PATIENTLY);
     const probed = await ssh.probe(id);
     expect(probed.outcome === 'completed' && probed.result.structuredContent).toMatchObject({
       stdout: 'survived\n',
@@ -326,11 +327,3 @@ describe('SSH channel at a real sshd: durable markers', () => {
     expect(left).toContain(recent);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -1,10 +1,10 @@
 import pgDriver from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvalRequest, claimInput, deadDispatch } from '../../../test/support/claim-input.js';
 import { postgresForTests, type TestPostgres } from '../../../test/support/postgres.js';
+import { claimEvents, until, usePostgresSchemas } from '../../../test/support/postgres-schemas.js';
 import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEventInput } from '../../journal/events.js';
-import { approvalRequest, claimInput, deadDispatch } from '../../testing/claim-input.js';
-import { claimEvents, until, usePostgresSchemas } from '../../testing/postgres-schemas.js';
 import type { TransitionInput } from '../types.js';
 import { PostgresStore } from './postgres-store.js';
 import { SQL } from './sql.js';

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
 import { postgresForTests, type TestPostgres } from '../../../test/support/postgres.js';
-import { claimInput, newFingerprint } from '../../testing/claim-input.js';
-import { sleep } from '../../testing/counting-target.js';
-import { chainProblems } from '../../testing/journal-chains.js';
 import {
   claimEvents,
   databaseNow,
   usePostgresSchemas,
   wholeJournal,
-} from '../../testing/postgres-schemas.js';
+} from '../../../test/support/postgres-schemas.js';
+import { sleep } from '../../../test/support/wait.js';
 
 const LONG_MS = 10 * 60_000;
 

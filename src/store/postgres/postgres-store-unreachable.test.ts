@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimInput } from '../../../test/support/claim-input.js';
+import { CountingTarget } from '../../../test/support/counting-target.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
 import {
   findPostgresBinaries,
   postgresForTests,
@@ -7,15 +10,18 @@ import {
   startThrowawayPostgres,
   type TestPostgres,
 } from '../../../test/support/postgres.js';
+import {
+  claimEvents,
+  until,
+  usePostgresSchemas,
+  wholeJournal,
+} from '../../../test/support/postgres-schemas.js';
+import { sleep } from '../../../test/support/wait.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
-import { claimInput } from '../../testing/claim-input.js';
-import { CountingTarget, sleep } from '../../testing/counting-target.js';
-import { chainProblems } from '../../testing/journal-chains.js';
-import { claimEvents, until, usePostgresSchemas, wholeJournal } from '../../testing/postgres-schemas.js';
 import { PostgresStore } from './postgres-store.js';
 
 const LONG_MS = 10 * 60_000;

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { claimInput } from '../../testing/claim-input.js';
+import { claimInput } from '../../../test/support/claim-input.js';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import {
   BACKSTOP_AUTOCHECKPOINT_PAGES,
   type CheckpointerOptions,
@@ -117,7 +118,7 @@ describe('the checkpoint worker', () => {
     expect(store.checkpointStats().autocheckpointPages).toBe(BACKSTOP_AUTOCHECKPOINT_PAGES);
 
     await workers[0]!.terminate();
-    await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'));
+    await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'), PATIENTLY);
     expect(store.checkpointStats()).toMatchObject({
       autocheckpointPages: DEFAULT_AUTOCHECKPOINT_PAGES,
       failure: expect.stringMatching(/exited with code 1/),
@@ -141,7 +142,7 @@ describe('the checkpoint worker', () => {
     });
     for (const { store } of [refused, throwing]) {
       const [id] = await claims(store, 1);
-      await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'));
+      await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'), PATIENTLY);
       expect(store.checkpointStats().autocheckpointPages).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
       expect((await store.get(id!))?.state).toBe('accepted');
       await claims(store, 3);
@@ -203,7 +204,8 @@ describe('the checkpoint worker', () => {
 
   it('never keeps a process alive: one that ends without close() exits while its worker runs', async () => {
     const storeModule = new URL('./sqlite-store.ts', import.meta.url).href;
-    const inputModule = new URL('../../testing/claim-input.ts', import.meta.url).href;
+    const inputModule = new URL('../../../test/support/claim-input.ts', import.meta.url).href;
+    const waitModule = new URL('../../../test/support/wait.ts', import.meta.url).href;
     // .mts: the temp dir has no package.json to make a .ts file an ES module.
     const script = join(dir, 'forgets-close.mts');
     writeFileSync(
@@ -211,9 +213,10 @@ describe('the checkpoint worker', () => {
       `
       import { SqliteStore } from ${JSON.stringify(storeModule)};
       import { claimInput } from ${JSON.stringify(inputModule)};
+      import { waitUntil } from ${JSON.stringify(waitModule)};
       const store = await SqliteStore.open({ path: process.argv[2], checkpoints: { startAfterCommits: 1 } });
       await store.claim(claimInput());
-      while (store.checkpointStats().state !== 'running') await new Promise((resolve) => setTimeout(resolve, 5));
+      await waitUntil('the checkpointer running', () => store.checkpointStats().state === 'running');
       process.stdout.write(JSON.stringify(store.checkpointStats()));
       `,
     );

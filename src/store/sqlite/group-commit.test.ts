@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PATIENTLY } from '../../../test/support/wait.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 
 /**
@@ -84,7 +85,7 @@ describe('GroupCommit: who waits for the disk', () => {
       writes.run(insert, 'sync', 'x'),
       writes.run(insert, 'sync', 'taken'),
     ]);
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
+    await vi.waitFor(() => expect(syncs).toHaveLength(1), { timeout: PATIENTLY.timeout });
     syncs[0]?.reject(new Error('EIO'));
     const [x, taken] = await results;
     expect(x).toMatchObject({ status: 'rejected', reason: { message: 'not on disk: EIO' } });
@@ -105,7 +106,7 @@ describe('GroupCommit: who waits for the disk', () => {
 
     await writes.run(insert, 'lazy', 'outcome-2');
     const claim = writes.run(insert, 'sync', 'claim');
-    await vi.waitFor(() => expect(syncs).toHaveLength(2));
+    await vi.waitFor(() => expect(syncs).toHaveLength(2), { timeout: PATIENTLY.timeout });
     syncs[1]?.resolve();
     await claim;
     await vi.advanceTimersByTimeAsync(1_000);
@@ -136,7 +137,7 @@ describe('GroupCommit: who waits for the disk', () => {
     void closed.then(() => {
       closedYet = true;
     });
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
+    await vi.waitFor(() => expect(syncs).toHaveLength(1), { timeout: PATIENTLY.timeout });
     expect(closedYet).toBe(false);
     syncs[0]?.resolve();
     await expect(claim).resolves.toBe('queued');
@@ -149,7 +150,7 @@ describe('GroupCommit: who waits for the disk', () => {
     const writes = groupCommit();
     await writes.run(insert, 'lazy', 'outcome');
     const closed = writes.close();
-    await vi.waitFor(() => expect(syncs).toHaveLength(1));
+    await vi.waitFor(() => expect(syncs).toHaveLength(1), { timeout: PATIENTLY.timeout });
     syncs[0]?.reject(new Error('EIO'));
     await closed;
     await vi.advanceTimersByTimeAsync(5_000);

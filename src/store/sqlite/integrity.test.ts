@@ -13,13 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claimInput, fillWithCompleted } from '../../../test/support/claim-input.js';
+import { CountingTarget } from '../../../test/support/counting-target.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { IDEM_CODES, StoreRefusedError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
 import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
-import { claimInput, fillWithCompleted } from '../../testing/claim-input.js';
-import { CountingTarget } from '../../testing/counting-target.js';
 import { SqliteStore } from './sqlite-store.js';
 
 const PAGE_SIZE = 4096;

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
+import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { claimInput, newFingerprint } from '../../testing/claim-input.js';
-import { useSqliteFiles } from '../../testing/sqlite-files.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { claimInput } from '../../testing/claim-input.js';
-import { useSqliteFiles } from '../../testing/sqlite-files.js';
+import { claimInput } from '../../../test/support/claim-input.js';
+import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { bytesPerExecutionRow } from './row-bytes.js';
 import type { SqliteStore } from './sqlite-store.js';
 

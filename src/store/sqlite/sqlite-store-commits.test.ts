@@ -1,9 +1,9 @@
 import { unlinkSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
+import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
+import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreRefusedError, StoreUnavailableError } from '../../errors.js';
-import { claimInput, newFingerprint } from '../../testing/claim-input.js';
-import { chainProblems } from '../../testing/journal-chains.js';
-import { useSqliteFiles } from '../../testing/sqlite-files.js';
 import type { ClaimInput } from '../types.js';
 import { SqliteStore } from './sqlite-store.js';
 

@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { claimInput } from '../../../test/support/claim-input.js';
+import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { claimInput } from '../../testing/claim-input.js';
-import { useSqliteFiles } from '../../testing/sqlite-files.js';
 import { SqliteStore } from './sqlite-store.js';
 
 describe('SqliteStore', () => {

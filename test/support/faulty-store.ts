@@ -1,4 +1,4 @@
-import type { ExecutionStore } from '../store/types.js';
+import type { ExecutionStore } from '../../src/store/types.js';
 
 /** A real store with some methods replaced — to make a store fail at one precise step. */
 export function withFaults(store: ExecutionStore, overrides: Partial<ExecutionStore>): ExecutionStore {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { executionIds } from '../executions/ids.js';
-import type { ApprovalRequestInput, ClaimInput, ExecutionStore } from '../store/types.js';
+import { executionIds } from '../../src/executions/ids.js';
+import type { ApprovalRequestInput, ClaimInput, ExecutionStore } from '../../src/store/types.js';
 
 const nextExecutionId = executionIds();
 

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach } from 'vitest';
-import type { TestPostgres } from '../../test/support/postgres.js';
-import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
-import { PostgresStore, type PostgresStoreOptions } from '../store/postgres/index.js';
-import type { ClaimInput, ExecutionStore } from '../store/types.js';
-import { sleep } from './counting-target.js';
+import type { ActivityEntry, ActivityEventInput } from '../../src/journal/events.js';
+import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/index.js';
+import type { ClaimInput, ExecutionStore } from '../../src/store/types.js';
+import type { TestPostgres } from './postgres.js';
+import { waitUntil } from './wait.js';
 
 /** What usePostgresSchemas gives a test: a schema of its own, and stores closed after it. */
 export interface PostgresSchemas {
@@ -92,11 +92,7 @@ export async function wholeJournal(store: ExecutionStore): Promise<ActivityEntry
   }
 }
 
-/** Waits until `condition` holds, checking every 20 ms; fails after `timeoutMs`. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(20);
-  }
+/** Waits until `condition` holds; fails after `timeoutMs` (the one wait loop is waitUntil's). */
+export function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  return waitUntil('the condition', condition, timeoutMs);
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { resolveContract } from '../contracts/contract.js';
-import { ExecutionEngine, type Rerun, type ToolCall } from '../executions/engine.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
-import type { ExecutionStore } from '../store/types.js';
+import { resolveContract } from '../../src/contracts/contract.js';
+import { ExecutionEngine, type Rerun, type ToolCall } from '../../src/executions/engine.js';
+import { Fingerprinter } from '../../src/identity/fingerprint.js';
+import type { ExecutionStore } from '../../src/store/types.js';
 import { CountingTarget } from './counting-target.js';
 
 export interface RepeatRaceResult {

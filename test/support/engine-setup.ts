@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { resolveContract, type ToolContract } from '../contracts/contract.js';
-import type { Caller, ToolCall } from '../executions/call.js';
-import { ExecutionEngine } from '../executions/engine.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import type { ExecutionStore } from '../store/types.js';
+import { resolveContract, type ToolContract } from '../../src/contracts/contract.js';
+import type { Caller, ToolCall } from '../../src/executions/call.js';
+import { ExecutionEngine } from '../../src/executions/engine.js';
+import { Fingerprinter } from '../../src/identity/fingerprint.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import type { ExecutionStore } from '../../src/store/types.js';
 import { manualClock } from './gate.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));

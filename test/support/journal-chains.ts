@@ -1,5 +1,5 @@
-import { chainGenesis, chainHash, entryBody } from '../journal/chain.js';
-import type { ActivityEntry, JournalStream } from '../journal/events.js';
+import { chainGenesis, chainHash, entryBody } from '../../src/journal/chain.js';
+import type { ActivityEntry, JournalStream } from '../../src/journal/events.js';
 
 /**
  * What is wrong with a journal as a store's readJournal returns it, checked

@@ -1,5 +1,6 @@
-import type { DispatchContext } from '../executions/engine.js';
-import type { ToolResult } from '../executions/outcome.js';
+import type { DispatchContext } from '../../src/executions/engine.js';
+import type { ToolResult } from '../../src/executions/outcome.js';
+import { sleep } from './wait.js';
 
 /**
  * The far side of the boundary, for tests: it only counts what arrived (and
@@ -25,8 +26,4 @@ export class CountingTarget {
     if (this.options.respond) return this.options.respond(n, ctx);
     return { content: [{ type: 'text', text: `done #${n}` }], structuredContent: { n } };
   };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach } from 'vitest';
-import { SqliteStore, type SqliteStoreOptions } from '../store/sqlite/index.js';
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/index.js';
 
 /** A folder of its own, for a store file and whatever SQLite puts beside it. */
 export function tempSqliteDir(): { dir: string; remove(): void } {
