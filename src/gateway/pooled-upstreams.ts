@@ -10,7 +10,7 @@ import { LATEST_LEGACY_VERSION } from '../protocol/eras.js';
 import { askClient, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
-import { newSubscriptionHub } from './subscriptions.js';
+import { newSubscriptionHub } from './subscription-hub.js';
 
 /**
  * Upstreams configured `share: true`: one connection (one process) serves

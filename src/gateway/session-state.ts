@@ -21,7 +21,7 @@ import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
 import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './input-rounds.js';
-import type { SubscriptionHub } from './subscriptions.js';
+import type { SubscriptionHub } from './subscription-hub.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
 export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';

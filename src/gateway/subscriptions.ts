@@ -3,6 +3,7 @@ import { SUBSCRIPTION_ID_META_KEY, type SubscriptionFilter } from '@modelcontext
 import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
 import { renderRequestId } from '../identity/request-key.js';
 import type { SessionState, SharedUpstreams } from './session-state.js';
+import type { ClientSubscription } from './subscription-hub.js';
 
 /**
  * `subscriptions/listen` (2026-07-28): a client opens one long request whose
@@ -17,30 +18,6 @@ import type { SessionState, SharedUpstreams } from './session-state.js';
  * `resources/subscribe` while some stream wants them. Each notification is
  * stamped with the client's own subscription id (its listen request's id).
  */
-export interface ClientSubscription {
-  session: SessionState;
-  /** The client's listen request id: the subscription id its notifications carry. */
-  id: RequestId;
-  filter: SubscriptionFilter;
-  /** The listen request made of each 2026-07-28 upstream for this stream, by upstream name. */
-  upstreamIds: Map<string, RequestId>;
-  /** Told when an upstream acknowledged its listen request, by upstream name. */
-  upstreamAcknowledged: Map<string, () => void>;
-  /** What arrived before the client's acknowledgement (which must come first); sent right after it. */
-  held: JSONRPCNotification[] | undefined;
-}
-
-/** What the shared upstream connections keep about open listen streams. */
-export interface SubscriptionHub {
-  open: Set<ClientSubscription>;
-  /** How many open streams want each resource of a 2025-era upstream (`${upstream}\n${uri}`). */
-  legacyResources: Map<string, number>;
-}
-
-export function newSubscriptionHub(): SubscriptionHub {
-  return { open: new Set(), legacyResources: new Map() };
-}
-
 const FILTER_OF: Record<string, keyof SubscriptionFilter> = {
   'notifications/tools/list_changed': 'toolsListChanged',
   'notifications/prompts/list_changed': 'promptsListChanged',
