@@ -1,7 +1,6 @@
 // Longer than most files on purpose: it implements every method of the ExecutionStore interface
 // for PostgreSQL, each a few lines over the SQL (sql.ts), transactions (transactions.ts) and error
 // classification (errors.ts) that live beside it — the same shape as the SQLite store.
-import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { encodeOptional, postgresFingerprint } from '../../identity/fingerprint-columns.js';
 import { envelopeTail, eventDetailText } from '../../journal/chain.js';
@@ -26,21 +25,16 @@ import type {
   TransitionInput,
 } from '../types.js';
 import { APPROVAL_SQL } from './approval-sql.js';
-import {
-  connectionConfig,
-  MIGRATION_TIMEOUT_MS,
-  POSTGRES_DEFAULTS,
-  type PostgresStoreOptions,
-  poolConfig,
-} from './connection.js';
+import { connectionConfig, MIGRATION_TIMEOUT_MS, poolConfig } from './connection.js';
+import { pgDriver } from './driver.js';
 import { ignore, toStoreError } from './errors.js';
 import { migrate } from './migrations.js';
+import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
 import { type ExecutionRow, type JournalRow, SQL, toRecord } from './sql.js';
 import { Connections, last, query } from './transactions.js';
 
-export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './connection.js';
-export { toStoreError } from './errors.js';
+export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 
 /**
  * Several gateway processes (or hosts) sharing one PostgreSQL database.
@@ -66,8 +60,12 @@ export class PostgresStore implements ExecutionStore {
   /** As many as writes can run at once: the pool's size. */
   readonly #maxChains: number;
 
-  /** Connects, brings the schema up to date and returns the store; StoreUnavailableError if it cannot. */
+  /**
+   * Connects, brings the schema up to date and returns the store; StoreUnavailableError if it
+   * cannot, MissingPackageError if pg is not installed.
+   */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const pg = await pgDriver();
     const connection = connectionConfig(options);
     // Migrations get a connection of their own, without the per-call timeouts: a
     // migration may take long, and so may waiting for another process's.
@@ -86,12 +84,12 @@ export class PostgresStore implements ExecutionStore {
     } finally {
       await client.end().catch(ignore);
     }
-    return new PostgresStore(options, connection);
+    return new PostgresStore(options, new Connections(pg, poolConfig(pg, options, connection)));
   }
 
-  private constructor(options: PostgresStoreOptions, connection: pg.ClientConfig) {
+  private constructor(options: PostgresStoreOptions, connections: Connections) {
     this.#maxChains = options.pool?.max ?? POSTGRES_DEFAULTS.poolMax;
-    this.#db = new Connections(poolConfig(options, connection));
+    this.#db = connections;
   }
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
