@@ -14,6 +14,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -183,15 +184,17 @@ console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content[0].text) 
     const url = 'postgres://idem@127.0.0.1:1/idem';
     writeFileSync(
       join(project, 'postgres.mjs'),
-      `import { PostgresStore } from 'idem';
+      `import { MissingPackageError, PostgresStore } from 'idem';
 await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeoutMs: 2000 } }).then(
   () => console.log('opened'),
-  (error) => console.log(JSON.stringify({ name: error.name, packageName: error.packageName, message: error.message })),
+  (error) => console.log(JSON.stringify({
+    name: error.name, missing: error instanceof MissingPackageError, packageName: error.packageName, message: error.message,
+  })),
 );
 `,
     );
     const refused = JSON.parse((await runInProject(process.execPath, ['postgres.mjs'])).stdout);
-    expect(refused).toMatchObject({ name: 'MissingPackageError', packageName: 'pg' });
+    expect(refused).toMatchObject({ name: 'MissingPackageError', missing: true, packageName: 'pg' });
     expect(refused.message).toContain('`npm install pg`');
     const cli = await runInProject(
       'npx',
@@ -200,9 +203,9 @@ await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeou
     );
     expect(cli.code).toBe(1);
     expect(idemLines(cli.stderr)).toEqual([
-      expect.stringContaining('needs the package pg, which is not installed'),
+      'idem: The PostgreSQL store needs the package pg, which is not installed: run `npm install pg` where idem ' +
+        'is installed (with npx: `npx -y -p idem -p pg idem …`)',
     ]);
-    expect(cli.stderr).toContain('`npm install pg`');
   });
 
   it('without ssh2, an SSH tool is refused (the call: nothing sent; the gateway: at start), naming it', async () => {
@@ -260,24 +263,15 @@ await channel.dispatch('01JEXAMPLE', 'true').then(
     expect(cli.stderr).toContain('`npm install prom-client`');
   });
 
-  it('pg installed beside idem is the one it loads (a peer, found from the project)', async () => {
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', 'pg@8.23.1'], {
-      cwd: project,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const opened = JSON.parse((await runInProject(process.execPath, ['postgres.mjs'])).stdout);
-    // Past the driver: nothing listens on port 1, so the store is unavailable, not missing.
-    expect(opened.name).toBe('StoreUnavailableError');
-    expect(opened.message).toContain('ECONNREFUSED');
-  }, 150_000);
-
-  it('its types compile with skipLibCheck: false', async () => {
+  it('its types compile with skipLibCheck: false, without pg or @types/pg', async () => {
     writeFileSync(
       join(project, 'use.ts'),
       [
-        "import { Idem, MemoryStore, OutcomeUnknownError, SqliteStore, PostgresStore } from 'idem';",
+        'import { bytesPerPostgresExecutionRow, Idem, MemoryStore, MissingPackageError, OutcomeUnknownError,',
+        "  type PostgresConnection, PostgresStore, SqliteStore, SshChannel } from 'idem';",
         'const idem: Idem = await Idem.open({ store: new MemoryStore() });',
-        'export const kinds = [idem, SqliteStore, PostgresStore, OutcomeUnknownError];',
+        'export const measure = (db: PostgresConnection) => bytesPerPostgresExecutionRow(db);',
+        'export const kinds = [idem, SqliteStore, PostgresStore, SshChannel, OutcomeUnknownError, MissingPackageError];',
       ].join('\n'),
     );
     writeFileSync(
@@ -305,6 +299,40 @@ await channel.dispatch('01JEXAMPLE', 'true').then(
     expect(result.stdout).toBe('');
     expect(result.code).toBe(0);
   }, 300_000);
+
+  it('`npm publish` stops until repository, homepage and bugs are filled (no URL is made up)', async () => {
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8'));
+    expect(manifest.scripts.prepublishOnly).toBe('tsx scripts/release-fields.ts');
+    const check = (fields: Record<string, unknown>) => {
+      const path = join(work, 'release.json');
+      writeFileSync(path, JSON.stringify({ name: 'idem', version: '0.1.0', ...fields }));
+      return runInProject(process.execPath, [
+        join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'),
+        join(REPO_ROOT, 'scripts/release-fields.ts'),
+        path,
+      ]);
+    };
+    const unfilled = await check({ homepage: '', bugs: {} });
+    expect(unfilled.code).toBe(1);
+    expect(unfilled.stderr).toContain('package.json has no repository, homepage, bugs');
+    const filled = await check({
+      repository: { type: 'git', url: 'git+https://example.invalid/idem.git' },
+      homepage: 'https://example.invalid/idem',
+      bugs: { url: 'https://example.invalid/idem/issues' },
+    });
+    expect(filled).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('pg installed beside idem is the one it loads (a peer, found from the project)', async () => {
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', 'pg@8.23.1'], {
+      cwd: project,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const opened = JSON.parse((await runInProject(process.execPath, ['postgres.mjs'])).stdout);
+    // Past the driver: nothing listens on port 1, so the store is unavailable, not missing.
+    expect(opened).toMatchObject({ name: 'StoreUnavailableError', missing: false });
+    expect(opened.message).toContain('ECONNREFUSED');
+  }, 150_000);
 });
 
 /** `idem gateway --config` with `section` beside a stdio upstream; none of these starts serve. */
