@@ -243,6 +243,35 @@ export class ConsoleTokenError extends Error {
   readonly code: OperatorCode = OPERATOR_CODES.IDEM_CONSOLE_TOKEN_INVALID;
 }
 
+/** The packages Idem loads only for one feature each: optional peers, installed by whoever uses the feature (docs/decisions.md). */
+export const OPTIONAL_PACKAGES = {
+  pg: 'The PostgreSQL store',
+  ssh2: 'An SSH action tool',
+  'prom-client': 'Prometheus metrics',
+  '@opentelemetry/api': 'OpenTelemetry tracing',
+} as const;
+export type OptionalPackage = keyof typeof OPTIONAL_PACKAGES;
+
+/**
+ * A feature was asked for whose package is not installed (`pg` for a
+ * PostgreSQL store, `ssh2` for an SSH tool, `prom-client` for `metrics:`).
+ * Nothing was started; installing the package named by `packageName` fixes it.
+ */
+export class MissingPackageError extends Error {
+  override readonly name = 'MissingPackageError';
+  constructor(
+    readonly packageName: OptionalPackage,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${OPTIONAL_PACKAGES[packageName]} needs the package ${packageName}, which is not installed: ` +
+        `run \`npm install ${packageName}\` where idem is installed ` +
+        `(with npx: \`npx -y -p idem -p ${packageName} idem …\`)`,
+      options,
+    );
+  }
+}
+
 /** The text of anything thrown: an Error's message, or the value itself (a throw need not be an Error). */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

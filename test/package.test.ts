@@ -2,10 +2,22 @@
  * The package as a new user gets it: `npm pack`, installed into a clean project, then the
  * `npx idem gateway -- <command>` form in front of a reference server, driven by the official
  * SDK client over stdio. Also: its published types compile with `skipLibCheck: false`, and a
- * missing native module (scripts disabled at install) is said in one line.
+ * missing native module (scripts disabled at install) is said in one line. The optional peers
+ * (pg, ssh2, prom-client, @opentelemetry/api) are not installed: the library and a SQLite
+ * gateway work without them, and a feature that needs one names it in one line.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,9 +29,46 @@ import { REPO_ROOT } from './support/node22.js';
 const run = promisify(execFile);
 const EVERYTHING = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const NATIVE = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
+/** Loaded only by the feature that needs each (docs/decisions.md, "Optional packages"); @types/pg with pg. */
+const OPTIONAL = ['pg', 'ssh2', 'prom-client', '@opentelemetry/api', '@types/pg'];
 
 let work: string;
 let project: string;
+/** Of OPTIONAL, what the plain install put into the project (then removed, so that what follows holds on any install). */
+let installedOptional: string[];
+
+/**
+ * The module `npm rebuild better-sqlite3` would compile; this checkout's `npm ci` compiled
+ * the same version for the same Node, so it is copied rather than compiled a second time.
+ */
+function buildNativeModule(): void {
+  mkdirSync(join(project, 'node_modules/better-sqlite3/build/Release'), { recursive: true });
+  copyFileSync(join(REPO_ROOT, NATIVE), join(project, NATIVE));
+}
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A command in the project, its exit code and output (a failure is a result, not a throw). */
+function runInProject(command: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return run(command, args, {
+    cwd: project,
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+    killSignal: 'SIGKILL',
+  }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => error,
+  );
+}
+
+/** The lines of stderr that are the CLI's own (idem: …), as a user reads them. */
+function idemLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => line.startsWith('idem'));
+}
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'idem-package-'));
@@ -41,6 +90,8 @@ beforeAll(async () => {
     ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(work, filename)],
     { cwd: project, maxBuffer: 16 * 1024 * 1024 },
   );
+  installedOptional = OPTIONAL.filter((name) => existsSync(join(project, 'node_modules', name)));
+  for (const name of installedOptional) rmSync(join(project, 'node_modules', name), { recursive: true });
 }, 600_000);
 
 afterAll(() => {
@@ -78,10 +129,7 @@ describe('the packed package in a clean project', () => {
   }, 150_000);
 
   it('`npx idem gateway -- <command>` serves a reference server to the SDK client', async () => {
-    // The module `npm rebuild better-sqlite3` would compile; this checkout's `npm ci` compiled
-    // the same version for the same Node, so it is copied rather than compiled a second time.
-    mkdirSync(join(project, 'node_modules/better-sqlite3/build/Release'), { recursive: true });
-    copyFileSync(join(REPO_ROOT, NATIVE), join(project, NATIVE));
+    buildNativeModule();
     const transport = new StdioClientTransport({
       command: 'npx',
       args: ['--no-install', 'idem', 'gateway', '--', process.execPath, EVERYTHING, 'stdio'],
@@ -103,13 +151,127 @@ describe('the packed package in a clean project', () => {
     }
   }, 150_000);
 
-  it('its types compile with skipLibCheck: false', async () => {
+  it('installs none of pg, ssh2, prom-client, @opentelemetry/api (optional peers)', () => {
+    expect(installedOptional).toEqual([]);
+  });
+
+  it('without them, `import "idem"` works and an ExecutionEngine on the SQLite store runs a call once', async () => {
+    buildNativeModule();
+    writeFileSync(
+      join(project, 'library.mjs'),
+      `import { randomBytes } from 'node:crypto';
+import { ExecutionEngine, Fingerprinter, resolveContract, SqliteStore } from 'idem';
+const store = await SqliteStore.open({ path: process.argv[2] });
+const engine = new ExecutionEngine({ store, fingerprinter: new Fingerprinter(randomBytes(32)) });
+const call = {
+  tool: 'charge_card', channel: 'library', target: 'local', credentialRef: null, method: 'tools/call',
+  arguments: { amount: 5 }, contract: resolveContract({ replay: 'status' }, undefined),
+  caller: { actor: 'local:new-user', session: 's1' },
+};
+let runs = 0;
+const charge = async () => { runs += 1; return { content: [{ type: 'text', text: 'charged' }] }; };
+const answers = [await engine.execute(call, charge), await engine.execute(call, charge)];
+await store.close();
+console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content[0].text) }));
+`,
+    );
+    const ran = await runInProject(process.execPath, ['library.mjs', join(work, 'library.db')]);
+    expect(ran.stderr).toBe('');
+    expect(JSON.parse(ran.stdout)).toEqual({ runs: 1, texts: ['charged', 'charged'] });
+  });
+
+  it('without pg, a PostgreSQL store is refused in one line naming it, by the library and the CLI', async () => {
+    const url = 'postgres://idem@127.0.0.1:1/idem';
+    writeFileSync(
+      join(project, 'postgres.mjs'),
+      `import { MissingPackageError, PostgresStore } from 'idem';
+await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeoutMs: 2000 } }).then(
+  () => console.log('opened'),
+  (error) => console.log(JSON.stringify({
+    name: error.name, missing: error instanceof MissingPackageError, packageName: error.packageName, message: error.message,
+  })),
+);
+`,
+    );
+    const refused = JSON.parse((await runInProject(process.execPath, ['postgres.mjs'])).stdout);
+    expect(refused).toMatchObject({ name: 'MissingPackageError', missing: true, packageName: 'pg' });
+    expect(refused.message).toContain('`npm install pg`');
+    const cli = await runInProject(
+      'npx',
+      ['--no-install', 'idem', 'gateway', '--', process.execPath, EVERYTHING, 'stdio'],
+      { IDEM_STORE_URL: url, IDEM_DATA_DIR: join(work, 'data-postgres') },
+    );
+    expect(cli.code).toBe(1);
+    expect(idemLines(cli.stderr)).toEqual([
+      'idem: The PostgreSQL store needs the package pg, which is not installed: run `npm install pg` where idem ' +
+        'is installed (with npx: `npx -y -p idem -p pg idem …`)',
+    ]);
+  });
+
+  it('without ssh2, an SSH tool is refused (the call: nothing sent; the gateway: at start), naming it', async () => {
+    const host = {
+      name: 'web',
+      host: '127.0.0.1',
+      port: 1,
+      user: 'deploy',
+      credential: 'deploy-key',
+      hostKey: `SHA256:${'A'.repeat(43)}`,
+    };
+    writeFileSync(
+      join(project, 'ssh.mjs'),
+      `import { SshChannel } from 'idem';
+const channel = new SshChannel({ host: ${JSON.stringify(host)}, command: 'true', timeoutMs: 5000 }, async () => 'key');
+await channel.dispatch('01JEXAMPLE', 'true').then(
+  () => console.log('sent'),
+  (error) => console.log(JSON.stringify({ name: error.name, message: error.message })),
+);
+`,
+    );
+    const refused = JSON.parse((await runInProject(process.execPath, ['ssh.mjs'])).stdout);
+    expect(refused.name).toBe('DispatchRefusedError');
+    expect(refused.message).toContain('`npm install ssh2`');
+
+    const keyFile = join(work, 'deploy.key');
+    writeFileSync(keyFile, 'not read: the start stops before\n');
+    chmodSync(keyFile, 0o600);
+    const cli = await gatewayWithConfig('ssh', {
+      credentials: { 'deploy-key': { file: keyFile } },
+      ssh_hosts: {
+        web: { host: '127.0.0.1', user: 'deploy', credential: 'deploy-key', host_key: host.hostKey },
+      },
+      ssh_tools: {
+        deploy: {
+          description: 'Deploy (once).',
+          host: 'web',
+          command: 'true',
+          contract: { replay: 'keyed' },
+        },
+      },
+    });
+    expect(cli.code).toBe(1);
+    expect(idemLines(cli.stderr)).toEqual([
+      expect.stringContaining('needs the package ssh2, which is not installed'),
+    ]);
+  });
+
+  it('without prom-client, `metrics:` stops the start naming it', async () => {
+    const cli = await gatewayWithConfig('metrics', { metrics: { listen: '127.0.0.1:0' } });
+    expect(cli.code).toBe(1);
+    expect(idemLines(cli.stderr)).toEqual([
+      expect.stringContaining('needs the package prom-client, which is not installed'),
+    ]);
+    expect(cli.stderr).toContain('`npm install prom-client`');
+  });
+
+  it('its types compile with skipLibCheck: false, without pg or @types/pg', async () => {
     writeFileSync(
       join(project, 'use.ts'),
       [
-        "import { Idem, MemoryStore, OutcomeUnknownError, SqliteStore, PostgresStore } from 'idem';",
+        'import { bytesPerPostgresExecutionRow, Idem, MemoryStore, MissingPackageError, OutcomeUnknownError,',
+        "  type PostgresConnection, PostgresStore, SqliteStore, SshChannel } from 'idem';",
         'const idem: Idem = await Idem.open({ store: new MemoryStore() });',
-        'export const kinds = [idem, SqliteStore, PostgresStore, OutcomeUnknownError];',
+        'export const measure = (db: PostgresConnection) => bytesPerPostgresExecutionRow(db);',
+        'export const kinds = [idem, SqliteStore, PostgresStore, SshChannel, OutcomeUnknownError, MissingPackageError];',
       ].join('\n'),
     );
     writeFileSync(
@@ -137,4 +299,52 @@ describe('the packed package in a clean project', () => {
     expect(result.stdout).toBe('');
     expect(result.code).toBe(0);
   }, 300_000);
+
+  it('`npm publish` stops until repository, homepage and bugs are filled (no URL is made up)', async () => {
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8'));
+    expect(manifest.scripts.prepublishOnly).toBe('tsx scripts/release-fields.ts');
+    const check = (fields: Record<string, unknown>) => {
+      const path = join(work, 'release.json');
+      writeFileSync(path, JSON.stringify({ name: 'idem', version: '0.1.0', ...fields }));
+      return runInProject(process.execPath, [
+        join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'),
+        join(REPO_ROOT, 'scripts/release-fields.ts'),
+        path,
+      ]);
+    };
+    const unfilled = await check({ homepage: '', bugs: {} });
+    expect(unfilled.code).toBe(1);
+    expect(unfilled.stderr).toContain('package.json has no repository, homepage, bugs');
+    const filled = await check({
+      repository: { type: 'git', url: 'git+https://example.invalid/idem.git' },
+      homepage: 'https://example.invalid/idem',
+      bugs: { url: 'https://example.invalid/idem/issues' },
+    });
+    expect(filled).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('pg installed beside idem is the one it loads (a peer, found from the project)', async () => {
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', 'pg@8.23.1'], {
+      cwd: project,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const opened = JSON.parse((await runInProject(process.execPath, ['postgres.mjs'])).stdout);
+    // Past the driver: nothing listens on port 1, so the store is unavailable, not missing.
+    expect(opened).toMatchObject({ name: 'StoreUnavailableError', missing: false });
+    expect(opened.message).toContain('ECONNREFUSED');
+  }, 150_000);
 });
+
+/** `idem gateway --config` with `section` beside a stdio upstream; none of these starts serve. */
+function gatewayWithConfig(name: string, section: Record<string, unknown>): Promise<Ran> {
+  const config = join(work, `${name}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      data_dir: join(work, `data-${name}`),
+      upstreams: { everything: { command: process.execPath, args: [EVERYTHING, 'stdio'] } },
+      ...section,
+    }),
+  );
+  return runInProject('npx', ['--no-install', 'idem', 'gateway', '--config', config]);
+}

@@ -3,8 +3,6 @@ import { loadOperatorToken } from '../console/auth.js';
 import { loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
 import { isLoopbackHost } from '../gateway/exposure.js';
-import { createMetrics } from '../metrics/metrics.js';
-import { measuredStore } from '../metrics/store.js';
 import { verifyFromFlags } from './audit.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
@@ -45,12 +43,17 @@ export function registerConsoleCommand(program: Command): void {
       const { host, port } = splitHostPort(flags.listen ?? section?.listen ?? '127.0.0.1:8788');
       const store = await openLocatedStore(locateStore(flags));
       // Its own metrics: the store as the console uses it (latency, errors); calls are the gateways'.
-      const metrics = createMetrics();
+      // Loaded on use, with what they load (prom-client, OpenTelemetry) when installed.
+      const [{ loadMetrics }, { measuredStore }] = await Promise.all([
+        import('../metrics/metrics.js'),
+        import('../metrics/store.js'),
+      ]);
+      const metrics = await loadMetrics();
       // Loaded on use: the web app (Hono, pages) is not needed by the other commands.
       const { startConsole } = await import('../console/server.js');
       const running = await startConsole({
         store: measuredStore(store, metrics),
-        metrics: metrics.registry,
+        ...(metrics.registry ? { metrics: metrics.registry } : {}),
         token,
         host,
         port,

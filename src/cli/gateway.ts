@@ -255,7 +255,8 @@ async function serveOperatorListeners(
   try {
     if (config.metrics) {
       const { host, port } = splitHostPort(config.metrics.listen);
-      const served = await serveMetrics(gateway.metrics.registry, host, port);
+      // Gateway.start required prom-client for a `metrics:` section: the registry is there.
+      const served = await serveMetrics(gateway.metrics.registry!, host, port);
       closers.push(served.close);
       announce(`metrics on ${served.url}`);
     }
@@ -273,7 +274,7 @@ async function serveOperatorListeners(
         token,
         host,
         port,
-        metrics: gateway.metrics.registry,
+        ...(gateway.metrics.registry ? { metrics: gateway.metrics.registry } : {}),
         ...(section.allowed_hosts ? { allowedHosts: section.allowed_hosts } : {}),
         verifyJournal: async () => (await verifyFromFlags({ config: flags.config, json: true })).report,
       });

@@ -7,7 +7,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { Registry } from 'prom-client';
 import { decideAsOperator } from '../approval/operator-decision.js';
-import { messageOf } from '../errors.js';
+import { MissingPackageError, messageOf } from '../errors.js';
 import { isResolution, resolveAsOperator } from '../executions/operator.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from '../front/host-origin.js';
 import type { StoreVerifyReport } from '../journal/verify-store.js';
@@ -34,7 +34,10 @@ export interface ConsoleOptions {
   allowedHosts?: string[];
   /** The journals' verification, as `idem audit verify` does it for this store. */
   verifyJournal: () => Promise<StoreVerifyReport>;
-  /** Served at /metrics (operator token as a bearer, or a logged-in session): the gateway's when it mounts the console, else the console's own. */
+  /**
+   * Served at /metrics (operator token as a bearer, or a logged-in session): the gateway's when it
+   * mounts the console, else the console's own; absent when prom-client is not installed.
+   */
   metrics?: Registry;
   clock?: () => number;
 }
@@ -155,7 +158,7 @@ export function consoleApp(
       }
       throttle.succeeded(keys);
     }
-    if (!registry) return c.text('No metrics here: this console is not mounted in a gateway', 404);
+    if (!registry) return c.text(`No metrics here. ${new MissingPackageError('prom-client').message}`, 404);
     return c.body(await registry.metrics(), 200, { 'content-type': registry.contentType });
   });
 

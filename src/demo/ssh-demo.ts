@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { MissingPackageError } from '../errors.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { GatewayConfigSchema } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
+import { loadSsh2 } from '../support/optional-packages.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { SSHD_BINARY, sshdAvailable, startSshd } from './sshd.js';
 import { upstreamCommand } from './upstream-command.js';
@@ -242,9 +244,9 @@ export async function runSshDemo(options: {
 
 /**
  * The SSH part of `idem demo`: starts a throwaway sshd on loopback, runs the
- * scenarios against it, stops it. Where there is no sshd binary it says so in
- * one line and runs nothing (resolves with no reports): the demo still shows
- * the rest.
+ * scenarios against it, stops it. Where there is no sshd binary, or ssh2 is
+ * not installed (an optional peer), it says so in one line and runs nothing
+ * (resolves with no reports): the demo still shows the rest.
  */
 export async function runSshScenarios(options: {
   dataDir: string;
@@ -257,6 +259,17 @@ export async function runSshScenarios(options: {
   const binary = options.sshdBinary ?? SSHD_BINARY;
   if (!sshdAvailable(binary)) {
     options.out(`SSH scenarios skipped: no sshd at ${binary} (install openssh-server)\n`);
+    return [];
+  }
+  const missing = await loadSsh2().then(
+    () => undefined,
+    (error: unknown) => {
+      if (error instanceof MissingPackageError) return error;
+      throw error;
+    },
+  );
+  if (missing) {
+    options.out(`SSH scenarios skipped: ${missing.message}\n`);
     return [];
   }
   const sshd = await startSshd();

@@ -21,7 +21,7 @@ import { KnownSecrets } from '../identity/redaction.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { metricsObserver } from '../metrics/calls.js';
-import { createMetrics, type IdemMetrics } from '../metrics/metrics.js';
+import { type IdemMetrics, loadMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/eras.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
@@ -29,6 +29,7 @@ import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js
 import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type Log, scrubbedLog } from '../support/log.js';
+import { loadSsh2 } from '../support/optional-packages.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
 import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -102,12 +103,13 @@ export class Gateway {
     dataDir: string,
     knownSecrets: KnownSecrets,
     actionTools: ActionTool[],
+    metrics: IdemMetrics,
   ) {
     this.#config = config;
     this.#options = options;
     this.#knownSecrets = knownSecrets;
     this.#log = gatewayLog(options.logger, knownSecrets);
-    this.metrics = createMetrics({ receiptsInUse: () => this.receipts.size });
+    this.metrics = metrics;
     // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
     this.store = measuredStore(store, this.metrics);
     this.dataDir = dataDir;
@@ -171,8 +173,17 @@ export class Gateway {
     }
     const actionTools = actionToolsOf(config, credentials);
     checkContracts(config, actionTools);
+    // What the config asks for must be installed (optional peers: docs/decisions.md), or the
+    // start stops naming the package: an SSH tool without ssh2 could only refuse every call.
+    if (Object.keys(config.ssh_tools ?? {}).length > 0) await loadSsh2();
+    let gateway: Gateway | undefined;
+    const metrics = await loadMetrics({
+      required: config.metrics !== undefined,
+      receiptsInUse: () => gateway?.receipts.size ?? 0,
+    });
     const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
-    return new Gateway(config, options, store, dataDir, knownSecrets, actionTools);
+    gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
+    return gateway;
   }
 
   get upstreams(): UpstreamSpec[] {

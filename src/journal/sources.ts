@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
 import { postgresFingerprint, sqliteFingerprint } from '../identity/fingerprint-columns.js';
+import { loadPg } from '../support/optional-packages.js';
 import type { JournalStream } from './events.js';
 import type { StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
@@ -76,8 +77,7 @@ export async function* postgresJournalRows(
   stream: JournalStream = 'activity',
   pageSize = 20_000,
 ): AsyncGenerator<StoredJournalRow> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const client = await connect(url);
   try {
     const chain = (await hasChains(client, TABLES[stream])) ? ', chain' : '';
     // Whatever follows the last row read: a deleted row shows as a gap, a moved one out of place.
@@ -103,8 +103,7 @@ export async function* postgresJournalRows(
  * before the rows, so rows appended meanwhile only lengthen what is checked.
  */
 export async function postgresRegistry(url: string, stream: JournalStream): Promise<RegisteredHead[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const client = await connect(url);
   try {
     if (!(await hasChains(client, 'journal_head'))) return [];
     const { rows } = await client.query<[number, number, string]>({
@@ -116,6 +115,13 @@ export async function postgresRegistry(url: string, stream: JournalStream): Prom
   } finally {
     await client.end();
   }
+}
+
+/** A connection of its own to a PostgreSQL store (pg is loaded on first use: an optional peer). */
+async function connect(url: string): Promise<pg.Client> {
+  const client = new (await loadPg()).Client({ connectionString: url });
+  await client.connect();
+  return client;
 }
 
 /** Whether `table` has the chain column (schema v4): a database not yet migrated is verified as one chain. */
@@ -150,8 +156,7 @@ export async function* postgresExecutionRows(
   url: string,
   pageSize = 20_000,
 ): AsyncGenerator<StoredExecutionRow> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const client = await connect(url);
   try {
     let after = '';
     for (;;) {

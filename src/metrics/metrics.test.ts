@@ -15,7 +15,7 @@ import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { answerOf, metricsObserver } from './calls.js';
-import { createMetrics, type IdemMetrics } from './metrics.js';
+import { type IdemMetrics, loadMetrics } from './metrics.js';
 import { measuredStore } from './store.js';
 import { EXECUTION_ID_ATTRIBUTE } from './tracing.js';
 
@@ -32,8 +32,8 @@ function call(key: string, replay: 'status' | 'review' = 'status'): ToolCall {
   return libraryCall({ replay }, { key });
 }
 
-function engineWith(store: ExecutionStore): { engine: ExecutionEngine; metrics: IdemMetrics } {
-  const metrics = createMetrics({ receiptsInUse: () => 7 });
+async function engineWith(store: ExecutionStore): Promise<{ engine: ExecutionEngine; metrics: IdemMetrics }> {
+  const metrics = await loadMetrics({ receiptsInUse: () => 7, required: true });
   const engine = new ExecutionEngine({
     store: measuredStore(store, metrics),
     fingerprinter: new Fingerprinter(randomBytes(32)),
@@ -47,7 +47,7 @@ async function value(
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const metric = (await metrics.registry!.getMetricsAsJSON()).find((m) => m.name === name);
   return (metric?.values ?? [])
     .filter((v) => Object.entries(labels).every(([k, l]) => (v.labels as Record<string, unknown>)[k] === l))
     .reduce((sum, v) => sum + v.value, 0);
@@ -57,7 +57,7 @@ const ok = async () => ({ content: [{ type: 'text' as const, text: 'charged' }] 
 
 describe('metrics, counted where each event happens', () => {
   it('calls by answer (executed, replayed, unknown), claims won and lost, unknown outcomes', async () => {
-    const { engine, metrics } = engineWith(new MemoryStore());
+    const { engine, metrics } = await engineWith(new MemoryStore());
     await engine.execute(call('a'), ok);
     const replay = await engine.execute(call('a'), ok);
     expect(answerOf(replay)).toBe('replayed');
@@ -78,7 +78,7 @@ describe('metrics, counted where each event happens', () => {
     const down = withFaults(new MemoryStore(), {
       claim: () => Promise.reject(new StoreUnavailableError('database is down')),
     });
-    const { engine, metrics } = engineWith(down);
+    const { engine, metrics } = await engineWith(down);
     let dispatched = 0;
     const answer = await engine.execute(call('c'), async () => {
       dispatched++;
@@ -93,7 +93,7 @@ describe('metrics, counted where each event happens', () => {
   it('the sweeper finding an expired lease: lease expired and an unknown outcome', async () => {
     let now = 1_000_000;
     const store = new MemoryStore({ clock: () => now });
-    const { engine, metrics } = engineWith(store);
+    const { engine, metrics } = await engineWith(store);
     // A dispatch whose holder vanishes: the handler never answers before the lease and deadline pass.
     let answer: () => void = () => {};
     const held = engine.execute(
@@ -115,7 +115,7 @@ describe('metrics, counted where each event happens', () => {
 describe('OpenTelemetry spans: receive → claim → dispatch → outcome', () => {
   it('one trace per call, each step a child carrying the execution id', async () => {
     exporter.reset();
-    const { engine } = engineWith(new MemoryStore());
+    const { engine } = await engineWith(new MemoryStore());
     const result = await engine.execute(call('traced'), ok);
     const ref = result._meta?.['io.idem/execution-id'];
     const spans = exporter.getFinishedSpans();
@@ -142,7 +142,7 @@ describe('OpenTelemetry spans: receive → claim → dispatch → outcome', () =
   });
 
   it('a replay has no dispatch span; the sweeper outside a call makes none', async () => {
-    const { engine } = engineWith(new MemoryStore());
+    const { engine } = await engineWith(new MemoryStore());
     await engine.execute(call('twice'), ok);
     exporter.reset();
     await engine.execute(call('twice'), ok);

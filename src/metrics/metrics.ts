@@ -1,10 +1,15 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { MissingPackageError } from '../errors.js';
+import { loadPromClient } from '../support/optional-packages.js';
 
 /**
  * The Prometheus metrics of one gateway (or console) process: one registry per
  * instance, not prom-client's global one, so two gateways in one process (the
  * tests, an embedding program) never add into each other's counts.
  * docs/console.md lists every name and label.
+ *
+ * prom-client is an optional peer (docs/decisions.md): without it the same
+ * metrics exist and count nothing, and there is no registry to serve.
  */
 
 /** How a tool call was answered: the `answer` label of idem_calls_total. */
@@ -29,20 +34,59 @@ export const CALL_ANSWERS = [
 ] as const;
 export type CallAnswer = (typeof CALL_ANSWERS)[number];
 
+/** What Idem does with each metric: counting, timing, setting. Read them through `registry`. */
+type Count<L extends string = string> = Pick<Counter<L>, 'inc'>;
+
 export interface IdemMetrics {
-  readonly registry: Registry;
-  readonly calls: Counter<'answer' | 'tool'>;
-  readonly claims: Counter<'result'>;
-  readonly unknownOutcomes: Counter<'cause'>;
-  readonly storeErrors: Counter<'operation'>;
-  readonly storeLatency: Histogram<'operation'>;
-  readonly upstreamRestarts: Counter<'upstream'>;
-  readonly receiptsInUse: Gauge;
-  readonly receiptAnswers: Counter<'answer'>;
-  readonly leasesExpired: Counter;
+  /** undefined: prom-client is not installed, and nothing is counted. */
+  readonly registry: Registry | undefined;
+  readonly calls: Count<'answer' | 'tool'>;
+  readonly claims: Count<'result'>;
+  readonly unknownOutcomes: Count<'cause'>;
+  readonly storeErrors: Count<'operation'>;
+  readonly storeLatency: Pick<Histogram<'operation'>, 'startTimer'>;
+  readonly upstreamRestarts: Count<'upstream'>;
+  readonly receiptsInUse: Pick<Gauge, 'set'>;
+  readonly receiptAnswers: Count<'answer'>;
+  readonly leasesExpired: Count;
 }
 
-export function createMetrics(options: { receiptsInUse?: () => number } = {}): IdemMetrics {
+export interface MetricsOptions {
+  receiptsInUse?: () => number;
+  /** Metrics were asked for (a `metrics:` section): without prom-client, MissingPackageError instead of counting nothing. */
+  required?: boolean;
+}
+
+/** The metrics of one process: prom-client's, when it is installed. */
+export async function loadMetrics(options: MetricsOptions = {}): Promise<IdemMetrics> {
+  try {
+    return createMetrics(await loadPromClient(), options);
+  } catch (error) {
+    if (error instanceof MissingPackageError && !options.required) return UNCOUNTED;
+    throw error;
+  }
+}
+
+const NOTHING = { inc() {}, set() {}, startTimer: () => () => 0 };
+
+/** Without prom-client: every metric there, none counting. */
+const UNCOUNTED: IdemMetrics = {
+  registry: undefined,
+  calls: NOTHING,
+  claims: NOTHING,
+  unknownOutcomes: NOTHING,
+  storeErrors: NOTHING,
+  storeLatency: NOTHING,
+  upstreamRestarts: NOTHING,
+  receiptsInUse: NOTHING,
+  receiptAnswers: NOTHING,
+  leasesExpired: NOTHING,
+};
+
+function createMetrics(
+  { Counter, Gauge, Histogram, Registry }: typeof import('prom-client'),
+  options: MetricsOptions,
+): IdemMetrics {
   const registry = new Registry();
   const registers = [registry];
   const receiptsInUse = options.receiptsInUse;
@@ -99,7 +143,7 @@ export function createMetrics(options: { receiptsInUse?: () => number } = {}): I
       registers,
       ...(receiptsInUse
         ? {
-            collect(this: Gauge) {
+            collect(this: InstanceType<typeof Gauge>) {
               this.set(receiptsInUse());
             },
           }

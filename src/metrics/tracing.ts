@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { type Context, context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Context, Span, SpanStatusCode } from '@opentelemetry/api';
+import { loadOpenTelemetryIfInstalled } from '../support/optional-packages.js';
 
 /**
  * OpenTelemetry spans for one tool call: `idem.call` (receive) with children
@@ -11,12 +12,17 @@ import { type Context, context, type Span, SpanStatusCode, trace } from '@opente
  * parented to their call even when no OpenTelemetry context manager is
  * registered (the API's default does not follow awaits). Only while a span
  * records: an AsyncLocalStorage in use hooks every promise of the process.
+ *
+ * @opentelemetry/api is an optional peer (docs/decisions.md), resolved where the
+ * application's own is: without it no SDK can be registered either, and no span
+ * is made. Loaded when this module is, so that no caller can forget to.
  */
 
 export const EXECUTION_ID_ATTRIBUTE = 'idem.execution_id';
 const TRACER = 'idem';
 
 const calls = new AsyncLocalStorage<Context>();
+const otel = await loadOpenTelemetryIfInstalled();
 
 /** Runs one call inside an `idem.call` span; `describe` names its answer and execution once it is known. */
 export async function traceCall<T>(
@@ -24,6 +30,8 @@ export async function traceCall<T>(
   run: () => Promise<T>,
   describe: (result: T) => { answer: string; executionId: string | undefined },
 ): Promise<T> {
+  if (!otel) return run();
+  const { context, trace } = otel;
   const span = trace.getTracer(TRACER).startSpan('idem.call', { attributes: { 'idem.tool': tool } });
   // No SDK registered (or this call not sampled): nothing to record, so no context to carry.
   // Carrying it anyway would turn on AsyncLocalStorage's promise hooks, which then tax every
@@ -55,8 +63,9 @@ export function spanForStep(
   executionId: string | null,
 ): StepSpan | undefined {
   const parent = calls.getStore();
-  if (!parent) return undefined;
-  const span = trace
+  // A parent exists only where traceCall found the API loaded.
+  if (!parent || !otel) return undefined;
+  const span = otel.trace
     .getTracer(TRACER)
     .startSpan(
       `idem.${step}`,
@@ -68,7 +77,8 @@ export function spanForStep(
 
 function recordFailure(span: Span, error: unknown): void {
   span.setStatus({
-    code: SpanStatusCode.ERROR,
+    // SpanStatusCode.ERROR by its value (2 in the API as in OTLP): the type checks that it is.
+    code: 2 satisfies SpanStatusCode.ERROR,
     message: error instanceof Error ? error.message : String(error),
   });
 }

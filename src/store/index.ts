@@ -7,6 +7,7 @@ import type { ExecutionStore } from './types.js';
 export { MemoryStore } from './memory/index.js';
 export {
   bytesPerPostgresExecutionRow,
+  type PostgresConnection,
   type PostgresRowBytes,
   PostgresStore,
   type PostgresStoreOptions,

@@ -1,5 +1,11 @@
-import { Client, type ClientChannel } from 'ssh2';
-import { NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
+import type { ClientChannel } from 'ssh2';
+import {
+  DispatchRefusedError,
+  MissingPackageError,
+  NotDispatchedError,
+  OutcomeUnknownError,
+} from '../../errors.js';
+import { loadSsh2 } from '../../support/optional-packages.js';
 import { hostKeyFingerprint, type SshHost } from './host.js';
 
 export interface RunOnHostOptions {
@@ -29,8 +35,10 @@ export interface HostOutput {
  * session the server would not open) → NotDispatchedError, nothing ran; after
  * it (a dropped connection, a timeout, output that is not a report) →
  * OutcomeUnknownError — the script may be running, which the marker decides.
+ * Without ssh2 installed nothing can be sent: DispatchRefusedError naming it.
  */
-export function runOnHost(options: RunOnHostOptions): Promise<HostOutput> {
+export async function runOnHost(options: RunOnHostOptions): Promise<HostOutput> {
+  const { Client } = await sshClient();
   const { host } = options;
   const where = `${host.user}@${host.host}:${host.port} (ssh host "${host.name}")`;
   return new Promise<HostOutput>((resolve, reject) => {
@@ -141,4 +149,18 @@ export function runOnHost(options: RunOnHostOptions): Promise<HostOutput> {
       );
     }
   });
+}
+
+/**
+ * ssh2, loaded on the first SSH call rather than when idem is imported (an optional peer). Its
+ * absence refuses the call, as an unresolvable credential does: nothing was sent, and a call
+ * made once an operator installed it is judged afresh.
+ */
+async function sshClient() {
+  try {
+    return await loadSsh2();
+  } catch (error) {
+    if (error instanceof MissingPackageError) throw new DispatchRefusedError(error.message, { cause: error });
+    throw error;
+  }
 }

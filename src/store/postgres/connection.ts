@@ -1,44 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { quoteIdent } from './migrations.js';
-
-export interface PostgresStoreOptions {
-  /** `postgres://user:password@host:port/database?…`, as libpq and node-postgres read it. */
-  url: string;
-  /**
-   * The schema holding Idem's tables, created if missing. Default: the
-   * connection's search_path (normally `public`).
-   */
-  schema?: string;
-  pool?: {
-    /** Connections this process may open. Default 10. */
-    max?: number;
-    /** How long to wait for a connection (a new one, or a free one from the pool) before the store counts as unavailable. */
-    connectionTimeoutMs?: number;
-    /** An unused connection is closed after this long. */
-    idleTimeoutMs?: number;
-  };
-  /**
-   * The server cancels a statement that runs (or waits for a lock) longer than
-   * this, and the store counts as unavailable: the engine fails closed rather
-   * than hang the call.
-   */
-  statementTimeoutMs?: number;
-  /**
-   * The server ends a session that stays this long inside a transaction — a
-   * process frozen halfway must not hold the journal's lock for everyone.
-   */
-  idleInTransactionTimeoutMs?: number;
-  /** Shown in pg_stat_activity. */
-  applicationName?: string;
-}
-
-export const POSTGRES_DEFAULTS = {
-  poolMax: 10,
-  connectionTimeoutMs: 5_000,
-  idleTimeoutMs: 30_000,
-  statementTimeoutMs: 5_000,
-  idleInTransactionTimeoutMs: 5_000,
-} as const;
+import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 
 const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 export const MIGRATION_TIMEOUT_MS = 15 * 60_000;
@@ -60,7 +22,11 @@ export function connectionConfig(options: PostgresStoreOptions): pg.ClientConfig
 }
 
 /** What the store's pool adds: its size and the per-call timeouts. */
-export function poolConfig(options: PostgresStoreOptions, connection: pg.ClientConfig): pg.PoolConfig {
+export function poolConfig(
+  driver: typeof pg,
+  options: PostgresStoreOptions,
+  connection: pg.ClientConfig,
+): pg.PoolConfig {
   const statementTimeoutMs = options.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs;
   return {
     ...connection,
@@ -74,19 +40,21 @@ export function poolConfig(options: PostgresStoreOptions, connection: pg.ClientC
       options.idleInTransactionTimeoutMs ?? POSTGRES_DEFAULTS.idleInTransactionTimeoutMs,
     // Statements of one transaction go out together instead of one round trip each.
     pipeline: true,
-    types: TYPES,
+    types: bigintsAsNumbers(driver),
   };
 }
 
 const INT8_OID = 20;
 
 /** bigint columns (milliseconds, seq) as numbers: all stay far below 2^53. */
-const TYPES: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
-      ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-};
+function bigintsAsNumbers(driver: typeof pg): pg.CustomTypesConfig {
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID && format !== 'binary'
+        ? (value: string) => Number(value)
+        : driver.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+  };
+}
 
 /** A schema name as a `-c search_path=` startup option: quoted, with the option syntax's escapes. */
 function searchPathOption(schema: string): string {

@@ -1,5 +1,5 @@
-import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
+import { isDatabaseError } from './driver.js';
 
 /**
  * SQLSTATE classes and codes that mean "the database cannot be used right
@@ -45,7 +45,7 @@ function isUnavailable(error: unknown): boolean {
   if (error instanceof AggregateError && error.errors.some(isUnavailable)) return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (error instanceof pg.DatabaseError) return UNAVAILABLE_SQLSTATE.test(code);
+    if (isDatabaseError(error)) return UNAVAILABLE_SQLSTATE.test(code);
     if (UNAVAILABLE_ERRNO.has(code)) return true;
   }
   return UNAVAILABLE_MESSAGE.test(error.message);

@@ -2,7 +2,6 @@
 // it — the writes (execution-writes.ts, approval-decision.ts, sweep.ts), the journal chains
 // (journal-chains.ts), SQL (sql.ts, approval-sql.ts), transactions (transactions.ts) and error
 // classification (errors.ts). The same shape as the SQLite store.
-import pg from 'pg';
 import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { postgresFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
@@ -24,24 +23,19 @@ import type {
 } from '../types.js';
 import { writeDecision } from './approval-decision.js';
 import { APPROVAL_SQL } from './approval-sql.js';
-import {
-  connectionConfig,
-  MIGRATION_TIMEOUT_MS,
-  POSTGRES_DEFAULTS,
-  type PostgresStoreOptions,
-  poolConfig,
-} from './connection.js';
+import { connectionConfig, MIGRATION_TIMEOUT_MS, poolConfig } from './connection.js';
+import { pgDriver } from './driver.js';
 import { ignore, toStoreError } from './errors.js';
 import { writeClaim, writeTransition } from './execution-writes.js';
 import { JournalChains } from './journal-chains.js';
 import { migrate } from './migrations.js';
+import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
 import { type ExecutionRow, type JournalRow, SQL, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
 import { Connections, query } from './transactions.js';
 
-export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './connection.js';
-export { toStoreError } from './errors.js';
+export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 
 /**
  * Several gateway processes (or hosts) sharing one PostgreSQL database.
@@ -61,8 +55,12 @@ export class PostgresStore implements ExecutionStore {
   /** This handle's journal chains: each write in flight with events holds one. */
   readonly #chains: JournalChains;
 
-  /** Connects, brings the schema up to date and returns the store; StoreUnavailableError if it cannot. */
+  /**
+   * Connects, brings the schema up to date and returns the store; StoreUnavailableError if it
+   * cannot, MissingPackageError if pg is not installed.
+   */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const pg = await pgDriver();
     const connection = connectionConfig(options);
     // Migrations get a connection of their own, without the per-call timeouts: a
     // migration may take long, and so may waiting for another process's.
@@ -81,11 +79,11 @@ export class PostgresStore implements ExecutionStore {
     } finally {
       await client.end().catch(ignore);
     }
-    return new PostgresStore(options, connection);
+    return new PostgresStore(options, new Connections(pg, poolConfig(pg, options, connection)));
   }
 
-  private constructor(options: PostgresStoreOptions, connection: pg.ClientConfig) {
-    this.#db = new Connections(poolConfig(options, connection));
+  private constructor(options: PostgresStoreOptions, connections: Connections) {
+    this.#db = connections;
     // As many chains as writes can run at once: the pool's size.
     this.#chains = new JournalChains(this.#db, options.pool?.max ?? POSTGRES_DEFAULTS.poolMax);
   }

@@ -1,5 +1,3 @@
-import type pg from 'pg';
-
 export interface PostgresRowBytes {
   rows: number;
   /** avg(pg_column_size(row)) without the outcome: tuple header, null bitmap and values. */
@@ -20,6 +18,14 @@ export interface PostgresRowBytes {
   outcomeBytes: number;
 }
 
+/**
+ * What the measurement needs of a connection: a pg `Client` or `PoolClient` is one. Declared
+ * here rather than taken from @types/pg, so that the published types need no pg.
+ */
+export interface PostgresConnection {
+  query(text: string): Promise<{ rows: unknown[] }>;
+}
+
 const WITHOUT_OUTCOME = `created_at, updated_at, attach_until, dispatched_at, deadline_at, lease_expires_at,
   delivered_at, state, replay, active, id, fingerprint, actor, tool, session, claim_token, lease_owner,
   arguments_preview, note, request_digest`;
@@ -31,7 +37,7 @@ const WITHOUT_OUTCOME = `created_at, updated_at, attach_until, dispatched_at, de
  * without it into a temporary table (in one transaction on `db`, dropped at
  * its end) and that is measured.
  */
-export async function bytesPerExecutionRow(db: Pick<pg.ClientBase, 'query'>): Promise<PostgresRowBytes> {
+export async function bytesPerExecutionRow(db: PostgresConnection): Promise<PostgresRowBytes> {
   await db.query('BEGIN');
   try {
     await db.query(
@@ -40,7 +46,7 @@ export async function bytesPerExecutionRow(db: Pick<pg.ClientBase, 'query'>): Pr
     await db.query('ALTER TABLE idem_row_probe ADD PRIMARY KEY (id)');
     await db.query('CREATE UNIQUE INDEX ON idem_row_probe (fingerprint) WHERE active');
     await db.query('CREATE INDEX ON idem_row_probe (state, updated_at)');
-    const { rows } = await db.query<Record<string, number>>(`
+    const { rows } = await db.query(`
       SELECT
         (SELECT count(*) FROM idem_row_probe)::float8 AS rows,
         (SELECT coalesce(avg(pg_column_size(p.*)), 0) FROM idem_row_probe p)::float8 AS columns,
@@ -53,7 +59,7 @@ export async function bytesPerExecutionRow(db: Pick<pg.ClientBase, 'query'>): Pr
         pg_indexes_size('executions')::float8 AS live_indexes,
         (SELECT coalesce(sum(octet_length(outcome)), 0) FROM executions)::float8 AS outcome_bytes`);
     await db.query('COMMIT');
-    const m = rows[0]!;
+    const m = rows[0] as Record<string, number>;
     const perRow = (bytes: number) => (m.rows === 0 ? 0 : bytes / m.rows!);
     return {
       rows: m.rows!,

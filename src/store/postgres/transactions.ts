@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { ignore, toStoreError } from './errors.js';
 import type { Statement } from './sql.js';
@@ -21,8 +21,8 @@ export class Connections {
   readonly #pool: pg.Pool;
   #closed = false;
 
-  constructor(config: pg.PoolConfig) {
-    this.#pool = new pg.Pool(config);
+  constructor(driver: typeof pg, config: pg.PoolConfig) {
+    this.#pool = new driver.Pool(config);
     // An idle connection the server drops (restart, failover) is an 'error' event; the
     // pool discards it and connects anew on next use. Unlistened, it would end the process.
     this.#pool.on('error', ignore);
