@@ -9,7 +9,7 @@ import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { CredentialError, Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
-import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';

@@ -7,14 +7,14 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type {
   UpstreamConnection,
   UpstreamLifecycle,
   UpstreamReply,
   UpstreamRestart,
   UpstreamSpec,
-} from '../dispatch/mcp/upstream.js';
+} from '../dispatch/mcp/index.js';
+import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';

@@ -11,7 +11,7 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';

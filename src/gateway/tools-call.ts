@@ -10,7 +10,7 @@ import {
   type UpstreamConnection,
   type UpstreamReply,
   UpstreamUnavailableError,
-} from '../dispatch/mcp/upstream.js';
+} from '../dispatch/mcp/index.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError } from '../errors.js';
 import { idemAnswer, META } from '../executions/answers.js';
 import type { Approver } from '../executions/engine.js';
