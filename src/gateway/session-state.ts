@@ -23,9 +23,6 @@ import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './input-rounds.js';
 import type { SubscriptionHub } from './subscriptions.js';
 
-/** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
-export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';
-
 export interface SessionContext {
   engine: ExecutionEngine;
   upstreams: UpstreamSpec[];

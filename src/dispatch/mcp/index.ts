@@ -1,4 +1,5 @@
 // The MCP channel: connections to upstream MCP servers, and a tool call on one as an action channel.
+export { JSONRPC_ERROR_META, McpChannel, type McpToolCall, type ResendWith } from './mcp-channel.js';
 
 export { UpstreamConnection } from './upstream.js';
 export {
