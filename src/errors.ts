@@ -40,23 +40,59 @@ export const IDEM_CODES = {
    * 403 can be sent (the status tool's repeat of that tool); nothing was run.
    */
   IDEM_INSUFFICIENT_SCOPE: 'IDEM_INSUFFICIENT_SCOPE',
+  /**
+   * JSON-RPC error to an HTTP `initialize`: the caller, or the gateway, is at its
+   * cap of open sessions and every one has something in progress; no session was started.
+   */
+  IDEM_SESSIONS_FULL: 'IDEM_SESSIONS_FULL',
 } as const;
 
 export type IdemCode = (typeof IDEM_CODES)[keyof typeof IDEM_CODES];
 
+/**
+ * The codes of errors that reach an operator, never a model: a refused start, a
+ * log line, a command's exit (docs/errors.md#codes-for-operators). Named for the
+ * part at fault and what is wrong with it (`IDEM_CONFIG_INVALID`), where an
+ * answer's code names what happened to the call (`IDEM_NOT_EXECUTED`). Public
+ * API too: they never change meaning.
+ */
+export const OPERATOR_CODES = {
+  /** The config file cannot be read, or is not a valid Idem config; nothing was started. */
+  IDEM_CONFIG_INVALID: 'IDEM_CONFIG_INVALID',
+  /** A credential cannot be resolved (unset, a file others can read or another user owns); the message names it, never its value. */
+  IDEM_CREDENTIAL_UNRESOLVED: 'IDEM_CREDENTIAL_UNRESOLVED',
+  /** The upstream went away with a request unanswered: whether it acted is unknown. */
+  IDEM_UPSTREAM_CLOSED: 'IDEM_UPSTREAM_CLOSED',
+  /** The upstream answered a request with JSON that is not a JSON-RPC reply: whether it acted is unknown. */
+  IDEM_UPSTREAM_INVALID_REPLY: 'IDEM_UPSTREAM_INVALID_REPLY',
+  /** The request never left: the upstream was down. Nothing happened. */
+  IDEM_UPSTREAM_UNAVAILABLE: 'IDEM_UPSTREAM_UNAVAILABLE',
+  /** A message was not (completely) written to a stdio upstream's stdin, so it cannot have been read. */
+  IDEM_UPSTREAM_NOT_WRITTEN: 'IDEM_UPSTREAM_NOT_WRITTEN',
+  /** An OAuth issuer's metadata cannot be read or names another issuer: tokens cannot be checked now. */
+  IDEM_ISSUER_METADATA_UNAVAILABLE: 'IDEM_ISSUER_METADATA_UNAVAILABLE',
+  /** The console's operator token is missing, too short, or in a file with loose permissions; the console does not start. */
+  IDEM_CONSOLE_TOKEN_INVALID: 'IDEM_CONSOLE_TOKEN_INVALID',
+} as const;
+
+export type OperatorCode = (typeof OPERATOR_CODES)[keyof typeof OPERATOR_CODES];
+
 /** Why a value could not be canonicalized. Stable, documented in docs/errors.md. */
-export type InvalidInputReason =
-  | 'non_finite_number'
-  | 'lone_surrogate'
-  | 'cycle'
-  | 'too_deep'
-  | 'too_large'
-  | 'unsupported_type'
-  | 'missing_business_key'
+export const INVALID_INPUT_REASONS = [
+  'non_finite_number',
+  'lone_surrogate',
+  'cycle',
+  'too_deep',
+  'too_large',
+  'unsupported_type',
+  'missing_business_key',
   /** An action channel cannot pass this value on safely (an SSH argument with a NUL byte, an object). */
-  | 'unsafe_argument'
+  'unsafe_argument',
   /** A command template names an argument the call does not give. */
-  | 'missing_argument';
+  'missing_argument',
+] as const;
+
+export type InvalidInputReason = (typeof INVALID_INPUT_REASONS)[number];
 
 export class IdemError extends Error {
   override readonly name: string = 'IdemError';
@@ -93,14 +129,17 @@ export class StoreUnavailableError extends IdemError {
 }
 
 /** Why a store's file was refused. Stable, documented in docs/errors.md. */
-export type StoreRefusalReason =
-  | 'corrupt'
-  | 'not_a_database'
-  | 'read_only'
-  | 'cannot_open'
-  | 'sync_failed'
+export const STORE_REFUSAL_REASONS = [
+  'corrupt',
+  'not_a_database',
+  'read_only',
+  'cannot_open',
+  'sync_failed',
   /** Empty or missing, while the data directory's signed journal heads say executions were recorded (DESIGN §9). */
-  | 'lost';
+  'lost',
+] as const;
+
+export type StoreRefusalReason = (typeof STORE_REFUSAL_REASONS)[number];
 
 /**
  * The store's file cannot be trusted or written: it is refused (at open, or
@@ -129,6 +168,8 @@ export class StoreRefusedError extends StoreUnavailableError {
  */
 export class OutcomeUnknownError extends Error {
   override readonly name = 'OutcomeUnknownError';
+  /** The answer the caller gets. */
+  readonly code: IdemCode = IDEM_CODES.IDEM_OUTCOME_UNKNOWN;
 }
 
 /**
@@ -138,6 +179,8 @@ export class OutcomeUnknownError extends Error {
  */
 export class NotDispatchedError extends Error {
   override readonly name: string = 'NotDispatchedError';
+  /** The answer the caller gets. */
+  readonly code: IdemCode = IDEM_CODES.IDEM_NOT_EXECUTED;
 }
 
 /**
@@ -149,6 +192,55 @@ export class NotDispatchedError extends Error {
  */
 export class DispatchRefusedError extends NotDispatchedError {
   override readonly name = 'DispatchRefusedError';
+  override readonly code: IdemCode = IDEM_CODES.IDEM_DENIED;
+}
+
+/** The config file cannot be read or is not valid (`idem gateway`, `idem lint`, `--config`): exit 2, nothing started. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_CONFIG_INVALID;
+}
+
+/** A credential that cannot be resolved; the message names it and its source, never a value. */
+export class CredentialError extends Error {
+  override readonly name = 'CredentialError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_CREDENTIAL_UNRESOLVED;
+}
+
+/** The upstream went away with this request unanswered: whether it acted is unknown. */
+export class UpstreamClosedError extends Error {
+  override readonly name: string = 'UpstreamClosedError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_UPSTREAM_CLOSED;
+}
+
+/** The upstream answered this request with a line that is JSON but not a JSON-RPC reply: whether it acted is unknown. */
+export class UpstreamInvalidReplyError extends UpstreamClosedError {
+  override readonly name = 'UpstreamInvalidReplyError';
+  override readonly code: OperatorCode = OPERATOR_CODES.IDEM_UPSTREAM_INVALID_REPLY;
+}
+
+/** The request never left: the upstream was down. Nothing happened. */
+export class UpstreamUnavailableError extends Error {
+  override readonly name = 'UpstreamUnavailableError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_UPSTREAM_UNAVAILABLE;
+}
+
+/** The message was not (completely) written to the upstream's stdin: it cannot have been read as a message. */
+export class NotWrittenError extends Error {
+  override readonly name = 'NotWrittenError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_UPSTREAM_NOT_WRITTEN;
+}
+
+/** An issuer's metadata could not be read or does not describe this issuer: tokens cannot be checked now. */
+export class IssuerMetadataError extends Error {
+  override readonly name = 'IssuerMetadataError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_ISSUER_METADATA_UNAVAILABLE;
+}
+
+/** The console's operator token cannot be had, or is not one a console may start with. */
+export class ConsoleTokenError extends Error {
+  override readonly name = 'ConsoleTokenError';
+  readonly code: OperatorCode = OPERATOR_CODES.IDEM_CONSOLE_TOKEN_INVALID;
 }
 
 /** The text of anything thrown: an Error's message, or the value itself (a throw need not be an Error). */

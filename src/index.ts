@@ -34,15 +34,29 @@ export {
   type SshToolSpec,
 } from './dispatch/ssh/index.js';
 export {
+  ConfigError,
+  ConsoleTokenError,
+  CredentialError,
+  DispatchRefusedError,
   IDEM_CODES,
   type IdemCode,
   IdemError,
+  INVALID_INPUT_REASONS,
   InvalidInputError,
   type InvalidInputReason,
+  IssuerMetadataError,
+  NotDispatchedError,
+  NotWrittenError,
+  OPERATOR_CODES,
+  type OperatorCode,
   OutcomeUnknownError,
+  STORE_REFUSAL_REASONS,
   type StoreRefusalReason,
   StoreRefusedError,
   StoreUnavailableError,
+  UpstreamClosedError,
+  UpstreamInvalidReplyError,
+  UpstreamUnavailableError,
 } from './errors.js';
 export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
 export {

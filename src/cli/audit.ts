@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
+import { idemEnvironment } from '../environment.js';
 import { messageOf } from '../errors.js';
 import { loadConfig } from '../gateway/config.js';
 import { resolveDataDir } from '../identity/data-dir.js';
@@ -28,7 +29,7 @@ import {
   sqliteJournalCount,
   sqliteJournalRows,
 } from '../journal/sources.js';
-import type { StoredJournalRow, VerifyReport } from '../journal/verify.js';
+import type { StoredJournalRow, VerifyReport } from '../journal/verify-report.js';
 import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
 import { CHECK_EXIT } from './exit-codes.js';
 import { printJson } from './format.js';
@@ -252,15 +253,16 @@ async function runVerify(flags: VerifyFlags): Promise<number> {
   const e = report.executions;
   if (e) {
     process.stdout.write(
-      `OK: ${e.checked} executions match the journal (${e.outcomesChecked} outcomes by digest${e.outcomesUnchecked ? `, ${e.outcomesUnchecked} recorded before digests: state only` : ''}; ${e.trimmed} finished ones trimmed by retention).\n`,
+      `OK: ${e.checked} executions match the journal (${e.outcomesChecked} outcomes by digest${e.outcomesUnchecked ? `, ${e.outcomesUnchecked} recorded before digests: state only` : ''}; ${e.trimmed} finished ones trimmed by retention${e.trimmedUnrecorded ? `, ${e.trimmedUnrecorded} of them before trims were journaled: by order only` : ''}).\n`,
     );
   }
   return VERIFY_EXIT.ok;
 }
 
-/** journal_signing_key_file of `--config`, else IDEM_JOURNAL_SIGNING_KEY_FILE (read by signingKeyPaths). */
+/** journal_signing_key_file of `--config`, else IDEM_JOURNAL_SIGNING_KEY_FILE. */
 function configuredKeyFile(flags: StoreFlags): string | undefined {
-  return flags.config ? loadConfig(flags.config).journal_signing_key_file : undefined;
+  const configured = flags.config ? loadConfig(flags.config).journal_signing_key_file : undefined;
+  return configured || idemEnvironment().journalSigningKeyFile;
 }
 
 function rowsOf(

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
-import { ConfigError, type GatewayConfig, GatewayConfigSchema } from '../gateway/config.js';
+import { ConfigError } from '../errors.js';
+import { type GatewayConfig, GatewayConfigSchema } from '../gateway/config.js';
 
 /** The upstream name of `idem gateway -- <command>`: the command's basename, as a config key. */
 export function commandUpstreamName(command: string): string {

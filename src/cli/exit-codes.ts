@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { ConfigError } from '../gateway/config.js';
+
+import { ConfigError } from '../errors.js';
 
 /**
  * The exit codes of every `idem` command (docs/operators.md#exit-codes), as

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
-import { ConfigError, type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
+import { ConfigError } from '../errors.js';
+import { type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { ToolOverrides } from '../gateway/tool-overrides.js';

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { SQLITE_STORE_FILE } from '../defaults.js';
+import { idemEnvironment } from '../environment.js';
 import { loadConfig } from '../gateway/config.js';
 import { dataDirPath } from '../identity/data-dir.js';
 import { openStore } from '../store/index.js';
@@ -36,16 +38,16 @@ export function locateStore(flags: StoreFlags, { missingOk = false } = {}): Stor
   if (flags.db) location = pick(flags.db, undefined);
   else if (flags.config) {
     const config = loadConfig(flags.config);
-    const dataDir = dataDirPath(config.data_dir);
+    const dataDir = dataDirPath(config.data_dir ?? idemEnvironment().dataDir);
     if (config.store?.kind === 'postgres') location = pick(config.store.url, dataDir);
     else if (config.store?.kind === 'memory')
       throw new Error('the config uses the memory store: nothing persists to inspect');
-    else location = pick(config.store?.path ?? join(dataDir, 'idem.db'), dataDir);
-  } else if (process.env.IDEM_STORE_URL)
-    location = pick(process.env.IDEM_STORE_URL, process.env.IDEM_DATA_DIR);
+    else location = pick(config.store?.path ?? join(dataDir, SQLITE_STORE_FILE), dataDir);
+  } else if (idemEnvironment().storeUrl)
+    location = pick(idemEnvironment().storeUrl as string, idemEnvironment().dataDir);
   else {
-    const dataDir = dataDirPath();
-    location = pick(join(dataDir, 'idem.db'), dataDir);
+    const dataDir = dataDirPath(idemEnvironment().dataDir);
+    location = pick(join(dataDir, SQLITE_STORE_FILE), dataDir);
   }
   if (location.kind === 'sqlite' && !missingOk && !existsSync(location.target)) {
     throw new Error(

@@ -2,6 +2,7 @@ import { existsSync, renameSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { idemEnvironment } from '../environment.js';
 import { StoreRefusedError } from '../errors.js';
 import { loadConfig } from '../gateway/config.js';
 import { signJournalHeads } from '../journal/head-signer.js';
@@ -107,7 +108,9 @@ async function signNewHeads(
   dataDir: string,
   config: string | undefined,
 ): Promise<boolean> {
-  const keyFile = config ? loadConfig(config).journal_signing_key_file : undefined;
+  const keyFile =
+    (config ? loadConfig(config).journal_signing_key_file : undefined) ||
+    idemEnvironment().journalSigningKeyFile;
   try {
     await signJournalHeads(store, dataDir, keyFile ? { keyFile } : {});
     return true;

@@ -1,5 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { durationMs } from '../contracts/duration.js';
+import { DEFAULT_RETENTION } from '../defaults.js';
+import { Maintenance } from '../maintenance/maintenance.js';
 import { printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
 
@@ -7,20 +9,29 @@ export function registerSweepCommand(program: Command): void {
   program
     .command('sweep')
     .description(
-      'Expired leases → unknown; finished executions past retention deleted. Never touches accepted, dispatched (live) or unknown ones. The gateway also runs this periodically.',
+      'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches accepted, dispatched (live) or unknown ones. The gateway runs the same pass periodically.',
     )
     .option('--db <file|postgres-url>', 'the store')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')
-    .option('--retention <duration>', 'keep finished executions this long (48h, 7d)', parseRetention, '48h')
+    .option(
+      '--retention <duration>',
+      'keep finished executions this long (48h, 7d)',
+      parseRetention,
+      DEFAULT_RETENTION,
+    )
     .option('--dry-run', 'report what would change; change nothing')
     .option('--json', 'machine-readable')
     .action(async (flags: StoreFlags & { retention: string; dryRun?: boolean; json?: boolean }) => {
       const store = await openLocatedStore(locateStore(flags));
       try {
-        const result = await store.sweep({
+        // The gateway's and the library's pass, once; signing the heads is left to them and `idem audit sign`.
+        const maintenance = new Maintenance({
+          store,
           retentionMs: durationMs(flags.retention, '--retention'),
-          dryRun: flags.dryRun ?? false,
+          warn: (message, fields) =>
+            process.stderr.write(`idem sweep: ${message} ${JSON.stringify(fields ?? {})}\n`),
         });
+        const result = await maintenance.run({ dryRun: flags.dryRun ?? false });
         if (flags.json) return printJson({ dryRun: flags.dryRun ?? false, ...result });
         const verb = flags.dryRun ? 'would turn' : 'turned';
         process.stdout.write(`${verb} ${result.expired.length} expired dispatch(es) into unknown:\n`);
@@ -31,6 +42,8 @@ export function registerSweepCommand(program: Command): void {
         process.stdout.write(
           `${flags.dryRun ? 'would delete' : 'deleted'} ${result.trimmed} finished execution(s) past retention\n`,
         );
+        if (!flags.dryRun)
+          process.stdout.write(`ended ${result.approvalsExpired} approval request(s) past their timeout\n`);
       } finally {
         await store.close();
       }

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { CredentialError } from '../credentials/credential.js';
 import { FileCredentialSource } from '../credentials/sources.js';
+import { ConsoleTokenError, CredentialError } from '../errors.js';
 
 /**
  * Who may use the console: whoever presents the operator token, once, at the
@@ -15,10 +15,6 @@ export const SESSION_COOKIE = 'idem_console';
 export const SESSION_TTL_MS = 12 * 60 * 60_000;
 /** Shortest token accepted: a console can approve actions, so a guessable token is refused at start. */
 export const MIN_TOKEN_LENGTH = 16;
-
-export class ConsoleTokenError extends Error {
-  override readonly name = 'ConsoleTokenError';
-}
 
 /**
  * The operator token: from a file (mode 0600, owned by this user — the same

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULTS,
-  resolveContract,
-  type StatusProbe,
-  type ToolContract,
-  ToolContractSchema,
-} from './contract.js';
+import { CONTRACT_DEFAULTS as DEFAULTS } from '../defaults.js';
+import { resolveContract, type StatusProbe, type ToolContract, ToolContractSchema } from './contract.js';
 import { durationMs } from './duration.js';
 
 describe('resolveContract: no contract declared', () => {

@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { CONTRACT_DEFAULTS } from '../defaults.js';
 import type { ArgumentRules } from '../identity/arguments.js';
 import type { JsonValue } from '../identity/canonical.js';
 import { durationMs } from './duration.js';
@@ -119,12 +120,6 @@ export interface ResolvedContract {
   defaulted: boolean;
 }
 
-export const DEFAULTS = Object.freeze({
-  attachWindowMs: 15 * 60_000,
-  timeoutMs: 10 * 60_000,
-  leaseMs: 30_000,
-});
-
 /** The subset of MCP tool annotations that defaults are read from. */
 export interface ToolAnnotationsLike {
   readOnlyHint?: boolean;
@@ -156,7 +151,7 @@ export function resolveContract(
       ? durationMs(parsed.attach_window, 'attach_window')
       : scope.kind === 'window'
         ? scope.ms
-        : DEFAULTS.attachWindowMs;
+        : CONTRACT_DEFAULTS.attachWindowMs;
   const approvalTimeoutMs =
     parsed?.approval_timeout !== undefined
       ? durationMs(parsed.approval_timeout, 'approval_timeout')
@@ -182,8 +177,9 @@ export function resolveContract(
       secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],
       defaults: (parsed?.fingerprint?.defaults ?? {}) as Record<string, JsonValue>,
     },
-    timeoutMs: parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : DEFAULTS.timeoutMs,
-    leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : DEFAULTS.leaseMs,
+    timeoutMs:
+      parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : CONTRACT_DEFAULTS.timeoutMs,
+    leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : CONTRACT_DEFAULTS.leaseMs,
     approval: parsed?.approval ?? 'none',
     approvalTimeoutMs,
     allowActors: parsed?.allow_actors ?? [],

@@ -22,8 +22,3 @@ export interface CredentialSource {
   /** The current value. Throws CredentialError when it cannot be had now. */
   read(): Promise<string>;
 }
-
-/** A credential that cannot be resolved; the message names it and its source, never a value. */
-export class CredentialError extends Error {
-  override readonly name = 'CredentialError';
-}

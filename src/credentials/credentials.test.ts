@@ -2,8 +2,9 @@ import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CredentialError } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { CredentialError, Credentials } from './index.js';
+import { Credentials } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-cred-'));
 function secretFile(name: string, content: string, mode: number): string {

@@ -1,7 +1,8 @@
 import { isAbsolute, resolve } from 'node:path';
+import { CredentialError } from '../errors.js';
 import type { KnownSecrets } from '../identity/redaction.js';
 import type { CredentialsConfig } from './config.js';
-import { type Credential, CredentialError, type CredentialSource } from './credential.js';
+import type { Credential, CredentialSource } from './credential.js';
 import { EnvCredentialSource, FileCredentialSource } from './sources.js';
 
 /**

@@ -1,4 +1,4 @@
 export { CREDENTIAL_NAME, type CredentialsConfig, CredentialsConfigSchema } from './config.js';
-export { type Credential, CredentialError, type CredentialSource } from './credential.js';
+export type { Credential, CredentialSource } from './credential.js';
 export { Credentials } from './credentials.js';
 export { EnvCredentialSource, FileCredentialSource } from './sources.js';

@@ -1,6 +1,7 @@
 import { type Stats, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { CredentialError, type CredentialSource } from './credential.js';
+import { CredentialError } from '../errors.js';
+import type { CredentialSource } from './credential.js';
 
 /** A credential in an environment variable of the gateway (read at each call: a rotated value is picked up). */
 export class EnvCredentialSource implements CredentialSource {

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { idemCodeOf } from '../executions/answers.js';
 
 // The demo's agent: the official SDK client over Streamable HTTP, and how it reads what it got back.
@@ -15,7 +16,7 @@ export async function pollStatus(client: Client, ref: string, deadlineMs = 60_00
   const until = Date.now() + deadlineMs;
   for (;;) {
     const last = (await client.callTool({
-      name: 'idem_execution_status',
+      name: DEFAULT_STATUS_TOOL,
       arguments: { ref },
     })) as CallToolResult;
     if (!idemCodeOf(last) || Date.now() >= until) return last;

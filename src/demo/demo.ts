@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { idemEnvironment } from '../environment.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { GatewayConfigSchema } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -180,7 +181,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
 }
 
 /** `--data-dir` or IDEM_DATA_DIR, created (0700) like every command creates it; else a fresh temporary one. */
-function demoDataDir(named = process.env.IDEM_DATA_DIR): string {
+function demoDataDir(named = idemEnvironment().dataDir): string {
   return named ? resolveDataDir(named) : mkdtempSync(join(tmpdir(), 'idem-demo-'));
 }
 

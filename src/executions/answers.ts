@@ -1,3 +1,4 @@
+import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, type IdemCode } from '../errors.js';
 import type { ToolResult } from './outcome.js';
 import type { ExecutionState } from './states.js';
@@ -53,9 +54,9 @@ export interface AnswerContext {
  * The text a model reads. Each says what happened and exactly what to do
  * next; none reports a failure for an outcome that is merely unknown.
  */
-function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
+function textAndAdvice(code: IdemCode, ctx: AnswerContext): { text: string; advice: string } {
   const ref = ctx.ref ?? null;
-  const status = ctx.statusTool ?? 'idem_execution_status';
+  const status = ctx.statusTool ?? DEFAULT_STATUS_TOOL;
   const check = ref ? `call ${status} with {"ref":"${ref}"}` : `call ${status}`;
   const detail = ctx.detail ? ` ${asSentence(ctx.detail)}` : '';
   switch (code) {
@@ -126,6 +127,13 @@ function describe(code: IdemCode, ctx: AnswerContext): { text: string; advice: s
         advice: 'Send the new request with a new id.',
         text: 'This request id was already used in this session for a different request; nothing was run.',
       };
+    case IDEM_CODES.IDEM_SESSIONS_FULL:
+      // The front says this itself, as a JSON-RPC error to an initialize (front/session-table.ts);
+      // here so that every code has its words.
+      return {
+        advice: 'End the sessions you no longer use, or retry after one of them finishes.',
+        text: 'No session was started: the open sessions are at their cap, each with something in progress.',
+      };
   }
 }
 
@@ -144,7 +152,7 @@ function cap(s: string): string {
 
 /** An `isError` tool result carrying `structuredContent.idem`. */
 export function idemAnswer(code: IdemCode, ctx: AnswerContext = {}): ToolResult {
-  const { text, advice } = describe(code, ctx);
+  const { text, advice } = textAndAdvice(code, ctx);
   const idem: IdemAnswerInfo = { code, ref: ctx.ref ?? null, state: ctx.state ?? null, advice };
   return {
     isError: true,

@@ -3,6 +3,7 @@ import { evaluateLadder, type LadderVerdict } from '../approval/ladder.js';
 import { approvalView } from '../approval/view.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { ActivityEventInput } from '../journal/events.js';
+import type { ToolResult } from '../store/outcome.js';
 import {
   APPROVAL_CHANNELS,
   type ApprovalChannel,
@@ -10,13 +11,8 @@ import {
   type ExecutionRecord,
 } from '../store/types.js';
 import { idemAnswer } from './answers.js';
-import type { Approver, ApproverAnswer, Dispatch, Logger, ToolCall } from './call.js';
-import { type Attempt, callEvent, type EngineCore, journal, RETRY } from './core.js';
-import { answerFor } from './describe.js';
-import { runDispatch } from './dispatch.js';
-import { newToken } from './ids.js';
-import { isStale } from './leases.js';
-import type { ToolResult } from './outcome.js';
+import type { Approver, ApproverAnswer, Logger, ToolCall } from './call.js';
+import { journal, type Next, type StepContext } from './step-context.js';
 
 /**
  * The engine's side of approvals (docs/approvals.md): the ladder's verdict for a call, and who to
@@ -32,8 +28,8 @@ export class Approvals {
     this.#logger = logger;
   }
 
-  verdict(core: EngineCore, call: ToolCall): Promise<LadderVerdict> {
-    return evaluateLadder(core.store, {
+  verdict(ctx: StepContext, call: ToolCall): Promise<LadderVerdict> {
+    return evaluateLadder(ctx.store, {
       tool: call.tool,
       actor: call.caller.actor,
       session: call.caller.session,
@@ -56,11 +52,11 @@ export class Approvals {
   }
 
   /** The call's own approver (elicitation), else the engine's; none, or a throw, is `pending`. */
-  async ask(core: EngineCore, call: ToolCall, record: ExecutionRecord): Promise<ApproverAnswer> {
+  async ask(ctx: StepContext, call: ToolCall, record: ExecutionRecord): Promise<ApproverAnswer> {
     const approver = call.approver ?? this.#approver;
     if (!approver) return 'pending';
     try {
-      const request = await core.store.getApproval(record.id);
+      const request = await ctx.store.getApproval(record.id);
       if (!request) return 'pending';
       const view = approvalView(record, request);
       return await approver({ ...view, executionId: record.id, argumentsPreview: record.argumentsPreview });
@@ -80,12 +76,12 @@ export class Approvals {
  * unresolved target or credential is a denial, journaled with its reason.
  */
 export async function refusedByLadder(
-  core: EngineCore,
+  ctx: StepContext,
   call: ToolCall,
   verdict: Extract<LadderVerdict, { decision: 'deny' }>,
 ): Promise<ToolResult> {
   if (verdict.step === 'store_unavailable') throw new StoreUnavailableError(verdict.reason);
-  await journal(core, [
+  await journal(ctx, [
     {
       kind: 'denied',
       executionId: null,
@@ -98,23 +94,26 @@ export async function refusedByLadder(
   return idemAnswer(IDEM_CODES.IDEM_DENIED, { detail: `Reason: ${verdict.reason}` });
 }
 
-/** We won a claim that waits for approval: ask, record the answer, and dispatch if approved. */
-export async function runClaimed(
-  core: EngineCore,
+/**
+ * This call won a claim that waits for approval: ask the approver and record its decision. Approved
+ * (by it, or by whoever decided first), the execution is taken over next; no answer yet, the caller
+ * is told it waits.
+ */
+export async function askApprover(
+  ctx: StepContext,
   approvals: Approvals,
   record: ExecutionRecord,
   call: ToolCall,
-  dispatch: Dispatch,
-): Promise<Attempt> {
-  const answer = decisionOf(await approvals.ask(core, call, record));
-  if (answer === undefined) return answerFor(core, record);
-  const result = await decideApproval(core.store, record.id, answer.decision, {
+): Promise<Next> {
+  const answer = decisionOf(await approvals.ask(ctx, call, record));
+  if (answer === undefined) return { step: 'answer', record };
+  const result = await decideApproval(ctx.store, record.id, answer.decision, {
     by: answer.by ?? 'approver',
     via: APPROVAL_CHANNELS.includes(answer.via as ApprovalChannel) ? (answer.via as ApprovalChannel) : 'api',
     ...(typeof answer.reason === 'string' ? { reason: answer.reason } : {}),
   });
   // Lost to another decider (an operator, an expiry): what they decided stands.
-  return runAuthorized(core, result.record ?? record, call, dispatch, []);
+  return { step: 'take_over', record: result.record ?? record, events: [] };
 }
 
 /** An approver's answer as a decision; undefined for `pending` and for anything it should not have said. */
@@ -125,47 +124,18 @@ function decisionOf(answer: ApproverAnswer): Exclude<ApproverAnswer, string> | u
 }
 
 /**
- * An execution nobody holds that was never dispatched — approved by a human
- * (`authorized`, no holder), or `accepted` by a claimer that is gone: this
- * call takes it and dispatches it, once — of any number of callers in any
- * number of processes, the one whose conditional write lands. Anything else
- * gets its answer.
- */
-export async function runAuthorized(
-  core: EngineCore,
-  record: ExecutionRecord,
-  call: ToolCall,
-  dispatch: Dispatch,
-  events: ActivityEventInput[],
-): Promise<Attempt> {
-  const free = (record.state === 'authorized' || record.state === 'accepted') && isStale(record);
-  if (!free) return answerFor(core, record, events);
-  const token = newToken();
-  const taken = await core.store.transition({
-    id: record.id,
-    from: [record.state],
-    to: 'dispatched',
-    requireStale: true,
-    holder: { token, owner: core.owner, leaseMs: call.contract.leaseMs },
-    dispatchTimeoutMs: call.contract.timeoutMs,
-    events: [...events, callEvent('dispatched', call, record.id, { resumed: true })],
-  });
-  return taken ? runDispatch(core, taken, token, call, dispatch, false) : RETRY;
-}
-
-/**
  * A call attached to an execution awaiting approval: the original record, no
  * new prompt — unless its time ran out (then it is denied, `expired`, and
  * this caller is told so) or it was decided meanwhile (then settle again).
  */
-export async function attachWaiting(
-  core: EngineCore,
+export async function waitForApproval(
+  ctx: StepContext,
   prior: ExecutionRecord,
-  attached: ActivityEventInput,
-): Promise<Attempt> {
-  const expiry = await expireIfDue(core.store, prior);
-  if (expiry.decided) return answerFor(core, expiry.record, [attached]);
+  events: ActivityEventInput[],
+): Promise<Next> {
+  const expiry = await expireIfDue(ctx.store, prior);
+  if (expiry.decided) return { step: 'answer', record: expiry.record, events };
   const current = expiry.record ?? prior;
-  if (current.state === 'awaiting_approval') return answerFor(core, current, [attached]);
-  return RETRY;
+  if (current.state === 'awaiting_approval') return { step: 'answer', record: current, events };
+  return { step: 'retry' };
 }

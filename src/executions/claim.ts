@@ -1,122 +1,102 @@
+import type { LadderVerdict } from '../approval/ladder.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import { IDEM_CODES } from '../errors.js';
-import type { ActivityEventInput } from '../journal/events.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer } from './answers.js';
-import { type Approvals, attachWaiting, refusedByLadder, runAuthorized, runClaimed } from './approval.js';
-import type { CallIdentity, Dispatch, ToolCall } from './call.js';
-import { type Attempt, actionRecord, callEvent, type EngineCore, journal, RETRY } from './core.js';
-import { answerFor } from './describe.js';
-import { runDispatch } from './dispatch.js';
+import type { Approvals } from './approval.js';
+import type { CallIdentity, ToolCall } from './call.js';
 import { newToken } from './ids.js';
 import { isStale } from './leases.js';
-import type { ToolResult } from './outcome.js';
-import { expire, recover } from './recovery.js';
-
-const MAX_SETTLE_ATTEMPTS = 8;
-
-/** What claiming needs beyond the core: how to ask for approval, and how to name a new execution. */
-export interface Claimer {
-  core: EngineCore;
-  approvals: Approvals;
-  newId: () => string;
-}
-
-/** How one claim loop differs: a plain call, or a deliberate repeat of an earlier execution. */
-export interface ClaimPlan {
-  /** An execution the first claim retires in the same write (a repeat retires the one it repeats). */
-  replacing?: string;
-  /** Events journaled with the claim, after `received` and `accepted`. */
-  events?: (id: string) => ActivityEventInput[];
-  /** Called once this call won the claim for `id`, before it is dispatched. */
-  won?: (id: string) => void;
-  /** Set to the last record of this intent seen (see the callers' store-failure answers). */
-  seen: { record?: ExecutionRecord };
-}
+import {
+  actionRecord,
+  type ClaimPlan,
+  callEvent,
+  journal,
+  type Next,
+  type StepContext,
+} from './step-context.js';
 
 /**
- * Claims the intent, or attaches to (replaces, or conflicts with) the execution
- * that holds it, until one of those gives an answer. `claimed` is set when the
- * answer comes from this call's own new execution. Undefined: too many races
- * were lost, nothing was started.
+ * Claims the intent under a new execution `id` (docs/lifecycle.md, step 5): for a new intent (the
+ * common case) the one INSERT is the whole lookup. On a conflict the store hands back the holder,
+ * and the next step is what this call does with it (match). `won` is set when the claim is this
+ * call's own.
  */
-export async function claimAndRun(
-  { core, approvals, newId }: Claimer,
+export async function claim(
+  ctx: StepContext,
+  approvals: Approvals,
   call: ToolCall,
   identity: CallIdentity,
-  dispatch: Dispatch,
+  verdict: LadderVerdict,
+  id: string,
+  replacing: string | undefined,
   plan: ClaimPlan,
-): Promise<{ answer: ToolResult; claimed?: string } | undefined> {
+): Promise<{ next: Next; won?: string }> {
   const contract = call.contract;
-  // The ladder first (docs/approvals.md): it decides whether the claim waits for approval, or is refused.
-  const verdict = await approvals.verdict(core, call);
-  if (verdict.decision === 'deny') return { answer: await refusedByLadder(core, call, verdict) };
   const needsApproval = verdict.decision === 'ask';
-  // Claim first: for a new intent (the common case) the one INSERT is the whole lookup.
-  // On a conflict the store hands back the holder, which this call then attaches to — or,
-  // if it can no longer be attached to, replaces in the next claim.
-  let replacing = plan.replacing;
-  for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
-    const token = newToken();
-    const id = newId();
-    // With nothing between them, accepting and marking the dispatch are one write:
-    // both are durable before the handler runs, and the hot path saves a transaction.
-    const claim = await core.store.claim(
-      {
-        id,
-        fingerprint: identity.fingerprint,
-        requestDigest: identity.requestDigest,
-        actor: call.caller.actor,
-        tool: call.tool,
-        session: call.caller.session,
-        replay: contract.replay,
-        state: needsApproval ? 'awaiting_approval' : 'dispatched',
-        ...(needsApproval ? {} : { dispatchTimeoutMs: contract.timeoutMs }),
-        attachWindowMs: contract.attachWindowMs,
-        claimToken: token,
-        leaseOwner: core.owner,
-        leaseMs: contract.leaseMs,
-        argumentsPreview: identity.preview,
-        ...(needsApproval ? { approval: approvals.request(call, verdict, replacing ?? null) } : {}),
-      },
-      {
-        ...(replacing ? { replacing } : {}),
-        events: [
-          callEvent('received', call, id, { preview: identity.preview }),
-          // The fingerprint lets verify catch a replaced one (it decides what a retry attaches to).
-          callEvent('accepted', call, id, {
-            ...actionRecord(call),
-            ladder: verdict.step,
-            fingerprint: identity.fingerprint,
-          }),
-          ...(plan.events?.(id) ?? []),
-          callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
-        ],
-      },
-    );
-    replacing = undefined;
-    if (claim.won) {
-      plan.won?.(id);
-      const answer =
-        claim.record.state === 'dispatched'
-          ? await runDispatch(core, claim.record, token, call, dispatch, false)
-          : await runClaimed(core, approvals, claim.record, call, dispatch);
-      if (answer !== RETRY) return { answer, claimed: id };
-      continue;
-    }
-    plan.seen.record = claim.record;
-    if (!claim.record) continue;
-    const found = match(claim.record, call, identity);
-    if (found === 'attach') {
-      const answer = await attach(core, claim.record, call, dispatch);
-      if (answer !== RETRY) return { answer };
-    } else if (found === 'replace') {
-      replacing = claim.record.id;
-    } else {
-      return { answer: await keyConflict(core, claim.record, call) };
-    }
+  const token = newToken();
+  // With nothing between them, accepting and marking the dispatch are one write:
+  // both are durable before the handler runs, and the hot path saves a transaction.
+  const claimed = await ctx.store.claim(
+    {
+      id,
+      fingerprint: identity.fingerprint,
+      requestDigest: identity.requestDigest,
+      actor: call.caller.actor,
+      tool: call.tool,
+      session: call.caller.session,
+      replay: contract.replay,
+      state: needsApproval ? 'awaiting_approval' : 'dispatched',
+      ...(needsApproval ? {} : { dispatchTimeoutMs: contract.timeoutMs }),
+      attachWindowMs: contract.attachWindowMs,
+      claimToken: token,
+      leaseOwner: ctx.owner,
+      leaseMs: contract.leaseMs,
+      argumentsPreview: identity.preview,
+      ...(needsApproval ? { approval: approvals.request(call, verdict, replacing ?? null) } : {}),
+    },
+    {
+      ...(replacing ? { replacing } : {}),
+      events: [
+        callEvent('received', call, id, { preview: identity.preview }),
+        // The fingerprint lets verify catch a replaced one (it decides what a retry attaches to).
+        callEvent('accepted', call, id, {
+          ...actionRecord(call),
+          ladder: verdict.step,
+          fingerprint: identity.fingerprint,
+        }),
+        ...(plan.events?.(id) ?? []),
+        callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
+      ],
+    },
+  );
+  if (claimed.won) {
+    plan.won?.(id);
+    const record = claimed.record;
+    return {
+      won: id,
+      next:
+        record.state === 'dispatched'
+          ? { step: 'dispatch', record, token, redispatch: false }
+          : { step: 'ask', record },
+    };
   }
-  return undefined;
+  plan.seen.record = claimed.record;
+  if (!claimed.record) return { next: { step: 'retry' } };
+  return { next: withHolder(claimed.record, call, identity) };
+}
+
+/** The step for the execution that holds the call's fingerprint: attach, replace, or conflict. */
+function withHolder(prior: ExecutionRecord, call: ToolCall, identity: CallIdentity): Next {
+  switch (match(prior, call, identity)) {
+    case 'attach':
+      return attach(prior, call);
+    case 'replace':
+      return { step: 'replace', id: prior.id };
+    case 'conflict':
+      return { step: 'conflict', record: prior };
+  }
 }
 
 /**
@@ -141,12 +121,12 @@ export function match(
 
 /** The key already names an execution of another request: say so, with its ref, and send nothing. */
 export async function keyConflict(
-  core: EngineCore,
+  ctx: StepContext,
   prior: ExecutionRecord,
   call: ToolCall,
 ): Promise<ToolResult> {
   const byOther = prior.actor !== call.caller.actor;
-  await journal(core, [
+  await journal(ctx, [
     callEvent('attached', call, prior.id, {
       state: prior.state,
       conflict: byOther ? 'another_actor' : 'other_arguments',
@@ -155,7 +135,7 @@ export async function keyConflict(
   return idemAnswer(IDEM_CODES.IDEM_KEY_CONFLICT, {
     ref: prior.id,
     state: prior.state,
-    statusTool: core.statusTool,
+    statusTool: ctx.statusTool,
     detail: byOther
       ? 'The key was used by another caller; only that caller (and an operator) can read its outcome.'
       : 'The key was used with other arguments.',
@@ -171,32 +151,24 @@ export function attachable(prior: ExecutionRecord, contract: ResolvedContract): 
 }
 
 /** A matching prior execution exists: the table in docs/lifecycle.md, step 5, row by row. */
-export async function attach(
-  core: EngineCore,
-  prior: ExecutionRecord,
-  call: ToolCall,
-  dispatch: Dispatch,
-): Promise<Attempt> {
-  const attached = callEvent('attached', call, prior.id, { state: prior.state });
+export function attach(prior: ExecutionRecord, call: ToolCall): Next {
+  const events = [callEvent('attached', call, prior.id, { state: prior.state })];
   switch (prior.state) {
     case 'accepted':
     case 'authorized':
       // Approved by a human (or never dispatched, its claimer gone): this same execution proceeds, once.
-      return runAuthorized(core, prior, call, dispatch, [attached]);
+      return { step: 'take_over', record: prior, events };
     case 'awaiting_approval':
-      return attachWaiting(core, prior, attached);
-    case 'denied':
-      return answerFor(core, prior, [attached]);
-    case 'dispatched': {
-      if (!isStale(prior)) return answerFor(core, prior, [attached]);
-      const expired = await expire(core, prior, [attached]);
-      return expired ? recover(core, expired, call, dispatch) : RETRY;
-    }
+      return { step: 'wait', record: prior, events };
+    case 'dispatched':
+      return isStale(prior)
+        ? { step: 'expire', record: prior, events }
+        : { step: 'answer', record: prior, events };
     case 'unknown':
-      await journal(core, [attached]);
-      return recover(core, prior, call, dispatch);
+      return { step: 'recover', record: prior, events };
+    case 'denied':
     case 'completed':
     case 'failed':
-      return answerFor(core, prior, [attached]);
+      return { step: 'answer', record: prior, events };
   }
 }

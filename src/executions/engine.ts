@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { decideApproval } from '../approval/decide.js';
 import type { ResolvedContract } from '../contracts/contract.js';
+import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
@@ -9,8 +10,6 @@ import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/
 import { idemAnswer, META } from './answers.js';
 import { Approvals } from './approval.js';
 import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall } from './call.js';
-import { type Claimer, claimAndRun } from './claim.js';
-import type { EngineCore } from './core.js';
 import { dispatchReadOnly } from './dispatch.js';
 import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
@@ -19,12 +18,15 @@ import { resolveExecution } from './operator.js';
 import type { ToolResult } from './outcome.js';
 import { RecentCalls } from './recent-calls.js';
 import { repeatable, repeatExecution } from './repeat.js';
+import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
+import type { StepContext } from './step-context.js';
 
-// The engine's steps live beside it, one file each, in the order a call meets them:
-// identify.ts → claim.ts (claim, attach, replace, conflict) → approval.ts → dispatch.ts
-// → recovery.ts (expired lease, status probe, keyed re-send) → describe.ts (what the caller
+// A call with effects is identified here (identify.ts), then runs the fixed sequence in
+// sequence.ts, which takes it through the steps beside it, one file each: claim.ts (claim,
+// attach, replace, conflict) → approval.ts → take-over.ts → dispatch.ts → record-outcome.ts →
+// recovery.ts (expired lease, status probe, keyed re-send) → record-answer.ts (what the caller
 // sees); status.ts and repeat.ts serve the status tool. This file is the public face.
 export type {
   Approver,
@@ -91,21 +93,21 @@ export class ExecutionEngine {
   readonly #approvals: Approvals;
   /** Arguments of recent calls, in memory only, so that a finished one can be repeated on purpose. */
   readonly #recent = new RecentCalls();
-  /** What the steps share (see core.ts). */
-  readonly #core: EngineCore;
-  readonly #claimer: Claimer;
+  /** What the steps share (see step-context.ts). */
+  readonly #steps: StepContext;
+  readonly #sequence: SequenceParts;
   readonly #observer: CallObserver | undefined;
 
   constructor(options: ExecutionEngineOptions) {
     this.store = options.store;
     this.fingerprinter = options.fingerprinter;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.statusTool = options.statusTool ?? 'idem_execution_status';
+    this.statusTool = options.statusTool ?? DEFAULT_STATUS_TOOL;
     const knownSecrets = options.knownSecrets ?? new KnownSecrets();
     this.#logger = redactingLogger(options.logger ?? silentLogger, knownSecrets);
     this.#approvals = new Approvals(options.approver, this.#logger);
     this.#clock = options.clock ?? Date.now;
-    this.#core = {
+    this.#steps = {
       store: this.store,
       owner: this.owner,
       statusTool: this.statusTool,
@@ -113,7 +115,7 @@ export class ExecutionEngine {
       contracts: this.#contracts,
       knownSecrets,
     };
-    this.#claimer = { core: this.#core, approvals: this.#approvals, newId: executionIds() };
+    this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
   }
 
@@ -137,7 +139,7 @@ export class ExecutionEngine {
 
   async #execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     const contract = call.contract;
-    if (contract.replay === 'read_only') return dispatchReadOnly(this.#core, call, dispatch);
+    if (contract.replay === 'read_only') return dispatchReadOnly(this.#steps, call, dispatch);
 
     const identity = identifiedOrRefused(() => this.identify(call));
     if ('refused' in identity) return identity.refused;
@@ -146,7 +148,7 @@ export class ExecutionEngine {
     // may already have been dispatched, "not executed" would be a lie.
     const seen: { record?: ExecutionRecord } = {};
     try {
-      const settled = await claimAndRun(this.#claimer, call, identity, dispatch, { seen });
+      const settled = await runSequence(this.#sequence, call, identity, dispatch, { seen });
       if (settled) return settled.answer;
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
         detail: 'Too many concurrent changes to this action; it was not started.',
@@ -182,13 +184,13 @@ export class ExecutionEngine {
    * turned into `unknown` here too, and a status probe is tried if the tool has one.
    */
   status(ref: string, actor: string): Promise<ToolResult> {
-    return status(this.#core, ref, actor);
+    return status(this.#steps, ref, actor);
   }
 
   /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */
   repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
     return repeatExecution(
-      { claimer: this.#claimer, recent: this.#recent, identify: (call) => this.identify(call) },
+      { sequence: this.#sequence, recent: this.#recent, identify: (call) => this.identify(call) },
       ref,
       caller,
       rerun,

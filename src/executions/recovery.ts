@@ -1,19 +1,17 @@
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import type { ExecutionRecord } from '../store/types.js';
-import type { Dispatch, ToolCall } from './call.js';
-import { type Attempt, callEvent, type EngineCore, RETRY } from './core.js';
-import { answerFor } from './describe.js';
-import { runDispatch } from './dispatch.js';
+import type { ToolCall } from './call.js';
 import { newToken } from './ids.js';
+import { callEvent, journal, type Next, type StepContext } from './step-context.js';
 
 /** Dispatched, but the holder is gone: the outcome is unknown — never silently "not started". */
 export async function expire(
-  core: EngineCore,
+  ctx: StepContext,
   record: ExecutionRecord,
   extra: ActivityEventInput[] = [],
 ): Promise<ExecutionRecord | undefined> {
-  return core.store.transition({
+  return ctx.store.transition({
     id: record.id,
     from: ['dispatched'],
     to: 'unknown',
@@ -31,47 +29,58 @@ export async function expire(
   });
 }
 
+/** The sequence's step for a dispatched execution whose holder's lease lapsed: unknown, then recovered. */
+export async function expireLease(
+  ctx: StepContext,
+  record: ExecutionRecord,
+  events: ActivityEventInput[],
+): Promise<Next> {
+  const expired = await expire(ctx, record, events);
+  return expired ? { step: 'recover', record: expired, events: [] } : { step: 'retry' };
+}
+
 /** Unknown outcome: probe if the contract can, re-send with the same key only for `keyed`. */
 export async function recover(
-  core: EngineCore,
+  ctx: StepContext,
   record: ExecutionRecord,
   call: ToolCall,
-  dispatch: Dispatch,
-): Promise<Attempt> {
-  const probed = await probe(core, record, call.contract);
-  if (probed) return answerFor(core, probed);
+  events: ActivityEventInput[],
+): Promise<Next> {
+  await journal(ctx, events);
+  const probed = await probe(ctx, record, call.contract);
+  if (probed) return { step: 'answer', record: probed };
   if (call.contract.replay === 'keyed') {
     const token = newToken();
-    const again = await core.store.transition({
+    const again = await ctx.store.transition({
       id: record.id,
       from: ['unknown'],
       to: 'dispatched',
-      holder: { token, owner: core.owner, leaseMs: call.contract.leaseMs },
+      holder: { token, owner: ctx.owner, leaseMs: call.contract.leaseMs },
       dispatchTimeoutMs: call.contract.timeoutMs,
       events: [callEvent('dispatched', call, record.id, { redispatch: true })],
     });
-    return again ? runDispatch(core, again, token, call, dispatch, true) : RETRY;
+    return again ? { step: 'dispatch', record: again, token, redispatch: true } : { step: 'retry' };
   }
-  return answerFor(core, record);
+  return { step: 'answer', record };
 }
 
 /** Asks the target what happened, if the tool has a status probe; records a definite answer. */
 export async function probe(
-  core: EngineCore,
+  ctx: StepContext,
   record: ExecutionRecord,
   contract?: ResolvedContract,
 ): Promise<ExecutionRecord | undefined> {
-  const probe = contract?.statusProbe ?? core.contracts.get(record.tool)?.statusProbe;
+  const probe = contract?.statusProbe ?? ctx.contracts.get(record.tool)?.statusProbe;
   if (!probe) return undefined;
   let answer: Awaited<ReturnType<typeof probe>>;
   try {
     answer = await probe({ executionId: record.id, tool: record.tool });
   } catch (error) {
-    core.logger.warn('status probe failed', { ref: record.id, error: String(error) });
+    ctx.logger.warn('status probe failed', { ref: record.id, error: String(error) });
     return undefined;
   }
   if (answer.outcome === 'unknown') return undefined;
-  return core.store.transition({
+  return ctx.store.transition({
     id: record.id,
     from: ['unknown'],
     to: answer.outcome,

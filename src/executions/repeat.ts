@@ -1,18 +1,18 @@
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer, idemCodeOf, META, markExecuted } from './answers.js';
 import type { Caller, CallIdentity, Rerun, ToolCall } from './call.js';
-import { type Claimer, claimAndRun } from './claim.js';
-import { callEvent, type EngineCore } from './core.js';
 import { identifiedOrRefused } from './identify.js';
-import type { ToolResult } from './outcome.js';
 import type { RecentCalls, RepeatableCall } from './recent-calls.js';
+import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { current, status } from './status.js';
+import { callEvent, type StepContext } from './step-context.js';
 
 /** What a deliberate repeat needs: the claim loop, the remembered arguments, and how a call is identified. */
 export interface Repeater {
-  claimer: Claimer;
+  sequence: SequenceParts;
   /** Arguments of recent calls, in memory only, so that a finished one can be repeated on purpose. */
   recent: RecentCalls;
   identify: (call: ToolCall) => CallIdentity;
@@ -41,24 +41,24 @@ export function repeatable(call: ToolCall): { call: RepeatableCall; size: number
  * runs it once: the second gets the repeat's own execution.
  */
 export async function repeatExecution(
-  { claimer, recent, identify }: Repeater,
+  { sequence, recent, identify }: Repeater,
   ref: string,
   caller: Caller,
   rerun: Rerun,
 ): Promise<ToolResult> {
-  const core = claimer.core;
+  const ctx = sequence.ctx;
   const seen: { record?: ExecutionRecord } = {};
   try {
-    const record = await core.store.get(ref);
+    const record = await ctx.store.get(ref);
     if (!record || record.actor !== caller.actor)
       return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
-    const repeatedAs = await latestRepeat(core, record.id);
-    if (repeatedAs) return status(core, repeatedAs, caller.actor);
-    const prior = await current(core, record);
-    if (prior.state !== 'completed' && prior.state !== 'failed') return repeatRefused(core, prior);
+    const repeatedAs = await latestRepeat(ctx, record.id);
+    if (repeatedAs) return status(ctx, repeatedAs, caller.actor);
+    const prior = await current(ctx, record);
+    if (prior.state !== 'completed' && prior.state !== 'failed') return repeatRefused(ctx, prior);
     const remembered = recent.get(prior.id);
     const plan = remembered?.actor === caller.actor ? await rerun(remembered) : undefined;
-    if (plan === undefined) return await retireForRepeat(core, prior, caller);
+    if (plan === undefined) return await retireForRepeat(ctx, prior, caller);
     if ('answer' in plan) return plan.answer;
     const { call, dispatch } = plan;
     const identity = identifiedOrRefused(() => identify(call));
@@ -66,7 +66,7 @@ export async function repeatExecution(
     const copy = repeatable(call);
     // Someone else may hold the intent by the time this claims (another repeat, or a newer
     // call): then the usual rules apply.
-    const settled = await claimAndRun(claimer, call, identity, dispatch, {
+    const settled = await runSequence(sequence, call, identity, dispatch, {
       // The old execution is retired in the claim itself, so that of two racing repeats one runs.
       replacing: prior.id,
       events: (id) => [
@@ -94,7 +94,7 @@ export async function repeatExecution(
       return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, {
         ref: last.id,
         state: last.state,
-        statusTool: core.statusTool,
+        statusTool: ctx.statusTool,
         detail: 'An attempt was sent, and the execution record cannot be read right now.',
       });
     }
@@ -106,12 +106,12 @@ export async function repeatExecution(
 }
 
 /** The newest execution that repeats `id` (following repeats of repeats), if it was repeated. */
-export async function latestRepeat(core: EngineCore, id: string): Promise<string | undefined> {
+export async function latestRepeat(ctx: StepContext, id: string): Promise<string | undefined> {
   let latest: string | undefined;
   let at = id;
   for (let hop = 0; hop < 64; hop++) {
     let next: string | undefined;
-    for (const entry of await core.store.journalFor(at)) {
+    for (const entry of await ctx.store.journalFor(at)) {
       const by = entry.kind === 'repeat' ? entry.detail.repeated_by : undefined;
       if (typeof by === 'string') next = by;
     }
@@ -122,31 +122,31 @@ export async function latestRepeat(core: EngineCore, id: string): Promise<string
 }
 
 /** Why an execution that has not finished is not repeated: its own state's answer, and the reason. */
-export function repeatRefused(core: EngineCore, record: ExecutionRecord): ToolResult {
-  const ctx = { ref: record.id, state: record.state, statusTool: core.statusTool };
+export function repeatRefused(ctx: StepContext, record: ExecutionRecord): ToolResult {
+  const about = { ref: record.id, state: record.state, statusTool: ctx.statusTool };
   switch (record.state) {
     case 'awaiting_approval':
       return idemAnswer(IDEM_CODES.IDEM_AWAITING_APPROVAL, {
-        ...ctx,
+        ...about,
         detail: 'It cannot be repeated before it has run.',
       });
     case 'denied':
       return idemAnswer(IDEM_CODES.IDEM_DENIED, {
-        ...ctx,
+        ...about,
         detail: `A denied action is not repeated.${record.note ? ` Reason: ${record.note}` : ''}`,
       });
     case 'unknown':
       return idemAnswer(
         record.replay === 'review' ? IDEM_CODES.IDEM_REVIEW_REQUIRED : IDEM_CODES.IDEM_OUTCOME_UNKNOWN,
         {
-          ...ctx,
+          ...about,
           detail:
             'A repeat is refused while the outcome is unknown: it may already have happened, and a repeat could make it happen twice.',
         },
       );
     default:
       return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, {
-        ...ctx,
+        ...about,
         detail:
           'A repeat is refused while it runs, so that it does not happen twice; once it has finished, it can be repeated.',
       });
@@ -159,11 +159,11 @@ export function repeatRefused(core: EngineCore, record: ExecutionRecord): ToolRe
  * the model's next identical call runs as a new execution.
  */
 export async function retireForRepeat(
-  core: EngineCore,
+  ctx: StepContext,
   record: ExecutionRecord,
   caller: Caller,
 ): Promise<ToolResult> {
-  await core.store.transition({
+  await ctx.store.transition({
     id: record.id,
     from: [record.state],
     to: record.state,

@@ -1,21 +1,21 @@
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { JsonValue } from '../identity/canonical.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
-import type { EngineCore } from './core.js';
-import { describe } from './describe.js';
 import { isStale } from './leases.js';
-import type { ToolResult } from './outcome.js';
+import { answerOfRecord } from './record-answer.js';
 import { expire, probe } from './recovery.js';
+import type { StepContext } from './step-context.js';
 
 /**
  * The status tool's answer for `ref`, as seen by `actor`. A stale dispatch is
  * turned into `unknown` here too, and a status probe is tried if the tool has one.
  */
-export async function status(core: EngineCore, ref: string, actor: string): Promise<ToolResult> {
+export async function status(ctx: StepContext, ref: string, actor: string): Promise<ToolResult> {
   let record: ExecutionRecord | undefined;
   try {
-    record = await core.store.get(ref);
+    record = await ctx.store.get(ref);
   } catch (error) {
     if (error instanceof StoreUnavailableError) {
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
@@ -28,14 +28,14 @@ export async function status(core: EngineCore, ref: string, actor: string): Prom
   // Another actor's execution is not theirs to see: answer as if it did not exist.
   if (!record || record.actor !== actor) return idemAnswer(IDEM_CODES.IDEM_UNKNOWN_EXECUTION, { ref });
   // Handing the stored result to the agent here is a delivery too.
-  const answer = await describe(core, await current(core, record), true);
-  const action = await actionOf(core, ref);
+  const answer = await answerOfRecord(ctx, await current(ctx, record), true);
+  const action = await actionOf(ctx, ref);
   return action ? { ...answer, _meta: { ...answer._meta, [META.action]: action } } : answer;
 }
 
 /** Channel, target and credential name, as the execution's `accepted` event recorded them (see actionRecord). */
-async function actionOf(core: EngineCore, ref: string): Promise<Record<string, JsonValue> | undefined> {
-  const timeline = await core.store.journalFor(ref).catch(() => []);
+async function actionOf(ctx: StepContext, ref: string): Promise<Record<string, JsonValue> | undefined> {
+  const timeline = await ctx.store.journalFor(ref).catch(() => []);
   const accepted = timeline.find((e) => e.kind === 'accepted' && typeof e.detail.channel === 'string');
   if (!accepted) return undefined;
   const { channel, target, credential } = accepted.detail;
@@ -43,9 +43,9 @@ async function actionOf(core: EngineCore, ref: string): Promise<Record<string, J
 }
 
 /** A stale dispatch is `unknown` by now; an unknown one is probed, if its tool has a status probe. */
-export async function current(core: EngineCore, record: ExecutionRecord): Promise<ExecutionRecord> {
+export async function current(ctx: StepContext, record: ExecutionRecord): Promise<ExecutionRecord> {
   let current = record;
-  if (current.state === 'dispatched' && isStale(current)) current = (await expire(core, current)) ?? current;
-  if (current.state === 'unknown') current = (await probe(core, current)) ?? current;
+  if (current.state === 'dispatched' && isStale(current)) current = (await expire(ctx, current)) ?? current;
+  if (current.state === 'unknown') current = (await probe(ctx, current)) ?? current;
   return current;
 }

@@ -1,4 +1,5 @@
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { IDEM_CODES } from '../errors.js';
 import { type IdleTimeouts, type IdleTracked, isIdle } from './idle-sessions.js';
 import { rpcError } from './replies.js';
 
@@ -29,12 +30,6 @@ export interface SessionCaps {
  * recently used session with nothing in progress is closed for the new one.
  */
 export const DEFAULT_SESSION_CAPS: SessionCaps = { maxSessions: 128, maxSessionsPerActor: 16 };
-
-/**
- * The JSON-RPC error code (in `data.code`) of an initialize refused at a cap: public API
- * (docs/errors.md). Not among IDEM_CODES, which are the codes of tool results.
- */
-export const SESSIONS_FULL = 'IDEM_SESSIONS_FULL';
 
 /** Why a session is closed by the front (not by its client). */
 export type SessionCloseReason = 'idle' | 'evicted';
@@ -161,9 +156,9 @@ function full(status: 429 | 503, max: number, scope: 'actor' | 'all'): SessionsF
     reply: (id) =>
       rpcError(
         -32000,
-        `${SESSIONS_FULL}: ${what}, each with a request or stream in progress; no session was started. End the sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), or retry after one of them finishes.`,
+        `${IDEM_CODES.IDEM_SESSIONS_FULL}: ${what}, each with a request or stream in progress; no session was started. End the sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), or retry after one of them finishes.`,
         id,
-        { code: SESSIONS_FULL, limit: scope, max },
+        { code: IDEM_CODES.IDEM_SESSIONS_FULL, limit: scope, max },
       ),
   };
 }

@@ -2,7 +2,8 @@ import type { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { httpActionTool } from '../dispatch/http/index.js';
 import { sshActionTool } from '../dispatch/ssh/index.js';
-import { ConfigError, type GatewayConfig } from './config.js';
+import { ConfigError } from '../errors.js';
+import type { GatewayConfig } from './config.js';
 
 /**
  * The action tools a config declares (`http_tools:`, `ssh_tools:` on the

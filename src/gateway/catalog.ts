@@ -82,6 +82,32 @@ export function cautiousDefaultNotice(names: readonly string[]): string {
   );
 }
 
+/**
+ * Names the tools on the cautious default, each once per process. "Start-up"
+ * is the first time the catalog learns a tool (the first tools/list of the
+ * first session: upstreams start with a session): tools with neither
+ * annotations nor a contract are named then, so that whoever runs the gateway
+ * sees which calls will be replayed.
+ */
+export class CautiousDefaultNotices {
+  readonly #named = new Set<string>();
+  readonly #warn: (message: string) => void;
+
+  constructor(warn: (message: string) => void) {
+    this.#warn = warn;
+  }
+
+  listed(entries: readonly CatalogEntry[]): void {
+    const fresh = entries
+      // An action tool's contract is declared beside it, not under tools: (the notice's advice); lint names those.
+      .filter((e) => e.source === 'cautious_default' && !e.action && !this.#named.has(e.name))
+      .map((e) => e.name);
+    if (fresh.length === 0) return;
+    for (const name of fresh) this.#named.add(name);
+    this.#warn(cautiousDefaultNotice(fresh));
+  }
+}
+
 /** The annotations published for an entry: the one rule in contracts/annotations.ts. */
 export function publishedAnnotations(entry: CatalogEntry): ToolAnnotations | undefined {
   return honestAnnotations(entry.tool.annotations, entry.contract, { contractDeclared: entry.declared });

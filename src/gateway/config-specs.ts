@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { durationMs } from '../contracts/duration.js';
+import { SQLITE_STORE_FILE } from '../defaults.js';
+import { idemEnvironment } from '../environment.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../front/auth/index.js';
 import type { StoreSpec } from '../store/index.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -43,11 +45,11 @@ export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
         : {}),
     };
   }
-  const url = process.env.IDEM_STORE_URL;
+  const url = idemEnvironment().storeUrl;
   if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
   return {
     kind: 'sqlite',
-    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, 'idem.db'),
+    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, SQLITE_STORE_FILE),
     ...(store?.kind === 'sqlite' && store.synchronous ? { synchronous: store.synchronous } : {}),
   };
 }

@@ -4,14 +4,16 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
+import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
-import { messageOf } from '../errors.js';
+import { ConfigError, messageOf } from '../errors.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../support/log.js';
+import { BearerTokenSchema, OAuthConfigSchema } from './config-auth.js';
+import { DurationSchema } from './config-duration.js';
 import { describeConfigIssues } from './config-errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
-
-const duration = z.union([z.string(), z.number().nonnegative()]);
+import { HttpUpstreamSchema, StdioUpstreamSchema } from './config-upstreams.js';
 
 /** A status probe the gateway can run on its own: call an upstream tool with the execution id. */
 const StatusProbeConfig = z
@@ -46,150 +48,9 @@ const GatewayDefaults = ToolContractSchema.pick({
 })
   .extend({
     replay: ToolContractSchema.shape.replay.optional(),
-    scope: z.union([z.enum(['session', 'actor']), z.object({ window: duration }).strict()]).optional(),
+    scope: z.union([z.enum(['session', 'actor']), z.object({ window: DurationSchema }).strict()]).optional(),
   })
   .strict();
-
-const StdioUpstream = z
-  .object({
-    command: z.string().min(1),
-    args: z.array(z.string()).optional(),
-    env: z
-      .record(z.string(), z.string())
-      .optional()
-      .describe('Variables set for the upstream, on top of what it inherits.'),
-    env_inherit: z
-      .union([z.enum(['all', 'none']), z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))])
-      .optional()
-      .describe(
-        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, $" +
-          "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
-      ),
-    cwd: z.string().optional(),
-    share: z
-      .boolean()
-      .optional()
-      .describe(
-        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
-      ),
-  })
-  .strict();
-
-const HttpUpstream = z
-  .object({
-    url: z.url(),
-    /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
-    headers: z.record(z.string(), z.string()).optional(),
-    share: z
-      .boolean()
-      .optional()
-      .describe(
-        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
-      ),
-  })
-  .strict();
-
-const BearerToken = z.union([
-  z.object({ token_env: z.string().min(1), actor: z.string().min(1) }).strict(),
-  z.object({ token_sha256: z.string().regex(/^[0-9a-f]{64}$/), actor: z.string().min(1) }).strict(),
-]);
-
-const JWS_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-] as const;
-
-const OAuthIssuer = z
-  .object({
-    issuer: z
-      .url()
-      .describe(
-        "The authorization server's issuer identifier, exactly as its tokens' iss claim and its metadata say.",
-      ),
-    jwks_uri: z
-      .url()
-      .optional()
-      .describe(
-        'Where its signing keys are. Default: the jwks_uri of its metadata (RFC 8414 /.well-known/oauth-authorization-server, else OpenID /.well-known/openid-configuration).',
-      ),
-  })
-  .strict();
-
-const OAuthConfig = z
-  .object({
-    resource: z
-      .url()
-      .optional()
-      .describe(
-        "This gateway's public URL as clients reach it (RFC 8707 resource, RFC 9728 resource): tokens must name it in aud. Default: the HTTP front's own URL (http://<host>:<port><path>); set it when clients go through a proxy.",
-      ),
-    audience: z
-      .array(z.string().min(1))
-      .min(1)
-      .optional()
-      .describe(
-        'aud values accepted, when the identity provider cannot put the resource URL in aud (Auth0 API identifier, Entra api://… app id URI). Default: [resource].',
-      ),
-    issuers: z.array(OAuthIssuer).min(1).describe('Authorization servers whose tokens are accepted.'),
-    algorithms: z
-      .array(z.enum(JWS_ALGORITHMS))
-      .min(1)
-      .default(['RS256', 'ES256'])
-      .describe(
-        'Signature algorithms accepted (never none, never HMAC: the gateway holds no shared secret).',
-      ),
-    scopes: z
-      .array(z.string().min(1))
-      .default([])
-      .describe('Scopes every request needs (from the scope or scp claim).'),
-    tool_scopes: z
-      .record(z.string(), z.array(z.string().min(1)).min(1))
-      .optional()
-      .describe(
-        'Further scopes a tools/call needs, by gateway-visible tool name; a token without them gets 403 insufficient_scope.',
-      ),
-    clock_skew: duration.default('30s').describe('Leeway on exp and nbf.'),
-    jwks_cache: duration
-      .default('10m')
-      .describe(
-        'How long fetched signing keys are used before fetching them again (a removed key stops working then).',
-      ),
-    jwks_cooldown: duration
-      .default('30s')
-      .describe(
-        'A token signed by an unknown key fetches the keys again (key rotation), at most once per this long.',
-      ),
-    actor: z
-      .object({
-        claim: z.string().min(1).default('sub').describe('The claim that names the actor.'),
-        prefix_issuer: z
-          .boolean()
-          .default(false)
-          .describe(
-            'Actor = <issuer>#<claim value>: required with several issuers, so their subjects never collide.',
-          ),
-      })
-      .strict()
-      .default({ claim: 'sub', prefix_issuer: false }),
-  })
-  .strict()
-  .refine((o) => o.issuers.length === 1 || o.actor.prefix_issuer, {
-    message:
-      'with several issuers, set actor.prefix_issuer: true (two issuers may name different callers alike)',
-    path: ['actor', 'prefix_issuer'],
-  })
-  .refine((o) => new Set(o.issuers.map((i) => i.issuer)).size === o.issuers.length, {
-    message: 'an issuer is listed twice',
-    path: ['issuers'],
-  });
 
 export const GatewayConfigSchema = z
   .object({
@@ -239,12 +100,12 @@ export const GatewayConfigSchema = z
             pool: z
               .object({
                 max: z.number().int().positive().optional(),
-                connection_timeout: duration.optional(),
-                idle_timeout: duration.optional(),
+                connection_timeout: DurationSchema.optional(),
+                idle_timeout: DurationSchema.optional(),
               })
               .strict()
               .optional(),
-            statement_timeout: duration.optional(),
+            statement_timeout: DurationSchema.optional(),
           })
           .strict(),
         z.object({ kind: z.literal('memory') }).strict(),
@@ -260,16 +121,12 @@ export const GatewayConfigSchema = z
             port: z.number().int().min(0).max(65535).default(8787),
             path: z.string().startsWith('/').default('/mcp'),
             stateless: z.boolean().default(false),
-            session_idle_timeout: duration
-              .optional()
-              .describe(
-                'A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default 10m.',
-              ),
-            session_unused_timeout: duration
-              .optional()
-              .describe(
-                'The same for a session that never got a request after its initialize (a client that connected and left). Default 1m, at most session_idle_timeout.',
-              ),
+            session_idle_timeout: DurationSchema.optional().describe(
+              'A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default 10m.',
+            ),
+            session_unused_timeout: DurationSchema.optional().describe(
+              'The same for a session that never got a request after its initialize (a client that connected and left). Default 1m, at most session_idle_timeout.',
+            ),
             max_sessions: z
               .number()
               .int()
@@ -304,15 +161,15 @@ export const GatewayConfigSchema = z
               ),
             timeouts: z
               .object({
-                headers: duration
-                  .optional()
-                  .describe(
-                    "From a request's first byte to the end of its headers (a connection that sends nothing is closed this long after connect). Default 10s.",
-                  ),
-                request: duration
-                  .optional()
-                  .describe("From a request's first byte to the end of its body. Default 30s."),
-                idle: duration.optional().describe('A kept-alive connection with no request. Default 5s.'),
+                headers: DurationSchema.optional().describe(
+                  "From a request's first byte to the end of its headers (a connection that sends nothing is closed this long after connect). Default 10s.",
+                ),
+                request: DurationSchema.optional().describe(
+                  "From a request's first byte to the end of its body. Default 30s.",
+                ),
+                idle: DurationSchema.optional().describe(
+                  'A kept-alive connection with no request. Default 5s.',
+                ),
               })
               .strict()
               .optional()
@@ -325,8 +182,12 @@ export const GatewayConfigSchema = z
       .optional(),
     auth: z
       .object({
-        bearer: z.array(BearerToken).min(1).optional().describe('Static bearer tokens mapped to actors.'),
-        oauth: OAuthConfig.optional().describe(
+        bearer: z
+          .array(BearerTokenSchema)
+          .min(1)
+          .optional()
+          .describe('Static bearer tokens mapped to actors.'),
+        oauth: OAuthConfigSchema.optional().describe(
           'OAuth 2.1 access tokens (JWT) from your identity provider; the actor is a claim of the token (docs/auth.md).',
         ),
       })
@@ -338,7 +199,7 @@ export const GatewayConfigSchema = z
       ),
     // May be empty when the gateway serves only its own HTTP/SSH action tools (the refine below).
     upstreams: z
-      .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstream, HttpUpstream]))
+      .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/), z.union([StdioUpstreamSchema, HttpUpstreamSchema]))
       .default({}),
     log_level: z
       .enum(LOG_LEVELS)
@@ -362,7 +223,7 @@ export const GatewayConfigSchema = z
     status_tool: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
-      .default('idem_execution_status'),
+      .default(DEFAULT_STATUS_TOOL),
     receipts: z
       .object({
         max: z.number().int().positive().optional().describe('All actors together. Default 100000.'),
@@ -372,12 +233,12 @@ export const GatewayConfigSchema = z
           .positive()
           .optional()
           .describe('One actor at most (so one actor cannot lock the others out). Default 10000.'),
-        retention: duration.optional(),
+        retention: DurationSchema.optional(),
       })
       .strict()
       .optional(),
-    retention: duration.default('48h').describe('How long finished executions are kept.'),
-    sweep_interval: duration.default('30s'),
+    retention: DurationSchema.default(DEFAULT_RETENTION).describe('How long finished executions are kept.'),
+    sweep_interval: DurationSchema.default('30s'),
     console: ConsoleConfigSchema.optional(),
     metrics: MetricsConfigSchema.optional(),
   })
@@ -400,10 +261,6 @@ export type GatewayDefaultsConfig = z.output<typeof GatewayDefaults>;
 
 /** Separator between upstream and tool name when there are several upstreams; valid in every major client's tool-name rules ([A-Za-z0-9_-]). */
 export const NAME_SEPARATOR = '__';
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 /** Reads and validates a YAML (or JSON) config; relative paths are resolved against the file's directory. */
 export function loadConfig(path: string): GatewayConfig {

@@ -1,7 +1,8 @@
 import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import type { ActionTool } from '../dispatch/channel.js';
+import { ConfigError } from '../errors.js';
 import { actionEntry, defaultsContract } from './catalog.js';
-import { ConfigError, type GatewayConfig } from './config.js';
+import type { GatewayConfig } from './config.js';
 
 export interface ContractProblem {
   /** The config key of the contract: tools.<name>, defaults, http_tools.<name>.contract. */

@@ -1,24 +1,24 @@
-// Longer than most files on purpose: this is the wiring of the gateway — store, engine, catalog,
-// fronts, shared upstream connections, action tools, sweeper, head signing — and only the wiring;
-// each part it wires lives in its own file (config-specs, session-*, action-tools, front/).
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+// The wiring of the gateway — store, engine, catalog, fronts, shared upstream connections, action
+// tools, maintenance — and only the wiring; each part it wires lives in its own file (config-specs,
+// session-*, action-tools, http-listen, readiness, front/, maintenance/).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { expirePending } from '../approval/decide.js';
-import type { ProbeAnswer, StatusProbe } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
-import { CredentialError, Credentials } from '../credentials/index.js';
+import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
+import { idemEnvironment } from '../environment.js';
+import { ConfigError, CredentialError } from '../errors.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';
 import { type ServedHttp, serveHttpFront } from '../front/http.js';
+import { serveStdioFront } from '../front/stdio.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { signJournalHeads } from '../journal/head-signer.js';
+import type { ActivityEventInput } from '../journal/events.js';
+import { Maintenance } from '../maintenance/maintenance.js';
 import { metricsObserver } from '../metrics/calls.js';
 import { createMetrics, type IdemMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
@@ -29,18 +29,19 @@ import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type Log, scrubbedLog } from '../support/log.js';
 import { actionToolsOf, closeActionTools } from './action-tools.js';
-import { type CatalogEntry, cautiousDefaultNotice, ToolCatalog } from './catalog.js';
-import { ConfigError, expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { checkContracts } from './contract-check.js';
-import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
+import { httpListenOf } from './http-listen.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
+import { readinessOf } from './readiness.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
-import { sessionBoundsOf } from './session-bounds.js';
+import { declaredProbe } from './status-probe.js';
 import { ToolNameGuard } from './tool-names.js';
 import type { ToolOverrides } from './tool-overrides.js';
-import { upstreamEnvironment } from './upstream-env.js';
 import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
+import { upstreamSpecsOf } from './upstream-specs.js';
 
 export interface GatewayOptions {
   version: string;
@@ -81,18 +82,17 @@ export class Gateway {
   readonly #log: Log;
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
-  readonly #sweeper: NodeJS.Timeout;
+  /** Receipts, sweep, approval expiry and head signing, every `sweep_interval`. */
+  readonly #maintenance: Maintenance;
   /** Who may call the HTTP front (auth.bearer, auth.oauth); undefined: anyone on loopback. */
   readonly #auth: FrontAuth | undefined;
   /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
   readonly #readOnlyTools = new Set<string>();
-  /** Tools already named as on the cautious default: each is named once per process. */
-  readonly #namedCautious = new Set<string>();
+  /** Names the tools on the cautious default, each once per process. */
+  readonly #cautiousNotices = new CautiousDefaultNotices((message) => this.#log.warn(message));
   /** The config's tool names, checked whenever an upstream's tools are listed; a fault stops every tool. */
   readonly #toolNames: ToolNameGuard;
   #http: ServedHttp | undefined;
-  /** The signing of the journal heads under way, if any. */
-  #signing: Promise<void> | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -122,9 +122,10 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    const fingerprintKeyFile = config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile;
     this.#fingerprinter = Fingerprinter.forDataDir(
       dataDir,
-      config.fingerprint_key_file ? { keyFile: config.fingerprint_key_file } : {},
+      fingerprintKeyFile ? { keyFile: fingerprintKeyFile } : {},
     );
     this.engine = new ExecutionEngine({
       store: this.store,
@@ -142,25 +143,21 @@ export class Gateway {
         : {}),
     });
     this.#auth = frontAuthOf(config, options.clock);
-    const retentionMs = durationMs(config.retention, 'retention');
-    this.#sweeper = setInterval(
-      () => {
-        this.receipts.trim();
-        this.store
-          .sweep({ retentionMs })
-          // Approval requests nobody decided in time end as denied (`expired`), visible as such in the queue.
-          .then(() => expirePending(this.store))
-          .catch((error: unknown) => this.#log.warn('sweep failed', { error: String(error) }))
-          // Each sweep leaves what was journaled so far covered by a signature (docs/security.md).
-          .then(() => this.#signHeads());
+    this.#maintenance = new Maintenance({
+      store: this.store,
+      retentionMs: durationMs(config.retention, 'retention'),
+      receipts: this.receipts,
+      signing: {
+        dataDir,
+        ...keyFile(config.journal_signing_key_file || idemEnvironment().journalSigningKeyFile),
       },
-      durationMs(config.sweep_interval, 'sweep_interval'),
-    );
-    this.#sweeper.unref();
+      warn: (message, fields) => this.#log.warn(message, fields),
+    });
+    this.#maintenance.start(durationMs(config.sweep_interval, 'sweep_interval'));
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
-    const dataDir = resolveDataDir(config.data_dir);
+    const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     // Credentials and action tools are checked before the store opens: a credential file others
     // can read, or a tool whose URLs cannot be confined, stops the start.
     const knownSecrets = new KnownSecrets();
@@ -178,109 +175,28 @@ export class Gateway {
   }
 
   get upstreams(): UpstreamSpec[] {
-    return Gateway.upstreamSpecs(this.#config);
+    return upstreamSpecsOf(this.#config);
   }
 
-  /**
-   * The upstreams of a config, with `${VAR}` in HTTP header values taken from
-   * the environment, and each stdio upstream's environment as it inherits it.
-   */
-  static upstreamSpecs(config: GatewayConfig): UpstreamSpec[] {
-    return Object.entries(config.upstreams).map(([name, spec]) =>
-      'url' in spec
-        ? {
-            name,
-            url: spec.url,
-            ...(spec.headers
-              ? {
-                  headers: Object.fromEntries(
-                    Object.entries(spec.headers).map(([k, v]) => [k, expandEnv(v)]),
-                  ),
-                }
-              : {}),
-          }
-        : {
-            name,
-            command: spec.command,
-            ...(spec.args ? { args: spec.args } : {}),
-            ...(spec.cwd ? { cwd: spec.cwd } : {}),
-            env: upstreamEnvironment(config, spec),
-          },
-    );
+  /** Serves one client over stdio (this process's stdin/stdout, or the transport given). */
+  serveStdio(transport?: Transport): Promise<ProxySession> {
+    return serveStdioFront({
+      ...(transport ? { transport } : {}),
+      wrap: (t) => this.#wrap(t, 'connection'),
+      attach: (t) => this.#attach(t),
+    });
   }
 
-  /** Serves one client over stdio (this process's stdin/stdout). */
-  async serveStdio(transport: Transport = new StdioServerTransport()): Promise<ProxySession> {
-    const wrapped = this.#wrap(transport, 'connection');
-    const session = await this.#attach(wrapped);
-    // The SDK's stdio transport drops a line that is not a JSON-RPC message and only reports it;
-    // JSON-RPC 2.0 wants an answer with id null: -32700 for bad JSON, -32600 for a bad message.
-    const reported = wrapped.onerror;
-    wrapped.onerror = (error) => {
-      const parse = error instanceof SyntaxError;
-      if (parse || error.name === 'ZodError') {
-        const message = parse
-          ? 'Parse error: the line is not valid JSON'
-          : 'Invalid Request: not a JSON-RPC 2.0 message';
-        void transport
-          .send({
-            jsonrpc: '2.0',
-            id: null,
-            error: { code: parse ? -32700 : -32600, message },
-          } as unknown as JSONRPCMessage)
-          .catch(() => {});
-      }
-      reported?.(error);
-    };
-    return session;
-  }
-
-  /**
-   * Serves clients over Streamable HTTP. Without auth it warns (the actor is
-   * whatever the client says it is), and refuses a non-loopback address unless
-   * `listen.http.allow_unauthenticated` is set.
-   */
+  /** Serves clients over Streamable HTTP, as `listen.http` says (checked in http-listen.ts). */
   async serveHttp(): Promise<ServedHttp> {
-    const http = this.#config.listen?.http;
-    const stateless = http?.stateless ?? false;
-    const host = http?.host ?? '127.0.0.1';
-    if (this.#config.auth?.oauth && !this.#config.auth.oauth.resource && !isLoopbackHost(host)) {
-      // The front's own address is not what clients reach from elsewhere (a proxy, a DNS name).
-      throw new ConfigError(
-        `auth.oauth.resource is required when listening on ${host}: set it to the URL clients use to reach the gateway (tokens name it as their audience).`,
-      );
-    }
-    if (!this.#auth) {
-      const exposure = unauthenticatedExposure({
-        host,
-        stateless,
-        allowed: http?.allow_unauthenticated ?? false,
-      });
-      if (exposure.refuse) throw new ConfigError(exposure.message);
-      // Said even without a logger: an operator must not miss it.
-      if (this.#options.logger) this.#log.warn(exposure.message);
-      else process.stderr.write(`idem gateway: ${exposure.message}\n`);
-    }
-    const timeout = (key: 'headers' | 'request' | 'idle') => {
-      const value = http?.timeouts?.[key];
-      return value === undefined ? undefined : durationMs(value, `listen.http.timeouts.${key}`);
-    };
-    const timeouts = Object.fromEntries(
-      (
-        [
-          ['headersMs', timeout('headers')],
-          ['requestMs', timeout('request')],
-          ['idleMs', timeout('idle')],
-        ] as const
-      ).filter(([, ms]) => ms !== undefined),
+    const listen = httpListenOf(
+      this.#config,
+      this.#auth !== undefined,
+      this.#options.logger ? this.#log : undefined,
     );
+    const stateless = listen.stateless;
     this.#http = await serveHttpFront({
-      host,
-      timeouts,
-      port: http?.port ?? 8787,
-      path: http?.path ?? '/mcp',
-      stateless,
-      ...sessionBoundsOf(http),
+      ...listen,
       // The caps count a session against the actor it will have (a token's subject, or the client's name locally).
       sessionActorOf: (authInfo, clientName) =>
         defaultActorOf({ ...(authInfo ? { authInfo } : {}), ...(clientName ? { clientName } : {}) }),
@@ -293,8 +209,6 @@ export class Gateway {
           );
       },
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
-      ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
-      ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
       ...(this.#auth ? { auth: this.#auth } : {}),
       readiness: () => this.readiness(),
       wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
@@ -311,37 +225,18 @@ export class Gateway {
     return this.#http;
   }
 
-  /**
-   * Ready: the store answers a read (within 2 s), and no upstream is down
-   * (being restarted) in any live session or shared set. An upstream nobody
-   * has started yet is not down: it starts with the session that needs it.
-   */
+  /** Ready: the store answers, and no upstream is down in any live session or shared set (readiness.ts). */
   async readiness(): Promise<Readiness> {
-    let timer: NodeJS.Timeout | undefined;
-    const storeAnswers = await Promise.race([
-      this.store.get('exe_readiness_probe').then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), 2_000);
-      }),
-    ]).finally(() => clearTimeout(timer));
     const connections: UpstreamConnection[] = [...this.#sessions].flatMap((s) => [...s.upstreamConnections]);
     for (const opening of this.#shared.values()) {
       const shared = await opening.catch(() => undefined);
       if (shared) connections.push(...shared.upstreams.values());
     }
-    const down = new Set(connections.filter((c) => c.down).map((c) => c.name));
-    return {
-      ready: storeAnswers && down.size === 0,
-      store: storeAnswers ? 'ok' : 'unreachable',
-      upstreams: { configured: Object.keys(this.#config.upstreams).length, down: down.size },
-    };
+    return readinessOf(this.store, connections, Object.keys(this.#config.upstreams).length);
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#sweeper);
+    this.#maintenance.stop();
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
     for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
@@ -349,31 +244,8 @@ export class Gateway {
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     }
     await closeActionTools(this.actionTools);
-    // What was journaled up to now leaves covered by a signature (after any signing under way, which may predate it).
-    await this.#signing;
-    await this.#signHeads();
+    await this.#maintenance.close();
     await this.store.close();
-  }
-
-  /**
-   * Signs the journals' heads, when the key can be read: a key owned by
-   * another user (signing from its own `idem audit sign`) is not an error. A
-   * refusal (journal behind its last signed head) is logged every time.
-   */
-  async #signHeads(): Promise<void> {
-    // A slow signing (a big store, a busy disk) is not run twice at once: both would write journal-head.json.
-    this.#signing ??= this.#signHeadsNow().finally(() => {
-      this.#signing = undefined;
-    });
-    return this.#signing;
-  }
-
-  async #signHeadsNow(): Promise<void> {
-    const keyFile = this.#config.journal_signing_key_file;
-    await signJournalHeads(this.store, this.dataDir, keyFile ? { keyFile } : {}).catch((error: unknown) => {
-      if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
-      this.#log.warn('journal heads not signed', { error: String(error) });
-    });
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
@@ -388,8 +260,14 @@ export class Gateway {
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
       },
+      onSession: (event) => this.#journalSession(event),
       onAnswered: (how) => this.metrics.receiptAnswers.inc({ answer: how }),
     });
+  }
+
+  /** An agent run's event (its start and end, an upstream restarted under it): the sessions journal. */
+  #journalSession(event: ActivityEventInput): void {
+    this.store.appendEvents([event], 'sessions').catch(() => {});
   }
 
   /**
@@ -457,32 +335,16 @@ export class Gateway {
           method,
           error: error instanceof Error ? (error.stack ?? error.message) : String(error),
         }),
-      onSessionEvent: (kind, detail) => {
-        const { actor, session, ...rest } = detail as { actor?: string; session?: string | null };
-        this.store
-          .appendEvents(
-            [{ kind, actor: actor ?? null, requestRef: session ?? null, detail: rest as never }],
-            'sessions',
-          )
-          .catch(() => {});
-      },
       onUpstreamRestart: ({ upstream, attempt, delayMs, reason, session, actor }) => {
         this.metrics.upstreamRestarts.inc({ upstream });
         // A restarted upstream has lost whatever state it held: say so where a user looks, and keep it.
         logUpstreamRestart(this.#log, { upstream, session }, { attempt, delayMs, reason });
-        this.store
-          .appendEvents(
-            [
-              {
-                kind: 'upstream_restart',
-                actor,
-                requestRef: session,
-                detail: { upstream, attempt, delay_ms: delayMs, reason },
-              },
-            ],
-            'sessions',
-          )
-          .catch(() => {});
+        this.#journalSession({
+          kind: 'upstream_restart',
+          actor,
+          requestRef: session,
+          detail: { upstream, attempt, delay_ms: delayMs, reason },
+        });
       },
       onUpstreamLifecycle: (upstream, session, event) =>
         logUpstreamLifecycle(this.#log, { upstream, session }, event),
@@ -497,7 +359,7 @@ export class Gateway {
           overrides: this.#options.toolOverrides,
           prefixed: upstreams.length > 1,
           separator: NAME_SEPARATOR,
-          probeFor: (name, probe) => this.#probe(name, probe),
+          probeFor: (_name, probe) => declaredProbe(this.#sessions, probe),
           defaults: this.#config.defaults,
           actionTools: this.actionTools,
           statusTool: this.#config.status_tool,
@@ -507,43 +369,10 @@ export class Gateway {
               if (entry.contract.replay === 'read_only') this.#readOnlyTools.add(entry.name);
               else this.#readOnlyTools.delete(entry.name);
             }
-            this.#nameCautiousDefaults(entries);
+            this.#cautiousNotices.listed(entries);
           },
           onListed: (upstream, catalog) => this.#toolNames.listed(upstream, catalog),
         }),
-    };
-  }
-
-  /**
-   * "Start-up" is the first time the catalog learns a tool (the first
-   * tools/list of the first session: upstreams start with a session). Tools
-   * with neither annotations nor a contract are named then, once per process,
-   * so that whoever runs the gateway sees which calls will be replayed.
-   */
-  #nameCautiousDefaults(entries: CatalogEntry[]): void {
-    const fresh = entries
-      // An action tool's contract is declared beside it, not under tools: (the notice's advice); lint names those.
-      .filter((e) => e.source === 'cautious_default' && !e.action && !this.#namedCautious.has(e.name))
-      .map((e) => e.name);
-    if (fresh.length === 0) return;
-    for (const name of fresh) this.#namedCautious.add(name);
-    this.#log.warn(cautiousDefaultNotice(fresh));
-  }
-
-  /** A declarative status probe: call an upstream tool of some live session with the execution id. */
-  #probe(_name: string, probe: { tool: string; arguments?: Record<string, unknown> }): StatusProbe {
-    return async ({ executionId }): Promise<ProbeAnswer> => {
-      const args = JSON.parse(
-        JSON.stringify(probe.arguments ?? {}).replaceAll('{execution_id}', executionId),
-      );
-      for (const session of this.#sessions) {
-        const result = (await session.callUpstreamTool(probe.tool, args).catch(() => undefined)) as
-          | CallToolResult
-          | undefined;
-        if (!result) continue;
-        return result.isError ? { outcome: 'unknown' } : { outcome: 'completed', result };
-      }
-      return { outcome: 'unknown' };
     };
   }
 }
@@ -559,4 +388,9 @@ function gatewayLog(logger: Logger | undefined, secrets: KnownSecrets): Log {
     },
     (value) => secrets.redact(value),
   );
+}
+
+/** A key file option, only when one is named. */
+function keyFile(path: string | undefined): { keyFile?: string } {
+  return path ? { keyFile: path } : {};
 }

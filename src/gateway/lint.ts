@@ -1,15 +1,15 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CredentialError, Credentials } from '../credentials/index.js';
+import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { UpstreamConnection } from '../dispatch/mcp/index.js';
-import { messageOf } from '../errors.js';
+import { ConfigError, CredentialError, messageOf } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { actionToolsOf } from './action-tools.js';
 import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
-import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { contractProblems } from './contract-check.js';
-import { Gateway } from './gateway.js';
 import { toolNameEntries, toolNameProblems } from './tool-names.js';
+import { upstreamSpecsOf } from './upstream-specs.js';
 
 export interface LintFinding {
   tool: string;
@@ -25,7 +25,7 @@ export interface LintFinding {
  * that would settle it, and every contract that names no tool.
  */
 export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
-  const upstreams = Gateway.upstreamSpecs(config);
+  const upstreams = upstreamSpecsOf(config);
   const findings: LintFinding[] = [];
   const built = await lintActionTools(config, findings);
   const broken = new Set<string>();

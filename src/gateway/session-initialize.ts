@@ -5,7 +5,6 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection, type UpstreamHandlers, type UpstreamOptions } from '../dispatch/mcp/index.js';
 import { messageOf } from '../errors.js';
-import { tokenRefOf } from '../identity/actor.js';
 import {
   isModernVersion,
   LATEST_LEGACY_VERSION,
@@ -71,14 +70,7 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
     s.initializing = false;
   }
   s.initialized = true;
-  const token = tokenRefOf(s.clientInfo);
-  s.ctx.onSessionEvent?.('session_start', {
-    session: s.front.sessionId ?? null,
-    actor: s.actor(),
-    client: params?.clientInfo ?? null,
-    protocol_version: results[0]?.[1].protocolVersion ?? params?.protocolVersion ?? null,
-    ...(token ? { token } : {}),
-  });
+
   const merged = mergeInitialize(s, results);
   // A 2026-07-28 upstream said its revision through server/discover: the client still gets one of its own era.
   return s.reply(request.id, {

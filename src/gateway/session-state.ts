@@ -34,7 +34,6 @@ export interface SessionContext {
   version: string;
   /** How long a call waits for a restarting upstream before answering IDEM_NOT_EXECUTED. */
   upstreamWaitMs: number;
-  onSessionEvent?(kind: 'session_start' | 'session_end', detail: Record<string, unknown>): void;
   /** An upstream of this session (null: of the shared upstreams) is being restarted. */
   onUpstreamRestart?(
     restart: UpstreamRestart & { upstream: string; session: string | null; actor: string | null },

@@ -63,11 +63,7 @@ export class ProxySession {
       settle({ jsonrpc: '2.0', id, error: { code: -32000, message: 'the client session closed' } });
     this.#s.toClient.clear();
     for (const ended of this.#s.subscriptions.values()) ended.abort();
-    if (this.#s.initialized)
-      this.#s.ctx.onSessionEvent?.('session_end', {
-        session: this.#s.front.sessionId ?? null,
-        actor: this.#s.actor(),
-      });
+
     this.#s.release();
     await Promise.all(
       [...this.#s.upstreams].filter(([name]) => this.#s.owns(name)).map(([, upstream]) => upstream.close()),

@@ -1,5 +1,6 @@
 import { closest, distance } from 'fastest-levenshtein';
-import { ConfigError, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { ConfigError } from '../errors.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 
 /**
  * How a tool name written in the config names a published tool (DESIGN §5:

@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import type { ReplayClass } from '../contracts/contract.js';
-import { ConfigError, type GatewayToolContractConfig } from './config.js';
+import { ConfigError } from '../errors.js';
+import type { GatewayToolContractConfig } from './config.js';
 
 const REPLAYS: readonly ReplayClass[] = ['read_only', 'review', 'keyed', 'status'];
 

@@ -3,11 +3,12 @@ import envPaths from 'env-paths';
 
 /**
  * The directory that holds the SQLite file, the fingerprint key and the journal
- * signing key: `IDEM_DATA_DIR`, else a per-user data directory. Not created:
- * a command that only reads (`idem executions list`) must not leave one behind.
+ * signing key: the one given (the edges pass `data_dir`, else IDEM_DATA_DIR), else
+ * a per-user data directory. Not created: a command that only reads
+ * (`idem executions list`) must not leave one behind.
  */
 export function dataDirPath(explicit?: string): string {
-  return explicit ?? process.env.IDEM_DATA_DIR ?? envPaths('idem', { suffix: '' }).data;
+  return explicit ?? envPaths('idem', { suffix: '' }).data;
 }
 
 /**

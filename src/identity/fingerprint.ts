@@ -67,18 +67,17 @@ export class Fingerprinter {
   }
 
   /**
-   * The installation's fingerprinter: the key at `keyFile`, else
-   * IDEM_FINGERPRINT_KEY_FILE, else `<dataDir>/fingerprint.key` — created on
-   * first use. Processes that share a store must share this key, or the same
+   * The installation's fingerprinter: the key at `keyFile` (the edges pass
+   * `fingerprint_key_file`, else IDEM_FINGERPRINT_KEY_FILE), else
+   * `<dataDir>/fingerprint.key` — created on first use. Processes that share a store must share this key, or the same
    * call gets different fingerprints in each.
    */
   static forDataDir(
     dataDir: string,
     options: { keyFile?: string; limits?: CanonicalLimits } = {},
   ): Fingerprinter {
-    const keyFile = options.keyFile ?? process.env.IDEM_FINGERPRINT_KEY_FILE;
-    const key = keyFile
-      ? loadOrCreateSecret(dirname(resolve(keyFile)), basename(keyFile))
+    const key = options.keyFile
+      ? loadOrCreateSecret(dirname(resolve(options.keyFile)), basename(options.keyFile))
       : loadOrCreateSecret(dataDir, FINGERPRINT_KEY_FILE);
     return new Fingerprinter(key, options.limits);
   }

@@ -14,7 +14,8 @@ import {
 import type { ActivityEventInput } from './events.js';
 import { outcomeDigest } from './outcome-digest.js';
 import { signedHeadMessage, signHead, verifySignedHead } from './signing.js';
-import { hashMatches, type StoredJournalRow, verifyJournal } from './verify.js';
+import { hashMatches, verifyJournal } from './verify.js';
+import type { StoredJournalRow } from './verify-report.js';
 
 /*
  * Known answers. Stored journals are verified by recomputing these hashes, and

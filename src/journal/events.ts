@@ -25,6 +25,11 @@ export const ACTIVITY_KINDS = [
    * lostHeads, keptAs}` — the old store's signed seqs and where its heads were kept.
    */
   'store_started_anew',
+  /**
+   * A sweep deleted finished executions past their retention: `{executions: [ids], retentionMs}`,
+   * at most TRIMMED_PER_EVENT ids per event (journal/trims.ts). No executionId: it names several.
+   */
+  'trimmed',
 ] as const;
 
 /**

@@ -2,7 +2,8 @@ import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
 import type { ExecutionState } from './states.js';
-import type { ExecutionProblem, StoredJournalRow } from './verify.js';
+import { TRIM_JOURNALED_FIELD, trimmedIds } from './trims.js';
+import type { ExecutionProblem, StoredJournalRow } from './verify-report.js';
 
 /** An execution row as verify reads it from the store (or an export): what the journal can vouch for. */
 export interface StoredExecutionRow {
@@ -34,6 +35,10 @@ interface JournaledExecution {
   fingerprint?: string;
   /** The approval decision journaled (`authorized`/`denied` with its `by`), if any. */
   decision?: { decision: string; by: string | undefined; seq: number };
+  /** Its claim was journaled by a version that journals trims (journal/trims.ts): a missing row needs a `trimmed` event. */
+  trimJournaled?: true;
+  /** The seq of the `trimmed` event that names it, if one does. */
+  trimmedAt?: number;
 }
 
 export interface ExecutionsReport {
@@ -42,8 +47,13 @@ export interface ExecutionsReport {
   checked: number;
   /** Executions the journal knows. */
   journaled: number;
-  /** Finished executions absent from the table in the way a retention trim removes them (oldest first). */
+  /** Finished executions absent from the table because a retention trim removed them. */
   trimmed: number;
+  /**
+   * Of `trimmed`, those claimed before trims were journaled: no `trimmed` event
+   * names them, and they are accepted because they go oldest first.
+   */
+  trimmedUnrecorded: number;
   /** Stored outcomes matched against the digest the journal recorded. */
   outcomesChecked: number;
   /** Stored outcomes the journal recorded before it carried digests: their state is checked, their content cannot be. */
@@ -72,6 +82,14 @@ export async function journaledExecutions(
 }
 
 function apply(executions: Map<string, JournaledExecution>, row: StoredJournalRow): void {
+  if (row.kind === 'trimmed') {
+    // Names executions journaled before it; an id the journal never had is left to the table check.
+    for (const id of trimmedIds(JSON.parse(row.detailText) as Record<string, unknown>)) {
+      const known = executions.get(id);
+      if (known) known.trimmedAt = row.seq;
+    }
+    return;
+  }
   if (!row.executionId) return;
   let known = executions.get(row.executionId);
   if (!known) {
@@ -91,6 +109,7 @@ function apply(executions: Map<string, JournaledExecution>, row: StoredJournalRo
     known.actor = row.actor;
     known.tool = row.tool;
     if (typeof detail.fingerprint === 'string') known.fingerprint = detail.fingerprint;
+    if (detail[TRIM_JOURNALED_FIELD] === true) known.trimJournaled = true;
   }
   if (STATE_KINDS.has(row.kind)) {
     known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
@@ -134,8 +153,10 @@ function needsDetail(kind: string): boolean {
  * execution the journal recorded, in the state its events lead to, claimed by
  * the same actor for the same tool, with the outcome whose digest was
  * journaled. Each execution the journal has must still be in the table —
- * except finished ones a retention trim removed, which go oldest first: a
- * finished execution missing while one that finished earlier is kept was
+ * except finished ones a retention trim removed: a `trimmed` event names
+ * each (journal/trims.ts). One claimed before trims were journaled (its
+ * `accepted` event lacks the mark) may be missing unnamed, as long as trims
+ * went oldest first: missing while one that finished earlier is kept, it was
  * deleted. (`accepted`…`unknown` are never trimmed.)
  */
 export async function checkExecutions(
@@ -147,6 +168,7 @@ export async function checkExecutions(
     checked: 0,
     journaled: [...journal.values()].filter((e) => e.state !== undefined).length,
     trimmed: 0,
+    trimmedUnrecorded: 0,
     outcomesChecked: 0,
     outcomesUnchecked: 0,
   };
@@ -231,6 +253,18 @@ export async function checkExecutions(
         `execution ${id} (${known.state} in the journal) is not in the table; only finished executions are ever trimmed`,
       );
     }
+    if (known.trimmedAt !== undefined) {
+      report.trimmed++;
+      continue;
+    }
+    if (known.trimJournaled) {
+      return fail(
+        known.seq,
+        id,
+        'execution_missing',
+        `execution ${id} (${known.state} in the journal, last at seq ${known.seq}) is missing from the table and no trim recorded it: every retention trim journals the executions it deletes, so this row was deleted`,
+      );
+    }
     if (known.changedAt - TRIM_ORDER_SLACK_MS > oldestKeptFinish) {
       return fail(
         known.seq,
@@ -240,6 +274,7 @@ export async function checkExecutions(
       );
     }
     report.trimmed++;
+    report.trimmedUnrecorded++;
   }
   return report;
 }

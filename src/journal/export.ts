@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import canonicalize from 'canonicalize';
 import type { StoredExecutionRow } from './executions-check.js';
 import type { SignedHead } from './signing.js';
-import type { StoredJournalRow } from './verify.js';
+import type { StoredJournalRow } from './verify-report.js';
 
 /**
  * JSONL export: the signed heads first (if any), then one journal entry per

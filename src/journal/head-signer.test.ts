@@ -73,20 +73,4 @@ describe('the signing key outside the data directory', () => {
     expect(heads.length).toBeGreaterThan(0);
     for (const head of heads) expect(verifySignedHead(head, publicKeyPem)).toBe(true);
   });
-
-  it('IDEM_JOURNAL_SIGNING_KEY_FILE does the same', async () => {
-    const { dataDir, store } = await signedStore(0, false);
-    const keyFile = join(root, 'env-signing-key');
-    process.env.IDEM_JOURNAL_SIGNING_KEY_FILE = keyFile;
-    try {
-      await store.appendEvents([{ kind: 'receipt_hit', requestRef: 'r' }]);
-      await signJournalHeads(store, dataDir);
-    } finally {
-      delete process.env.IDEM_JOURNAL_SIGNING_KEY_FILE;
-      await store.close();
-    }
-    expect(existsSync(keyFile)).toBe(true);
-    expect(existsSync(`${keyFile}.pub`)).toBe(true);
-    expect(existsSync(join(dataDir, SIGNING_KEY_FILE))).toBe(false);
-  });
 });

@@ -43,10 +43,13 @@ export function chainOf(head: { chain?: number }): number {
   return head.chain ?? 0;
 }
 
-/** Where the journal signing key is looked for: the given file, else IDEM_JOURNAL_SIGNING_KEY_FILE, else the data directory. */
+/**
+ * Where the journal signing key is looked for: the given file (the edges pass
+ * `journal_signing_key_file`, else IDEM_JOURNAL_SIGNING_KEY_FILE), else the data directory.
+ */
 export function signingKeyPaths(
   dataDir: string,
-  keyFile: string | undefined = process.env.IDEM_JOURNAL_SIGNING_KEY_FILE || undefined,
+  keyFile?: string,
 ): { privatePath: string; publicPath: string } {
   if (!keyFile)
     return { privatePath: join(dataDir, SIGNING_KEY_FILE), publicPath: join(dataDir, PUBLIC_KEY_FILE) };
@@ -58,8 +61,7 @@ export function signingKeyPaths(
 /**
  * The journal's Ed25519 key pair, created on first use (private key 0600,
  * PKCS#8 PEM; public key SPKI PEM beside it, to hand to auditors). By default
- * in the data directory; `keyFile` (or IDEM_JOURNAL_SIGNING_KEY_FILE) puts it
- * elsewhere — e.g. owned by another user, so that whoever can rewrite the
+ * in the data directory; `keyFile` puts it elsewhere — e.g. owned by another user, so that whoever can rewrite the
  * store cannot also re-sign it.
  */
 export function loadOrCreateSigningKey(

@@ -4,7 +4,8 @@ import { postgresFingerprint, sqliteFingerprint } from '../identity/fingerprint-
 import type { JournalStream } from './events.js';
 import type { StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
-import type { RegisteredHead, StoredJournalRow } from './verify.js';
+import type { RegisteredHead } from './verify-heads.js';
+import type { StoredJournalRow } from './verify-report.js';
 
 const TABLES: Record<JournalStream, string> = { activity: 'activity_journal', sessions: 'sessions_journal' };
 

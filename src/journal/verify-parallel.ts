@@ -4,14 +4,10 @@ import { startWorkerBeside } from '../support/worker-module.js';
 import { GENESIS_HASH } from './chain.js';
 import type { JournalStream } from './events.js';
 import { sqliteJournalRows } from './sources.js';
-import {
-  headsOf,
-  type SignedHeadOptions,
-  type VerifyReport,
-  verifyJournal,
-  withSignedHead,
-} from './verify.js';
+import { verifyJournal } from './verify.js';
+import { headsOf, type SignedHeadOptions, withSignedHead } from './verify-heads.js';
 import { type ChunkPlan, type ChunkResult, openChunks } from './verify-range.js';
+import type { VerifyReport } from './verify-report.js';
 
 const TABLES = { activity: 'activity_journal', sessions: 'sessions_journal' } as const;
 

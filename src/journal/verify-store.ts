@@ -14,8 +14,9 @@ import {
   sqliteExecutionRows,
   sqliteJournalRows,
 } from './sources.js';
-import { type StoredJournalRow, type VerifyReport, verifyJournal } from './verify.js';
+import { verifyJournal } from './verify.js';
 import { verifySqliteJournal } from './verify-parallel.js';
+import type { StoredJournalRow, VerifyReport } from './verify-report.js';
 
 /** What verify reads: a SQLite file, a PostgreSQL database, or an export. */
 export type JournalSource =

@@ -8,7 +8,8 @@ import { chainGenesis, GENESIS_HASH, journalEntryHash, nextEntry } from './chain
 import type { ActivityEventInput } from './events.js';
 import { entryLine, readExport, signedHeadLine } from './export.js';
 import { loadOrCreateSigningKey, type SignedHead, signHead } from './signing.js';
-import { type StoredJournalRow, verifyJournal } from './verify.js';
+import { verifyJournal } from './verify.js';
+import type { StoredJournalRow } from './verify-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-verify-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,9 +9,11 @@ import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
+import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../defaults.js';
 import { actionCall, actionContract, callerOf, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
+import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
@@ -27,7 +29,7 @@ import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { signJournalHeads } from '../journal/head-signer.js';
+import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type CallerInfo, type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
@@ -97,12 +99,11 @@ export class Idem {
     (args: unknown, extra: ToolExtra, caller: Caller) => { call: ToolCall; dispatch: Dispatch }
   >();
   readonly #ownsStore: boolean;
-  readonly #dataDir: string;
   /** Credentials by name; their resolved values join `#knownSecrets`, which the engine scrubs. */
   readonly #credentials: Credentials;
   /** Channels of action tools, closed with Idem (connection pools). */
   readonly #channels: ActionChannel[] = [];
-  readonly #maintenance: NodeJS.Timeout | undefined;
+  readonly #maintenance: Maintenance;
 
   private constructor(
     store: ExecutionStore,
@@ -112,7 +113,6 @@ export class Idem {
     dataDir: string,
   ) {
     this.store = store;
-    this.#dataDir = dataDir;
     this.fingerprinter = fingerprinter;
     this.#ownsStore = ownsStore;
     this.#actorOf = options.actorOf ?? defaultActorOf;
@@ -124,28 +124,29 @@ export class Idem {
       store,
       fingerprinter,
       knownSecrets,
-      statusTool: options.statusToolName ?? 'idem_execution_status',
+      statusTool: options.statusToolName ?? DEFAULT_STATUS_TOOL,
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
-    const interval = options.maintenanceIntervalMs ?? 30_000;
-    if (interval > 0) {
-      const retentionMs = durationMs(options.retention ?? '48h', 'retention');
-      this.#maintenance = setInterval(() => {
-        this.receipts.trim();
-        store
-          .sweep({ retentionMs })
-          .then(() => signJournalHeads(store, dataDir))
-          .catch((error: unknown) => options.logger?.warn('maintenance failed', { error: String(error) }));
-      }, interval);
-      this.#maintenance.unref();
-    }
+    const signingKeyFile = idemEnvironment().journalSigningKeyFile;
+    this.#maintenance = new Maintenance({
+      store,
+      retentionMs: durationMs(options.retention ?? DEFAULT_RETENTION, 'retention'),
+      receipts: this.receipts,
+      signing: {
+        dataDir,
+        ...(signingKeyFile ? { keyFile: signingKeyFile } : {}),
+      },
+      warn: (message, fields) => options.logger?.warn(message, fields),
+    });
+    this.#maintenance.start(options.maintenanceIntervalMs ?? 30_000);
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
-    const dataDir = resolveDataDir(options.dataDir);
-    const fingerprinter = Fingerprinter.forDataDir(dataDir);
-    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, 'idem.db') };
+    const environment = idemEnvironment();
+    const dataDir = resolveDataDir(options.dataDir ?? environment.dataDir);
+    const fingerprinter = Fingerprinter.forDataDir(dataDir, { keyFile: environment.fingerprintKeyFile });
+    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, SQLITE_STORE_FILE) };
     const owns = !isStore(spec);
     const store = isStore(spec) ? spec : await openDataDirStore(spec, dataDir);
     return new Idem(store, fingerprinter, options, owns, dataDir);
@@ -280,10 +281,10 @@ export class Idem {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#maintenance);
+    this.#maintenance.stop();
     await Promise.all(this.#channels.map((c) => c.close?.()));
     if (this.#ownsStore) {
-      await signJournalHeads(this.store, this.#dataDir).catch(() => {});
+      await this.#maintenance.close();
       await this.store.close();
     }
   }

@@ -20,6 +20,7 @@ const ANSWER_OF_CODE: Record<IdemCode, CallAnswer> = {
   [IDEM_CODES.IDEM_UNKNOWN_EXECUTION]: 'refused',
   [IDEM_CODES.IDEM_INSUFFICIENT_SCOPE]: 'refused',
   [IDEM_CODES.MCP_REQUEST_ID_REUSED]: 'refused',
+  [IDEM_CODES.IDEM_SESSIONS_FULL]: 'refused',
 };
 
 /** How a result answered its call: an Idem code, a replay, or the action's own result. */

@@ -12,7 +12,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
-import type { CallerInfo } from '../identity/actor.js';
+import { type CallerInfo, tokenRefOf } from '../identity/actor.js';
 import { canonicalJson, checkedJson, type JsonValue } from '../identity/canonical.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
@@ -75,7 +75,10 @@ export interface ReceiptTransportOptions {
   extraMethods?: readonly string[];
   idScope?: IdScope;
   onEvent?: (event: ActivityEventInput) => void;
-  /** Agent runs for the sessions journal: start (after initialize is answered) and end (transport closed). */
+  /**
+   * Agent runs for the sessions journal, the one place sessions are journaled (library and gateway
+   * alike): start (after initialize is answered) and end (transport closed).
+   */
   onSession?: (event: ActivityEventInput) => void;
   /** Each request this layer answers itself, never reaching a tool (for metrics: no engine counts them). */
   onAnswered?: (how: ReceiptAnswer) => void;
@@ -105,6 +108,8 @@ export class ReceiptTransport implements Transport {
   #clientName: string | undefined;
   #initialize: { id: RequestId; client: unknown; authInfo?: AuthInfo } | undefined;
   #started = false;
+  /** Who the session belongs to, as of its start: its end is journaled under the same actor. */
+  #sessionActor: string | undefined;
   #closed = false;
 
   constructor(inner: Transport, options: ReceiptTransportOptions) {
@@ -122,7 +127,8 @@ export class ReceiptTransport implements Transport {
         this.#started = false;
         this.#options.onSession?.({
           kind: 'session_end',
-          actor: this.#actorNow(),
+          // The session's actor, as its start recorded it (the token it began with is gone by now).
+          actor: this.#sessionActor ?? this.#actorNow(),
           requestRef: this.sessionId ?? null,
         });
       }
@@ -153,14 +159,17 @@ export class ReceiptTransport implements Transport {
       const id = (message as { id?: RequestId }).id;
       if (this.#initialize && id === this.#initialize.id && isJSONRPCResultResponse(message)) {
         this.#started = true;
+        this.#sessionActor = this.#actorNow();
+        const token = tokenRefOf(this.#initialize.authInfo ? { authInfo: this.#initialize.authInfo } : {});
         this.#options.onSession?.({
           kind: 'session_start',
-          actor: this.#actorNow(),
+          actor: this.#sessionActor,
           requestRef: this.sessionId ?? null,
           detail: {
             client: (this.#initialize.client ?? null) as never,
             protocol_version: ((message.result as { protocolVersion?: string }).protocolVersion ??
               null) as never,
+            ...(token ? { token: { issuer: token.issuer, jti: token.jti } } : {}),
           },
         });
         this.#initialize = undefined;

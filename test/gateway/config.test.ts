@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ConfigError, configJsonSchema, loadConfig } from '../../src/gateway/config.js';
+import { ConfigError } from '../../src/errors.js';
+import { configJsonSchema, loadConfig } from '../../src/gateway/config.js';
 import { runIdem } from '../support/run-cli.js';
 
 const root = join(import.meta.dirname, '../..');

@@ -5,8 +5,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
+import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { ConfigError, GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
+import { GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { REPO_ROOT } from '../support/node22.js';
 import {

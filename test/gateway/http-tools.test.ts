@@ -15,8 +15,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
+import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
-import { ConfigError, GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
 import { runIdem } from '../support/run-cli.js';

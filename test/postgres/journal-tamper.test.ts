@@ -146,6 +146,29 @@ describe('idem audit verify on PostgreSQL', () => {
     });
   });
 
+  it('the oldest completed execution deleted inside its retention (as a trim would remove it): execution_missing', async () => {
+    const id = ids.completed[0] as string;
+    const url = await tampered((db) => db.query('DELETE FROM executions WHERE id = $1', [id]));
+    const { report } = await verify(url);
+    expect(report.firstBad).toMatchObject({ executionId: id, problem: 'execution_missing' });
+    expect(report.firstBad?.message).toContain('no trim recorded it');
+  });
+
+  it('a real sweep past retention verifies: its trimmed events name every execution it deleted', async () => {
+    const url = await tampered(async () => {});
+    const store = await PostgresStore.open({ url });
+    let trimmed: number;
+    try {
+      trimmed = (await store.sweep({ retentionMs: 0 })).trimmed;
+    } finally {
+      await store.close();
+    }
+    expect(trimmed).toBe(ids.completed.length + 3);
+    const { report } = await verify(url);
+    expect(report.firstBad).toBeUndefined();
+    expect(report.executions).toMatchObject({ trimmed, trimmedUnrecorded: 0 });
+  });
+
   describe("a second gateway's chain", () => {
     it('a middle row deleted: missing, at the row after it', async () => {
       const url = await tampered((db) =>

@@ -18,6 +18,7 @@ import { journalEntryHash } from '../../src/journal/chain.js';
 import { signedHeadLine } from '../../src/journal/export.js';
 import { signJournalHeads } from '../../src/journal/head-signer.js';
 import { loadOrCreateSigningKey, signHead } from '../../src/journal/signing.js';
+import { TRIM_JOURNALED_FIELD } from '../../src/journal/trims.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 import { deadDispatch } from '../../src/testing/claim-input.js';
 
@@ -520,6 +521,15 @@ export const TAMPER_CASES: TamperCase[] = [
     },
   },
   {
+    // Inside its retention, and the first a trim would remove: only a journaled trim tells them apart.
+    name: 'delete the oldest completed execution row (inside its retention, as a trim would remove it)',
+    tamper: ({ db, fixture }) => {
+      const id = fixture.ids.completed[0] as string;
+      db.prepare('DELETE FROM executions WHERE id = ?').run(id);
+      return { expect: { problem: 'execution_missing', executionId: id } };
+    },
+  },
+  {
     name: "change an execution's actor",
     tamper: ({ db, fixture }) => {
       const id = fixture.ids.completed[7] as string;
@@ -669,6 +679,21 @@ export function asJournalBeforeDigests(db: Database.Database): void {
   for (const row of rows(db)) {
     if (!row.detail.includes('outcomeSha256')) continue;
     const { outcomeSha256: _digest, ...detail } = JSON.parse(row.detail) as Record<string, unknown>;
+    put.run(canonicalize(detail), row.seq);
+  }
+  rehashFrom(db, 1);
+}
+
+/**
+ * Makes the copy's activity journal what a version before trims were
+ * journaled wrote: no claim carries the mark (journal/trims.ts), the chain
+ * hashed again.
+ */
+export function asJournalBeforeTrimMarks(db: Database.Database): void {
+  const put = db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?');
+  for (const row of rows(db)) {
+    if (row.kind !== 'accepted' || !row.detail.includes(TRIM_JOURNALED_FIELD)) continue;
+    const { [TRIM_JOURNALED_FIELD]: _mark, ...detail } = JSON.parse(row.detail) as Record<string, unknown>;
     put.run(canonicalize(detail), row.seq);
   }
   rehashFrom(db, 1);

@@ -1,7 +1,12 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { durationMs } from '../../contracts/duration.js';
-import { CredentialError, type Credentials } from '../../credentials/index.js';
-import { DispatchRefusedError, NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
+import type { Credentials } from '../../credentials/index.js';
+import {
+  CredentialError,
+  DispatchRefusedError,
+  NotDispatchedError,
+  OutcomeUnknownError,
+} from '../../errors.js';
 import type { ToolResult } from '../../executions/outcome.js';
 import { headWithoutSecrets } from '../../identity/secret-cut.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';

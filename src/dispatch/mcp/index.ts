@@ -2,11 +2,6 @@
 export { JSONRPC_ERROR_META, McpChannel, type McpToolCall, type ResendWith } from './mcp-channel.js';
 
 export { UpstreamConnection } from './upstream.js';
-export {
-  UpstreamClosedError,
-  UpstreamInvalidReplyError,
-  UpstreamUnavailableError,
-} from './upstream-errors.js';
 export type {
   UpstreamHandlers,
   UpstreamLifecycle,

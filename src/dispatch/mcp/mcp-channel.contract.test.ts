@@ -28,8 +28,7 @@ channelContract('MCP', () => {
         {
           name: 'counting',
           command: process.execPath,
-          args: ['--import', 'tsx', SERVER, '--dir', at, '--behaviour', behaviour],
-          env: { SECRET: secret },
+          args: ['--import', 'tsx', SERVER, '--dir', at, '--behaviour', behaviour, '--secret', secret],
         },
         { onRequest: async (r) => ({ jsonrpc: '2.0', id: r.id, result: {} }), onNotification: () => {} },
         { stderr: 'ignore' },

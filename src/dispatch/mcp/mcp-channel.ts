@@ -1,5 +1,10 @@
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
+import {
+  NotDispatchedError,
+  OutcomeUnknownError,
+  UpstreamClosedError,
+  UpstreamUnavailableError,
+} from '../../errors.js';
 import { META } from '../../executions/answers.js';
 import type { ToolResult } from '../../executions/outcome.js';
 import {
@@ -10,7 +15,6 @@ import {
 } from '../../protocol/eras.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import type { UpstreamConnection } from './upstream.js';
-import { UpstreamClosedError, UpstreamUnavailableError } from './upstream-errors.js';
 import type { UpstreamReply } from './upstream-spec.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */

@@ -1,5 +1,6 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamClosedError, UpstreamUnavailableError } from '../../errors.js';
 import {
   ENVELOPE,
   envelopeOf,
@@ -9,7 +10,6 @@ import {
   withEnvelope,
   withoutEnvelope,
 } from '../../protocol/eras.js';
-import { UpstreamClosedError, UpstreamUnavailableError } from './upstream-errors.js';
 import type { UpstreamReply } from './upstream-spec.js';
 
 /** Who the gateway speaks for on a connection: the client's initialize parameters (or the gateway's own). */

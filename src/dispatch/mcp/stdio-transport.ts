@@ -2,12 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { StdioClientTransport, type StdioServerParameters } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { NotWrittenError } from '../../errors.js';
 import { type SkippedLine, StdoutLines } from './stdout-lines.js';
-
-/** The message was not (completely) written to the upstream's stdin: it cannot have been read as a message. */
-export class NotWrittenError extends Error {
-  override readonly name = 'NotWrittenError';
-}
 
 /**
  * The SDK's stdio client transport, with a `send` that settles on what

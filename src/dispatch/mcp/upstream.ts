@@ -1,8 +1,8 @@
 // One upstream connection is one state machine — connect, negotiate the revision, send, restart
 // with backoff — whose steps share its private state (transport, pending requests, what the
 // handshake learned). What is not that machine lives beside it: the shapes it is configured and
-// reports with (upstream-spec.ts), its errors (upstream-errors.ts), what each revision asks and
-// answers (revision.ts), the stdio transport (stdio-transport.ts).
+// reports with (upstream-spec.ts), whether a failed send delivered anything (delivery.ts), what
+// each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type InitializeResult,
@@ -15,18 +15,18 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { messageOf } from '../../errors.js';
+import {
+  messageOf,
+  UpstreamClosedError,
+  UpstreamInvalidReplyError,
+  UpstreamUnavailableError,
+} from '../../errors.js';
 import type { ProtocolEra } from '../../protocol/eras.js';
+import { neverDelivered } from './delivery.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
-import {
-  neverDelivered,
-  UpstreamClosedError,
-  UpstreamInvalidReplyError,
-  UpstreamUnavailableError,
-} from './upstream-errors.js';
 import type {
   UpstreamHandlers,
   UpstreamLifecycle,

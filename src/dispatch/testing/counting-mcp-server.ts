@@ -6,8 +6,8 @@
  *
  *   node --import tsx src/dispatch/testing/counting-mcp-server.ts --dir DIR --behaviour answers
  *
- * Behaviours: `answers`; `echoes_secret` (its answer carries the SECRET
- * environment variable); `drops` (exits once the call is counted, before
+ * Behaviours: `answers`; `echoes_secret` (its answer carries the value of
+ * `--secret`); `drops` (exits once the call is counted, before
  * answering); `unreachable` (exits at start: it never serves).
  */
 import { appendFileSync } from 'node:fs';
@@ -47,7 +47,7 @@ async function serve(): Promise<void> {
       const key = extra._meta?.[EXECUTION_ID_META];
       appendFileSync(join(dir, RECEIVED_LOG), `${JSON.stringify(typeof key === 'string' ? key : null)}\n`);
       if (behaviour === 'drops') process.exit(1);
-      const echoed = behaviour === 'echoes_secret' ? ` with ${process.env.SECRET}` : '';
+      const echoed = behaviour === 'echoes_secret' ? ` with ${option('--secret')}` : '';
       return { content: [{ type: 'text', text: `acted on ${order_id}${echoed}` }] };
     },
   );

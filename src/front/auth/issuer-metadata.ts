@@ -1,3 +1,5 @@
+import { IssuerMetadataError } from '../../errors.js';
+
 /**
  * Where an authorization server publishes its signing keys, read from its
  * metadata: RFC 8414 first (`/.well-known/oauth-authorization-server` inserted
@@ -5,11 +7,6 @@
  * (`/.well-known/openid-configuration` appended), as the MCP authorization
  * spec has clients do.
  */
-
-/** The metadata could not be read or does not describe this issuer: tokens cannot be checked now. */
-export class IssuerMetadataError extends Error {
-  override readonly name = 'IssuerMetadataError';
-}
 
 const FETCH_TIMEOUT_MS = 5_000;
 

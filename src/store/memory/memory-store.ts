@@ -2,6 +2,7 @@ import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
+import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
 import { holderGone } from '../lease.js';
 import type {
   ApprovalFilter,
@@ -104,7 +105,7 @@ export class MemoryStore implements ExecutionStore {
         reason: null,
       });
     }
-    this.#append(options.events, now);
+    this.#append(withTrimJournaled(input.id, options.events), now);
     return { won: true, record: this.#view(row, now) };
   }
 
@@ -212,7 +213,7 @@ export class MemoryStore implements ExecutionStore {
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
     const now = this.#clock();
     const expired: ExecutionRecord[] = [];
-    let trimmed = 0;
+    const trimmed: string[] = [];
     for (const row of [...this.#rows.values()]) {
       if (row.state === 'dispatched' && holderGone(row, now)) {
         if (!options.dryRun) {
@@ -239,14 +240,15 @@ export class MemoryStore implements ExecutionStore {
           if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
             this.#activeByFingerprint.delete(row.fingerprint);
         }
-        trimmed++;
+        trimmed.push(row.id);
       }
     }
     if (!options.dryRun) {
+      this.#append(trimmedEvents(trimmed, options.retentionMs), now);
       for (const [key, at] of this.#approvedSessions)
         if (at + options.retentionMs <= now) this.#approvedSessions.delete(key);
     }
-    return { expired, trimmed };
+    return { expired, trimmed: trimmed.length };
   }
 
   async getApproval(id: string): Promise<ApprovalRequest | undefined> {

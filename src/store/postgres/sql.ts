@@ -175,7 +175,8 @@ export const SQL = {
         SELECT id FROM executions, c
         WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= c.now - $1::bigint
         FOR UPDATE OF executions SKIP LOCKED
-      )`,
+      )
+      RETURNING id`,
   },
   wouldExpire: {
     name: 'idem_would_expire',
@@ -248,6 +249,9 @@ function journalStatements(stream: JournalStream) {
 }
 
 export type Statement = { name: string; text: string };
+
+/** Times are bigint columns, which refuse a fraction rather than round it. */
+export const wholeMs = Math.round;
 
 export function toRecord(row: ExecutionRow): ExecutionRecord {
   return recordFromColumns(

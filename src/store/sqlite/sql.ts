@@ -35,7 +35,7 @@ export interface Statements {
   markDelivered: Database.Statement<{ id: string; now: number }>;
   list: Database.Statement<Record<string, unknown>, ExecutionRow>;
   expire: Database.Statement<{ now: number }, ExecutionRow>;
-  trim: Database.Statement<{ cutoff: number }>;
+  trim: Database.Statement<{ cutoff: number }, { id: string }>;
   wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
   wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
   journal: Record<'activity' | 'sessions', JournalStatements>;
@@ -91,9 +91,10 @@ export function prepareStatements(db: Database.Database): Statements {
       UPDATE executions SET state = 'unknown', updated_at = @now
       WHERE state = 'dispatched' AND ${STALE}
       RETURNING *`),
-    trim: db.prepare<{ cutoff: number }>(`
+    trim: db.prepare<{ cutoff: number }, { id: string }>(`
       DELETE FROM executions
-      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff
+      RETURNING id`),
     wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
       `SELECT * FROM executions WHERE state = 'dispatched' AND ${STALE} ORDER BY id`,
     ),
@@ -152,6 +153,9 @@ function journalStatements(
     ),
   };
 }
+
+/** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
+export const wholeMs = Math.round;
 
 export function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
   return recordFromColumns(

@@ -1,17 +1,14 @@
-// Over 400 lines on purpose: this is the ExecutionStore interface for SQLite, one method per
-// operation; its SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
-// (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks already live in
-// files of their own.
+// The ExecutionStore interface for SQLite: one method per operation, over what lives beside
+// it — the write transactions (execution-writes.ts, approval-decision.ts, sweep.ts,
+// journal-append.ts), SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
+// (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
-import { encodeOptional, sqliteFingerprint } from '../../identity/fingerprint-columns.js';
-import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
+import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
-import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { OUTCOME_SYNC_WITHIN_MS, transitionMustSync } from '../durability.js';
-import { holderChange } from '../lease.js';
 import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
@@ -27,41 +24,26 @@ import type {
   SweepResult,
   TransitionInput,
 } from '../types.js';
+import { writeDecision } from './approval-decision.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
-import { Checkpointer, type CheckpointerOptions, type CheckpointStats } from './checkpointer.js';
+import { Checkpointer, type CheckpointStats } from './checkpointer.js';
 import { DAMAGE, toStoreError } from './errors.js';
+import { writeClaim, writeTransition } from './execution-writes.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
+import { appendJournal } from './journal-append.js';
 import { migrate } from './migrations.js';
 import { nativeModuleProblem } from './native-module.js';
+import {
+  DEFAULT_BUSY_TIMEOUT_MS,
+  DEFAULT_SQLITE_SYNCHRONOUS,
+  type SqliteStoreOptions,
+  type SqliteSynchronous,
+} from './options.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
-import { type ExecutionRow, prepareStatements, toRecord } from './sql.js';
+import { type ExecutionRow, prepareStatements, toRecord, wholeMs } from './sql.js';
+import { writeSweep } from './sweep.js';
 import { WalSync } from './wal-sync.js';
-
-export interface SqliteStoreOptions {
-  /** The database file (created 0600 if missing), or ':memory:'. */
-  path: string;
-  /** How long a write waits for another process's lock before the store counts as unavailable. */
-  busyTimeoutMs?: number;
-  /** The store's clock; processes sharing one file share the host's clock. */
-  clock?: () => number;
-  /**
-   * When a commit counts as done. 'full' (the default): a write that lets an
-   * action go ahead (a claim, a dispatch, a decision) is on disk before it
-   * returns, so neither a process crash nor a power cut loses a claim; an
-   * outcome reaches the disk with the next such write, or within 200 ms
-   * (src/store/durability.ts). 'normal': survives a process crash; a power cut
-   * may lose the last commits, a claim among them, whose action may then run
-   * again. Faster per commit.
-   */
-  synchronous?: SqliteSynchronous;
-  /** When the checkpoint worker starts and how often it runs (checkpointer.ts); the defaults suit a gateway. */
-  checkpoints?: CheckpointerOptions;
-}
-
-export type SqliteSynchronous = 'full' | 'normal';
-export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-export const DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = 'full';
 
 /**
  * The embedded store: one SQLite file in WAL mode, shared safely by several
@@ -143,18 +125,22 @@ export class SqliteStore implements ExecutionStore {
 
     this.#sql = prepareStatements(db);
     this.#approvalSql = prepareApprovalStatements(db);
-    this.#decideApproval = db.transaction((input: DecideApprovalInput) => this.#decideApprovalIn(input));
-    this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) => this.#claimIn(input, options));
-    this.#transition = db.transaction((t: TransitionInput) => this.#transitionIn(t));
+    this.#decideApproval = db.transaction((input: DecideApprovalInput) =>
+      writeDecision(this.#sql, this.#approvalSql, this.#clock(), input),
+    );
+    this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) =>
+      writeClaim(this.#sql, this.#approvalSql, this.#clock(), input, options),
+    );
+    this.#transition = db.transaction((t: TransitionInput) => writeTransition(this.#sql, this.#clock(), t));
     this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
       const now = this.#clock();
-      if (this.#sql.markDelivered.run({ id, now }).changes === 1) this.#append(events, now);
+      if (this.#sql.markDelivered.run({ id, now }).changes === 1) appendJournal(this.#sql, events, now);
     });
     this.#appendEvents = db.transaction((events: ActivityEventInput[], stream: JournalStream) =>
-      this.#append(events, this.#clock(), stream),
+      appendJournal(this.#sql, events, this.#clock(), stream),
     );
     this.#sweep = db.transaction((retentionMs: number, dryRun: boolean) =>
-      this.#sweepIn(retentionMs, dryRun),
+      writeSweep(this.#sql, this.#approvalSql, this.#clock(), retentionMs, dryRun),
     );
     this.#walSync = synchronous === 'full' && !db.memory ? new WalSync(db.name) : undefined;
     const walSync = this.#walSync;
@@ -325,159 +311,6 @@ export class SqliteStore implements ExecutionStore {
     return this.#guard(() => bytesPerExecutionRow(this.#db));
   }
 
-  #claimIn(input: ClaimInput, options: ClaimOptions): ClaimResult {
-    const now = this.#clock();
-    const fingerprint = sqliteFingerprint.encode(input.fingerprint);
-    if (options.replacing !== undefined) this.#sql.retire.run(options.replacing, fingerprint);
-    const inserted = this.#sql.insert.run({
-      id: input.id,
-      fingerprint,
-      requestDigest: encodeOptional(sqliteFingerprint, input.requestDigest),
-      actor: input.actor,
-      tool: input.tool,
-      session: input.session,
-      replay: input.replay,
-      state: input.state,
-      now,
-      attachUntil: now + wholeMs(input.attachWindowMs),
-      deadlineAt: input.state === 'dispatched' ? now + wholeMs(input.dispatchTimeoutMs ?? 0) : null,
-      claimToken: input.claimToken,
-      leaseOwner: input.leaseOwner,
-      leaseExpiresAt: now + wholeMs(input.leaseMs),
-      argumentsPreview: input.argumentsPreview,
-    });
-    // The row a claim of this intent finds: ours if the insert won, the holder's if not.
-    // Read through the index every later claim will use: a claim that could not be found
-    // again would let the next one dispatch a second time.
-    const row = this.#sql.findActive.get(fingerprint);
-    if (inserted.changes === 1) {
-      if (row?.id !== input.id) {
-        throw new Database.SqliteError(
-          `the claim of ${input.id} was written but cannot be read back`,
-          'SQLITE_CORRUPT',
-        );
-      }
-      if (input.approval && input.state === 'awaiting_approval') {
-        const { credentialRef, expiresInMs, ...request } = input.approval;
-        this.#approvalSql.insert.run({
-          id: input.id,
-          ...request,
-          credentialRef,
-          now,
-          expiresInMs: wholeMs(expiresInMs),
-        });
-      }
-      this.#append(options.events, now);
-      return { won: true, record: toRecord(row, now) };
-    }
-    return { won: false, record: row && toRecord(row, now) };
-  }
-
-  #transitionIn(t: TransitionInput): ExecutionRecord | undefined {
-    const now = this.#clock();
-    const update = t.release ? this.#sql.transitionReleasing : this.#sql.transition;
-    const changed = update.run({
-      id: t.id,
-      from: JSON.stringify(t.from),
-      to: t.to,
-      now,
-      token: t.token ?? null,
-      requireStale: t.requireStale ? 1 : 0,
-      holder: holderChange(t.holder),
-      holderToken: t.holder?.token ?? null,
-      holderOwner: t.holder?.owner ?? null,
-      holderLeaseMs: t.holder ? wholeMs(t.holder.leaseMs) : null,
-      dispatchTimeoutMs: t.dispatchTimeoutMs === undefined ? null : wholeMs(t.dispatchTimeoutMs),
-      outcome: t.outcome === undefined ? null : JSON.stringify(t.outcome),
-      delivered: t.delivered ? 1 : 0,
-      note: t.note ?? null,
-    });
-    if (changed.changes === 0) return undefined;
-    const row = this.#sql.get.get(t.id);
-    if (!row) {
-      throw new Database.SqliteError(
-        `the transition of ${t.id} was written but cannot be read back`,
-        'SQLITE_CORRUPT',
-      );
-    }
-    this.#append(withOutcomeDigest(t.id, t.outcome, t.events), now);
-    return toRecord(row, now);
-  }
-
-  #decideApprovalIn(input: DecideApprovalInput): DecideApprovalResult {
-    const now = this.#clock();
-    const params = { id: input.id, decision: input.decision, reason: input.reason ?? null, now };
-    const row = this.#approvalSql.decideExecution.get(params);
-    if (!row) {
-      const current = this.#sql.get.get(input.id);
-      const request = this.#approvalSql.get.get(input.id);
-      return {
-        decided: false,
-        record: current && toRecord(current, now),
-        approval: request && approvalFromColumns(request),
-      };
-    }
-    const request = this.#approvalSql.recordDecision.get({ ...params, by: input.by, via: input.via });
-    if (!request) throw new Error(`the approval request of ${input.id} vanished while it was decided`);
-    if (input.decision === 'approved' && request.policy === 'session' && row.session !== null) {
-      this.#approvalSql.approveSession.run({ actor: row.actor, session: row.session, tool: row.tool, now });
-    }
-    this.#append(input.events, now);
-    return { decided: true, record: toRecord(row, now), approval: approvalFromColumns(request) };
-  }
-
-  #sweepIn(retentionMs: number, dryRun: boolean): SweepResult {
-    const now = this.#clock();
-    const cutoff = now - retentionMs;
-    if (dryRun) {
-      const stale = this.#sql.wouldExpire
-        .all({ now })
-        .map((row) => ({ ...toRecord(row, now), state: 'unknown' as const }));
-      return { expired: stale, trimmed: this.#sql.wouldTrim.get({ cutoff })?.n ?? 0 };
-    }
-    // RETURNING gives no order; by id is creation order, as the journal should read.
-    const rows = this.#sql.expire.all({ now }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    this.#append(
-      rows.map((row) => ({
-        kind: 'lease_expired',
-        executionId: row.id,
-        actor: row.actor,
-        tool: row.tool,
-        detail: { state: 'unknown' },
-      })),
-      now,
-    );
-    const trimmed = this.#sql.trim.run({ cutoff }).changes;
-    this.#approvalSql.trimSessions.run({ cutoff });
-    return { expired: rows.map((row) => toRecord(row, now)), trimmed };
-  }
-
-  /** Runs inside the caller's transaction, so the head it extends cannot move underneath it. */
-  #append(events: ActivityEventInput[] | undefined, now: number, stream: JournalStream = 'activity'): void {
-    if (!events || events.length === 0) return;
-    const journal = this.#sql.journal[stream];
-    const head = journal.head.get();
-    let seq = head?.seq ?? 0;
-    let prevHash = head?.hash ?? GENESIS_HASH;
-    for (const event of events) {
-      // The detail is stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
-      const { entry, detailText } = buildEntry(event, ++seq, now, prevHash);
-      journal.append.run({
-        seq: entry.seq,
-        at: entry.at,
-        kind: entry.kind,
-        executionId: entry.executionId,
-        actor: entry.actor,
-        tool: entry.tool,
-        requestRef: entry.requestRef,
-        detail: detailText,
-        prevHash: entry.prevHash,
-        hash: entry.hash,
-      });
-      prevHash = entry.hash;
-    }
-  }
-
   #view(row: ExecutionRow | undefined): ExecutionRecord | undefined {
     return row && toRecord(row, this.#clock());
   }
@@ -513,9 +346,6 @@ export class SqliteStore implements ExecutionStore {
     return mapped;
   }
 }
-
-/** Times are STRICT INTEGER columns, which refuse a fraction rather than round it. */
-const wholeMs = Math.round;
 
 function isFile(path: string): boolean {
   return path !== '' && path !== ':memory:' && !path.startsWith('file:');

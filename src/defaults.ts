@@ -1,0 +1,26 @@
+/**
+ * Defaults that more than one part applies — the gateway's config, the library,
+ * the CLI, the engine — said once, so that a gateway and a library user get the
+ * same. A default that only one module uses stays beside it, named (e.g.
+ * DEFAULT_MAX_RECEIPTS in receipts/receipt-book.ts). Like errors.ts, this module
+ * is below every other and imports nothing.
+ */
+
+/** The name of the tool through which an agent asks about an execution (`status_tool`). */
+export const DEFAULT_STATUS_TOOL = 'idem_execution_status';
+
+/** How long finished executions are kept before a sweep trims them (`retention`, `idem sweep --retention`). */
+export const DEFAULT_RETENTION = '48h';
+
+/** The SQLite store's file in the data directory, when no store is named. */
+export const SQLITE_STORE_FILE = 'idem.db';
+
+/** What a tool's contract gets for what it leaves out (docs/contracts.md). */
+export const CONTRACT_DEFAULTS = Object.freeze({
+  /** How long a repeat of a finished call is recognised as the same action. */
+  attachWindowMs: 15 * 60_000,
+  /** When an unanswered dispatch becomes `unknown`. */
+  timeoutMs: 10 * 60_000,
+  /** How long a dispatcher's claim lasts without renewal. */
+  leaseMs: 30_000,
+});

@@ -1,0 +1,85 @@
+import { redactSecrets } from '../identity/redaction.js';
+import type { StoredOutcome } from '../store/outcome.js';
+import type { ExecutionRecord } from '../store/types.js';
+import { markExecuted } from './answers.js';
+import type { ToolCall } from './call.js';
+import type { Done, Sent } from './dispatch.js';
+import { callEvent, type Next, type StepContext } from './step-context.js';
+
+/**
+ * Records what the dispatch came to. An outcome that came first is recorded as
+ * delivered in the same write, and handed to the caller; when the wait ended
+ * first, the execution is `unknown` for the caller now, and the outcome, when
+ * it comes, is recorded but not delivered.
+ */
+export async function recordOutcome(
+  ctx: StepContext,
+  call: ToolCall,
+  dispatched: Extract<Next, { step: 'dispatch' }>,
+  sent: Sent,
+): Promise<Next> {
+  const { record, token } = dispatched;
+  if (sent.first !== 'outcome') {
+    // The outcome is recorded whenever it arrives; nobody waits for it.
+    sent.work.then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false)).catch(() => {});
+    const unknown = await ctx.store
+      .transition({
+        id: record.id,
+        from: ['dispatched'],
+        to: 'unknown',
+        token,
+        events: [callEvent('outcome', call, record.id, { state: 'unknown', reason: sent.first })],
+      })
+      .catch(() => undefined);
+    return { step: 'answer', record: unknown ?? { ...record, state: 'unknown' } };
+  }
+  const { done } = sent;
+  await recordDone(ctx, call, record, token, done, sent.secrets, done.outcome !== 'unknown');
+  if (done.outcome === 'unknown' || !done.result)
+    return {
+      step: 'answer',
+      record: { ...record, state: 'unknown' },
+      ...(done.detail ? { detail: done.detail } : {}),
+    };
+  return { step: 'settled', answer: markExecuted(done.result, record.id) };
+}
+
+/** The outcome's one write: its state, the result without secrets, and whether the caller got it. */
+async function recordDone(
+  ctx: StepContext,
+  call: ToolCall,
+  record: ExecutionRecord,
+  token: string,
+  done: Done,
+  secrets: Sent['secrets'],
+  delivering: boolean,
+): Promise<void> {
+  // The caller who sent the secrets gets the result as the target gave it; what is kept, and
+  // replayed to whoever repeats the call later, never holds them (docs/security.md).
+  const outcome: StoredOutcome | undefined = done.result
+    ? { result: redactSecrets(done.result, secrets) }
+    : undefined;
+  try {
+    await ctx.store.transition({
+      id: record.id,
+      from: ['dispatched', 'unknown'],
+      to: done.outcome,
+      token,
+      holder: done.outcome === 'unknown' ? undefined : null,
+      ...(outcome ? { outcome } : {}),
+      ...(delivering ? { delivered: true } : {}),
+      // Nothing left: retire it, so that a retry is a fresh attempt rather than a replay of this one.
+      ...(done.notDispatched ? { release: true } : {}),
+      events: [
+        callEvent('outcome', call, record.id, {
+          state: done.outcome,
+          ...(done.notDispatched ? { reason: done.notDispatched } : {}),
+        }),
+        ...(delivering ? [callEvent('delivered', call, record.id)] : []),
+      ],
+    });
+  } catch (error) {
+    // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
+    ctx.logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });
+  }
+}

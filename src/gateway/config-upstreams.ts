@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/** The `upstreams:` section's two shapes: a command (stdio) or a URL (Streamable HTTP). */
+
+/** An upstream MCP server the gateway starts as a command and speaks to over stdio. */
+export const StdioUpstreamSchema = z
+  .object({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Variables set for the upstream, on top of what it inherits.'),
+    env_inherit: z
+      .union([z.enum(['all', 'none']), z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))])
+      .optional()
+      .describe(
+        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, $" +
+          "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
+      ),
+    cwd: z.string().optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
+  })
+  .strict();
+
+/** An upstream MCP server reached over Streamable HTTP. */
+export const HttpUpstreamSchema = z
+  .object({
+    url: z.url(),
+    /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
+    headers: z.record(z.string(), z.string()).optional(),
+    share: z
+      .boolean()
+      .optional()
+      .describe(
+        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+      ),
+  })
+  .strict();

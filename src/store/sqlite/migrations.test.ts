@@ -1,0 +1,90 @@
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../errors.js';
+import { claimInput, newFingerprint } from '../../testing/claim-input.js';
+import { useSqliteFiles } from '../../testing/sqlite-files.js';
+import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
+import { SqliteStore } from './sqlite-store.js';
+
+describe('SqliteStore', () => {
+  const files = useSqliteFiles();
+  const { opened } = files;
+
+  describe('migrations', () => {
+    it('are numbered 1, 2, 3, … in order', () => {
+      expect(MIGRATIONS.map((m) => m.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
+      expect(SCHEMA_VERSION).toBe(MIGRATIONS.length);
+    });
+
+    it('are applied once: reopening changes nothing', async () => {
+      await (await SqliteStore.open({ path: files.path })).close();
+      const schema = () => {
+        const db = new Database(files.path, { readonly: true });
+        try {
+          return {
+            version: schemaVersion(db),
+            objects: db.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY name').all(),
+          };
+        } finally {
+          db.close();
+        }
+      };
+      const first = schema();
+      expect(first.version).toBe(SCHEMA_VERSION);
+      await (await SqliteStore.open({ path: files.path })).close();
+      await (await SqliteStore.open({ path: files.path })).close();
+      expect(schema()).toEqual(first);
+    });
+
+    it('apply only what is missing, in order, and roll a failing step back whole', () => {
+      const db = new Database(':memory:');
+      opened.push(db);
+      const steps = [
+        { version: 1, name: 'a', sql: 'CREATE TABLE a (x INTEGER);' },
+        { version: 2, name: 'b', sql: 'CREATE TABLE b (x INTEGER);' },
+      ];
+      expect(migrate(db, steps.slice(0, 1))).toBe(1);
+      expect(migrate(db, steps)).toBe(2);
+      expect(migrate(db, steps)).toBe(2);
+      const broken = [
+        ...steps,
+        { version: 3, name: 'c', sql: 'CREATE TABLE c (x INTEGER); CREATE TABLE a (y);' },
+      ];
+      expect(() => migrate(db, broken)).toThrow(/already exists/);
+      expect(schemaVersion(db)).toBe(2);
+      expect(db.prepare("SELECT name FROM sqlite_schema WHERE name = 'c'").get()).toBeUndefined();
+    });
+
+    it('bring a file from before request digests (schema 2) up to date: its rows read with none', async () => {
+      const db = new Database(files.path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 2),
+      );
+      db.prepare(`
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, arguments_preview)
+        VALUES ('exe_old', 'fp_old', 1, 'a', 't', NULL, 'keyed', 'completed', 1, 1, 2, '{}')`).run();
+      db.close();
+
+      const store = await SqliteStore.open({ path: files.path });
+      try {
+        expect(await store.get('exe_old')).toMatchObject({ id: 'exe_old', requestDigest: null });
+        const requestDigest = newFingerprint();
+        const fresh = await store.claim(claimInput({ requestDigest }));
+        expect(fresh.record?.requestDigest).toBe(requestDigest);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuse a file whose schema is newer than this code knows', async () => {
+      await (await SqliteStore.open({ path: files.path })).close();
+      const db = new Database(files.path);
+      db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+      db.close();
+      await expect(SqliteStore.open({ path: files.path })).rejects.toThrow(StoreUnavailableError);
+      await expect(SqliteStore.open({ path: files.path })).rejects.toThrow(/newer than this Idem knows/);
+    });
+  });
+});

@@ -1,0 +1,102 @@
+import { afterEach, beforeEach } from 'vitest';
+import type { TestPostgres } from '../../test/support/postgres.js';
+import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
+import { PostgresStore, type PostgresStoreOptions } from '../store/postgres/index.js';
+import type { ClaimInput, ExecutionStore } from '../store/types.js';
+import { sleep } from './counting-target.js';
+
+/** What usePostgresSchemas gives a test: a schema of its own, and stores closed after it. */
+export interface PostgresSchemas {
+  /** This test's schema (dropped after it). */
+  readonly schema: string;
+  /** Stores to close after the test. */
+  readonly opened: ExecutionStore[];
+  /** A PostgresStore on this test's schema, closed after the test. */
+  open(options?: Partial<PostgresStoreOptions>): Promise<PostgresStore>;
+  /** The test's schema, read beside the store. */
+  sql<R extends object>(text: string, values?: unknown[]): Promise<R[]>;
+}
+
+/**
+ * For the tests of one describe block, on the file's PostgreSQL (`postgres()`,
+ * from postgresForTests): a fresh schema per test, and every store the test
+ * opened closed before the schema is dropped.
+ */
+export function usePostgresSchemas(postgres: () => TestPostgres): PostgresSchemas {
+  let current: Awaited<ReturnType<TestPostgres['freshSchema']>> | undefined;
+  const opened: ExecutionStore[] = [];
+  const schema = () => {
+    if (!current) throw new Error('usePostgresSchemas: used outside a test');
+    return current.schema;
+  };
+  beforeEach(async () => {
+    current = await postgres().freshSchema();
+  });
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+    await current?.drop();
+    current = undefined;
+  });
+  return {
+    get schema() {
+      return schema();
+    },
+    opened,
+    async open(options = {}) {
+      const store = await PostgresStore.open({ url: postgres().url, schema: schema(), ...options });
+      opened.push(store);
+      return store;
+    },
+    async sql<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
+      const client = await postgres().admin().connect();
+      try {
+        await client.query(`SET search_path TO ${schema()}`);
+        return (await client.query(text, values)).rows as R[];
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
+/** The database's clock, read beside the store's, to bracket what the store records. */
+export async function databaseNow(postgres: TestPostgres): Promise<number> {
+  const { rows } = await postgres
+    .admin()
+    .query<{ now: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now');
+  return Number(rows[0]!.now);
+}
+
+/** The three events the engine journals with a claim. */
+export function claimEvents(input: ClaimInput): ActivityEventInput[] {
+  return [
+    {
+      kind: 'received',
+      executionId: input.id,
+      actor: input.actor,
+      tool: input.tool,
+      detail: { preview: '{}' },
+    },
+    { kind: 'accepted', executionId: input.id },
+    { kind: 'dispatched', executionId: input.id },
+  ];
+}
+
+/** Every entry of a store's activity journal, read page by page. */
+export async function wholeJournal(store: ExecutionStore): Promise<ActivityEntry[]> {
+  const all: ActivityEntry[] = [];
+  for (;;) {
+    const page = await store.readJournal(all.at(-1)?.seq ?? 0, 1000);
+    if (page.length === 0) return all;
+    all.push(...page);
+  }
+}
+
+/** Waits until `condition` holds, checking every 20 ms; fails after `timeoutMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
