@@ -78,15 +78,9 @@ export type { StoredOutcome, ToolResult } from './executions/outcome.js';
 export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
 export { Fingerprinter } from './identity/index.js';
 export { type ServedHttp, serveStreamableHttp } from './library/http.js';
-export {
-  honestAnnotations,
-  Idem,
-  type IdemOptions,
-  type IdemToolConfig,
-  type IdemToolExtra,
-  type IdemToolHandler,
-} from './library/idem.js';
+export { honestAnnotations, Idem, type IdemOptions } from './library/idem.js';
 export type { IdemSshToolConfig } from './library/ssh-tool.js';
+export type { IdemToolConfig, IdemToolExtra, IdemToolHandler } from './library/tool-config.js';
 export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
 export { type IdScope, ReceiptTransport } from './receipts/receipt-transport.js';
 export * from './store/index.js';

@@ -1,12 +1,46 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { ResolvedContract, ToolContract } from '../contracts/contract.js';
 import { InvalidInputError } from '../errors.js';
 import type { Caller, Dispatch, ToolCall } from '../executions/call.js';
 import { invalidInputAnswer } from '../executions/identify.js';
 import type { ToolResult } from '../executions/outcome.js';
+import { tokenRefOf } from '../identity/actor.js';
+import { requestKey } from '../identity/request-key.js';
 import type { ActionChannel } from './channel.js';
 
+/** Who sent one `tools/call`, as the transport and its authentication established it. */
+export interface CallOrigin {
+  actor: string;
+  /** The transport session; null where request ids have no session scope. */
+  session: string | null;
+  requestId: RequestId;
+  /** The tool the request named (the status tool, for a repeat through it). */
+  tool: string;
+  /** The OAuth token's claims the request came with, if any. */
+  authInfo?: AuthInfo | undefined;
+}
+
 /**
- * One call of an action tool as the execution engine takes it: the channel,
+ * The caller of a `tools/call`, as the engine records it on the execution and
+ * its journal: the actor, the session, the request (its key), and the OAuth
+ * token (issuer, jti) when the call came with one. The gateway and the library
+ * both build it here, so a call journals the same whichever received it.
+ */
+export function callerOf(origin: CallOrigin): Caller {
+  const { actor, session } = origin;
+  const token = tokenRefOf(origin.authInfo ? { authInfo: origin.authInfo } : {});
+  return {
+    actor,
+    session,
+    requestRef: requestKey({ actor, session, id: origin.requestId, method: 'tools/call', tool: origin.tool }),
+    ...(token ? { token } : {}),
+  };
+}
+
+/**
+ * One call of a tool as the execution engine takes it, whatever performs it
+ * (an upstream MCP server, HTTP, SSH, a library handler): the channel,
  * target and credential NAME go into the canonical action record (so the
  * same arguments sent with another credential are another intent) and onto
  * the execution's journal; the dispatch hands the execution id to the channel.
@@ -30,6 +64,7 @@ export function actionCall(
       contract,
       caller,
       ...(signal ? { signal } : {}),
+      ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
     dispatch: ({ executionId, redispatch }) =>
       channel.dispatch(args, {

@@ -4,7 +4,10 @@ import type { ToolResult } from '../executions/outcome.js';
 
 /** What a channel is told about the one dispatch it performs. */
 export interface ActionDispatch {
-  /** The execution id: the target's idempotency key (HTTP), the marker's name (SSH). Null for a read-only tool. */
+  /**
+   * The execution id: the target's idempotency key (HTTP), the marker's name (SSH), `_meta`'s
+   * execution id (MCP). Null for a read-only tool.
+   */
   executionId: string | null;
   /** A re-send of an earlier dispatch under the same key (recovery of a `keyed` tool). */
   redispatch: boolean;
@@ -13,10 +16,10 @@ export interface ActionDispatch {
 }
 
 /**
- * One way of reaching a target that is not an MCP server (docs/channels.md): HTTP,
- * SSH. A channel performs one tool's action; the execution engine around it
- * gives it identity, claim, lease, journal and answers, exactly as for an
- * upstream MCP tool.
+ * One way of reaching a target (docs/channels.md): an upstream MCP server,
+ * HTTP, SSH. A channel performs one tool's action; the execution engine
+ * around it gives it identity, claim, lease, journal and answers, the same
+ * for every channel (src/dispatch/channel.contract.ts is what each must pass).
  *
  * `dispatch` resolves with the target's answer (`isError: true` for a failure
  * the target reported) and otherwise throws, choosing by what it knows:
@@ -26,13 +29,18 @@ export interface ActionDispatch {
  * - OutcomeUnknownError: sent, and no answer (timeout, connection lost) → unknown.
  */
 export interface ActionChannel {
-  /** `http`, `ssh`: recorded on the execution and part of its fingerprint. */
+  /** `mcp`, `http`, `ssh`: recorded on the execution and part of its fingerprint. */
   readonly kind: string;
-  /** Where the effect lands, as recorded (an HTTP origin, an SSH inventory host). */
+  /** Where the effect lands, as recorded (an upstream's name, an HTTP origin, an SSH inventory host). */
   readonly target: string;
+  /**
+   * Why the channel cannot reach its target (an upstream this session does not
+   * know), when it cannot: the ladder denies the call, and nothing is claimed or sent.
+   */
+  readonly unresolved?: string;
   /** The NAME of the credential it uses, never its value; null when it uses none. */
   readonly credential: string | null;
-  /** The operation, as recorded: an HTTP method, `exec`. */
+  /** The operation, as recorded: `tools/call`, an HTTP method, `exec`. */
   readonly method: string;
   /**
    * Throws InvalidInputError for arguments the channel could never carry (an SSH
@@ -50,7 +58,7 @@ export interface ActionChannel {
   close?(): Promise<void>;
 }
 
-/** A tool that a channel performs: declared in the gateway config (or in code), not listed by an upstream. */
+/** A tool that an HTTP or SSH channel performs: declared in the gateway config (or in code), not listed by an upstream. */
 export interface ActionTool {
   name: string;
   description: string;

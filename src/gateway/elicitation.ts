@@ -1,7 +1,7 @@
 import type { ClientCapabilities, ElicitResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { approvalMessage } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
-import type { UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { UpstreamReply } from '../dispatch/mcp/index.js';
 import type { Approver, ApproverAnswer } from '../executions/engine.js';
 import type { SessionState } from './session-state.js';
 

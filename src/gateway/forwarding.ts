@@ -4,8 +4,8 @@ import type {
   JSONRPCRequest,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { UpstreamLifecycle, UpstreamReply, UpstreamRestart } from '../dispatch/mcp/index.js';
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
-import type { UpstreamLifecycle, UpstreamReply, UpstreamRestart } from '../dispatch/mcp/upstream.js';
 import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { roundAsking } from './input-rounds.js';

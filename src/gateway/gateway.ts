@@ -5,7 +5,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
-import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
 import { idemEnvironment } from '../environment.js';
 import { ConfigError, CredentialError } from '../errors.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';

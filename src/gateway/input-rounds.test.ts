@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { openRound, roundAsking, roundContinued } from './input-rounds.js';
 import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-state.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import canonicalize from 'canonicalize';
-import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { NotDispatchedError } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isInputRequired } from '../protocol/eras.js';

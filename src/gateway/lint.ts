@@ -1,7 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
-import { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { ConfigError, CredentialError, messageOf } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { actionToolsOf } from './action-tools.js';

@@ -5,7 +5,7 @@ import type {
   JSONRPCRequest,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamConnection, type UpstreamReply } from '../dispatch/mcp/upstream.js';
+import { UpstreamConnection, type UpstreamReply } from '../dispatch/mcp/index.js';
 import { LATEST_LEGACY_VERSION } from '../protocol/eras.js';
 import { askClient, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-rounds.js';

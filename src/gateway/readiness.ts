@@ -1,4 +1,4 @@
-import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import type { Readiness } from '../front/health.js';
 import type { ExecutionStore } from '../store/types.js';
 

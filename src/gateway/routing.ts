@@ -1,5 +1,5 @@
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 
 /**
  * Which upstream a non-tool request goes to. One upstream: that one. Several: by prompt-name

@@ -3,7 +3,7 @@ import type {
   InitializeResult,
   JSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamConnection, type UpstreamHandlers, type UpstreamOptions } from '../dispatch/mcp/upstream.js';
+import { UpstreamConnection, type UpstreamHandlers, type UpstreamOptions } from '../dispatch/mcp/index.js';
 import { messageOf } from '../errors.js';
 import {
   isModernVersion,

@@ -7,14 +7,14 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type {
   UpstreamConnection,
   UpstreamLifecycle,
   UpstreamReply,
   UpstreamRestart,
   UpstreamSpec,
-} from '../dispatch/mcp/upstream.js';
+} from '../dispatch/mcp/index.js';
+import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
@@ -22,9 +22,6 @@ import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../pro
 import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './input-rounds.js';
 import type { SubscriptionHub } from './subscription-hub.js';
-
-/** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
-export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';
 
 export interface SessionContext {
   engine: ExecutionEngine;

@@ -11,7 +11,7 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
 import { forward } from './forwarding.js';
@@ -27,11 +27,7 @@ import { lookUpTool, toolsList } from './tools-list.js';
 // session-state (what a session holds, how it answers), session-initialize, routing,
 // forwarding, tools-list (catalog paging, tool lookup), tools-call (the engine path, the status tool).
 export { startSharedUpstreams } from './session-initialize.js';
-export {
-  JSONRPC_ERROR_META,
-  type SessionContext,
-  type SharedUpstreams,
-} from './session-state.js';
+export type { SessionContext, SharedUpstreams } from './session-state.js';
 
 /**
  * One client session through the gateway: a front transport on one side, one

@@ -1,6 +1,6 @@
 import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { SUBSCRIPTION_ID_META_KEY, type SubscriptionFilter } from '@modelcontextprotocol/server';
-import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
 import type { SessionState, SharedUpstreams } from './session-state.js';
 import type { ClientSubscription } from './subscription-hub.js';

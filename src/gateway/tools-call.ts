@@ -4,26 +4,15 @@ import type {
   MessageExtraInfo,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { actionCall, refusedArguments } from '../dispatch/action-call.js';
-import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/upstream.js';
-import {
-  IDEM_CODES,
-  NotDispatchedError,
-  OutcomeUnknownError,
-  UpstreamClosedError,
-  UpstreamUnavailableError,
-} from '../errors.js';
-import { idemAnswer, META } from '../executions/answers.js';
+import { actionCall, callerOf, refusedArguments } from '../dispatch/action-call.js';
+import type { ActionChannel } from '../dispatch/channel.js';
+import { JSONRPC_ERROR_META, McpChannel, type UpstreamConnection } from '../dispatch/mcp/index.js';
+import { IDEM_CODES } from '../errors.js';
+import { idemAnswer } from '../executions/answers.js';
+import type { Dispatch } from '../executions/call.js';
 import type { Approver } from '../executions/engine.js';
 import { parseStatusArguments } from '../executions/status-tool.js';
-import { tokenRefOf } from '../identity/actor.js';
-import { renderRequestId, requestKey } from '../identity/request-key.js';
-import {
-  HEADER_MISMATCH,
-  isInputRequired,
-  MISSING_REQUIRED_CLIENT_CAPABILITY,
-  UNSUPPORTED_PROTOCOL_VERSION,
-} from '../protocol/eras.js';
+import { renderRequestId } from '../identity/request-key.js';
 import { checkParamHeaders, paramHeadersFor, paramHeadersOf } from '../protocol/param-headers.js';
 import type { CatalogEntry } from './catalog.js';
 import { elicitationApprover } from './elicitation.js';
@@ -35,19 +24,8 @@ import {
   roundContinued,
   withLegacyClientAnswers,
 } from './input-rounds.js';
-import { type ForwardedRequest, JSONRPC_ERROR_META, type SessionState } from './session-state.js';
+import type { ForwardedRequest, SessionState } from './session-state.js';
 import { lookUpTool } from './tools-list.js';
-
-/** JSON-RPC codes meaning the upstream refused the request before running it. */
-const REFUSED_BEFORE_RUNNING = new Set([
-  -32600,
-  -32601,
-  -32602,
-  // 2026-07-28: a header, a client capability or the revision refused before the tool ran.
-  HEADER_MISMATCH,
-  MISSING_REQUIRED_CLIENT_CAPABILITY,
-  UNSUPPORTED_PROTOCOL_VERSION,
-]);
 
 export async function toolsCall(
   s: SessionState,
@@ -145,51 +123,22 @@ export async function toolsCall(
   const session = s.front.sessionId ?? null;
   const forwarded = s.track(request.id, entry.upstream, params._meta, true);
   try {
-    const caller = {
-      actor,
-      session,
-      requestRef: requestKey({ actor, session, id: request.id, method: 'tools/call', tool: name }),
-      ...tokenOf(extra),
-    };
-    if (entry.action) {
-      const { call, dispatch } = actionCall(
-        name,
-        entry.action.channel,
-        entry.contract,
-        args,
-        caller,
-        forwarded.cancelled?.signal,
-      );
-      const approved = { ...call, ...approverFor(s, forwarded, entry) };
-      return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
-    }
-    const round = openRound(s, upstream, name, args, params._meta, forwarded);
-    const execution = s.ctx.engine.execute(
-      {
-        signal: forwarded.cancelled?.signal,
-        tool: name,
-        channel: 'mcp',
-        target: entry.upstream,
-        credentialRef: null,
-        method: 'tools/call',
-        arguments: args,
-        contract: entry.contract,
-        caller,
-        // The ladder's "target unresolved" step, for an MCP tool: its upstream is not one this session knows.
-        ...(upstream ? {} : { unresolved: `the upstream "${entry.upstream}" of ${name} is not configured` }),
-        ...approverFor(s, forwarded, entry),
-      },
-      ({ executionId }) =>
-        dispatchToolCall(
-          s,
-          upstream as UpstreamConnection,
-          entry,
-          params,
-          args,
-          executionId as string,
-          forwarded,
-        ),
+    const caller = callerOf({ actor, session, requestId: request.id, tool: name, authInfo: extra?.authInfo });
+    // An upstream's tool, or one that HTTP or SSH performs: one path through the engine.
+    const channel = entry.action?.channel ?? upstreamChannel(s, upstream, entry, params, args, forwarded);
+    const { call, dispatch } = actionCall(
+      name,
+      channel,
+      entry.contract,
+      args,
+      caller,
+      forwarded.cancelled?.signal,
     );
+    const approved = { ...call, ...approverFor(s, forwarded, entry) };
+    if (entry.action)
+      return replyWithResult(s, request.id, await s.ctx.engine.execute(approved, dispatch), forwarded);
+    const round = openRound(s, upstream, name, args, params._meta, forwarded);
+    const execution = s.ctx.engine.execute(approved, countedWhileWorking(s, dispatch));
     if (round) {
       round.run(execution);
       // Awaited here: the request stays in flight (cancellable) until it is answered.
@@ -199,12 +148,6 @@ export async function toolsCall(
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }
-}
-
-/** The OAuth token a request came with, as the journal records it (issuer, jti). */
-function tokenOf(extra: MessageExtraInfo | undefined) {
-  const token = tokenRefOf(extra?.authInfo ? { authInfo: extra.authInfo } : {});
-  return token ? { token } : {};
 }
 
 /** The client's human approves by elicitation where it can (gateway/elicitation.ts); else the operator queue. */
@@ -251,18 +194,13 @@ export async function repeat(
   const session = s.front.sessionId ?? null;
   const forwarded = s.track(request.id, '', meta, true);
   try {
-    const caller = {
+    const caller = callerOf({
       actor,
       session,
-      requestRef: requestKey({
-        actor,
-        session,
-        id: request.id,
-        method: 'tools/call',
-        tool: s.ctx.statusTool,
-      }),
-      ...tokenOf(extra),
-    };
+      requestId: request.id,
+      tool: s.ctx.statusTool,
+      authInfo: extra?.authInfo,
+    });
     const result = await s.ctx.engine.repeat(ref, caller, async (remembered) => {
       const { entry } = await lookUpTool(s, remembered.tool);
       if (!entry) return undefined;
@@ -300,30 +238,18 @@ export async function repeat(
       }
       forwarded.upstream = entry.upstream;
       const args = remembered.arguments as Record<string, unknown>;
-      const found = entry;
+      const channel = upstreamChannel(s, upstream, entry, meta ? { _meta: meta } : {}, args, forwarded);
+      const { call, dispatch } = actionCall(
+        entry.name,
+        channel,
+        entry.contract,
+        args,
+        caller,
+        forwarded.cancelled?.signal,
+      );
       return {
-        call: {
-          signal: forwarded.cancelled?.signal,
-          tool: found.name,
-          channel: 'mcp',
-          target: found.upstream,
-          credentialRef: null,
-          method: 'tools/call',
-          arguments: args,
-          contract: found.contract,
-          caller,
-          ...approverFor(s, forwarded, found),
-        },
-        dispatch: ({ executionId }) =>
-          dispatchToolCall(
-            s,
-            upstream,
-            found,
-            meta ? { _meta: meta } : {},
-            args,
-            executionId as string,
-            forwarded,
-          ),
+        call: { ...call, ...approverFor(s, forwarded, entry) },
+        dispatch: countedWhileWorking(s, dispatch),
       };
     });
     return replyWithResult(s, request.id, result, forwarded);
@@ -332,98 +258,57 @@ export async function repeat(
   }
 }
 
-export async function dispatchToolCall(
+/**
+ * A call of an upstream's tool as this session makes it: its progress token and
+ * the client's cancellation passed on, its `Mcp-Param-*` headers, and the rounds
+ * of input the upstream may ask for answered by this session's client.
+ */
+function upstreamChannel(
   s: SessionState,
-  upstream: UpstreamConnection,
+  upstream: UpstreamConnection | undefined,
   entry: CatalogEntry,
   params: { _meta?: Record<string, unknown> },
   args: Record<string, unknown>,
-  executionId: string,
   forwarded: ForwardedRequest,
-): Promise<CallToolResult> {
-  // Counted until the upstream answers, even when the engine answered the caller first (timeout).
-  s.working++;
-  try {
-    return await dispatchOn(s, upstream, entry, params, args, executionId, forwarded);
-  } finally {
-    s.working--;
-  }
+): ActionChannel {
+  return new McpChannel({
+    name: entry.name,
+    upstreamTool: entry.upstreamName,
+    upstreamName: entry.upstream,
+    upstream,
+    params,
+    meta: s.upstreamMeta(forwarded, params._meta),
+    // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
+    headers: paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
+    waitMs: s.ctx.upstreamWaitMs,
+    onSent: (upstreamId) => {
+      forwarded.upstreamId = upstreamId;
+    },
+    // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
+    // re-issued with the answers: the same execution, since the upstream has not acted yet.
+    answerRounds: async (first, resend) => {
+      const reply = await withLegacyClientAnswers(s, first, resend, forwarded, entry.contract.attachWindowMs);
+      forwarded.upstreamId = undefined;
+      return reply;
+    },
+    inputRequired: (result) => {
+      // Answered by replyWithResult: a 2026-07-28 client answers it by calling again.
+      forwarded.inputRequired = result;
+      return s.era === 'modern'
+        ? 'The upstream asks for more input before it acts.'
+        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client without a session (the stateless front) cannot give. Nothing was executed.';
+    },
+  });
 }
 
-async function dispatchOn(
-  s: SessionState,
-  upstream: UpstreamConnection,
-  entry: CatalogEntry,
-  params: { _meta?: Record<string, unknown> },
-  args: Record<string, unknown>,
-  executionId: string,
-  forwarded: ForwardedRequest,
-): Promise<CallToolResult> {
-  // Waiting here, after the engine matched the call, lets a retry of an earlier call hear about
-  // that call (unknown, completed) rather than "not executed" while the upstream restarts.
-  if (!upstream.available) {
-    await upstream.whenReady(s.ctx.upstreamWaitMs).catch(() => {
-      throw new NotDispatchedError(`The upstream "${entry.upstream}" is down (restarting).`);
-    });
-  }
-  const send = async (round: Record<string, unknown>): Promise<UpstreamReply> => {
+/** Counted until the upstream answers, even when the engine answered the caller first (timeout). */
+function countedWhileWorking(s: SessionState, dispatch: Dispatch): Dispatch {
+  return async (ctx) => {
+    s.working++;
     try {
-      return await upstream.request(
-        'tools/call',
-        {
-          ...params,
-          ...round,
-          name: entry.upstreamName,
-          arguments: args,
-          // An upstream built with the Idem library deduplicates on this across the boundary.
-          _meta: { ...s.upstreamMeta(forwarded, params._meta), [META.executionId]: executionId },
-        },
-        undefined,
-        (upstreamId) => {
-          forwarded.upstreamId = upstreamId;
-        },
-        // A 2026-07-28 HTTP upstream checks these against the arguments (SEP-2243), whoever the client is.
-        paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args),
-      );
-    } catch (error) {
-      // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
-      if (error instanceof UpstreamUnavailableError) throw new NotDispatchedError(error.message);
-      if (error instanceof UpstreamClosedError) throw new OutcomeUnknownError(error.message);
-      throw error;
+      return await dispatch(ctx);
+    } finally {
+      s.working--;
     }
   };
-  // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
-  // re-issued with the answers: the same execution, since the upstream has not acted yet.
-  const reply = await withLegacyClientAnswers(
-    s,
-    await send({}),
-    send,
-    forwarded,
-    entry.contract.attachWindowMs,
-  );
-  forwarded.upstreamId = undefined;
-  if ('result' in reply && isInputRequired(reply.result)) {
-    // Not an outcome: the upstream has not acted yet and waits for the client's answers, which
-    // come in a new call (with the same arguments: a new execution of the same intent, since this
-    // one is retired as not executed).
-    forwarded.inputRequired = reply.result as Record<string, unknown>;
-    throw new NotDispatchedError(
-      s.era === 'modern'
-        ? 'The upstream asks for more input before it acts.'
-        : 'The upstream asks for more input before it acts (a 2026-07-28 multi-round-trip request), which a 2025-era client without a session (the stateless front) cannot give. Nothing was executed.',
-    );
-  }
-  if ('error' in reply) {
-    if (!REFUSED_BEFORE_RUNNING.has(reply.error.code)) {
-      throw new OutcomeUnknownError(
-        `upstream answered with JSON-RPC error ${reply.error.code}: ${reply.error.message}`,
-      );
-    }
-    return {
-      isError: true,
-      content: [{ type: 'text', text: reply.error.message }],
-      _meta: { [JSONRPC_ERROR_META]: reply.error },
-    };
-  }
-  return reply.result as CallToolResult;
 }

@@ -1,5 +1,5 @@
 import type { JSONRPCRequest, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamConnection } from '../dispatch/mcp/upstream.js';
+import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { statusToolDefinition } from '../executions/status-tool.js';
 import type { CatalogEntry } from './catalog.js';
 import type { SessionState } from './session-state.js';

@@ -1,5 +1,5 @@
+import type { UpstreamLifecycle, UpstreamRestart } from '../dispatch/mcp/index.js';
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
-import type { UpstreamLifecycle, UpstreamRestart } from '../dispatch/mcp/upstream.js';
 import { excerpt, type Log } from '../support/log.js';
 
 /** Where an upstream event happened: the upstream, and the client session whose connection it is (null: shared). */

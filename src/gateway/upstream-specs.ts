@@ -1,4 +1,4 @@
-import type { UpstreamSpec } from '../dispatch/mcp/upstream.js';
+import type { UpstreamSpec } from '../dispatch/mcp/index.js';
 import { expandEnv, type GatewayConfig } from './config.js';
 import { upstreamEnvironment } from './upstream-env.js';
 

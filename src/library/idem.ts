@@ -1,33 +1,24 @@
-// Longer than most files on purpose: `Idem` is the library's one public face (open, tool,
-// httpTool, sshTool, connect, close); the parts behind each method live in their own files
-// (http-tool, ssh-tool, http, the engine in src/executions).
-
+// `Idem` is the library's one public face (open, tool, httpTool, sshTool, connect, close); the
+// parts behind each method live in their own files (tool-config, handler-channel, ssh-tool, http;
+// the channels in src/dispatch, the engine in src/executions).
 import { join } from 'node:path';
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type {
-  CallToolResult,
-  ServerNotification,
-  ServerRequest,
-  ToolAnnotations,
-} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { honestAnnotations } from '../contracts/annotations.js';
-import { resolveContract, type ToolContract } from '../contracts/contract.js';
+import { resolveContract } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
 import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../defaults.js';
-import { actionCall, actionContract, refusedArguments } from '../dispatch/action-call.js';
+import { actionCall, actionContract, callerOf, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
-import { HttpChannel, type HttpToolSpecInput, HttpToolSpecSchema } from '../dispatch/http/index.js';
+import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
 import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import {
   type Approver,
   type Caller,
   type Dispatch,
-  type DispatchContext,
   ExecutionEngine,
   type Logger,
   type ToolCall,
@@ -39,21 +30,21 @@ import { secretPathsFromSchema } from '../identity/arguments.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { requestKey } from '../identity/request-key.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/modern-bridge.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
-import { type IdemSshToolConfig, sshToolParts } from './ssh-tool.js';
-
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
-/** What an idempotent handler gets besides its arguments. */
-export interface IdemToolExtra extends ToolExtra {
-  idem: DispatchContext;
-}
+import { handlerChannel } from './handler-channel.js';
+import { type IdemSshToolConfig, sshToolChannel } from './ssh-tool.js';
+import type {
+  IdemHttpToolConfig,
+  IdemToolConfig,
+  IdemToolHandler,
+  ToolExtra,
+  ZodShape,
+} from './tool-config.js';
 
 export interface IdemOptions {
   /** Where the SQLite file and keys live; default IDEM_DATA_DIR or a per-user directory. */
@@ -85,40 +76,6 @@ export interface IdemOptions {
   credentials?: CredentialsConfig;
 }
 
-export type ZodShape = Record<string, z.ZodType>;
-
-/** Where a registered tool's effect lands, as the intent fingerprint names it. */
-export interface ToolOrigin {
-  channel: string;
-  target: string;
-  credentialRef: string | null;
-  /** An answer for arguments the channel cannot carry: nothing is claimed or sent. */
-  refuse?: (args: unknown) => CallToolResult | undefined;
-}
-
-export interface IdemToolConfig<Shape extends ZodShape> {
-  title?: string;
-  description?: string;
-  inputSchema: Shape;
-  outputSchema?: ZodShape;
-  annotations?: ToolAnnotations;
-  /** How a lost response is recovered (docs/contracts.md). Omitted: the cautious defaults. */
-  contract?: ToolContract;
-}
-
-/** An HTTP action tool in code: the arguments as a zod shape, the request as the gateway's `http_tools:` spec. */
-export interface IdemHttpToolConfig<Shape extends ZodShape> extends Omit<IdemToolConfig<Shape>, 'contract'> {
-  description: string;
-  contract?: NonNullable<HttpToolSpecInput['contract']>;
-  /** Method, URL template, headers, body, credential, allow, timeout… (docs/channels.md). */
-  http: Omit<HttpToolSpecInput, 'description' | 'input_schema' | 'contract'>;
-}
-
-export type IdemToolHandler<Shape extends ZodShape> = (
-  args: z.output<z.ZodObject<Shape>>,
-  extra: IdemToolExtra,
-) => CallToolResult | Promise<CallToolResult>;
-
 /**
  * Idem as a library for MCP servers built on the official TypeScript SDK.
  *
@@ -146,7 +103,7 @@ export class Idem {
   /** Credentials by name; their resolved values join `#knownSecrets`, which the engine scrubs. */
   readonly #credentials: Credentials;
   /** Channels of action tools, closed with Idem (connection pools). */
-  readonly #channels: HttpChannel[] = [];
+  readonly #channels: ActionChannel[] = [];
   readonly #maintenance: Maintenance;
 
   private constructor(
@@ -226,8 +183,8 @@ export class Idem {
     name: string,
     config: IdemSshToolConfig<Shape>,
   ): RegisteredTool {
-    const tool = sshToolParts(name, config);
-    return this.#register(server, name, tool.config, tool.handler, tool.origin);
+    const tool = sshToolChannel(name, config);
+    return this.#register(server, name, tool.config, tool.channel);
   }
 
   /**
@@ -256,8 +213,6 @@ export class Idem {
     name: string,
     config: IdemToolConfig<Shape>,
     perform: IdemToolHandler<Shape> | ActionChannel,
-    /** Where a handler's effect lands, when not in this process (SSH tools); default library/local. */
-    origin?: ToolOrigin,
   ): RegisteredTool {
     const secrets = secretPathsFromSchema(jsonSchemaOf(config.inputSchema));
     const declared =
@@ -269,9 +224,14 @@ export class Idem {
 
     const { contract: _contract, ...sdkConfig } = config;
     const runner = (args: unknown, extra: ToolExtra, caller: Caller) =>
-      typeof perform === 'function'
-        ? handlerCall(name, contract, perform, args, extra, caller, origin)
-        : actionCall(name, perform, contract, args as Record<string, unknown>, caller, extra.signal);
+      actionCall(
+        name,
+        typeof perform === 'function' ? handlerChannel(perform, extra) : perform,
+        contract,
+        args as Record<string, unknown>,
+        caller,
+        extra.signal,
+      );
     this.#runners.set(name, runner);
     return server.registerTool(
       name,
@@ -282,10 +242,7 @@ export class Idem {
         }),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
-        const refused =
-          typeof perform === 'function'
-            ? origin?.refuse?.(args)
-            : refusedArguments(perform, args as Record<string, unknown>);
+        const refused = typeof perform === 'function' ? undefined : refusedArguments(perform, args);
         if (refused) return refused;
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
@@ -326,7 +283,7 @@ export class Idem {
 
   async close(): Promise<void> {
     this.#maintenance.stop();
-    await Promise.all(this.#channels.map((c) => c.close()));
+    await Promise.all(this.#channels.map((c) => c.close?.()));
     if (this.#ownsStore) {
       await this.#maintenance.close();
       await this.store.close();
@@ -342,13 +299,13 @@ export class Idem {
   }
 
   #caller(server: McpServer, extra: ToolExtra, tool: string): Caller {
-    const actor = this.#callerActor(server, extra);
-    const session = extra.sessionId ?? null;
-    return {
-      actor,
-      session,
-      requestRef: requestKey({ actor, session, id: extra.requestId, method: 'tools/call', tool }),
-    };
+    return callerOf({
+      actor: this.#callerActor(server, extra),
+      session: extra.sessionId ?? null,
+      requestId: extra.requestId,
+      tool,
+      authInfo: extra.authInfo,
+    });
   }
 
   #ensureStatusTool(server: McpServer): void {
@@ -373,34 +330,6 @@ export class Idem {
       },
     );
   }
-}
-
-/** A call of a tool whose handler is code: the effect lands wherever the handler takes it. */
-function handlerCall<Shape extends ZodShape>(
-  name: string,
-  contract: ToolCall['contract'],
-  handler: IdemToolHandler<Shape>,
-  args: unknown,
-  extra: ToolExtra,
-  caller: Caller,
-  origin: ToolOrigin | undefined,
-): { call: ToolCall; dispatch: Dispatch } {
-  return {
-    call: {
-      tool: name,
-      // One server process, by default: the tool name already says where the effect lands.
-      channel: origin?.channel ?? 'library',
-      target: origin?.target ?? 'local',
-      credentialRef: origin?.credentialRef ?? null,
-      method: 'tools/call',
-      arguments: args,
-      contract,
-      signal: extra.signal,
-      caller,
-    },
-    dispatch: (dispatch) =>
-      Promise.resolve(handler(args as z.output<z.ZodObject<Shape>>, { ...extra, idem: dispatch })),
-  };
 }
 
 function isStore(spec: ExecutionStore | StoreSpec): spec is ExecutionStore {

@@ -15,8 +15,8 @@ import { KnownSecrets } from '../../identity/redaction.js';
 import { MemoryStore } from '../../store/memory/memory-store.js';
 import { actionCall } from '../action-call.js';
 import { checkUrl } from './address-guard.js';
-import { allowedTargets } from './http-channel.js';
 import type { HttpToolSpecInput } from './spec.js';
+import { allowedTargets } from './targets.js';
 import { httpActionTool } from './tool.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));

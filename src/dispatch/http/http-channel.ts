@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
 import { durationMs } from '../../contracts/duration.js';
 import type { Credentials } from '../../credentials/index.js';
@@ -11,19 +10,19 @@ import {
 import type { ToolResult } from '../../executions/outcome.js';
 import { headWithoutSecrets } from '../../identity/secret-cut.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
+import { neverSentCode } from '../network-errors.js';
 import {
   type AllowedTargets,
   checkUrl,
-  hostOf,
   type PinnedAddress,
   pinAddress,
-  portOf,
   type ResolveHost,
   resolveWithDns,
 } from './address-guard.js';
-import { notSentCode, refusedBeforeSending, statusOutcome } from './outcome.js';
+import { refusedBeforeSending, statusOutcome } from './outcome.js';
 import type { HttpToolSpec } from './spec.js';
-import { buildBody, buildHeaders, buildUrl, checkTemplateArguments, hasPlaceholder } from './template.js';
+import { allowedTargets } from './targets.js';
+import { buildBody, buildHeaders, buildUrl, checkTemplateArguments } from './template.js';
 
 export interface HttpChannelOptions {
   credentials: Credentials;
@@ -241,7 +240,7 @@ export class HttpChannel implements ActionChannel {
     } catch (error) {
       if (hop === 0 && refusedBeforeSending(error))
         throw new DispatchRefusedError(`the request could not be built: ${(error as Error).message}`);
-      const code = notSentCode(error);
+      const code = neverSentCode(error);
       if (code && hop === 0)
         throw new NotDispatchedError(`Could not connect to ${url.origin} (${code}); nothing was sent.`);
       throw unknownFrom(error, url, timeout, this.timeoutMs);
@@ -316,61 +315,6 @@ export class HttpChannel implements ActionChannel {
     }
     return pool;
   }
-}
-
-/** The origin a spec's template names, and where its URLs may lead (spec `allow:` and its defaults). */
-export function allowedTargets(
-  tool: string,
-  spec: HttpToolSpec,
-): { origin: string; allowed: AllowedTargets } {
-  const match = /^(https?):\/\/([^/?#]*)/.exec(spec.url);
-  if (!match) throw new Error(`http_tools.${tool}.url: not an http(s) URL template`);
-  const scheme = match[1] as string;
-  const authority = match[2] as string;
-  const hostPart = authority.startsWith('[')
-    ? authority.slice(0, authority.indexOf(']') + 1)
-    : (authority.split(':')[0] as string);
-  const portPart = authority.slice(hostPart.length + 1);
-  const allow = spec.allow ?? {};
-  let hosts = allow.hosts?.map((host) => configuredHost(tool, host));
-  if (!hosts) {
-    if (hasPlaceholder(hostPart))
-      throw new Error(
-        `http_tools.${tool}: the URL's host comes from the arguments, so allow.hosts must list the hosts it may be`,
-      );
-    hosts = [hostOf(new URL(`${scheme}://${hostPart}`))];
-  }
-  let ports = allow.ports;
-  if (!ports) {
-    if (hasPlaceholder(portPart))
-      throw new Error(
-        `http_tools.${tool}: the URL's port comes from the arguments, so allow.ports must list the ports it may be`,
-      );
-    ports = [portPart ? Number(portPart) : portOf(new URL(`${scheme}://x`))];
-  }
-  return {
-    origin: `${scheme}://${authority}`,
-    allowed: { schemes: allow.schemes ?? [scheme], hosts, ports, addresses: allow.addresses ?? [] },
-  };
-}
-
-/**
- * An allow.hosts entry as a URL's hostname spells it — lower case, an
- * internationalised name in punycode, an IPv4 address in dotted decimal — since
- * that is what each call's URL is compared with: `Bücher.example` allows the
- * URL `https://bücher.example/`, whose hostname is `xn--bcher-kva.example`.
- */
-function configuredHost(tool: string, host: string): string {
-  const where = `http_tools.${tool}.allow.hosts`;
-  let url: URL;
-  try {
-    url = new URL(`http://${isIP(host) === 6 ? `[${host}]` : host}`);
-  } catch {
-    throw new Error(`${where}: "${host}" is not a host name or address`);
-  }
-  if (url.port || url.username || url.password || `${url.pathname}${url.search}${url.hash}` !== '/')
-    throw new Error(`${where}: "${host}" is more than a host (ports go under allow.ports)`);
-  return hostOf(url);
 }
 
 /** Sets a header, dropping any other-cased copy of its name. */

@@ -6,7 +6,7 @@ export {
   type ResolveHost,
   refusedRange,
 } from './address-guard.js';
-export { allowedTargets, HttpChannel, type HttpChannelOptions } from './http-channel.js';
+export { HttpChannel, type HttpChannelOptions } from './http-channel.js';
 export { statusOutcome } from './outcome.js';
 export {
   type HttpToolSpec,
@@ -14,4 +14,5 @@ export {
   HttpToolSpecSchema,
   HttpToolsConfigSchema,
 } from './spec.js';
+export { allowedTargets } from './targets.js';
 export { httpActionTool } from './tool.js';

@@ -29,42 +29,10 @@ export function statusOutcome(status: number, rules: HttpToolSpec['outcome']): S
 }
 
 /**
- * Errors raised before a byte of the request can have been written: the
- * connection (or its TLS handshake) never came up. undici connects, and
- * finishes TLS, before it writes the request; every other error — a reset, a
- * socket closed mid-request, a timeout — may come after the target acted.
- */
-const BEFORE_SENDING = new Set([
-  'ECONNREFUSED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
-/**
  * undici refused the request's own options — a header value HTTP cannot carry,
  * say — while building it, before it took a connection: nothing was sent, and
  * the same request would be refused again.
  */
 export function refusedBeforeSending(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'UND_ERR_INVALID_ARG';
-}
-
-/** The error code that says nothing was sent, if this error (or its cause) carries one. */
-export function notSentCode(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (BEFORE_SENDING.has(code) || code.startsWith('ERR_SSL_'))) return code;
-  }
-  return undefined;
 }

@@ -1,13 +1,9 @@
-// Longer than most files (about 500 lines) on purpose: one upstream connection is one state
-// machine — connect, negotiate the revision, send, restart with backoff — whose steps share its
-// private state (transport, pending requests, what the handshake learned). Split, that state
-// would have to be exposed. What is not that machine lives beside it (stdio-transport.ts) or in
-// src/protocol/ (envelopes, standard headers).
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// One upstream connection is one state machine — connect, negotiate the revision, send, restart
+// with backoff — whose steps share its private state (transport, pending requests, what the
+// handshake learned). What is not that machine lives beside it: the shapes it is configured and
+// reports with (upstream-spec.ts), whether a failed send delivered anything (delivery.ts), what
+// each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type InitializeResult,
@@ -15,106 +11,32 @@ import {
   isJSONRPCNotification,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
-  type JSONRPCErrorResponse,
   type JSONRPCMessage,
   type JSONRPCNotification,
   type JSONRPCRequest,
-  type JSONRPCResultResponse,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
   messageOf,
-  NotWrittenError,
   UpstreamClosedError,
   UpstreamInvalidReplyError,
   UpstreamUnavailableError,
 } from '../../errors.js';
-import {
-  ENVELOPE,
-  envelopeOf,
-  LATEST_MODERN_VERSION,
-  MODERN_VERSIONS,
-  type ProtocolEra,
-  withEnvelope,
-  withoutEnvelope,
-} from '../../protocol/eras.js';
-import { takeRelatedMark, withRelatedStreams } from '../../protocol/related-streams.js';
-import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
+import type { ProtocolEra } from '../../protocol/eras.js';
+import { takeRelatedMark } from '../../protocol/related-streams.js';
+import { neverDelivered } from './delivery.js';
+import { PendingRequests } from './pending-requests.js';
+import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
-
-/** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
-export type UpstreamSpec =
-  | {
-      name: string;
-      command: string;
-      args?: string[];
-      /** The upstream's environment; the SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER underneath. */
-      env?: Record<string, string>;
-      cwd?: string;
-    }
-  | { name: string; url: string; headers?: Record<string, string> };
-
-export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
-
-/**
- * What the upstream sends of its own. `related` is the id (this connection's)
- * of the request whose response stream carried it: the upstream's own word
- * that it concerns that request (protocol/related-streams.ts). Null: the
- * upstream said it concerns none (an HTTP upstream's standalone stream).
- * Undefined: nothing can say (a stdio upstream; only a progress token ties
- * its messages to a request).
- */
-export interface UpstreamHandlers {
-  /** A request from the upstream to the client (sampling, elicitation, roots, ping). */
-  onRequest(request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply>;
-  /** A notification from the upstream (progress, logging, list_changed, resources/updated, cancelled). */
-  onNotification(notification: JSONRPCNotification, related?: RequestId | null): void;
-  /** Started, went down, or could not be started: for the operator's log. */
-  onLifecycle?(event: UpstreamLifecycle): void;
-  /** A restart is being attempted (after `delayMs`), because of `reason` (how it exited, or the error). */
-  onRestart?(restart: UpstreamRestart): void;
-  /** A stdio upstream wrote a line on stdout that is not a JSON-RPC message: it was skipped. */
-  onSkippedLine?(skipped: SkippedLine): void;
-}
-
-/**
- * What happened to an upstream's connection. `down`: it served, then exited
- * or its connection closed; `start_failed`: it could not be spawned,
- * connected or initialized. Both are retried after `retryInMs` (undefined:
- * not retried, the connection is being closed).
- */
-export type UpstreamLifecycle =
-  | { kind: 'started'; pid: number | undefined; era: ProtocolEra; attempt: number }
-  | { kind: 'down' | 'start_failed'; reason: string; retryInMs: number | undefined };
-
-export interface UpstreamRestart {
-  /** 1 for the first restart since the upstream last served, 2 for the next, and so on. */
-  attempt: number;
-  delayMs: number;
-  reason: string;
-}
-
-export interface UpstreamOptions {
-  /** Restart backoff: first delay and cap. */
-  restartDelayMs?: number;
-  maxRestartDelayMs?: number;
-  /** stderr of stdio upstreams: inherit (default, visible to an operator) or ignore. */
-  stderr?: 'inherit' | 'ignore' | 'pipe';
-  /**
-   * Which revision to try first. `legacy` (default): `initialize`, then
-   * `server/discover` if the upstream refuses it (a 2026-07-28-only server).
-   * `modern`: `server/discover` first, then `initialize` — for connections
-   * that serve 2026-07-28 clients, so that what only that revision can say
-   * (multi-round-trip input, cache hints) passes through unchanged.
-   */
-  prefer?: ProtocolEra;
-}
-
-interface Pending {
-  resolve(reply: UpstreamReply): void;
-  reject(error: Error): void;
-}
+import type {
+  UpstreamHandlers,
+  UpstreamLifecycle,
+  UpstreamOptions,
+  UpstreamReply,
+  UpstreamSpec,
+} from './upstream-spec.js';
+import { createUpstreamTransport } from './upstream-transport.js';
 
 /**
  * One connection to an upstream MCP server, at the JSON-RPC message level so
@@ -128,19 +50,11 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   readonly #options: Required<Omit<UpstreamOptions, 'stderr'>> & Pick<UpstreamOptions, 'stderr'>;
-  /** The revision family this connection speaks, once negotiated. */
-  #era: ProtocolEra | undefined;
-  /** What a failed modern probe taught: the upstream is 2025-era only (do not probe it again). */
-  #legacyOnly = false;
-  /** What a refused `initialize` taught: the upstream is 2026-07-28 only (ask it that way first). */
-  #modernOnly = false;
+  /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
+  readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
-  #nextId = 1;
-  readonly #pending = new Map<RequestId, Pending>();
-  /** What a request in flight adds to its own HTTP POST (its Mcp-Param-* headers, its stream's abort). */
-  readonly #perRequestHttp = new Map<RequestId, PerRequestHttp>();
+  readonly #pending = new PendingRequests();
   #initializeParams: JSONRPCRequest['params'];
-  #initializeResult: InitializeResult | undefined;
   #available = false;
   /** Connected but not yet initialized: only the initialize request may go out. */
   #initializing = false;
@@ -167,6 +81,7 @@ export class UpstreamConnection {
       prefer: options.prefer ?? 'legacy',
     };
     this.#restartDelay = this.#options.restartDelayMs;
+    this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
 
   /** True while requests can be sent (connected and initialized). */
@@ -184,11 +99,11 @@ export class UpstreamConnection {
    * 2026-07-28 upstream, its `server/discover` answer in that shape.
    */
   get initializeResult(): InitializeResult | undefined {
-    return this.#initializeResult;
+    return this.#revision.server;
   }
 
   get era(): ProtocolEra | undefined {
-    return this.#era;
+    return this.#revision.era;
   }
 
   /**
@@ -205,7 +120,7 @@ export class UpstreamConnection {
       this.#retryAfterFailedStart(error);
       throw error;
     }
-    return this.#initializeResult as InitializeResult;
+    return this.#revision.server as InitializeResult;
   }
 
   /** Resolves when the upstream is (again) available, or rejects after `timeoutMs` (or once it is closed). */
@@ -247,24 +162,18 @@ export class UpstreamConnection {
     headers?: Record<string, string>,
   ): Promise<UpstreamReply> {
     const transport = this.#transport;
-    const handshake = method === 'initialize' || method === 'server/discover';
+    const handshake = isHandshake(method);
     const allowed = this.available || (this.#initializing && this.#available && handshake);
     if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
-    params = this.#forEra(method, params);
-    const id = this.#nextId++;
-    const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    // The upstream may go away while the request is still being written: then `reply` is rejected
-    // before anyone awaits it, and an unobserved rejection would end the gateway process.
-    reply.catch(() => {});
-    if (headers || signal)
-      this.#perRequestHttp.set(id, { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) });
-    void reply.finally(() => this.#perRequestHttp.delete(id)).catch(() => {});
+    params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.#client);
+    const { id, reply } = this.#pending.open(
+      headers || signal ? { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) } : undefined,
+    );
     onId?.(id);
     try {
       await transport.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
     } catch (error) {
-      this.#pending.delete(id);
-      this.#perRequestHttp.delete(id);
+      this.#pending.forget(id);
       if (neverDelivered(error))
         throw new UpstreamUnavailableError(`could not send to upstream ${this.name}: ${messageOf(error)}`);
       throw new UpstreamClosedError(
@@ -279,9 +188,11 @@ export class UpstreamConnection {
           requestId: id,
           reason: String(signal.reason ?? 'cancelled'),
         });
-        const pending = this.#pending.get(id);
-        this.#pending.delete(id);
-        pending?.resolve({ jsonrpc: '2.0', id, error: { code: -32800, message: 'Request cancelled' } });
+        this.#pending.answer(id, {
+          jsonrpc: '2.0',
+          id,
+          error: { code: -32800, message: 'Request cancelled' },
+        });
       };
       if (signal.aborted) cancel();
       else signal.addEventListener('abort', cancel, { once: true });
@@ -290,32 +201,8 @@ export class UpstreamConnection {
   }
 
   /** Who the gateway speaks for on this connection: the client's initialize parameters (or the gateway's own). */
-  get #client(): {
-    capabilities?: Record<string, unknown>;
-    clientInfo?: { name?: string; version?: string };
-  } {
-    return (this.#initializeParams ?? {}) as {
-      capabilities?: Record<string, unknown>;
-      clientInfo?: { name?: string; version?: string };
-    };
-  }
-
-  /**
-   * A request's params as this upstream's revision wants them: a 2026-07-28
-   * upstream gets the envelope on every request (the client's own when it
-   * sent one, else the gateway's, naming the client that initialized it); a
-   * 2025-era upstream never sees one.
-   */
-  #forEra(method: string, params: JSONRPCRequest['params']): JSONRPCRequest['params'] {
-    if (method === 'initialize' || method === 'server/discover') return params;
-    if (this.#era !== 'modern') return withoutEnvelope(params);
-    const init = this.#client;
-    const own = envelopeOf(params);
-    return withEnvelope(params, {
-      protocolVersion: this.#initializeResult?.protocolVersion ?? LATEST_MODERN_VERSION,
-      clientCapabilities: own.clientCapabilities ?? init?.capabilities ?? {},
-      ...(init?.clientInfo ? { clientInfo: init.clientInfo } : {}),
-    });
+  get #client(): ConnectingClient {
+    return (this.#initializeParams ?? {}) as ConnectingClient;
   }
 
   async notify(method: string, params?: JSONRPCNotification['params']): Promise<void> {
@@ -330,7 +217,7 @@ export class UpstreamConnection {
     this.#restartTimer = undefined;
     const transport = this.#transport;
     this.#transport = undefined;
-    this.#failPending(new UpstreamClosedError(`upstream ${this.name} closed`));
+    this.#pending.failAll(new UpstreamClosedError(`upstream ${this.name} closed`));
     for (const waiter of [...this.#readyWaiters])
       waiter(new UpstreamUnavailableError(`upstream ${this.name} is closed`));
     await transport?.close().catch(() => {});
@@ -338,7 +225,12 @@ export class UpstreamConnection {
 
   #connect(): Promise<void> {
     return (async () => {
-      await this.#negotiate(await this.#open());
+      await this.#revision.negotiate(await this.#open(), {
+        request: (method, params) => this.request(method, params),
+        reopen: (transport) => this.#reopen(transport),
+        initializeParams: this.#initializeParams,
+        client: this.#client,
+      });
       this.#initializing = false;
       this.#restartDelay = this.#options.restartDelayMs;
       this.#serving = true;
@@ -346,7 +238,7 @@ export class UpstreamConnection {
         kind: 'started',
         pid:
           this.#transport instanceof StdioUpstreamTransport ? (this.#transport.pid ?? undefined) : undefined,
-        era: this.#era ?? 'legacy',
+        era: this.#revision.era ?? 'legacy',
         attempt: this.#attempt,
       });
       this.#attempt = 0;
@@ -360,7 +252,12 @@ export class UpstreamConnection {
 
   /** A new transport (a new process, for stdio), started, and only the handshake allowed through. */
   async #open(): Promise<Transport> {
-    const transport = this.#createTransport();
+    const transport = createUpstreamTransport(
+      this.#spec,
+      this.#options.stderr,
+      (id) => this.#pending.httpOf(id),
+      (skipped) => this.#skipped(skipped),
+    );
     this.#transport = transport;
     transport.onmessage = (message) => this.#receive(transport, message);
     transport.onclose = () => this.#lost(transport, undefined);
@@ -380,116 +277,6 @@ export class UpstreamConnection {
     await transport.close().catch(() => {});
     return this.#open();
   }
-
-  /**
-   * Finds the revision to speak, in the order the connection prefers: a
-   * 2025-era upstream answers `initialize`; a 2026-07-28 one answers
-   * `server/discover` (and may refuse `initialize`). What is learned is kept:
-   * a restart asks the way that worked.
-   */
-  async #negotiate(transport: Transport): Promise<void> {
-    const modernFirst = (this.#options.prefer === 'modern' || this.#modernOnly) && !this.#legacyOnly;
-    if (modernFirst) {
-      try {
-        if (await this.#discover(transport)) return;
-      } catch (error) {
-        // It went away on the probe (some 2025-era servers exit on a method they do not know).
-        if (!(error instanceof UpstreamClosedError)) throw error;
-        transport = await this.#reopen(transport);
-      }
-    }
-    let refusal: string;
-    try {
-      const init = await this.request('initialize', this.#initializeParams);
-      if (!('error' in init)) {
-        this.#era = 'legacy';
-        this.#initializeResult = init.result as InitializeResult;
-        transport.setProtocolVersion?.(this.#initializeResult.protocolVersion);
-        await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-        return;
-      }
-      refusal = init.error.message;
-    } catch (error) {
-      // A 2026-07-28-only server over HTTP refuses initialize with an HTTP error.
-      if (!(error instanceof UpstreamUnavailableError)) throw error;
-      refusal = error.message;
-    }
-    if (!modernFirst) {
-      // The opening message pins a stdio connection's revision: ask again on a fresh one.
-      if (await this.#discover(await this.#reopen(transport))) {
-        this.#modernOnly = true;
-        return;
-      }
-    }
-    throw new Error(`upstream ${this.name} refused initialize: ${refusal}`);
-  }
-
-  /** Asks the upstream `server/discover`; true if it speaks a 2026-07-28 revision the gateway does. */
-  async #discover(transport: Transport): Promise<boolean> {
-    let reply: UpstreamReply;
-    try {
-      const init = this.#client;
-      reply = await this.request(
-        'server/discover',
-        withEnvelope(undefined, {
-          protocolVersion: LATEST_MODERN_VERSION,
-          clientCapabilities: init?.capabilities ?? {},
-          clientInfo: init?.clientInfo ?? { name: 'idem-gateway', version: '0' },
-        }),
-      );
-    } catch (error) {
-      // Refused over HTTP: a 2025-era server.
-      if (error instanceof UpstreamUnavailableError) {
-        this.#legacyOnly = true;
-        return false;
-      }
-      // Gone (some servers exit on a method they do not know): the same, and the restart must not probe again.
-      if (error instanceof UpstreamClosedError) this.#legacyOnly = true;
-      throw error;
-    }
-    const result = 'result' in reply ? (reply.result as Record<string, unknown>) : undefined;
-    const versions = Array.isArray(result?.supportedVersions) ? (result.supportedVersions as unknown[]) : [];
-    const version = MODERN_VERSIONS.find((v) => versions.includes(v));
-    if (!result || !version) {
-      this.#legacyOnly = true;
-      return false;
-    }
-    this.#era = 'modern';
-    const meta = result._meta as Record<string, unknown> | undefined;
-    this.#initializeResult = {
-      protocolVersion: version,
-      capabilities: (result.capabilities ?? {}) as InitializeResult['capabilities'],
-      serverInfo: (meta?.[ENVELOPE.serverInfo] as InitializeResult['serverInfo'] | undefined) ?? {
-        name: this.name,
-        version: '',
-      },
-      ...(typeof result.instructions === 'string' ? { instructions: result.instructions } : {}),
-    };
-    transport.setProtocolVersion?.(version);
-    return true;
-  }
-
-  #createTransport(): Transport {
-    const spec = this.#spec;
-    if ('url' in spec) {
-      return new StreamableHTTPClientTransport(new URL(spec.url), {
-        ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
-        fetch: withRelatedStreams(withStandardHeaders((id) => this.#perRequestHttp.get(id as RequestId))),
-      });
-    }
-    return new StdioUpstreamTransport(
-      {
-        command: spec.command,
-        args: spec.args ?? [],
-        // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
-        ...(spec.env ? { env: spec.env } : {}),
-        ...(spec.cwd ? { cwd: spec.cwd } : {}),
-        stderr: this.#options.stderr ?? 'inherit',
-      },
-      (skipped) => this.#skipped(skipped),
-    );
-  }
-
   /**
    * A line that is not a message was skipped. When it is JSON shaped like an
    * answer to a request in flight (its id, a result or an error), that request
@@ -503,11 +290,8 @@ export class UpstreamConnection {
     }
     const value = skipped.value as { id?: unknown; result?: unknown; error?: unknown } | null | undefined;
     if (typeof value !== 'object' || value === null || !('result' in value || 'error' in value)) return;
-    const id = value.id as RequestId;
-    const pending = this.#pending.get(id);
-    if (!pending) return;
-    this.#pending.delete(id);
-    pending.reject(
+    this.#pending.fail(
+      value.id as RequestId,
       new UpstreamInvalidReplyError(
         `upstream ${this.name} answered with a message that is not valid JSON-RPC; whether it acted is unknown`,
       ),
@@ -526,11 +310,7 @@ export class UpstreamConnection {
     if (transport !== this.#transport) return;
     if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
       const id = (message as { id?: RequestId }).id;
-      const pending = id === undefined ? undefined : this.#pending.get(id);
-      if (pending && id !== undefined) {
-        this.#pending.delete(id);
-        pending.resolve(message as UpstreamReply);
-      }
+      if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
       return;
     }
     // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
@@ -558,7 +338,7 @@ export class UpstreamConnection {
     if (transport !== this.#transport) return;
     this.#transport = undefined;
     this.#available = false;
-    this.#failPending(
+    this.#pending.failAll(
       new UpstreamClosedError(`upstream ${this.name} went away${error ? `: ${error.message}` : ''}`),
     );
     void transport.close().catch(() => {});
@@ -615,26 +395,4 @@ export class UpstreamConnection {
     const exit = down?.transport instanceof StdioUpstreamTransport ? down.transport.exitStatus : undefined;
     return exit ?? down?.error?.message ?? 'its connection closed';
   }
-
-  #failPending(error: Error): void {
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
-  }
-}
-
-/** Network errors that mean the connection was never made: the request cannot have arrived. */
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-/**
- * Whether a failed send provably delivered nothing. A stdio line that was not
- * completely written, a connection never made, and an HTTP 4xx (the server
- * refused the message) are "nothing happened"; anything else (a connection
- * that broke after the body left, a 5xx) may have reached the upstream.
- */
-function neverDelivered(error: unknown): boolean {
-  if (error instanceof NotWrittenError || error instanceof UnauthorizedError) return true;
-  if (error instanceof StreamableHTTPError)
-    return error.code !== undefined && error.code >= 400 && error.code < 500;
-  const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-  return typeof code === 'string' && NOT_CONNECTED.has(code);
 }

@@ -71,7 +71,7 @@ describe('SSH channel at a real sshd: quoting', () => {
     mkdirSync(victim);
     const ssh = channel({ command: `cd ${dir} && printf '%s' {{value}}` });
     const values = [...hostile, `; rm -rf ${victim}`, `$(rm -rf ${victim})`];
-    const results = await Promise.all(values.map((value) => ssh.dispatch(newId(), ssh.command({ value }))));
+    const results = await Promise.all(values.map((value) => ssh.run(newId(), ssh.command({ value }))));
     for (const [i, result] of results.entries()) {
       expect(result.isError, JSON.stringify(values[i])).toBeFalsy();
       expect((result.structuredContent as { stdout: string }).stdout).toBe(values[i]);
@@ -82,7 +82,7 @@ describe('SSH channel at a real sshd: quoting', () => {
 
   it('numbers and booleans are words too; NUL, objects and missing arguments are refused before anything is sent', async () => {
     const ssh = channel({ command: 'printf "%s|%s" {{a}} {{b}}' });
-    const result = await ssh.dispatch(newId(), ssh.command({ a: 1.5, b: true }));
+    const result = await ssh.run(newId(), ssh.command({ a: 1.5, b: true }));
     expect((result.structuredContent as { stdout: string }).stdout).toBe('1.5|true');
     const refusal = (args: Record<string, unknown>) => {
       try {
@@ -109,16 +109,16 @@ describe('SSH channel at a real sshd: quoting', () => {
 describe('SSH channel at a real sshd: outcomes', () => {
   it('exit 0 is completed, another code failed (with stderr), unless okExitCodes says otherwise', async () => {
     const ssh = channel({ command: 'echo out; echo err >&2; exit {{code}}' });
-    const ok = await ssh.dispatch(newId(), ssh.command({ code: 0 }));
+    const ok = await ssh.run(newId(), ssh.command({ code: 0 }));
     expect(ok.isError).toBeFalsy();
     expect(ok.structuredContent).toMatchObject({ exit_code: 0, stdout: 'out\n', stderr: 'err\n' });
-    const failed = await ssh.dispatch(newId(), ssh.command({ code: 3 }));
+    const failed = await ssh.run(newId(), ssh.command({ code: 3 }));
     expect(failed.isError).toBe(true);
     expect(failed.content?.[0]).toMatchObject({
       text: expect.stringMatching(/^Exit code 3 .*\nstdout:\nout\n\nstderr:\nerr\n$/),
     });
     const lenient = channel({ command: 'exit {{code}}', okExitCodes: [0, 3] });
-    expect((await lenient.dispatch(newId(), lenient.command({ code: 3 }))).isError).toBeFalsy();
+    expect((await lenient.run(newId(), lenient.command({ code: 3 }))).isError).toBeFalsy();
   });
 
   it('only the end of a long output is kept, and the answer says how much there was', async () => {
@@ -126,7 +126,7 @@ describe('SSH channel at a real sshd: outcomes', () => {
       command: 'head -c 100000 /dev/zero | tr "\\0" a; printf END',
       outputLimitBytes: 1000,
     });
-    const result = await ssh.dispatch(newId(), ssh.command({}));
+    const result = await ssh.run(newId(), ssh.command({}));
     const content = result.structuredContent as { stdout: string; stdout_bytes: number };
     expect(content.stdout).toHaveLength(1000);
     expect(content.stdout.endsWith('aaaEND')).toBe(true);
@@ -147,7 +147,7 @@ describe('SSH channel at a real sshd: outcomes', () => {
           () => [secret],
         );
         const out = `${'.'.repeat(40)}${secret}${'-'.repeat(30)}`;
-        const result = await ssh.dispatch(newId(), ssh.command({ out }));
+        const result = await ssh.run(newId(), ssh.command({ out }));
         return { kept, stdout: (result.structuredContent as { stdout: string }).stdout };
       }),
     );
@@ -165,7 +165,7 @@ describe('SSH channel at a real sshd: outcomes', () => {
       { host: host({ hostKey: other.fingerprint }), command: `echo ran >> ${dir}/count`, timeoutMs: 20_000 },
       async () => sshd.privateKey,
     );
-    const error = await ssh.dispatch(newId(), ssh.command({})).catch((e: unknown) => e);
+    const error = await ssh.run(newId(), ssh.command({})).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotDispatchedError);
     expect((error as Error).message).toContain(
       `host key ${sshd.hostKeyFingerprint} is not the inventory's ${other.fingerprint}`,
@@ -178,27 +178,27 @@ describe('SSH channel at a real sshd: outcomes', () => {
     const stranger = generateKey(dir, 'stranger');
     const command = `echo ran >> ${dir}/count`;
     const refusedKey = channel({ command }, async () => readFileSync(stranger.path, 'utf8'));
-    await expect(refusedKey.dispatch(newId(), command)).rejects.toThrow(
+    await expect(refusedKey.run(newId(), command)).rejects.toThrow(
       /Nothing was sent .*refused the key of credential "deploy-key"/,
     );
     const unresolved = channel({ command }, async () => {
       throw new Error('no such credential');
     });
-    await expect(unresolved.dispatch(newId(), command)).rejects.toThrow(NotDispatchedError);
+    await expect(unresolved.run(newId(), command)).rejects.toThrow(NotDispatchedError);
     const hanging = new SshChannel(
       { host: host(), command, timeoutMs: 20_000, connectTimeoutMs: 200 },
       () => new Promise(() => {}),
     );
-    await expect(hanging.dispatch(newId(), command)).rejects.toThrow(
+    await expect(hanging.run(newId(), command)).rejects.toThrow(
       /could not be resolved \(no answer within 200 ms\)/,
     );
     const garbage = channel({ command }, async () => 'not a key');
-    await expect(garbage.dispatch(newId(), command)).rejects.toThrow(/cannot be used/);
+    await expect(garbage.run(newId(), command)).rejects.toThrow(/cannot be used/);
     const closed = new SshChannel(
       { host: host({ port: 1 }), command, timeoutMs: 20_000 },
       async () => sshd.privateKey,
     );
-    await expect(closed.dispatch(newId(), command)).rejects.toThrow(/Nothing was sent .*ECONNREFUSED/);
+    await expect(closed.run(newId(), command)).rejects.toThrow(/Nothing was sent .*ECONNREFUSED/);
     expect(lines(join(dir, 'count'))).toEqual([]);
   });
 });
@@ -209,8 +209,8 @@ describe('SSH channel at a real sshd: durable markers', () => {
     const ssh = channel({ command: `echo ran >> ${dir}/count; echo hello` });
     const id = newId();
     expect(await ssh.probe(id)).toEqual({ outcome: 'unknown' });
-    const first = await ssh.dispatch(id, ssh.command({}));
-    const again = await ssh.dispatch(id, ssh.command({}));
+    const first = await ssh.run(id, ssh.command({}));
+    const again = await ssh.run(id, ssh.command({}));
     expect(again).toEqual(first);
     expect(lines(join(dir, 'count'))).toEqual(['ran']);
     expect(await ssh.probe(id)).toEqual({ outcome: 'completed', result: first });
@@ -227,7 +227,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
     });
     const id = newId();
     const attempts = Array.from({ length: 5 }, () =>
-      ssh.dispatch(id, ssh.command({})).then(
+      ssh.run(id, ssh.command({})).then(
         (result) => ({ result }),
         (error: unknown) => ({ error }),
       ),
@@ -253,7 +253,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
       },
       async () => sshd.privateKey,
     );
-    await expect(ssh.dispatch(newId(), ssh.command({}))).rejects.toThrow(/cannot be created .*not started/);
+    await expect(ssh.run(newId(), ssh.command({}))).rejects.toThrow(/cannot be created .*not started/);
     expect(lines(join(dir, 'count'))).toEqual([]);
   });
 
@@ -265,7 +265,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
       timeoutMs: 500,
     });
     const id = newId();
-    await expect(ssh.dispatch(id, ssh.command({}))).rejects.toThrow(OutcomeUnknownError);
+    await expect(ssh.run(id, ssh.command({}))).rejects.toThrow(OutcomeUnknownError);
     expect(await ssh.probe(id)).toEqual({ outcome: 'unknown' });
     writeFileSync(gate, '');
     const exitFile = join(sshd.dir, 'markers', id, 'exit');
@@ -284,7 +284,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
       command: `echo ran >> ${dir}/count; while [ ! -e ${gate} ] && [ -d $(dirname ${gate}) ]; do sleep 0.05; done; echo survived`,
     });
     const id = newId();
-    const pending = ssh.dispatch(id, ssh.command({})).catch((error: unknown) => error);
+    const pending = ssh.run(id, ssh.command({})).catch((error: unknown) => error);
     await vi.waitFor(() => expect(lines(join(dir, 'count')).length === 1).toBe(true), PATIENTLY);
     sshd.dropConnections();
     const error = await pending;
@@ -310,8 +310,8 @@ describe('SSH channel at a real sshd: durable markers', () => {
     const old = newId();
     const stuck = newId();
     const recent = newId();
-    await ssh.dispatch(old, 'true');
-    await ssh.dispatch(recent, 'true');
+    await ssh.run(old, 'true');
+    await ssh.run(recent, 'true');
     mkdirSync(join(markerDir, stuck));
     writeFileSync(join(markerDir, stuck, 'started'), '');
     execFileSync('touch', [
@@ -320,7 +320,7 @@ describe('SSH channel at a real sshd: durable markers', () => {
       join(markerDir, old, 'exit'),
       join(markerDir, stuck, 'started'),
     ]);
-    await ssh.dispatch(newId(), 'true');
+    await ssh.run(newId(), 'true');
     const left = readdirSync(markerDir);
     expect(left).not.toContain(old);
     expect(left).toContain(stuck);

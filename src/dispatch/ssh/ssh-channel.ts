@@ -1,7 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ProbeAnswer } from '../../contracts/contract.js';
+import type { ProbeAnswer, StatusProbe } from '../../contracts/contract.js';
 import { NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
+import type { ToolResult } from '../../executions/outcome.js';
 import { tailWithoutSecrets } from '../../identity/secret-cut.js';
+import type { ActionChannel, ActionDispatch } from '../channel.js';
 import { CommandTemplate } from './command-template.js';
 import { checkedHost, type ResolveCredential, type SshHost } from './host.js';
 import {
@@ -30,6 +32,12 @@ export interface SshToolSpec {
   outputLimitBytes?: number;
   /** Finished markers older than this are removed from the host (default 7 days). */
   markerRetentionDays?: number;
+  /**
+   * The operation as the execution records it (part of its fingerprint): `exec`. The library's
+   * `sshTool` keeps `tools/call`, which its executions were recorded with before it ran as a
+   * channel, so that a retry of one of those still matches it.
+   */
+  recordedMethod?: string;
 }
 
 /** Reading a marker is quick whatever the command's own timeout is. */
@@ -49,12 +57,15 @@ const REPORT_OVERHEAD_BYTES = 1024;
  * (the target answered); a connection lost or a timeout after sending →
  * OutcomeUnknownError, and the marker tells later what happened.
  */
-export class SshChannel {
-  readonly channel = 'ssh';
+export class SshChannel implements ActionChannel {
+  readonly kind = 'ssh';
+  readonly method: string;
   /** Where the effect lands, as the intent fingerprint and the status tool name it. */
   readonly target: string;
   /** The credential's name (never its value). */
-  readonly credentialRef: string;
+  readonly credential: string;
+  /** An unknown outcome is learned from the execution's marker, without running the command again. */
+  readonly recover: StatusProbe = ({ executionId }) => this.probe(executionId);
   readonly template: CommandTemplate;
   readonly #host: Required<SshHost>;
   readonly #markers: MarkerSettings;
@@ -76,7 +87,8 @@ export class SshChannel {
     this.#host = checkedHost(spec.host);
     this.template = new CommandTemplate(spec.command);
     this.target = `ssh://${this.#host.user}@${this.#host.host}:${this.#host.port}`;
-    this.credentialRef = this.#host.credential;
+    this.credential = this.#host.credential;
+    this.method = spec.recordedMethod ?? 'exec';
     this.#markers = {
       dir: this.#host.markerDir,
       outputLimit: spec.outputLimitBytes ?? MARKER_DEFAULTS.outputLimit,
@@ -97,8 +109,19 @@ export class SshChannel {
     return this.template.render(args);
   }
 
+  /** Throws InvalidInputError for arguments quoting cannot carry: asked before anything is claimed. */
+  check(args: Record<string, unknown>): void {
+    this.command(args);
+  }
+
+  dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
+    // read_only is refused when the tool is made (refuseReadOnly), so the engine always hands over an id.
+    if (!ctx.executionId) throw new Error('an SSH action needs an execution id for its marker');
+    return this.run(ctx.executionId, this.command(args));
+  }
+
   /** Runs `command` on the host under `executionId`'s marker; a marker already there is read, not run over. */
-  async dispatch(executionId: string, command: string): Promise<CallToolResult> {
+  async run(executionId: string, command: string): Promise<CallToolResult> {
     const output = await this.#run(runScript(this.#markers, executionId, command), this.#timeoutMs);
     const report = parseRunReport(output.stdout, output.stderr);
     if (!report) {

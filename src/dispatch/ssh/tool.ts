@@ -1,43 +1,11 @@
-import { resolveContract, type StatusProbe, type ToolContract } from '../../contracts/contract.js';
+import { resolveContract, type ToolContract } from '../../contracts/contract.js';
 import { durationMs } from '../../contracts/duration.js';
 import type { Credentials } from '../../credentials/index.js';
-import type { ToolResult } from '../../executions/outcome.js';
-import type { ActionChannel, ActionDispatch, ActionTool } from '../channel.js';
+import type { ActionTool } from '../channel.js';
 import { type SshHostSpec, type SshToolSpecConfigInput, SshToolSpecSchema } from './spec.js';
 import { SshChannel } from './ssh-channel.js';
 
 const DAY_MS = 24 * 60 * 60_000;
-
-/**
- * SshChannel as an ActionChannel: the gateway's action-tool path hands it the
- * arguments and the execution id; it renders the command and runs it under
- * that id's marker, and reads the marker to recover.
- */
-class SshActionChannel implements ActionChannel {
-  readonly kind = 'ssh';
-  readonly method = 'exec';
-  readonly target: string;
-  readonly credential: string;
-  readonly recover: StatusProbe;
-  readonly #ssh: SshChannel;
-
-  constructor(ssh: SshChannel) {
-    this.#ssh = ssh;
-    this.target = ssh.target;
-    this.credential = ssh.credentialRef;
-    this.recover = ({ executionId }) => ssh.probe(executionId);
-  }
-
-  check(args: Record<string, unknown>): void {
-    this.#ssh.command(args);
-  }
-
-  dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
-    // read_only is refused when the tool is made, so the engine always hands over an id.
-    if (!ctx.executionId) throw new Error('an SSH action needs an execution id for its marker');
-    return this.#ssh.dispatch(ctx.executionId, this.#ssh.command(args));
-  }
-}
 
 /** An SSH tool needs an execution id to name its marker: a read-only tool has none. Throws. */
 export function refuseReadOnly(contract: ToolContract): void {
@@ -115,6 +83,6 @@ export function sshActionTool(
     description: parsed.description,
     inputSchema: { ...parsed.input_schema, type: 'object' } as ActionTool['inputSchema'],
     contract,
-    channel: new SshActionChannel(ssh),
+    channel: ssh,
   };
 }

@@ -1,0 +1,77 @@
+import type {
+  JSONRPCErrorResponse,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  JSONRPCResultResponse,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ProtocolEra } from '../../protocol/eras.js';
+import type { SkippedLine } from './stdout-lines.js';
+
+/** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
+export type UpstreamSpec =
+  | {
+      name: string;
+      command: string;
+      args?: string[];
+      /** The upstream's environment; the SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER underneath. */
+      env?: Record<string, string>;
+      cwd?: string;
+    }
+  | { name: string; url: string; headers?: Record<string, string> };
+
+export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
+
+/**
+ * What the upstream sends of its own. `related` is the id (this connection's)
+ * of the request whose response stream carried it: the upstream's own word
+ * that it concerns that request (protocol/related-streams.ts). Null: the
+ * upstream said it concerns none (an HTTP upstream's standalone stream).
+ * Undefined: nothing can say (a stdio upstream; only a progress token ties
+ * its messages to a request).
+ */
+export interface UpstreamHandlers {
+  /** A request from the upstream to the client (sampling, elicitation, roots, ping). */
+  onRequest(request: JSONRPCRequest, related?: RequestId | null): Promise<UpstreamReply>;
+  /** A notification from the upstream (progress, logging, list_changed, resources/updated, cancelled). */
+  onNotification(notification: JSONRPCNotification, related?: RequestId | null): void;
+  /** Started, went down, or could not be started: for the operator's log. */
+  onLifecycle?(event: UpstreamLifecycle): void;
+  /** A restart is being attempted (after `delayMs`), because of `reason` (how it exited, or the error). */
+  onRestart?(restart: UpstreamRestart): void;
+  /** A stdio upstream wrote a line on stdout that is not a JSON-RPC message: it was skipped. */
+  onSkippedLine?(skipped: SkippedLine): void;
+}
+
+/**
+ * What happened to an upstream's connection. `down`: it served, then exited
+ * or its connection closed; `start_failed`: it could not be spawned,
+ * connected or initialized. Both are retried after `retryInMs` (undefined:
+ * not retried, the connection is being closed).
+ */
+export type UpstreamLifecycle =
+  | { kind: 'started'; pid: number | undefined; era: ProtocolEra; attempt: number }
+  | { kind: 'down' | 'start_failed'; reason: string; retryInMs: number | undefined };
+
+export interface UpstreamRestart {
+  /** 1 for the first restart since the upstream last served, 2 for the next, and so on. */
+  attempt: number;
+  delayMs: number;
+  reason: string;
+}
+
+export interface UpstreamOptions {
+  /** Restart backoff: first delay and cap. */
+  restartDelayMs?: number;
+  maxRestartDelayMs?: number;
+  /** stderr of stdio upstreams: inherit (default, visible to an operator) or ignore. */
+  stderr?: 'inherit' | 'ignore' | 'pipe';
+  /**
+   * Which revision to try first. `legacy` (default): `initialize`, then
+   * `server/discover` if the upstream refuses it (a 2026-07-28-only server).
+   * `modern`: `server/discover` first, then `initialize` — for connections
+   * that serve 2026-07-28 clients, so that what only that revision can say
+   * (multi-round-trip input, cache hints) passes through unchanged.
+   */
+  prefer?: ProtocolEra;
+}

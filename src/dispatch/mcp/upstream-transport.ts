@@ -1,0 +1,38 @@
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { withRelatedStreams } from '../../protocol/related-streams.js';
+import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
+import { StdioUpstreamTransport } from './stdio-transport.js';
+import type { SkippedLine } from './stdout-lines.js';
+import type { UpstreamOptions, UpstreamSpec } from './upstream-spec.js';
+
+/**
+ * A new transport to the upstream `spec` names: its process over stdio, or
+ * its URL over Streamable HTTP, where each request's POST carries what
+ * `httpOf` gives for its id.
+ */
+export function createUpstreamTransport(
+  spec: UpstreamSpec,
+  stderr: UpstreamOptions['stderr'],
+  httpOf: (id: RequestId) => PerRequestHttp | undefined,
+  onSkippedLine: (skipped: SkippedLine) => void,
+): Transport {
+  if ('url' in spec) {
+    return new StreamableHTTPClientTransport(new URL(spec.url), {
+      ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
+      fetch: withRelatedStreams(withStandardHeaders((id) => httpOf(id as RequestId))),
+    });
+  }
+  return new StdioUpstreamTransport(
+    {
+      command: spec.command,
+      args: spec.args ?? [],
+      // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
+      ...(spec.env ? { env: spec.env } : {}),
+      ...(spec.cwd ? { cwd: spec.cwd } : {}),
+      stderr: stderr ?? 'inherit',
+    },
+    onSkippedLine,
+  );
+}
