@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { channelContract } from '../channel.contract.js';
 import { RECEIVED_LOG } from '../../../test/support/counting-mcp-server.js';
+import { channelContract } from '../channel.contract.js';
 import { McpChannel } from './mcp-channel.js';
 import { UpstreamConnection } from './upstream.js';
 
