@@ -1,9 +1,12 @@
-import type { Credentials } from '../credentials/index.js';
+import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import { httpActionTool } from '../dispatch/http/index.js';
 import { sshActionTool } from '../dispatch/ssh/index.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, CredentialError } from '../errors.js';
+import type { KnownSecrets } from '../identity/redaction.js';
+import { loadSsh2 } from '../support/optional-packages.js';
 import type { GatewayConfig } from './config.js';
+import { checkContracts } from './contract-check.js';
 
 /**
  * The action tools a config declares (`http_tools:`, `ssh_tools:` on the
@@ -41,4 +44,27 @@ export function actionToolsOf(config: GatewayConfig, credentials: Credentials): 
 /** Closes what the tools' channels hold open (connection pools). */
 export async function closeActionTools(tools: readonly ActionTool[]): Promise<void> {
   await Promise.all(tools.map((t) => t.channel.close?.().catch(() => {})));
+}
+
+/**
+ * The config's action tools, checked before the store opens: a credential file others can read,
+ * a tool whose URLs cannot be confined, or a contract that cannot work stops the start; so does an
+ * SSH tool without ssh2 installed (an optional peer: docs/decisions.md), which could only refuse
+ * every call. The credentials' values join `knownSecrets`.
+ */
+export async function checkedActionTools(
+  config: GatewayConfig,
+  knownSecrets: KnownSecrets,
+): Promise<ActionTool[]> {
+  let credentials: Credentials;
+  try {
+    credentials = Credentials.fromConfig(config.credentials, knownSecrets);
+  } catch (error) {
+    if (error instanceof CredentialError) throw new ConfigError(error.message);
+    throw error;
+  }
+  const actionTools = actionToolsOf(config, credentials);
+  checkContracts(config, actionTools);
+  if (Object.keys(config.ssh_tools ?? {}).length > 0) await loadSsh2();
+  return actionTools;
 }

@@ -3,11 +3,10 @@
 // session-*, action-tools, http-listen, readiness, front/, maintenance/).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
-import { Credentials } from '../credentials/index.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
 import { idemEnvironment } from '../environment.js';
-import { ConfigError, CredentialError } from '../errors.js';
+import type { ConfigError } from '../errors.js';
 import { ExecutionEngine, type Logger } from '../executions/engine.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';
@@ -29,12 +28,10 @@ import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js
 import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type Log, scrubbedLog } from '../support/log.js';
-import { loadSsh2 } from '../support/optional-packages.js';
-import { actionToolsOf, closeActionTools } from './action-tools.js';
+import { checkedActionTools, closeActionTools } from './action-tools.js';
 import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
-import { checkContracts } from './contract-check.js';
 import { httpListenOf } from './http-listen.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
 import { readinessOf } from './readiness.js';
@@ -161,21 +158,8 @@ export class Gateway {
 
   static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
     const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
-    // Credentials and action tools are checked before the store opens: a credential file others
-    // can read, or a tool whose URLs cannot be confined, stops the start.
     const knownSecrets = new KnownSecrets();
-    let credentials: Credentials;
-    try {
-      credentials = Credentials.fromConfig(config.credentials, knownSecrets);
-    } catch (error) {
-      if (error instanceof CredentialError) throw new ConfigError(error.message);
-      throw error;
-    }
-    const actionTools = actionToolsOf(config, credentials);
-    checkContracts(config, actionTools);
-    // What the config asks for must be installed (optional peers: docs/decisions.md), or the
-    // start stops naming the package: an SSH tool without ssh2 could only refuse every call.
-    if (Object.keys(config.ssh_tools ?? {}).length > 0) await loadSsh2();
+    const actionTools = await checkedActionTools(config, knownSecrets);
     let gateway: Gateway | undefined;
     const metrics = await loadMetrics({
       required: config.metrics !== undefined,

@@ -14,7 +14,7 @@ import {
 import { discoverResultOf } from '../protocol/modern-bridge.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
-import { ROUND_CAPABILITIES } from './input-rounds.js';
+import { ROUND_CAPABILITIES } from './input-round.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 

@@ -20,7 +20,7 @@ import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
 import type { ToolCatalog } from './catalog.js';
-import type { InputRound } from './input-rounds.js';
+import type { InputRound } from './input-round.js';
 import type { SubscriptionHub } from './subscription-hub.js';
 
 export interface SessionContext {

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import type { CallToolResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { UpstreamReply } from '../dispatch/mcp/index.js';
+
+// One input round (input-rounds.ts says what rounds are and serves them): what a 2025-era
+// upstream asked in the middle of a 2026-07-28 client's call, held until the client answers.
+
+/** The methods a server may ask of a client in a round. */
+export const INPUT_METHODS: Record<string, 'elicitation' | 'sampling' | 'roots'> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/** What the shared connections tell a 2025-era upstream that 2026-07-28 clients may answer. */
+export const ROUND_CAPABILITIES = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} };
+
+/** How many rounds one call may take before the gateway gives up (the v2 SDK's default). */
+export const MAX_INPUT_ROUNDS = 10;
+
+export const ROUND_STATE_PREFIX = 'idem-round:';
+
+type Next = { final: CallToolResult } | { inputRequired: Record<string, unknown> };
+
+/**
+ * One call of a 2026-07-28 client to a 2025-era upstream, open while its
+ * execution runs: what the upstream asked and the client has not answered.
+ */
+export class InputRound {
+  /** What the client echoes back as `requestState`: unguessable, and only good for this actor, tool and arguments. */
+  readonly token = `${ROUND_STATE_PREFIX}${randomUUID()}`;
+  readonly #asks = new Map<
+    string,
+    { request: { method: string; params: unknown }; settle(reply: UpstreamReply): void }
+  >();
+  #nextKey = 1;
+  #wake: (() => void) | undefined;
+  #ended = false;
+  #execution: Promise<CallToolResult> | undefined;
+
+  constructor(
+    /** The open rounds of the shared connections, by token: this one is among them until it ends. */
+    readonly rounds: Map<string, InputRound>,
+    readonly actor: string,
+    readonly tool: string,
+    /** The call's arguments, canonical (RFC 8785): a continuation must be the same call. */
+    readonly argsKey: string,
+    readonly upstream: string,
+    /** What the client declared it can answer (its envelope's capabilities). */
+    readonly clientCapabilities: Record<string, unknown>,
+    /** Cancels the call (the client closed a later round's stream): the outcome becomes unknown. */
+    readonly cancel: () => void,
+  ) {
+    rounds.set(this.token, this);
+  }
+
+  /** The execution this round belongs to; the round ends with it. */
+  run(execution: Promise<CallToolResult>): void {
+    this.#execution = execution;
+    void execution.then(
+      () => this.end(),
+      () => this.end(),
+    );
+  }
+
+  /** An upstream request during the call: held until the client answers it in its next call. */
+  ask(request: JSONRPCRequest): Promise<UpstreamReply> {
+    const capability = INPUT_METHODS[request.method];
+    if (this.#ended || !capability || this.clientCapabilities[capability] === undefined) {
+      return Promise.resolve({
+        jsonrpc: '2.0',
+        id: request.id,
+        error: {
+          code: -32601,
+          message: `${request.method}: the client did not declare the ${capability ?? request.method} capability`,
+        },
+      });
+    }
+    const key = `idem-input-${this.#nextKey++}`;
+    return new Promise<UpstreamReply>((resolve) => {
+      this.#asks.set(key, {
+        request: { method: request.method, params: request.params ?? {} },
+        settle: (reply) => resolve({ ...reply, id: request.id } as UpstreamReply),
+      });
+      this.#wake?.();
+    });
+  }
+
+  /** The client's answers (its `inputResponses`), each to the held request of its key. */
+  answer(responses: unknown): void {
+    if (!responses || typeof responses !== 'object') return;
+    for (const [key, result] of Object.entries(responses as Record<string, unknown>)) {
+      const ask = this.#asks.get(key);
+      if (!ask || !result || typeof result !== 'object') continue;
+      this.#asks.delete(key);
+      ask.settle({ jsonrpc: '2.0', id: 0, result: result as Record<string, unknown> });
+    }
+  }
+
+  /** What the client's call gets now: the execution's result, or the questions still open. */
+  async next(): Promise<Next> {
+    const execution = (this.#execution as Promise<CallToolResult>).then((final): Next => ({ final }));
+    if (this.#asks.size === 0) {
+      const asked = new Promise<undefined>((resolve) => {
+        this.#wake = () => resolve(undefined);
+      });
+      const first = await Promise.race([execution, asked]);
+      this.#wake = undefined;
+      if (first) return first;
+    }
+    return {
+      inputRequired: {
+        resultType: 'input_required',
+        inputRequests: Object.fromEntries([...this.#asks].map(([key, ask]) => [key, ask.request])),
+        requestState: this.token,
+      },
+    };
+  }
+
+  /** The execution finished: what is still held is answered with an error (nobody will answer it now). */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.rounds.delete(this.token);
+    for (const [key, ask] of this.#asks) {
+      this.#asks.delete(key);
+      ask.settle({
+        jsonrpc: '2.0',
+        id: 0,
+        error: { code: -32000, message: 'the call ended before the client answered' },
+      });
+    }
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+}
