@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { resolveContract } from '../src/contracts/contract.js';
 import { ExecutionEngine } from '../src/executions/engine.js';
-import type { ToolResult } from '../src/executions/outcome.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { buildEntry, GENESIS_HASH } from '../src/journal/chain.js';
 import type { ActivityEventInput } from '../src/journal/events.js';
 import { sqliteJournalRows } from '../src/journal/sources.js';
 import { verifyJournal } from '../src/journal/verify.js';
 import { verifySqliteJournal } from '../src/journal/verify-parallel.js';
+import type { ToolResult } from '../src/store/outcome.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
 

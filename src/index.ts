@@ -62,19 +62,17 @@ export {
   UpstreamUnavailableError,
 } from './errors.js';
 export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
-export {
-  type Approver,
-  type ApproverAnswer,
-  type ApproverRequest,
-  type Caller,
-  type Dispatch,
-  type DispatchContext,
-  ExecutionEngine,
-  type ExecutionEngineOptions,
-  type Logger,
-  type ToolCall,
-} from './executions/engine.js';
-export type { StoredOutcome, ToolResult } from './executions/outcome.js';
+export type {
+  Approver,
+  ApproverAnswer,
+  ApproverRequest,
+  Caller,
+  Dispatch,
+  DispatchContext,
+  Logger,
+  ToolCall,
+} from './executions/call.js';
+export { ExecutionEngine, type ExecutionEngineOptions } from './executions/engine.js';
 export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
 export { Fingerprinter } from './identity/index.js';
 export { type ServedHttp, serveStreamableHttp } from './library/http.js';
@@ -84,3 +82,4 @@ export type { IdemToolConfig, IdemToolExtra, IdemToolHandler } from './library/t
 export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
 export { type IdScope, ReceiptTransport } from './receipts/receipt-transport.js';
 export * from './store/index.js';
+export type { StoredOutcome, ToolResult } from './store/outcome.js';

@@ -4,9 +4,9 @@ import type { ResolvedContract, ToolContract } from '../contracts/contract.js';
 import { InvalidInputError } from '../errors.js';
 import type { Caller, Dispatch, ToolCall } from '../executions/call.js';
 import { invalidInputAnswer } from '../executions/identify.js';
-import type { ToolResult } from '../executions/outcome.js';
 import { tokenRefOf } from '../identity/actor.js';
 import { requestKey } from '../identity/request-key.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ActionChannel } from './channel.js';
 
 /** Who sent one `tools/call`, as the transport and its authentication established it. */

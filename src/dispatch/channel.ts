@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { StatusProbe, ToolContract } from '../contracts/contract.js';
-import type { ToolResult } from '../executions/outcome.js';
+import type { ToolResult } from '../store/outcome.js';
 
 /** What a channel is told about the one dispatch it performs. */
 export interface ActionDispatch {

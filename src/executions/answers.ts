@@ -1,6 +1,6 @@
 import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, type IdemCode } from '../errors.js';
-import type { ToolResult } from './outcome.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionState } from './states.js';
 
 /** `_meta` keys Idem sets on results. */

@@ -7,9 +7,10 @@ import { resolveContract, type ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ToolResult } from '../store/outcome.js';
 import { idemCodeOf, META } from './answers.js';
-import { type Approver, type Caller, ExecutionEngine, type ToolCall } from './engine.js';
-import type { ToolResult } from './outcome.js';
+import type { Approver, Caller, ToolCall } from './call.js';
+import { ExecutionEngine } from './engine.js';
 
 /** The engine's side of approvals (docs/approvals.md), on the memory store; time moves only when the test says. */
 const fingerprinter = new Fingerprinter(randomBytes(32));

@@ -8,9 +8,9 @@ import {
 import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES } from '../errors.js';
+import type { ToolResult } from '../store/outcome.js';
 import { type IdemAnswerInfo, idemCodeOf, META } from './answers.js';
-import type { Caller } from './engine.js';
-import type { ToolResult } from './outcome.js';
+import type { Caller } from './call.js';
 
 /**
  * A business key names the action (docs/contracts.md): same tool + same key value is

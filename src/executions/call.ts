@@ -1,8 +1,8 @@
 import type { ApprovalView } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { TokenRef } from '../identity/actor.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ApprovalChannel } from '../store/types.js';
-import type { ToolResult } from './outcome.js';
 import type { RepeatableCall } from './recent-calls.js';
 
 /** What a call is, as the store knows it (see ExecutionEngine.identify). */

@@ -11,10 +11,11 @@ import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, NotDispatchedError, OutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionStore } from '../store/types.js';
 import { idemCodeOf, META } from './answers.js';
-import type { ExecutionEngine, ToolCall } from './engine.js';
-import type { ToolResult } from './outcome.js';
+import type { ToolCall } from './call.js';
+import type { ExecutionEngine } from './engine.js';
 
 const ref = (r: ToolResult) =>
   (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];

@@ -6,6 +6,7 @@ import { DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
 import { Approvals } from './approval.js';
@@ -15,7 +16,6 @@ import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
 import type { CallObserver } from './observer.js';
 import { resolveExecution } from './operator.js';
-import type { ToolResult } from './outcome.js';
 import { RecentCalls } from './recent-calls.js';
 import { repeatable, repeatExecution } from './repeat.js';
 import { runSequence, type SequenceParts } from './sequence.js';
@@ -28,18 +28,6 @@ import type { StepContext } from './step-context.js';
 // attach, replace, conflict) → approval.ts → take-over.ts → dispatch.ts → record-outcome.ts →
 // recovery.ts (expired lease, status probe, keyed re-send) → record-answer.ts (what the caller
 // sees); status.ts and repeat.ts serve the status tool. This file is the public face.
-export type {
-  Approver,
-  ApproverAnswer,
-  ApproverRequest,
-  Caller,
-  CallIdentity,
-  Dispatch,
-  DispatchContext,
-  Logger,
-  Rerun,
-  ToolCall,
-} from './call.js';
 
 export interface ExecutionEngineOptions {
   store: ExecutionStore;

@@ -2,9 +2,9 @@ import { businessKeyValue, intentScopeValue } from '../contracts/scope.js';
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { prepareArguments } from '../identity/arguments.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
+import type { ToolResult } from '../store/outcome.js';
 import { idemAnswer } from './answers.js';
 import type { CallIdentity, ToolCall } from './call.js';
-import type { ToolResult } from './outcome.js';
 
 /** The intent fingerprint, request digest and redacted preview of a call. Throws InvalidInputError. */
 export function identify(fingerprinter: Fingerprinter, clock: () => number, call: ToolCall): CallIdentity {

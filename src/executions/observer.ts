@@ -1,5 +1,5 @@
+import type { ToolResult } from '../store/outcome.js';
 import type { Dispatch, ToolCall } from './call.js';
-import type { ToolResult } from './outcome.js';
 
 /**
  * What the engine calls around each side-effecting call — its one answer

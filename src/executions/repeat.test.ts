@@ -10,10 +10,11 @@ import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
+import type { ToolResult } from '../store/outcome.js';
 import { SqliteStore } from '../store/sqlite/index.js';
 import { idemCodeOf, META } from './answers.js';
-import { type Caller, type Dispatch, ExecutionEngine, type Rerun, type ToolCall } from './engine.js';
-import type { ToolResult } from './outcome.js';
+import type { Caller, Dispatch, Rerun, ToolCall } from './call.js';
+import { ExecutionEngine } from './engine.js';
 
 /**
  * A deliberate repeat (the status tool's `action: "repeat"`) and the replay

@@ -2,7 +2,7 @@ import type { ClientCapabilities, ElicitResult, RequestId } from '@modelcontextp
 import { approvalMessage } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { UpstreamReply } from '../dispatch/mcp/index.js';
-import type { Approver, ApproverAnswer } from '../executions/engine.js';
+import type { Approver, ApproverAnswer } from '../executions/call.js';
 import type { SessionState } from './session-state.js';
 
 /** The form the client's human fills in: nothing but an optional reason; accepting is the approval. */

@@ -15,14 +15,8 @@ import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
 import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
-import {
-  type Approver,
-  type Caller,
-  type Dispatch,
-  ExecutionEngine,
-  type Logger,
-  type ToolCall,
-} from '../executions/engine.js';
+import type { Approver, Caller, Dispatch, Logger, ToolCall } from '../executions/call.js';
+import { ExecutionEngine } from '../executions/engine.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { defaultActorOf } from '../identity/actor.js';

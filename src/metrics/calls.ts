@@ -2,7 +2,7 @@ import { IDEM_CODES, type IdemCode } from '../errors.js';
 import { idemCodeOf, META } from '../executions/answers.js';
 import type { Dispatch } from '../executions/call.js';
 import type { CallObserver } from '../executions/observer.js';
-import type { ToolResult } from '../executions/outcome.js';
+import type { ToolResult } from '../store/outcome.js';
 import type { CallAnswer, IdemMetrics } from './metrics.js';
 import { spanForStep, traceCall } from './tracing.js';
 

@@ -1,5 +1,5 @@
-import type { DispatchContext } from '../../src/executions/engine.js';
-import type { ToolResult } from '../../src/executions/outcome.js';
+import type { DispatchContext } from '../../src/executions/call.js';
+import type { ToolResult } from '../../src/store/outcome.js';
 import { sleep } from './wait.js';
 
 /**

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolveContract } from '../../src/contracts/contract.js';
-import { ExecutionEngine, type Rerun, type ToolCall } from '../../src/executions/engine.js';
+import type { Rerun, ToolCall } from '../../src/executions/call.js';
+import { ExecutionEngine } from '../../src/executions/engine.js';
 import { Fingerprinter } from '../../src/identity/fingerprint.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 import { CountingTarget } from './counting-target.js';

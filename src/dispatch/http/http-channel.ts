@@ -7,8 +7,8 @@ import {
   NotDispatchedError,
   OutcomeUnknownError,
 } from '../../errors.js';
-import type { ToolResult } from '../../executions/outcome.js';
 import { headWithoutSecrets } from '../../identity/secret-cut.js';
+import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import { neverSentCode } from '../network-errors.js';
 import {

@@ -6,13 +6,13 @@ import {
   UpstreamUnavailableError,
 } from '../../errors.js';
 import { META } from '../../executions/answers.js';
-import type { ToolResult } from '../../executions/outcome.js';
 import {
   HEADER_MISMATCH,
   isInputRequired,
   MISSING_REQUIRED_CLIENT_CAPABILITY,
   UNSUPPORTED_PROTOCOL_VERSION,
 } from '../../protocol/eras.js';
+import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import type { UpstreamConnection } from './upstream.js';
 import type { UpstreamReply } from './upstream-spec.js';

@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ProbeAnswer, StatusProbe } from '../../contracts/contract.js';
 import { NotDispatchedError, OutcomeUnknownError } from '../../errors.js';
-import type { ToolResult } from '../../executions/outcome.js';
 import { tailWithoutSecrets } from '../../identity/secret-cut.js';
+import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import { CommandTemplate } from './command-template.js';
 import { checkedHost, type ResolveCredential, type SshHost } from './host.js';

@@ -20,7 +20,8 @@ import { sleep } from '../../../test/support/wait.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
-import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
+import type { ToolCall } from '../../executions/call.js';
+import { ExecutionEngine } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
 import { PostgresStore } from './postgres-store.js';
 

@@ -18,7 +18,8 @@ import { CountingTarget } from '../../../test/support/counting-target.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { IDEM_CODES, StoreRefusedError } from '../../errors.js';
 import { idemCodeOf } from '../../executions/answers.js';
-import { ExecutionEngine, type ToolCall } from '../../executions/engine.js';
+import type { ToolCall } from '../../executions/call.js';
+import { ExecutionEngine } from '../../executions/engine.js';
 import { Fingerprinter } from '../../identity/fingerprint.js';
 import { SqliteStore } from './sqlite-store.js';
 
