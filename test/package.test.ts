@@ -221,7 +221,7 @@ await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeou
       join(project, 'ssh.mjs'),
       `import { SshChannel } from 'idem';
 const channel = new SshChannel({ host: ${JSON.stringify(host)}, command: 'true', timeoutMs: 5000 }, async () => 'key');
-await channel.dispatch('01JEXAMPLE', 'true').then(
+await channel.dispatch({}, { executionId: '01JEXAMPLE', redispatch: false }).then(
   () => console.log('sent'),
   (error) => console.log(JSON.stringify({ name: error.name, message: error.message })),
 );
