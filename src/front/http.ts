@@ -1,7 +1,7 @@
 // The HTTP front's request handler is one ordered list of checks (path, Host/Origin, auth, session
 // ownership, body, revision, receipts) that reads best top to bottom; its options are in
 // http-options.ts, and what each check needs beyond a few lines lives beside it (auth/,
-// modern-http, legacy-refusals, idle-sessions, session-table, event-store, replies, request-body).
+// request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies, request-body).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,11 +24,11 @@ import {
   type ServedHttp,
 } from './http-options.js';
 import { idleSweepIntervalMs, idleTimeouts } from './idle-sessions.js';
-import { legacyRefusal } from './legacy-refusals.js';
-import { classifyEra, serveModernRequest } from './modern-http.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 import { rpcError, sendJson } from './replies.js';
 import { readJsonBody, refuse } from './request-body.js';
+import { classifyEra, serveModernRequest } from './request-per-post.js';
+import { legacyRefusal } from './session-post-refusals.js';
 import {
   DEFAULT_SESSION_CAPS,
   type SessionCloseReason,

@@ -23,7 +23,7 @@ import { Maintenance } from '../maintenance/maintenance.js';
 import { metricsObserver } from '../metrics/calls.js';
 import { type IdemMetrics, loadMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
-import type { ProtocolEra } from '../protocol/eras.js';
+import type { ProtocolEra } from '../protocol/revisions.js';
 import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore } from '../store/index.js';

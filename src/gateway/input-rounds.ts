@@ -4,7 +4,7 @@ import canonicalize from 'canonicalize';
 import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { NotDispatchedError } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
-import { envelopeOf, isInputRequired } from '../protocol/eras.js';
+import { envelopeOf, isInputRequired } from '../protocol/revisions.js';
 import { askClient } from './elicitation.js';
 import { INPUT_METHODS, InputRound, MAX_INPUT_ROUNDS, ROUND_STATE_PREFIX } from './input-round.js';
 import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-state.js';

@@ -6,7 +6,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection, type UpstreamReply } from '../dispatch/mcp/index.js';
-import { LATEST_LEGACY_VERSION } from '../protocol/eras.js';
+import { LATEST_LEGACY_VERSION } from '../protocol/revisions.js';
 import { askClient, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-round.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';

@@ -5,13 +5,13 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamConnection, type UpstreamHandlers, type UpstreamOptions } from '../dispatch/mcp/index.js';
 import { messageOf } from '../errors.js';
+import { discoverResultOf } from '../protocol/discover-as-initialize.js';
 import {
   isModernVersion,
   LATEST_LEGACY_VERSION,
   legacyVersionFor,
   type ProtocolEra,
-} from '../protocol/eras.js';
-import { discoverResultOf } from '../protocol/modern-bridge.js';
+} from '../protocol/revisions.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { ROUND_CAPABILITIES } from './input-round.js';

@@ -18,7 +18,7 @@ import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
-import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/eras.js';
+import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/revisions.js';
 import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './input-round.js';
 import type { SubscriptionHub } from './subscription-hub.js';

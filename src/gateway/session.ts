@@ -13,7 +13,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
-import { envelopeOf, isModernVersion, MODERN_VERSIONS, unsupportedVersionError } from '../protocol/eras.js';
+import {
+  envelopeOf,
+  isModernVersion,
+  MODERN_VERSIONS,
+  unsupportedVersionError,
+} from '../protocol/revisions.js';
 import { forward } from './forwarding.js';
 import { pooledRefusal } from './pooled-upstreams.js';
 import { routeFor } from './routing.js';

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { serveHttpFront } from '../front/http.js';
 import type { HttpFrontOptions, ServedHttp } from '../front/http-options.js';
-import { ModernBridge } from '../protocol/modern-bridge.js';
+import { ModernBridge } from '../protocol/discover-as-initialize.js';
 import type { Idem } from './idem.js';
 
 export type { ServedHttp } from '../front/http-options.js';

@@ -25,7 +25,7 @@ import { resolveDataDir } from '../identity/data-dir.js';
 import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { Maintenance } from '../maintenance/maintenance.js';
-import { ModernBridge } from '../protocol/modern-bridge.js';
+import { ModernBridge } from '../protocol/discover-as-initialize.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore, type StoreSpec } from '../store/index.js';

@@ -1,4 +1,4 @@
-import { HEADER_MISMATCH } from './eras.js';
+import { HEADER_MISMATCH } from './revisions.js';
 
 /**
  * SEP-2243 (2026-07-28, Streamable HTTP): a tool may mark arguments with

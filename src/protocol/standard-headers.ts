@@ -1,5 +1,5 @@
-import { ENVELOPE, envelopeOf } from './eras.js';
 import { encodeHeaderValue } from './param-headers.js';
+import { ENVELOPE, envelopeOf } from './revisions.js';
 
 /** What one request (by its JSON-RPC id) adds to its own POST: `Mcp-Param-*` headers, an abort of its stream. */
 export interface PerRequestHttp {

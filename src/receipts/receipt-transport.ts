@@ -16,7 +16,7 @@ import { type CallerInfo, tokenRefOf } from '../identity/actor.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
-import { envelopeOf } from '../protocol/eras.js';
+import { envelopeOf } from '../protocol/revisions.js';
 import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
 import { requestDigest } from './request-digest.js';
 

@@ -15,7 +15,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ENVELOPE } from '../../src/protocol/eras.js';
+import { ENVELOPE } from '../../src/protocol/revisions.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { MCP_HEADERS, messagesOf, rawRequest, rawSession } from '../support/raw-http.js';
 import { removeTemporaries } from '../support/temp-dirs.js';

@@ -11,7 +11,7 @@ import {
   isInputRequired,
   MISSING_REQUIRED_CLIENT_CAPABILITY,
   UNSUPPORTED_PROTOCOL_VERSION,
-} from '../../protocol/eras.js';
+} from '../../protocol/revisions.js';
 import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import type { UpstreamConnection } from './upstream.js';

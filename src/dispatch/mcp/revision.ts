@@ -9,7 +9,7 @@ import {
   type ProtocolEra,
   withEnvelope,
   withoutEnvelope,
-} from '../../protocol/eras.js';
+} from '../../protocol/revisions.js';
 import type { UpstreamReply } from './upstream-spec.js';
 
 /** Who the gateway speaks for on a connection: the client's initialize parameters (or the gateway's own). */

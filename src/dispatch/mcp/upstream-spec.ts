@@ -5,7 +5,7 @@ import type {
   JSONRPCResultResponse,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ProtocolEra } from '../../protocol/eras.js';
+import type { ProtocolEra } from '../../protocol/revisions.js';
 import type { SkippedLine } from './stdout-lines.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */

@@ -22,8 +22,8 @@ import {
   UpstreamInvalidReplyError,
   UpstreamUnavailableError,
 } from '../../errors.js';
-import type { ProtocolEra } from '../../protocol/eras.js';
 import { takeRelatedMark } from '../../protocol/related-streams.js';
+import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';

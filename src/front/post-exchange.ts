@@ -9,7 +9,7 @@ import {
   type JSONRPCRequest,
   type MessageExtraInfo,
 } from '@modelcontextprotocol/sdk/types.js';
-import { HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/eras.js';
+import { HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/revisions.js';
 
 /**
  * One 2026-07-28 request over Streamable HTTP, as a transport: the POST is

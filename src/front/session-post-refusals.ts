@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { LEGACY_VERSIONS } from '../protocol/eras.js';
+import { LEGACY_VERSIONS } from '../protocol/revisions.js';
 import { rpcError } from './replies.js';
 
 /**

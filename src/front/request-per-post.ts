@@ -4,16 +4,16 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import { messageOf } from '../errors.js';
+import { decodeHeaderValue } from '../protocol/param-headers.js';
 import {
   envelopeOf,
   HEADER_MISMATCH,
   MODERN_VERSIONS,
   UNSUPPORTED_PROTOCOL_VERSION,
   unsupportedVersionError,
-} from '../protocol/eras.js';
-import { decodeHeaderValue } from '../protocol/param-headers.js';
+} from '../protocol/revisions.js';
 import type { ReceiptTransport } from '../receipts/receipt-transport.js';
-import { ModernExchange } from './modern-exchange.js';
+import { ModernExchange } from './post-exchange.js';
 import { rpcError, sendJson } from './replies.js';
 
 export type EraOfRequest =

@@ -15,7 +15,7 @@ import {
   LATEST_LEGACY_VERSION,
   MODERN_VERSIONS,
   modernResult,
-} from './eras.js';
+} from './revisions.js';
 
 /** A DiscoverResult (2026-07-28) saying what an InitializeResult says. */
 export function discoverResultOf(
