@@ -26,6 +26,8 @@ export {
   type ToolContract,
   ToolContractSchema,
 } from './contracts/contract.js';
+// What a channel author implements (docs/channels.md), and what it is told about one dispatch.
+export type { ActionChannel, ActionDispatch, ActionTool } from './dispatch/channel.js';
 export {
   hostKeyFingerprint,
   type ResolveCredential,
