@@ -1,5 +1,6 @@
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { ActivityEventInput } from '../journal/events.js';
+import { leaseExpiredEvent } from '../store/lease.js';
 import type { ExecutionRecord } from '../store/types.js';
 import type { ToolCall } from './call.js';
 import { newToken } from './ids.js';
@@ -16,16 +17,7 @@ export async function expire(
     from: ['dispatched'],
     to: 'unknown',
     requireStale: true,
-    events: [
-      ...extra,
-      {
-        kind: 'lease_expired',
-        executionId: record.id,
-        actor: record.actor,
-        tool: record.tool,
-        detail: { state: 'unknown' },
-      },
-    ],
+    events: [...extra, leaseExpiredEvent(record)],
   });
 }
 

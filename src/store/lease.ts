@@ -1,3 +1,5 @@
+import type { ActivityEventInput } from '../journal/events.js';
+
 /**
  * The one home of "the holder of an execution is gone": its lease has expired
  * (or there is none), or its dispatch deadline has passed. Such an execution
@@ -48,4 +50,18 @@ export type HolderChange = typeof HOLDER_KEEP | typeof HOLDER_SET | typeof HOLDE
 export function holderChange(holder: object | null | undefined): HolderChange {
   if (holder === undefined) return HOLDER_KEEP;
   return holder === null ? HOLDER_CLEAR : HOLDER_SET;
+}
+
+/**
+ * The journal event of a dispatched execution whose holder is gone, made `unknown`: the same from
+ * every store's sweep and from the engine (an attached call that finds the lease lapsed).
+ */
+export function leaseExpiredEvent(row: { id: string; actor: string; tool: string }): ActivityEventInput {
+  return {
+    kind: 'lease_expired',
+    executionId: row.id,
+    actor: row.actor,
+    tool: row.tool,
+    detail: { state: 'unknown' },
+  };
 }

@@ -3,7 +3,7 @@ import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../jou
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
-import { holderGone } from '../lease.js';
+import { holderGone, leaseExpiredEvent } from '../lease.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -219,18 +219,7 @@ export class MemoryStore implements ExecutionStore {
         if (!options.dryRun) {
           row.state = 'unknown';
           row.updatedAt = now;
-          this.#append(
-            [
-              {
-                kind: 'lease_expired',
-                executionId: row.id,
-                actor: row.actor,
-                tool: row.tool,
-                detail: { state: 'unknown' },
-              },
-            ],
-            now,
-          );
+          this.#append([leaseExpiredEvent(row)], now);
         }
         expired.push({ ...this.#view(row, now), state: 'unknown' });
       } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {

@@ -1,5 +1,5 @@
-import type { ActivityEventInput } from '../../journal/events.js';
 import { trimmedEvents } from '../../journal/trims.js';
+import { leaseExpiredEvent } from '../lease.js';
 import type { SweepResult } from '../types.js';
 import { APPROVAL_SQL } from './approval-sql.js';
 import { type JournalChains, journalParams } from './journal-chains.js';
@@ -39,15 +39,7 @@ export async function writeSweep(
       // RETURNING gives no order; by id is creation order, as the journal should read.
       const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const events = [
-        ...rows.map(
-          (row): ActivityEventInput => ({
-            kind: 'lease_expired',
-            executionId: row.id,
-            actor: row.actor,
-            tool: row.tool,
-            detail: { state: 'unknown' },
-          }),
-        ),
+        ...rows.map(leaseExpiredEvent),
         // What the trim removed is journaled in the same transaction (journal/trims.ts).
         ...trimmedEvents(
           trimmed.rows.map((row) => row.id),

@@ -1,4 +1,5 @@
 import { trimmedEvents } from '../../journal/trims.js';
+import { leaseExpiredEvent } from '../lease.js';
 import type { SweepResult } from '../types.js';
 import type { ApprovalStatements } from './approval-sql.js';
 import { appendJournal } from './journal-append.js';
@@ -25,17 +26,7 @@ export function writeSweep(
   }
   // RETURNING gives no order; by id is creation order, as the journal should read.
   const rows = sql.expire.all({ now }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  appendJournal(
-    sql,
-    rows.map((row) => ({
-      kind: 'lease_expired',
-      executionId: row.id,
-      actor: row.actor,
-      tool: row.tool,
-      detail: { state: 'unknown' },
-    })),
-    now,
-  );
+  appendJournal(sql, rows.map(leaseExpiredEvent), now);
   // What the trim removes is journaled in the same transaction (journal/trims.ts).
   const trimmed = sql.trim.all({ cutoff }).map((row) => row.id);
   appendJournal(sql, trimmedEvents(trimmed, retentionMs), now);
