@@ -2,6 +2,14 @@ import { z } from 'zod';
 
 /** The `upstreams:` section's two shapes: a command (stdio) or a URL (Streamable HTTP). */
 
+/** `share:`, the same for a command and a URL upstream (docs/protocol.md). */
+const ShareSchema = z
+  .boolean()
+  .optional()
+  .describe(
+    'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
+  );
+
 /** An upstream MCP server the gateway starts as a command and speaks to over stdio. */
 export const StdioUpstreamSchema = z
   .object({
@@ -19,12 +27,7 @@ export const StdioUpstreamSchema = z
           "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
       ),
     cwd: z.string().optional(),
-    share: z
-      .boolean()
-      .optional()
-      .describe(
-        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
-      ),
+    share: ShareSchema,
   })
   .strict();
 
@@ -34,11 +37,6 @@ export const HttpUpstreamSchema = z
     url: z.url(),
     /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
     headers: z.record(z.string(), z.string()).optional(),
-    share: z
-      .boolean()
-      .optional()
-      .describe(
-        'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
-      ),
+    share: ShareSchema,
   })
   .strict();
