@@ -57,6 +57,16 @@ export function elicitationApprover(
   };
 }
 
+/** The approver of a call as the engine takes it: the client's human where it can, else none (the operator queue). */
+export function approverFor(
+  s: SessionState,
+  forwarded: { frontId: RequestId; cancelled?: AbortController },
+  contract: ResolvedContract,
+): { approver?: Approver } {
+  const approver = elicitationApprover(s, forwarded.frontId, contract, forwarded.cancelled?.signal);
+  return approver ? { approver } : {};
+}
+
 /** `elicitation: {}` (2025-06-18) and `elicitation: { form: {} }` (2025-11-25) both mean forms. */
 function supportsFormElicitation(capabilities: ClientCapabilities | undefined): boolean {
   const elicitation = capabilities?.elicitation as { form?: unknown; url?: unknown } | undefined;

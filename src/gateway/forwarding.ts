@@ -8,7 +8,7 @@ import type { UpstreamLifecycle, UpstreamReply, UpstreamRestart } from '../dispa
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
-import { roundAsking } from './input-rounds.js';
+import { roundAsking } from './revision-bridge/input-rounds.js';
 import { unprefixed } from './routing.js';
 import type { ForwardedRequest, SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { routeToSubscriptions } from './subscriptions.js';
@@ -27,7 +27,7 @@ export async function forward(
   const forwarded = s.track(request.id, upstream.name, meta, false);
   try {
     const params = unprefixed(s.prefixed, request);
-    const upstreamMeta = s.upstreamMeta(forwarded, meta);
+    const { upstreamMeta } = forwarded;
     const reply = await upstream.request(
       request.method,
       upstreamMeta === meta ? params : { ...params, _meta: upstreamMeta },

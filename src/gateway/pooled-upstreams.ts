@@ -8,7 +8,7 @@ import type {
 import { UpstreamConnection, type UpstreamReply } from '../dispatch/mcp/index.js';
 import { LATEST_LEGACY_VERSION } from '../protocol/revisions.js';
 import { askClient, sharedHandlers } from './forwarding.js';
-import { ROUND_CAPABILITIES } from './input-round.js';
+import { ROUND_CAPABILITIES } from './revision-bridge/input-round.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { newSubscriptionHub } from './subscription-hub.js';
 

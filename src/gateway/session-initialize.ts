@@ -14,8 +14,8 @@ import {
 } from '../protocol/revisions.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
-import { ROUND_CAPABILITIES } from './input-round.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
+import { ROUND_CAPABILITIES } from './revision-bridge/input-round.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {

@@ -20,7 +20,7 @@ import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/revisions.js';
 import type { ToolCatalog } from './catalog.js';
-import type { InputRound } from './input-round.js';
+import type { InputRound } from './revision-bridge/input-round.js';
 import type { SubscriptionHub } from './subscription-hub.js';
 
 export interface SessionContext {
@@ -92,6 +92,8 @@ export interface ForwardedRequest {
   progressToken?: string | number;
   /** The token the upstream was given instead, on shared connections. */
   upstreamProgressToken?: string;
+  /** The request's `_meta` as the upstream gets it: the progress token as the upstream knows it. */
+  upstreamMeta?: Record<string, unknown>;
   /** The level of log messages a 2026-07-28 request asked for (absent: none). */
   logLevel?: string;
   /** A 2026-07-28 upstream's `input_required` answer, passed on to a client of that revision. */
@@ -201,17 +203,12 @@ export class SessionState {
     }
     const level = envelopeOf({ _meta: meta }).logLevel;
     if (level) forwarded.logLevel = level;
+    forwarded.upstreamMeta =
+      meta && forwarded.upstreamProgressToken !== undefined
+        ? { ...meta, progressToken: forwarded.upstreamProgressToken }
+        : meta;
     this.inFlight.set(renderRequestId(frontId), forwarded);
     return forwarded;
-  }
-
-  /** The `_meta` the upstream gets for a tracked request: the progress token as the upstream knows it. */
-  upstreamMeta(
-    forwarded: ForwardedRequest,
-    meta: Record<string, unknown> | undefined,
-  ): Record<string, unknown> | undefined {
-    if (!meta || forwarded.upstreamProgressToken === undefined) return meta;
-    return { ...meta, progressToken: forwarded.upstreamProgressToken };
   }
 
   /** The gateway-wide connections `upstream` is reached through, if it is not this session's own. */

@@ -21,16 +21,18 @@ import {
 } from '../protocol/revisions.js';
 import { forward } from './forwarding.js';
 import { pooledRefusal } from './pooled-upstreams.js';
+import { statusToolCall, toolsCall } from './revision-bridge/bridge.js';
 import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
 import { listen } from './subscriptions.js';
-import { toolsCall } from './tools-call.js';
+import { sendAnswer } from './tool-calls/answer.js';
 import { lookUpTool, toolsList } from './tools-list.js';
 
 // The steps of a session live beside this file, in the order a request meets them:
 // session-state (what a session holds, how it answers), session-initialize, routing,
-// forwarding, tools-list (catalog paging, tool lookup), tools-call (the engine path, the status tool).
+// forwarding, tools-list (catalog paging, tool lookup); a tools/call goes to revision-bridge/bridge.ts,
+// which wraps the pipeline of tool-calls/ (the engine path, the status tool).
 export { startSharedUpstreams } from './session-initialize.js';
 export type { SessionContext, SharedUpstreams } from './session-state.js';
 
@@ -136,7 +138,7 @@ export class ProxySession {
       case 'tools/list':
         return toolsList(this.#s, request);
       case 'tools/call':
-        return toolsCall(this.#s, request, extra);
+        return toolCall(this.#s, request, extra);
       default: {
         const upstream = routeFor(this.#s.upstreams, request);
         const refused = upstream && pooledRefusal(this.#s, upstream, request.method);
@@ -194,7 +196,7 @@ export class ProxySession {
       case 'tools/list':
         return toolsList(s, request);
       case 'tools/call':
-        return toolsCall(s, request, extra);
+        return toolCall(s, request, extra);
       case 'subscriptions/listen':
         return listen(s, request);
       default:
@@ -247,6 +249,14 @@ export class ProxySession {
     const reply = await upstream.request('tools/call', { name: entry.upstreamName, arguments: args });
     return 'error' in reply ? undefined : (reply.result as CallToolResult);
   }
+}
+
+/** Idem's own status tool is answered by Idem; a call of any other tool goes through the pipeline. */
+async function toolCall(s: SessionState, request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+  const name = (request.params as { name?: unknown } | undefined)?.name;
+  const answer =
+    name === s.ctx.statusTool ? await statusToolCall(s, request, extra) : await toolsCall(s, request, extra);
+  return sendAnswer(s, request.id, answer);
 }
 
 /** What a client is told when the gateway failed while handling its request (session.ts #answer). */

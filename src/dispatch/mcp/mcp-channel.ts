@@ -66,6 +66,11 @@ export interface McpToolCall {
    * the caller is told.
    */
   inputRequired?(result: Record<string, unknown>): string;
+  /**
+   * Called as the dispatch begins; what it returns, when it ends (also after the engine answered
+   * the caller, past the contract's timeout): the caller's session stays open while an upstream works.
+   */
+  onDispatch?(): () => void;
 }
 
 /**
@@ -94,6 +99,15 @@ export class McpChannel implements ActionChannel {
   }
 
   async dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
+    const ended = this.#call.onDispatch?.();
+    try {
+      return await this.#dispatch(args, ctx);
+    } finally {
+      ended?.();
+    }
+  }
+
+  async #dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
     const upstream = this.#call.upstream;
     if (!upstream) throw new NotDispatchedError(`The upstream "${this.target}" is not configured.`);
     // Waiting here, after the engine matched the call, lets a retry of an earlier call hear about

@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { CallToolResult, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import canonicalize from 'canonicalize';
-import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
-import { NotDispatchedError } from '../errors.js';
-import { renderRequestId } from '../identity/request-key.js';
-import { envelopeOf, isInputRequired } from '../protocol/revisions.js';
-import { askClient } from './elicitation.js';
+import type { UpstreamConnection, UpstreamReply } from '../../dispatch/mcp/index.js';
+import { NotDispatchedError } from '../../errors.js';
+import { renderRequestId } from '../../identity/request-key.js';
+import { envelopeOf, isInputRequired } from '../../protocol/revisions.js';
+import { askClient } from '../elicitation.js';
+import type { ForwardedRequest, SessionState, SharedUpstreams } from '../session-state.js';
+import type { ToolCallAnswer } from '../tool-calls/answer.js';
+import type { ToolCallRequest } from '../tool-calls/tool-call-request.js';
 import { INPUT_METHODS, InputRound, MAX_INPUT_ROUNDS, ROUND_STATE_PREFIX } from './input-round.js';
-import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-state.js';
 
 /**
  * Input a tool asks of the client in the middle of a call, across the two
@@ -59,24 +61,17 @@ export function openRound(
   );
 }
 
-type ReplyWithResult = (
-  s: SessionState,
-  id: RequestId,
-  result: CallToolResult,
-  forwarded: ForwardedRequest,
-) => Promise<void>;
+type AnswerOf = (result: CallToolResult, forwarded: ForwardedRequest) => ToolCallAnswer;
 
-/** Answers a call of the round: with the execution's result, or with the questions still open. */
-export async function replyFromRound(
-  s: SessionState,
-  id: RequestId,
+/** What a call of the round gets: the execution's result, or the questions still open. */
+export async function answerFromRound(
   round: InputRound,
   forwarded: ForwardedRequest,
-  replyWithResult: ReplyWithResult,
-): Promise<void> {
+  answerOf: AnswerOf,
+): Promise<ToolCallAnswer> {
   const next = await round.next();
-  if ('inputRequired' in next) return s.reply(id, next.inputRequired);
-  return replyWithResult(s, id, next.final, forwarded);
+  if ('inputRequired' in next) return { result: next.inputRequired };
+  return answerOf(next.final, forwarded);
 }
 
 /**
@@ -86,18 +81,17 @@ export async function replyFromRound(
  */
 export async function continueRound(
   s: SessionState,
-  request: JSONRPCRequest,
+  call: ToolCallRequest,
   round: InputRound,
-  params: { inputResponses?: unknown; _meta?: Record<string, unknown> },
-  replyWithResult: ReplyWithResult,
-): Promise<void> {
-  const forwarded = s.track(request.id, round.upstream, params._meta, true);
+  answerOf: AnswerOf,
+): Promise<ToolCallAnswer> {
+  const forwarded = s.track(call.id, round.upstream, call.meta, true);
   forwarded.cancelled?.signal.addEventListener('abort', () => round.cancel(), { once: true });
   try {
-    round.answer(params.inputResponses);
-    return await replyFromRound(s, request.id, round, forwarded, replyWithResult);
+    round.answer(call.inputResponses);
+    return await answerFromRound(round, forwarded, answerOf);
   } finally {
-    s.inFlight.delete(renderRequestId(request.id));
+    s.inFlight.delete(renderRequestId(call.id));
   }
 }
 

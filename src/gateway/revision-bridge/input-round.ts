@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamReply } from '../dispatch/mcp/index.js';
+import type { UpstreamReply } from '../../dispatch/mcp/index.js';
 
 // One input round (input-rounds.ts says what rounds are and serves them): what a 2025-era
 // upstream asked in the middle of a 2026-07-28 client's call, held until the client answers.

@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import type { UpstreamConnection } from '../dispatch/mcp/index.js';
+import type { UpstreamConnection } from '../../dispatch/mcp/index.js';
+import type { ForwardedRequest, SessionState, SharedUpstreams } from '../session-state.js';
 import { openRound, roundAsking, roundContinued } from './input-rounds.js';
-import type { ForwardedRequest, SessionState, SharedUpstreams } from './session-state.js';
 
 /** Just what a round reads of a session: its revision, its actor, the shared connections. */
 function sessionOf(actor: string, shared: SharedUpstreams): SessionState {
