@@ -29,8 +29,8 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { RED_PIXEL_PNG, SILENT_WAV } from './content.js';
 import { MemoryEventStore } from './event-store.js';
-import { RED_PIXEL_PNG, SILENT_WAV } from './media.js';
 
 const LOG_LEVELS: LoggingLevel[] = [
   'debug',
