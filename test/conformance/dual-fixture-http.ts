@@ -8,6 +8,9 @@
  * session, SSE-polling and subscription scenarios would have nothing to test,
  * and this fixture is the reference the gateway is compared with. Host and
  * Origin must be loopback names.
+ *
+ * `legacyOnly` serves 2025-era sessions alone, as a server that predates
+ * 2026-07-28 does: a 2026-07-28 request opens no session and is refused.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -69,15 +72,20 @@ export async function serveDualFixtureHttp(
     state?: DualFixtureState;
     /** 2025-era traffic per request too (createMcpHandler's default), without sessions: the baseline of a stateless front. */
     stateless?: boolean;
+    /** 2025-era sessions only: no 2026-07-28 handler at all. */
+    legacyOnly?: boolean;
   } = {},
 ): Promise<ServedDualFixture> {
+  if (options.stateless && options.legacyOnly) throw new Error('stateless and legacyOnly exclude each other');
   const state = options.state ?? newDualFixtureState();
   const bus = new InMemoryServerEventBus();
-  const modern: McpHttpHandler = createMcpHandler(
-    () => createDualFixtureServer(state),
-    options.stateless ? { bus } : { bus, legacy: 'reject' },
-  );
-  state.notifier = modern.notify;
+  const modern: McpHttpHandler | undefined = options.legacyOnly
+    ? undefined
+    : createMcpHandler(
+        () => createDualFixtureServer(state),
+        options.stateless ? { bus } : { bus, legacy: 'reject' },
+      );
+  state.notifier = modern?.notify;
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
   const openSession = async (): Promise<WebStandardStreamableHTTPServerTransport> => {
@@ -112,7 +120,8 @@ export async function serveDualFixtureHttp(
         ? transport.handleRequest(request)
         : jsonError(404, -32001, 'Session not found', await requestId(request));
     }
-    if (options.stateless || !(await isLegacyRequest(request.clone()))) return modern.fetch(request);
+    if (modern && (options.stateless || !(await isLegacyRequest(request.clone()))))
+      return modern.fetch(request);
     if (request.method !== 'POST')
       return jsonError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     // A 2025 POST without a session: the transport accepts only an initialize
@@ -138,7 +147,7 @@ export async function serveDualFixtureHttp(
     openListens: () => bus.listenerCount,
     close: async () => {
       for (const transport of [...sessions.values()]) await transport.close();
-      await modern.close();
+      await modern?.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
