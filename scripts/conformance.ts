@@ -2,24 +2,24 @@
  * npm run conformance [-- options]
  *
  * Runs the MCP conformance suites (server mode, on Node 22) against the
- * project's fixtures over Streamable HTTP on free loopback ports, prints every
+ * project's fixture over Streamable HTTP on a free loopback port, prints every
  * scenario's result, and exits non-zero if any check fails or warns beyond the
  * documented known lists (KNOWN_NON_SUCCESS and KNOWN_NON_SUCCESS_BY_REVISION
  * in test/conformance/harness.ts), or if a --via proxy loses a check.
  *
- * With neither --suite nor --requirements it runs all three: the 0.1.16 active
- * suite against the 2025 fixture, then the 0.2 suite's requirement sets for
- * 2025-11-25 and 2026-07-28 against the dual-revision fixture.
+ * With neither --suite nor --requirements it runs all three, against one
+ * fixture process (test/conformance/fixture-server.ts): the 0.1.16 active
+ * suite, then the 0.2 suite's requirement sets for 2025-11-25 and 2026-07-28.
  *
  * Options:
- *   --suite active|all|pending  the 0.1.16 suite only, these scenarios (against fixture-server.ts)
+ *   --suite active|all|pending  the 0.1.16 suite only, these scenarios
  *   --requirements <revision>   the 0.2 suite only, the scenarios this revision requires
- *                               (2025-11-25, 2026-07-28 or all; repeatable), against dual-fixture-server.ts
+ *                               (2025-11-25, 2026-07-28 or all; repeatable)
  *   --scenario <name>           one scenario only (of the suite, or at the given revision)
  *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
  *   --url <url>                 test this server instead of starting a fixture
  *   --via "<shell command>"     also run each suite through a proxy started by this command
- *                               (one proxy per fixture), then compare: every check that passed
+ *                               (one proxy per suite run), then compare: every check that passed
  *                               directly must pass through it. Placeholders:
  *                                 {upstream}        the direct server's URL
  *                                 {upstream_stdio}  the command line (words) that runs the fixture over stdio
@@ -39,9 +39,7 @@ import { parseArgs } from 'node:util';
 import {
   type ConformanceRun,
   compareRuns,
-  DUAL_FIXTURE_PATH,
   evaluate,
-  FIXTURE_PATH,
   fixtureStdioCommand,
   formatRun,
   isRevision,
@@ -91,8 +89,8 @@ async function waitUntilListening(url: string, timeoutMs: number): Promise<void>
 }
 
 /** Starts the --via command in its own process group (so the whole group can be stopped). */
-async function startVia(template: string, upstream: string, fixturePath: string): Promise<RunningServer> {
-  const stdio = fixtureStdioCommand(fixturePath);
+async function startVia(template: string, upstream: string): Promise<RunningServer> {
+  const stdio = fixtureStdioCommand();
   const port = template.includes('{port}') ? await freePort() : undefined;
   const command = template
     .replaceAll('{upstream_stdio}', [stdio.command, ...stdio.args].map(shellWord).join(' '))
@@ -141,17 +139,15 @@ function report(run: ConformanceRun, json: boolean): boolean {
 }
 
 /** One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision. */
-type Plan = { label: string; fixturePath: string } & ({ suite: Suite } | { requirements: Revision });
+type Plan = { label: string } & ({ suite: Suite } | { requirements: Revision });
 
 function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan[] {
   const byRevision = (revision: Revision): Plan => ({
     label: `0.2 suite, requirements ${revision}`,
-    fixturePath: DUAL_FIXTURE_PATH,
     requirements: revision,
   });
   const bySuite = (suite: Suite): Plan => ({
     label: `0.1.16 ${suite} suite`,
-    fixturePath: FIXTURE_PATH,
     suite,
   });
   if (suiteFlag !== undefined && !['active', 'all', 'pending'].includes(suiteFlag))
@@ -189,20 +185,14 @@ async function main(): Promise<number> {
   const scenarioTimeoutMs = values['scenario-timeout'] ? Number(values['scenario-timeout']) : undefined;
   if (scenarioTimeoutMs !== undefined && !(scenarioTimeoutMs > 0))
     throw new Error(`--scenario-timeout ${values['scenario-timeout']}: expected a positive number of ms`);
-  const fixtures = new Map<string, RunningServer>();
-  const started: RunningServer[] = [];
+  let fixture: RunningServer | undefined;
   const results: Record<string, unknown>[] = [];
   let ok = true;
   try {
     for (const plan of plans(values.suite, values.requirements ?? [])) {
       let url = values.url;
       if (!url) {
-        let fixture = fixtures.get(plan.fixturePath);
-        if (!fixture) {
-          fixture = await startFixture({ path: plan.fixturePath });
-          fixtures.set(plan.fixturePath, fixture);
-          started.push(fixture);
-        }
+        fixture ??= await startFixture();
         url = fixture.url;
       }
       const options = {
@@ -217,7 +207,7 @@ async function main(): Promise<number> {
       results.push(result);
       if (!values.via) continue;
 
-      const via = await startVia(values.via, url, plan.fixturePath);
+      const via = await startVia(values.via, url);
       try {
         if (!json) console.log(`== ${plan.label}, via: ${values.via}\n   at ${via.url}`);
         const proxied = await runConformance({ url: via.url, ...options });
@@ -241,7 +231,7 @@ async function main(): Promise<number> {
     if (json) console.log(JSON.stringify(results, null, 2));
     return ok ? 0 : 1;
   } finally {
-    for (const server of started.reverse()) await server.close();
+    await fixture?.close();
   }
 }
 

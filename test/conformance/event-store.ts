@@ -1,11 +1,9 @@
 /**
- * An in-memory event store for the fixtures' sessionful Streamable HTTP
- * transports (priming events, resumability with Last-Event-ID). The v1 and v2
- * SDK transports take the same shape.
+ * An in-memory event store for the fixture's sessionful Streamable HTTP
+ * transports (priming events, resumability with Last-Event-ID).
  */
 import { randomUUID } from 'node:crypto';
-import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { EventId, EventStore, JSONRPCMessage, StreamId } from '@modelcontextprotocol/server';
 
 /** Keeps every event of a session so a client can resume a stream after Last-Event-ID. */
 export class MemoryEventStore implements EventStore {

@@ -1,11 +1,11 @@
 /**
  * Runs the MCP conformance suite (server mode) on Node 22 against a server URL
- * and reads back every check it made. Two suites:
- *   - 0.1.16 (`@modelcontextprotocol/conformance`), by suite (active/all/pending),
- *     against the 2025 fixture (fixture-server.ts);
+ * and reads back every check it made. Two suites, both against the fixture
+ * (fixture-server.ts, which serves both revision families):
+ *   - 0.1.16 (`@modelcontextprotocol/conformance`), by suite (active/all/pending);
  *   - 0.2.x (`conformance-next`), by `--requirements <revision>` (2025-11-25 or
  *     2026-07-28: exactly the scenarios that revision requires, each run at its
- *     wire version), against the dual-revision fixture (dual-fixture-server.ts).
+ *     wire version).
  *
  * The same checks run against a fixture directly and through a proxy (the
  * gateway); `compareRuns` then says which checks passed directly but not
@@ -18,7 +18,6 @@ import { join } from 'node:path';
 import { node22, packageBin, REPO_ROOT } from '../support/node22.js';
 
 export const FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/fixture-server.ts');
-export const DUAL_FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/dual-fixture-server.ts');
 
 /** The protocol revisions the 0.2 suite has requirement sets for. */
 export const REVISIONS = ['2025-11-25', '2026-07-28'] as const;
@@ -91,7 +90,8 @@ export const KNOWN_NON_SUCCESS: readonly KnownNonSuccess[] = [
     reason:
       'Pending scenario. Its raw POST declares MCP-Protocol-Version 2025-03-26, and the SDK sends a priming ' +
       'event (and lets a handler close the stream) only to clients of 2025-11-25 or later, whose SSE parsers ' +
-      'accept empty data. The fixture does both for 2025-11-25 (see resumability.ts and its test).',
+      'accept empty data. The fixture does both for 2025-11-25 (the 0.2 suite runs this scenario at ' +
+      'that version).',
   },
   {
     scenario: 'server-sse-polling',
@@ -102,12 +102,12 @@ export const KNOWN_NON_SUCCESS: readonly KnownNonSuccess[] = [
 ];
 
 const TASKS_EXTENSION =
-  'Tasks extension (SEP-2663), run but not scored for 2026-07-28: the dual fixture serves no tasks ' +
+  'Tasks extension (SEP-2663), run but not scored for 2026-07-28: the fixture serves no tasks ' +
   '(McpServer does not implement the extension and the fixture declares no tasks capability).';
 
 /**
- * The 0.2 suite against the dual fixture (dual-fixture-server.ts), per
- * revision. Every scenario a revision scores passes; what is left is unscored.
+ * The 0.2 suite against the fixture, per revision. Every scenario a revision
+ * scores passes; what is left is unscored.
  */
 export const KNOWN_NON_SUCCESS_BY_REVISION: Readonly<Record<Revision, readonly KnownNonSuccess[]>> = {
   '2025-11-25': [],
@@ -363,24 +363,25 @@ export interface RunningServer {
 }
 
 /**
- * Starts a fixture over HTTP in its own process (the project's Node) on a free
- * loopback port: the 2025 fixture by default, `path: DUAL_FIXTURE_PATH` for the dual-revision one.
+ * Starts the fixture over HTTP in its own process (the project's Node) on a
+ * free loopback port; `args` are the fixture's own (`--stateless`, `--legacy-only`).
  */
 export async function startFixture(
-  options: { timeoutMs?: number; path?: string; args?: string[] } = {},
+  options: { timeoutMs?: number; args?: string[] } = {},
 ): Promise<RunningServer> {
-  const script = options.path ?? FIXTURE_PATH;
-  const child = spawn(process.execPath, ['--import', 'tsx', script, '--port', '0', ...(options.args ?? [])], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = ['--import', 'tsx', FIXTURE_PATH, '--port', '0', ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await waitForUrl(child, /^listening (http:\S+)$/m, options.timeoutMs ?? 30_000);
   return { url, process: child, close: () => stopProcess(child) };
 }
 
-/** The command that runs a fixture (default: the 2025 one) over stdio, for clients and gateways that spawn their upstream. */
-export function fixtureStdioCommand(path = FIXTURE_PATH): { command: string; args: string[]; cwd: string } {
-  return { command: process.execPath, args: ['--import', 'tsx', path, '--stdio'], cwd: REPO_ROOT };
+/** The command that runs the fixture over stdio (with its own `args`), for clients and gateways that spawn their upstream. */
+export function fixtureStdioCommand(args: string[] = []): { command: string; args: string[]; cwd: string } {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', FIXTURE_PATH, '--stdio', ...args],
+    cwd: REPO_ROOT,
+  };
 }
 
 /** Resolves with the first capture of `pattern` in the child's stdout; rejects if it exits or times out first. */

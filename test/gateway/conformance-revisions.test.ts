@@ -7,7 +7,6 @@ import { Gateway } from '../../src/gateway/gateway.js';
 import {
   type ConformanceRun,
   compareRuns,
-  DUAL_FIXTURE_PATH,
   evaluate,
   REVISIONS,
   type Revision,
@@ -20,8 +19,8 @@ import {
  * The gateway must be invisible to a conforming client of either revision: the
  * 0.2 conformance suite, run with `--requirements <revision>`, gives the same
  * passing checks against the dual-revision fixture directly and through `idem
- * gateway` (fixture as its stdio upstream) in each HTTP front mode. Any check
- * lost is a failure; the lost list is printed.
+ * gateway` (the fixture as its Streamable HTTP upstream) in each HTTP front
+ * mode. Any check lost is a failure; the lost list is printed.
  */
 const FRONTS = ['stateful', 'stateless'] as const;
 type Front = (typeof FRONTS)[number];
@@ -96,8 +95,8 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
   };
 
   beforeAll(async () => {
-    fixture = await startFixture({ path: DUAL_FIXTURE_PATH });
-    statelessFixture = await startFixture({ path: DUAL_FIXTURE_PATH, args: ['--stateless'] });
+    fixture = await startFixture();
+    statelessFixture = await startFixture({ args: ['--stateless'] });
     // One gateway (and store) per revision and front: the suites call the same tools with the same
     // arguments, and one actor's identical call within the window is, by design, a replay.
     const urls = new Map<string, string>();

@@ -1,13 +1,13 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServedDualFixture, serveDualFixtureHttp } from '../conformance/dual-fixture-http.js';
+import { type ServedFixture, serveFixtureHttp } from '../conformance/fixture-http.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
 import { removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
 
 /**
- * `Mcp-Param-*` headers (SEP-2243) through the gateway: the dual fixture's
+ * `Mcp-Param-*` headers (SEP-2243) through the gateway: the fixture's
  * `test_param_header` marks `region` with `x-mcp-header: Region`, and the
  * fixture (the v2 SDK's `createMcpHandler`) refuses a call whose header does
  * not match. The gateway checks what its client sends, and sends its own to
@@ -25,11 +25,11 @@ describe.each([
   ['stateful', false],
   ['stateless', true],
 ] as const)('Mcp-Param-* headers through the HTTP %s front', (_mode, stateless) => {
-  let upstream: ServedDualFixture;
+  let upstream: ServedFixture;
   let running: RunningGateway;
 
   beforeAll(async () => {
-    upstream = await serveDualFixtureHttp({ port: 0 });
+    upstream = await serveFixtureHttp({ port: 0 });
     running = await startHttpGateway({ upstreams: { fixture: { url: upstream.url } }, http: { stateless } });
   });
 

@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ServedDualFixture, serveDualFixtureHttp } from '../conformance/dual-fixture-http.js';
+import { type ServedFixture, serveFixtureHttp } from '../conformance/fixture-http.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
@@ -12,11 +12,11 @@ import { PATIENTLY } from '../support/wait.js';
 /**
  * `subscriptions/listen` (2026-07-28) through the gateway, with the official
  * v2 client: the client's one listen stream hears the change notifications
- * of every upstream — a 2026-07-28 upstream's own listen stream (the dual
+ * of every upstream — a 2026-07-28 upstream's own listen stream (the
  * fixture, served in this process so its open streams can be counted) and a
- * 2025-era upstream's unsolicited notifications (the 2025 fixture, whose
- * resources are subscribed with resources/subscribe). Closing the stream
- * ends the subscription upstream, in both revisions.
+ * 2025-era upstream's unsolicited notifications (the fixture serving 2025-era
+ * revisions only, whose resources are subscribed with resources/subscribe).
+ * Closing the stream ends the subscription upstream, in both revisions.
  */
 
 const WATCHED = 'test://watched-resource';
@@ -53,13 +53,13 @@ describe.each([
   ['HTTP stateless', 'http', true],
   ['stdio', 'stdio', false],
 ] as const)('subscriptions/listen through the %s front', { timeout: 180_000 }, (_name, front, stateless) => {
-  let modern: ServedDualFixture;
+  let modern: ServedFixture;
   let running: RunningGateway | undefined;
   let target: { url: string } | { command: string; args: string[]; cwd: string };
-  const legacy = fixtureStdioCommand();
+  const legacy = fixtureStdioCommand(['--legacy-only']);
 
   beforeAll(async () => {
-    modern = await serveDualFixtureHttp({ port: 0 });
+    modern = await serveFixtureHttp({ port: 0 });
     const upstreams = { modern: { url: modern.url }, legacy };
     // The fixtures' hooks change nothing but announce: declared harmless to run again, so each
     // call of the same hook reaches its upstream (the cautious default would replay the first).
@@ -94,8 +94,8 @@ describe.each([
         toolsListChanged: true,
         resourceSubscriptions: [WATCHED],
       });
-      // What some upstream can announce is honoured (the dual fixture announces tool changes, the
-      // 2025 fixture supports resource subscriptions); nothing asked is dropped here.
+      // What some upstream can announce is honoured (the 2026-07-28 upstream announces tool changes,
+      // the 2025-era one supports resource subscriptions); nothing asked is dropped here.
       expect(subscription.honoredFilter).toEqual({
         toolsListChanged: true,
         resourceSubscriptions: [WATCHED],

@@ -1,10 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  DUAL_FIXTURE_PATH,
-  fixtureStdioCommand,
-  type RunningServer,
-  startFixture,
-} from '../conformance/harness.js';
+import { fixtureStdioCommand, type RunningServer, startFixture } from '../conformance/harness.js';
 import { CLIENT_KINDS, type ClientKind, type ClientTarget, connectClient } from './clients.js';
 
 /** What each client must negotiate with a server that speaks both revisions. */
@@ -25,11 +20,11 @@ describe('client matrix against the dual-revision fixture', () => {
   let fixture: RunningServer;
   const targets: Record<'http' | 'stdio', () => ClientTarget> = {
     http: () => ({ url: fixture.url }),
-    stdio: () => fixtureStdioCommand(DUAL_FIXTURE_PATH),
+    stdio: () => fixtureStdioCommand(),
   };
 
   beforeAll(async () => {
-    fixture = await startFixture({ path: DUAL_FIXTURE_PATH });
+    fixture = await startFixture();
   }, 60_000);
   afterAll(async () => {
     await fixture?.close();
@@ -58,7 +53,7 @@ describe('client matrix against the dual-revision fixture', () => {
   }
 
   it('a 2026-pinned client refuses a server that speaks only 2025 (no silent fallback)', async () => {
-    const legacyOnly = await startFixture();
+    const legacyOnly = await startFixture({ args: ['--legacy-only'] });
     try {
       await expect(connectClient('v2-2026', { url: legacyOnly.url })).rejects.toThrow();
       const auto = await connectClient('v2-auto', { url: legacyOnly.url });

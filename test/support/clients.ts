@@ -8,7 +8,7 @@
  *   v2-legacy    the v2 SDK client in its default legacy mode (initialize, 2025-11-25)
  *   sdk-1.10     the v1.10.2 SDK client (initialize, asks 2024-11-05), as older hosts ship it
  *
- * Used directly against the dual fixture (clients.test.ts) and, by the
+ * Used directly against the conformance fixture (clients.test.ts) and, by the
  * gateway tests, through each front.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';

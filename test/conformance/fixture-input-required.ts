@@ -3,7 +3,7 @@
  * trips, written once with `inputRequired`), the tools the 2026-07-28
  * `server-stateless` scenario probes with, and the `Mcp-Param-*` header tool
  * (SEP-2243). The helpers that read an answer are shared with the prompt
- * that asks for input (dual-fixture-resources-prompts.ts).
+ * that asks for input (fixture-resources-prompts.ts).
  */
 import {
   acceptedContent,
@@ -19,7 +19,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { done, text } from './content.js';
-import type { DualFixtureState, MrtrState } from './dual-fixture-state.js';
+import type { FixtureState, MrtrState } from './fixture-state.js';
 
 const NO_ARGS = z.object({});
 export const askText = (message: string, field = 'name') =>
@@ -60,7 +60,7 @@ type ToolOutcome = Promise<CallToolResult | InputRequiredResult>;
  * requests to a 2025 one. requestState is sealed by the state codec, so a
  * tampered state never reaches a handler (-32602).
  */
-export function registerInputRequiredTools(server: McpServer, state: DualFixtureState): void {
+export function registerInputRequiredTools(server: McpServer, state: FixtureState): void {
   const { mint } = state.stateCodec;
   // A 2026-07-28 request says what its client can do in its envelope; a 2025 session said it at initialize.
   const clientCapabilities = (ctx: ServerContext): ClientCapabilities =>
@@ -208,7 +208,7 @@ export function registerInputRequiredTools(server: McpServer, state: DualFixture
 }
 
 /** Tools the 2026-07-28 `server-stateless` scenario probes with. */
-export function registerDiagnosticTools(server: McpServer, state: DualFixtureState): void {
+export function registerDiagnosticTools(server: McpServer, state: FixtureState): void {
   // A thrown error would become an isError result; an embedded sampling request
   // makes the SDK check the client's declared capabilities (-32021, HTTP 400).
   server.registerTool(

@@ -1,5 +1,5 @@
 /**
- * The dual-revision fixture over Streamable HTTP (http://127.0.0.1:<port>/mcp).
+ * The fixture over Streamable HTTP (http://127.0.0.1:<port>/mcp).
  * A request is routed by era with the SDK's own classifier (`isLegacyRequest`):
  * 2026-07-28 requests go to `createMcpHandler` (modern only, per request);
  * 2025-era traffic goes to a sessionful Streamable HTTP transport with an event
@@ -22,12 +22,12 @@ import {
   type McpHttpHandler,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
-import { createDualFixtureServer, type DualFixtureState, newDualFixtureState } from './dual-fixture.js';
 import { MemoryEventStore } from './event-store.js';
+import { createFixtureServer, type FixtureState, newFixtureState } from './fixture.js';
 
-export interface ServedDualFixture {
+export interface ServedFixture {
   url: string;
-  state: DualFixtureState;
+  state: FixtureState;
   /** How many `subscriptions/listen` streams are open on it now. */
   openListens(): number;
   close(): Promise<void>;
@@ -66,23 +66,23 @@ async function requestId(request: Request): Promise<unknown> {
 }
 
 /** Serves the fixture over Streamable HTTP at http://127.0.0.1:<port>/mcp (port 0: any free port). */
-export async function serveDualFixtureHttp(
+export async function serveFixtureHttp(
   options: {
     port?: number;
-    state?: DualFixtureState;
+    state?: FixtureState;
     /** 2025-era traffic per request too (createMcpHandler's default), without sessions: the baseline of a stateless front. */
     stateless?: boolean;
     /** 2025-era sessions only: no 2026-07-28 handler at all. */
     legacyOnly?: boolean;
   } = {},
-): Promise<ServedDualFixture> {
+): Promise<ServedFixture> {
   if (options.stateless && options.legacyOnly) throw new Error('stateless and legacyOnly exclude each other');
-  const state = options.state ?? newDualFixtureState();
+  const state = options.state ?? newFixtureState();
   const bus = new InMemoryServerEventBus();
   const modern: McpHttpHandler | undefined = options.legacyOnly
     ? undefined
     : createMcpHandler(
-        () => createDualFixtureServer(state),
+        () => createFixtureServer(state),
         options.stateless ? { bus } : { bus, legacy: 'reject' },
       );
   state.notifier = modern?.notify;
@@ -100,7 +100,7 @@ export async function serveDualFixtureHttp(
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    await createDualFixtureServer(state).connect(transport);
+    await createFixtureServer(state).connect(transport);
     return transport;
   };
 

@@ -7,7 +7,7 @@
 import { fromJsonSchema, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { done, RED_PIXEL_PNG, SILENT_WAV, text } from './content.js';
-import type { DualFixtureState } from './dual-fixture-state.js';
+import type { FixtureState } from './fixture-state.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -264,7 +264,7 @@ function elicitationSummary(result: { action: string; content?: unknown }): stri
   return `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`;
 }
 
-export function registerEffectTools(server: McpServer, state: DualFixtureState): void {
+export function registerEffectTools(server: McpServer, state: FixtureState): void {
   server.registerTool(
     'increment_counter',
     {

@@ -5,7 +5,7 @@ import { createRequestStateCodec, type ServerNotifier } from '@modelcontextproto
 export type MrtrState = { kind: string; round?: number; name?: string };
 
 /** State shared by every instance of one fixture process: what the effect tools did. */
-export interface DualFixtureState {
+export interface FixtureState {
   counters: Map<string, number>;
   /** Resource URIs a 2025 session subscribed to (per process: the suite uses one session). */
   subscriptions: Set<string>;
@@ -18,7 +18,7 @@ export interface DualFixtureState {
   notifier?: ServerNotifier;
 }
 
-export function newDualFixtureState(): DualFixtureState {
+export function newFixtureState(): FixtureState {
   return {
     counters: new Map(),
     subscriptions: new Set(),

@@ -5,10 +5,10 @@
 import { completable, inputRequired, type McpServer, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { done, RED_PIXEL_PNG, text } from './content.js';
-import { answered, askText } from './dual-fixture-input-required.js';
-import type { DualFixtureState } from './dual-fixture-state.js';
+import { answered, askText } from './fixture-input-required.js';
+import type { FixtureState } from './fixture-state.js';
 
-export function registerResources(server: McpServer, state: DualFixtureState): void {
+export function registerResources(server: McpServer, state: FixtureState): void {
   server.registerResource(
     'static-text',
     'test://static-text',
