@@ -15,7 +15,11 @@
  *   --suite active|all|pending  the 0.1.16 suite only, these scenarios (against fixture-server.ts)
  *   --requirements <revision>   the 0.2 suite only, the scenarios this revision requires
  *                               (2025-11-25, 2026-07-28 or all; repeatable), against dual-fixture-server.ts
- *   --scenario <name>           one scenario only (of the suite, or at the given revision)
+ *   --scenario <name>           this scenario only (of the suite, or at the given revision); repeatable
+ *   --tasks                     the 0.2 suite's tasks extension scenarios (SEP-2663) only, at 2026-07-28,
+ *                               against tasks-upstream.ts: a plain upstream with the tools they name and
+ *                               no tasks. Directly it is a baseline (it cannot pass them, and that does
+ *                               not fail the run); through --via every check must pass.
  *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
  *   --url <url>                 test this server instead of starting a fixture
  *   --via "<shell command>"     also run each suite through a proxy started by this command
@@ -32,6 +36,8 @@
  *   npm run conformance -- --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  *   npm run conformance -- --requirements 2026-07-28 --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  * The stateless front needs a config file with listen.http.stateless: true (see docs/protocol.md, Conformance).
+ * The tasks scenarios, through a gateway whose config gives the tools their contracts:
+ *   npm run conformance -- --tasks --via "npx tsx src/cli/main.ts gateway --config <file> --listen 127.0.0.1:{port}"
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -45,6 +51,7 @@ import {
   fixtureStdioCommand,
   formatRun,
   isRevision,
+  type KnownNonSuccess,
   REVISIONS,
   type Revision,
   type RunningServer,
@@ -52,12 +59,14 @@ import {
   type Suite,
   startFixture,
   stopProcess,
+  TASKS_SCENARIOS,
+  TASKS_UPSTREAM_PATH,
   waitForUrl,
 } from '../test/conformance/harness.js';
 import { REPO_ROOT } from '../test/support/node22.js';
 
 const USAGE = `usage: npm run conformance -- [--suite active|all|pending] [--requirements 2025-11-25|2026-07-28|all]...
-                               [--scenario <name>] [--scenario-timeout <ms>] [--url <url>]
+                               [--tasks] [--scenario <name>]... [--scenario-timeout <ms>] [--url <url>]
                                [--via "<command with {upstream}, {upstream_stdio}, {port}>"] [--json]
 (see the head of scripts/conformance.ts)`;
 
@@ -129,8 +138,8 @@ async function startVia(template: string, upstream: string, fixturePath: string)
   }
 }
 
-function report(run: ConformanceRun, json: boolean): boolean {
-  const evaluation = evaluate(run);
+function report(run: ConformanceRun, json: boolean, known?: readonly KnownNonSuccess[]): boolean {
+  const evaluation = evaluate(run, known);
   if (!json) {
     console.log(formatRun(run));
     for (const line of evaluation.unexpected) console.log(`UNEXPECTED ${line}`);
@@ -140,10 +149,18 @@ function report(run: ConformanceRun, json: boolean): boolean {
   return evaluation.ok;
 }
 
-/** One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision. */
-type Plan = { label: string; fixturePath: string } & ({ suite: Suite } | { requirements: Revision });
+/**
+ * One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision
+ * (all its scenarios, or `scenarios`). `known` replaces the harness's list of
+ * known non-successes; `baseline`: the direct run only informs, and the proxy
+ * is judged by `known` alone (it is meant to pass what the fixture cannot).
+ */
+type Plan = { label: string; fixturePath: string } & (
+  | { suite: Suite }
+  | { requirements: Revision; scenarios?: readonly string[]; known?: []; baseline?: true }
+);
 
-function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan[] {
+function plans(suiteFlag: string | undefined, requirementsFlags: string[], tasks: boolean): Plan[] {
   const byRevision = (revision: Revision): Plan => ({
     label: `0.2 suite, requirements ${revision}`,
     fixturePath: DUAL_FIXTURE_PATH,
@@ -160,11 +177,24 @@ function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan
   for (const revision of revisions)
     if (!isRevision(revision))
       throw new Error(`unknown revision ${revision} (known: ${REVISIONS.join(', ')}, all)`);
+  const tasksPlan: Plan[] = tasks
+    ? [
+        {
+          label: '0.2 suite, tasks extension scenarios at 2026-07-28',
+          fixturePath: TASKS_UPSTREAM_PATH,
+          requirements: '2026-07-28',
+          scenarios: TASKS_SCENARIOS,
+          known: [],
+          baseline: true,
+        },
+      ]
+    : [];
   if (suiteFlag === undefined && revisions.length === 0)
-    return [bySuite('active'), ...REVISIONS.map(byRevision)];
+    return tasks ? tasksPlan : [bySuite('active'), ...REVISIONS.map(byRevision)];
   return [
     ...(suiteFlag === undefined ? [] : [bySuite(suiteFlag as Suite)]),
     ...[...new Set(revisions as Revision[])].map(byRevision),
+    ...tasksPlan,
   ];
 }
 
@@ -173,7 +203,8 @@ async function main(): Promise<number> {
     options: {
       suite: { type: 'string' },
       requirements: { type: 'string', multiple: true, default: [] },
-      scenario: { type: 'string' },
+      scenario: { type: 'string', multiple: true },
+      tasks: { type: 'boolean', default: false },
       'scenario-timeout': { type: 'string' },
       url: { type: 'string' },
       via: { type: 'string' },
@@ -194,7 +225,7 @@ async function main(): Promise<number> {
   const results: Record<string, unknown>[] = [];
   let ok = true;
   try {
-    for (const plan of plans(values.suite, values.requirements ?? [])) {
+    for (const plan of plans(values.suite, values.requirements ?? [], values.tasks ?? false)) {
       let url = values.url;
       if (!url) {
         let fixture = fixtures.get(plan.fixturePath);
@@ -205,14 +236,26 @@ async function main(): Promise<number> {
         }
         url = fixture.url;
       }
+      const scenarios = values.scenario?.length
+        ? values.scenario
+        : 'suite' in plan
+          ? undefined
+          : plan.scenarios;
+      const known = 'suite' in plan ? undefined : plan.known;
+      const baseline = 'baseline' in plan && plan.baseline === true;
       const options = {
         ...('suite' in plan ? { suite: plan.suite } : { requirements: plan.requirements }),
-        ...(values.scenario ? { scenario: values.scenario } : {}),
+        ...(scenarios ? { scenario: scenarios } : {}),
         ...(scenarioTimeoutMs ? { scenarioTimeoutMs } : {}),
       };
       if (!json) console.log(`== ${plan.label}, direct: ${url}`);
       const direct = await runConformance({ url, ...options });
-      ok = report(direct, json) && ok;
+      if (baseline && !json)
+        console.log(
+          '(baseline: the fixture alone implements none of this; its failures do not fail the run)',
+        );
+      const directOk = report(direct, json, known);
+      if (!baseline) ok = directOk && ok;
       const result: Record<string, unknown> = { label: plan.label, direct };
       results.push(result);
       if (!values.via) continue;
@@ -221,7 +264,7 @@ async function main(): Promise<number> {
       try {
         if (!json) console.log(`== ${plan.label}, via: ${values.via}\n   at ${via.url}`);
         const proxied = await runConformance({ url: via.url, ...options });
-        ok = report(proxied, json) && ok;
+        ok = report(proxied, json, known) && ok;
         const comparison = compareRuns(direct, proxied);
         Object.assign(result, { via: proxied, comparison });
         if (!json) {
