@@ -15,7 +15,11 @@
  *   --suite active|all|pending  the 0.1.16 suite only, these scenarios
  *   --requirements <revision>   the 0.2 suite only, the scenarios this revision requires
  *                               (2025-11-25, 2026-07-28 or all; repeatable)
- *   --scenario <name>           one scenario only (of the suite, or at the given revision)
+ *   --scenario <name>           this scenario only (of the suite, or at the given revision); repeatable
+ *   --tasks                     the 0.2 suite's tasks extension scenarios (SEP-2663) only, at 2026-07-28,
+ *                               against tasks-upstream.ts: a plain upstream with the tools they name and
+ *                               no tasks. Directly it is a baseline (it cannot pass them, and that does
+ *                               not fail the run); through --via every check must pass.
  *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
  *   --url <url>                 test this server instead of starting a fixture
  *   --via "<shell command>"     also run each suite through a proxy started by this command
@@ -32,6 +36,8 @@
  *   npm run conformance -- --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  *   npm run conformance -- --requirements 2026-07-28 --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  * The stateless front needs a config file with listen.http.stateless: true (see docs/protocol.md, Conformance).
+ * The tasks scenarios, through a gateway whose config gives the tools their contracts:
+ *   npm run conformance -- --tasks --via "npx tsx src/cli/main.ts gateway --config <file> --listen 127.0.0.1:{port}"
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -40,9 +46,11 @@ import {
   type ConformanceRun,
   compareRuns,
   evaluate,
+  FIXTURE_PATH,
   fixtureStdioCommand,
   formatRun,
   isRevision,
+  type KnownNonSuccess,
   REVISIONS,
   type Revision,
   type RunningServer,
@@ -50,12 +58,14 @@ import {
   type Suite,
   startFixture,
   stopProcess,
+  TASKS_SCENARIOS,
+  TASKS_UPSTREAM_PATH,
   waitForUrl,
 } from '../test/conformance/harness.js';
 import { REPO_ROOT } from '../test/support/node22.js';
 
 const USAGE = `usage: npm run conformance -- [--suite active|all|pending] [--requirements 2025-11-25|2026-07-28|all]...
-                               [--scenario <name>] [--scenario-timeout <ms>] [--url <url>]
+                               [--tasks] [--scenario <name>]... [--scenario-timeout <ms>] [--url <url>]
                                [--via "<command with {upstream}, {upstream_stdio}, {port}>"] [--json]
 (see the head of scripts/conformance.ts)`;
 
@@ -89,8 +99,8 @@ async function waitUntilListening(url: string, timeoutMs: number): Promise<void>
 }
 
 /** Starts the --via command in its own process group (so the whole group can be stopped). */
-async function startVia(template: string, upstream: string): Promise<RunningServer> {
-  const stdio = fixtureStdioCommand();
+async function startVia(template: string, upstream: string, fixturePath: string): Promise<RunningServer> {
+  const stdio = fixtureStdioCommand([], fixturePath);
   const port = template.includes('{port}') ? await freePort() : undefined;
   const command = template
     .replaceAll('{upstream_stdio}', [stdio.command, ...stdio.args].map(shellWord).join(' '))
@@ -127,8 +137,8 @@ async function startVia(template: string, upstream: string): Promise<RunningServ
   }
 }
 
-function report(run: ConformanceRun, json: boolean): boolean {
-  const evaluation = evaluate(run);
+function report(run: ConformanceRun, json: boolean, known?: readonly KnownNonSuccess[]): boolean {
+  const evaluation = evaluate(run, known);
   if (!json) {
     console.log(formatRun(run));
     for (const line of evaluation.unexpected) console.log(`UNEXPECTED ${line}`);
@@ -138,16 +148,26 @@ function report(run: ConformanceRun, json: boolean): boolean {
   return evaluation.ok;
 }
 
-/** One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision. */
-type Plan = { label: string } & ({ suite: Suite } | { requirements: Revision });
+/**
+ * One suite run to make: the 0.1.16 suite by name, or the 0.2 suite by revision
+ * (all its scenarios, or `scenarios`). `known` replaces the harness's list of
+ * known non-successes; `baseline`: the direct run only informs, and the proxy
+ * is judged by `known` alone (it is meant to pass what the fixture cannot).
+ */
+type Plan = { label: string; fixturePath: string } & (
+  | { suite: Suite }
+  | { requirements: Revision; scenarios?: readonly string[]; known?: []; baseline?: true }
+);
 
-function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan[] {
+function plans(suiteFlag: string | undefined, requirementsFlags: string[], tasks: boolean): Plan[] {
   const byRevision = (revision: Revision): Plan => ({
     label: `0.2 suite, requirements ${revision}`,
+    fixturePath: FIXTURE_PATH,
     requirements: revision,
   });
   const bySuite = (suite: Suite): Plan => ({
     label: `0.1.16 ${suite} suite`,
+    fixturePath: FIXTURE_PATH,
     suite,
   });
   if (suiteFlag !== undefined && !['active', 'all', 'pending'].includes(suiteFlag))
@@ -156,11 +176,24 @@ function plans(suiteFlag: string | undefined, requirementsFlags: string[]): Plan
   for (const revision of revisions)
     if (!isRevision(revision))
       throw new Error(`unknown revision ${revision} (known: ${REVISIONS.join(', ')}, all)`);
+  const tasksPlan: Plan[] = tasks
+    ? [
+        {
+          label: '0.2 suite, tasks extension scenarios at 2026-07-28',
+          fixturePath: TASKS_UPSTREAM_PATH,
+          requirements: '2026-07-28',
+          scenarios: TASKS_SCENARIOS,
+          known: [],
+          baseline: true,
+        },
+      ]
+    : [];
   if (suiteFlag === undefined && revisions.length === 0)
-    return [bySuite('active'), ...REVISIONS.map(byRevision)];
+    return tasks ? tasksPlan : [bySuite('active'), ...REVISIONS.map(byRevision)];
   return [
     ...(suiteFlag === undefined ? [] : [bySuite(suiteFlag as Suite)]),
     ...[...new Set(revisions as Revision[])].map(byRevision),
+    ...tasksPlan,
   ];
 }
 
@@ -169,7 +202,8 @@ async function main(): Promise<number> {
     options: {
       suite: { type: 'string' },
       requirements: { type: 'string', multiple: true, default: [] },
-      scenario: { type: 'string' },
+      scenario: { type: 'string', multiple: true },
+      tasks: { type: 'boolean', default: false },
       'scenario-timeout': { type: 'string' },
       url: { type: 'string' },
       via: { type: 'string' },
@@ -185,33 +219,50 @@ async function main(): Promise<number> {
   const scenarioTimeoutMs = values['scenario-timeout'] ? Number(values['scenario-timeout']) : undefined;
   if (scenarioTimeoutMs !== undefined && !(scenarioTimeoutMs > 0))
     throw new Error(`--scenario-timeout ${values['scenario-timeout']}: expected a positive number of ms`);
-  let fixture: RunningServer | undefined;
+  /** One process per fixture the plans use (the conformance fixture, the tasks upstream). */
+  const fixtures = new Map<string, RunningServer>();
   const results: Record<string, unknown>[] = [];
   let ok = true;
   try {
-    for (const plan of plans(values.suite, values.requirements ?? [])) {
+    for (const plan of plans(values.suite, values.requirements ?? [], values.tasks ?? false)) {
       let url = values.url;
       if (!url) {
-        fixture ??= await startFixture();
+        let fixture = fixtures.get(plan.fixturePath);
+        if (!fixture) {
+          fixture = await startFixture({ path: plan.fixturePath });
+          fixtures.set(plan.fixturePath, fixture);
+        }
         url = fixture.url;
       }
+      const scenarios = values.scenario?.length
+        ? values.scenario
+        : 'suite' in plan
+          ? undefined
+          : plan.scenarios;
+      const known = 'suite' in plan ? undefined : plan.known;
+      const baseline = 'baseline' in plan && plan.baseline === true;
       const options = {
         ...('suite' in plan ? { suite: plan.suite } : { requirements: plan.requirements }),
-        ...(values.scenario ? { scenario: values.scenario } : {}),
+        ...(scenarios ? { scenario: scenarios } : {}),
         ...(scenarioTimeoutMs ? { scenarioTimeoutMs } : {}),
       };
       if (!json) console.log(`== ${plan.label}, direct: ${url}`);
       const direct = await runConformance({ url, ...options });
-      ok = report(direct, json) && ok;
+      if (baseline && !json)
+        console.log(
+          '(baseline: the fixture alone implements none of this; its failures do not fail the run)',
+        );
+      const directOk = report(direct, json, known);
+      if (!baseline) ok = directOk && ok;
       const result: Record<string, unknown> = { label: plan.label, direct };
       results.push(result);
       if (!values.via) continue;
 
-      const via = await startVia(values.via, url);
+      const via = await startVia(values.via, url, plan.fixturePath);
       try {
         if (!json) console.log(`== ${plan.label}, via: ${values.via}\n   at ${via.url}`);
         const proxied = await runConformance({ url: via.url, ...options });
-        ok = report(proxied, json) && ok;
+        ok = report(proxied, json, known) && ok;
         const comparison = compareRuns(direct, proxied);
         Object.assign(result, { via: proxied, comparison });
         if (!json) {
@@ -231,7 +282,7 @@ async function main(): Promise<number> {
     if (json) console.log(JSON.stringify(results, null, 2));
     return ok ? 0 : 1;
   } finally {
-    await fixture?.close();
+    for (const running of fixtures.values()) await running.close();
   }
 }
 
