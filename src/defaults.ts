@@ -23,4 +23,6 @@ export const CONTRACT_DEFAULTS = Object.freeze({
   timeoutMs: 10 * 60_000,
   /** How long a dispatcher's claim lasts without renewal. */
   leaseMs: 30_000,
+  /** Under `task: optional`, how long a call runs before it is answered as a task. */
+  taskAfterMs: 10_000,
 });

@@ -31,6 +31,8 @@ describe('resolveContract: no contract declared', () => {
         allowActors: [],
         elicitation: 'allow',
         statusProbe: undefined,
+        task: 'off',
+        taskAfterMs: DEFAULTS.taskAfterMs,
         defaulted: true,
       });
     }
@@ -191,5 +193,53 @@ describe('resolveContract: invalid contracts are refused', () => {
     expect(
       ToolContractSchema.safeParse({ replay: 'review', scope: { window: '1h' }, extra: 1 }).success,
     ).toBe(false);
+  });
+});
+
+describe('resolveContract: task and task_after', () => {
+  it('is off by default, and optional after 10 s for a tool its upstream can run as a task', () => {
+    expect(resolveContract(undefined, undefined)).toMatchObject({ task: 'off' });
+    expect(resolveContract({ replay: 'review' }, { taskSupport: 'forbidden' })).toMatchObject({
+      task: 'off',
+    });
+    for (const taskSupport of ['optional', 'required'] as const)
+      expect(resolveContract({ replay: 'review' }, { taskSupport })).toMatchObject({
+        task: 'optional',
+        taskAfterMs: DEFAULTS.taskAfterMs,
+      });
+    expect(DEFAULTS.taskAfterMs).toBe(10_000);
+  });
+
+  it('answers as a task at once under required, and after task_after when given', () => {
+    expect(resolveContract({ replay: 'review', task: 'required' }, undefined)).toMatchObject({
+      task: 'required',
+      taskAfterMs: 0,
+    });
+    expect(resolveContract({ replay: 'keyed', task: 'optional', task_after: '0s' }, undefined)).toMatchObject(
+      {
+        task: 'optional',
+        taskAfterMs: 0,
+      },
+    );
+    expect(resolveContract({ replay: 'keyed', task: 'required', task_after: '5s' }, undefined)).toMatchObject(
+      {
+        taskAfterMs: 5_000,
+      },
+    );
+    // What the config says wins over what the upstream lists.
+    expect(resolveContract({ replay: 'review', task: 'off' }, { taskSupport: 'required' }).task).toBe('off');
+  });
+
+  it('refuses a task on a read-only tool, and a task_after past the timeout', () => {
+    expect(() => resolveContract({ replay: 'read_only', task: 'optional' }, undefined)).toThrow(
+      /task: optional needs a tool whose calls are recorded/,
+    );
+    expect(resolveContract({ replay: 'read_only', task: 'off' }, undefined).task).toBe('off');
+    // A read-only tool listed with task support stays a pass-through: nothing to record.
+    expect(resolveContract(undefined, { readOnlyHint: true, taskSupport: 'required' }).task).toBe('off');
+    expect(() =>
+      resolveContract({ replay: 'review', task: 'optional', task_after: '2m', timeout: '1m' }, undefined),
+    ).toThrow(/task_after must not be longer than timeout \(2m > 1m\)/);
+    expect(() => ToolContractSchema.parse({ replay: 'review', task: 'sometimes' })).toThrow();
   });
 });

@@ -28,6 +28,9 @@ export type IntentScope =
 
 export type ApprovalPolicy = 'none' | 'session' | 'every_call';
 
+/** Whether a call may become an MCP task (docs/tasks.md). */
+export type TaskPolicy = 'off' | 'optional' | 'required';
+
 /** What a status probe learned about an execution whose outcome was unknown. */
 export type ProbeAnswer =
   | { outcome: 'completed'; result: CallToolResult }
@@ -90,6 +93,17 @@ export const ToolContractSchema = z
       .describe(
         "allow (default): ask the client's human by MCP elicitation when the client declared the capability; never: only an operator decides (idem approvals, the console).",
       ),
+    task: z
+      .enum(['off', 'optional', 'required'])
+      .optional()
+      .describe(
+        'Whether a call may become an MCP task, for a client that can take one (docs/tasks.md). off: never; optional: when it has not finished within task_after; required: always, and a client that cannot take a task is refused before anything runs. Default: off, or optional for an upstream tool that lists execution.taskSupport.',
+      ),
+    task_after: duration
+      .optional()
+      .describe(
+        'How long a call may run before it is answered as a task (0s: at once). Default 0s under task: required, 10s under task: optional. At most timeout.',
+      ),
     /** Library: a function. The gateway's config gives a declarative probe instead. */
     status_probe: z.custom<StatusProbe>((v) => typeof v === 'function').optional(),
   })
@@ -116,6 +130,9 @@ export interface ResolvedContract {
   /** Whether the client's human may decide by MCP elicitation, or only an operator. */
   elicitation: 'allow' | 'never';
   statusProbe: StatusProbe | undefined;
+  /** Whether a call may become an MCP task (for a client that can take one), and after how long. */
+  task: TaskPolicy;
+  taskAfterMs: number;
   /** True when no contract was declared and these are the cautious defaults. */
   defaulted: boolean;
 }
@@ -125,6 +142,11 @@ export interface ToolAnnotationsLike {
   readOnlyHint?: boolean;
   idempotentHint?: boolean;
   destructiveHint?: boolean;
+  /**
+   * Not an annotation: the listing's `execution.taskSupport`, read beside them (an upstream that can
+   * run the tool as a task makes `task: optional` the default).
+   */
+  taskSupport?: 'forbidden' | 'optional' | 'required';
 }
 
 /**
@@ -167,6 +189,9 @@ export function resolveContract(
       `approval_timeout must not be longer than attach_window (${String(parsed?.approval_timeout)} > ${window}): a retry after the window would not find the waiting request. Set attach_window: ${String(parsed?.approval_timeout)} (or longer), or approval_timeout: ${formatMinutes(attachWindowMs)} (or shorter)`,
     );
   }
+  const timeoutMs =
+    parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : CONTRACT_DEFAULTS.timeoutMs;
+  const { task, taskAfterMs } = resolveTask(parsed, replay, annotations, timeoutMs);
   return {
     replay,
     scope,
@@ -177,16 +202,50 @@ export function resolveContract(
       secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],
       defaults: (parsed?.fingerprint?.defaults ?? {}) as Record<string, JsonValue>,
     },
-    timeoutMs:
-      parsed?.timeout !== undefined ? durationMs(parsed.timeout, 'timeout') : CONTRACT_DEFAULTS.timeoutMs,
+    timeoutMs,
     leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : CONTRACT_DEFAULTS.leaseMs,
     approval: parsed?.approval ?? 'none',
     approvalTimeoutMs,
     allowActors: parsed?.allow_actors ?? [],
     elicitation: parsed?.elicitation ?? 'allow',
     statusProbe: parsed?.status_probe,
+    task,
+    taskAfterMs,
     defaulted: parsed === undefined,
   };
+}
+
+/**
+ * Whether a call may become a task, and when. A read-only tool never does: nothing of it is
+ * recorded, so nothing durable could answer `tasks/get`.
+ */
+function resolveTask(
+  parsed: z.output<typeof ToolContractSchema> | undefined,
+  replay: ReplayClass,
+  annotations: ToolAnnotationsLike | undefined,
+  timeoutMs: number,
+): { task: TaskPolicy; taskAfterMs: number } {
+  if (replay === 'read_only') {
+    if (parsed?.task !== undefined && parsed.task !== 'off')
+      throw new Error(
+        `task: ${parsed.task} needs a tool whose calls are recorded; replay: read_only records nothing (use keyed, status or review)`,
+      );
+    return { task: 'off', taskAfterMs: 0 };
+  }
+  const listed = annotations?.taskSupport;
+  const task: TaskPolicy =
+    parsed?.task ?? (listed === 'optional' || listed === 'required' ? 'optional' : 'off');
+  const taskAfterMs =
+    parsed?.task_after !== undefined
+      ? durationMs(parsed.task_after, 'task_after')
+      : task === 'required'
+        ? 0
+        : CONTRACT_DEFAULTS.taskAfterMs;
+  if (task !== 'off' && taskAfterMs > timeoutMs)
+    throw new Error(
+      `task_after must not be longer than timeout (${String(parsed?.task_after)} > ${formatMinutes(timeoutMs)}): past the timeout the call is unknown, not a task to wait for`,
+    );
+  return { task, taskAfterMs };
 }
 
 /** A window in minutes, as a user would write it back into the config ("15m"; "90s" below a minute). */

@@ -259,7 +259,11 @@ export class ToolCatalog {
         upstream,
         upstreamName: tool.name,
         tool,
-        contract: resolveContract(contract, tool.annotations, secretPathsFromSchema(tool.inputSchema)),
+        contract: resolveContract(
+          contract,
+          { ...tool.annotations, taskSupport: tool.execution?.taskSupport },
+          secretPathsFromSchema(tool.inputSchema),
+        ),
         declared: declared !== undefined,
         source,
         validate: inputValidators.for(tool.inputSchema),
