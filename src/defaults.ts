@@ -9,6 +9,9 @@
 /** The name of the tool through which an agent asks about an execution (`status_tool`). */
 export const DEFAULT_STATUS_TOOL = 'idem_execution_status';
 
+/** How often a task's client is told to ask about it (`pollIntervalMs`), unless its upstream task says otherwise. */
+export const TASK_POLL_INTERVAL_MS = 1000;
+
 /** How long finished executions are kept before a sweep trims them (`retention`, `idem sweep --retention`). */
 export const DEFAULT_RETENTION = '48h';
 

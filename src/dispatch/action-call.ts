@@ -66,12 +66,15 @@ export function actionCall(
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
-    dispatch: ({ executionId, redispatch }) =>
-      channel.dispatch(args, {
+    dispatch: ({ executionId, redispatch, signal: taskSignal }) => {
+      // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
+      const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
+      return channel.dispatch(args, {
         executionId,
         redispatch,
-        ...(signal ? { signal } : {}),
-      }),
+        ...(cancelled ? { signal: cancelled } : {}),
+      });
+    },
   };
 }
 

@@ -15,6 +15,10 @@ export const META = {
   repeatOf: 'io.idem/repeat-of',
   /** On a status answer: where the action went — `{channel, target, credential}` (the credential's NAME). */
   action: 'io.idem/action',
+  /** Where a JSON-RPC error from a target travels inside a stored tool result, to be sent on as that error. */
+  jsonrpcError: 'io.idem/jsonrpc-error',
+  /** On an answer that is a task (docs/tasks.md): the task's view, which the front renders in the client's revision. */
+  task: 'io.idem/task',
 } as const;
 
 /** The status tool, as the gateway and the library both publish it. */

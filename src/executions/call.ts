@@ -1,6 +1,7 @@
 import type { ApprovalView } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { TokenRef } from '../identity/actor.js';
+import type { TaskGeneration } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ApprovalChannel } from '../store/types.js';
 import type { RepeatableCall } from './recent-calls.js';
@@ -56,6 +57,18 @@ export interface ToolCall {
    * caller's own session.
    */
   approver?: Approver;
+  /**
+   * The caller can take an MCP task for this call (docs/tasks.md): which generation of the
+   * protocol it speaks, and the time to live it asked for (2025-11-25). Absent: it cannot, and
+   * answers are what they always were.
+   */
+  task?: TaskRequest;
+}
+
+/** A caller able to take a task (ToolCall.task). */
+export interface TaskRequest {
+  generation: TaskGeneration;
+  ttlMs?: number;
 }
 
 export interface DispatchContext {
@@ -63,6 +76,11 @@ export interface DispatchContext {
   executionId: string | null;
   /** True when this is a re-send of an earlier dispatch with the same key (replay class `keyed`). */
   redispatch: boolean;
+  /**
+   * Aborted when the call's task is cancelled (tasks/cancel) after it was sent: pass it on, as the
+   * caller's own cancel is (the outcome is then unknown unless the target answers).
+   */
+  signal?: AbortSignal;
 }
 
 /**

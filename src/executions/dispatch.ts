@@ -29,7 +29,7 @@ export interface Done {
 export type Sent = {
   /** Secret argument values, taken before the handler ran: what is stored never holds them. */
   secrets: ReturnType<typeof secretValues>;
-} & ({ first: 'outcome'; done: Done } | { first: 'timeout' | 'cancelled'; work: Promise<Done> });
+} & ({ first: 'outcome'; done: Done } | { first: 'timeout' | 'cancelled' | 'task'; work: Promise<Done> });
 
 /**
  * Dispatches while holding the lease, renewing it as the target works. The
@@ -59,9 +59,18 @@ export async function send(
   // Credentials the channel resolves are known only once it has: what it hands back, or says
   // in an error, is scrubbed of them before anyone — caller, store, log — sees it.
   const scrub = <T>(value: T): T => ctx.knownSecrets.redact(value);
+  // A call that may become a task can be cancelled by it (tasks/cancel) while it runs here.
+  const mayBeTask = call.task !== undefined && call.contract.task !== 'off';
+  const taskCancel = mayBeTask ? new AbortController() : undefined;
+  if (taskCancel) ctx.taskCancels.set(record.id, taskCancel);
   const work = (async (): Promise<Done> => {
     try {
-      const result = received(ctx, call, await dispatch({ executionId: record.id, redispatch }));
+      const sending = {
+        executionId: record.id,
+        redispatch,
+        ...(taskCancel ? { signal: taskCancel.signal } : {}),
+      };
+      const result = received(ctx, call, await dispatch(sending));
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
@@ -76,7 +85,10 @@ export async function send(
         result: { isError: true, content: [{ type: 'text', text: scrub(messageOf(error)) }] },
       };
     }
-  })().finally(() => clearInterval(renewal));
+  })().finally(() => {
+    clearInterval(renewal);
+    if (taskCancel) ctx.taskCancels.delete(record.id);
+  });
 
   // Whichever comes first decides what the caller hears: the outcome, or the end of the wait.
   let timer: NodeJS.Timeout | undefined;
@@ -89,8 +101,19 @@ export async function send(
     onAbort = () => resolve('cancelled');
     call.signal?.addEventListener('abort', onAbort, { once: true });
   });
-  const first = await Promise.race([work, deadline]);
+  // A caller that can take a task is answered with one once task_after has passed (at once for 0s).
+  let taskTimer: NodeJS.Timeout | undefined;
+  const becomesTask = !mayBeTask
+    ? undefined
+    : call.contract.taskAfterMs === 0
+      ? Promise.resolve('task' as const)
+      : new Promise<'task'>((resolve) => {
+          taskTimer = setTimeout(() => resolve('task'), call.contract.taskAfterMs);
+          taskTimer.unref();
+        });
+  const first = await Promise.race(becomesTask ? [work, deadline, becomesTask] : [work, deadline]);
   clearTimeout(timer);
+  clearTimeout(taskTimer);
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };

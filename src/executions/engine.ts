@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { decideApproval } from '../approval/decide.js';
 import type { ResolvedContract } from '../contracts/contract.js';
-import { DEFAULT_STATUS_TOOL } from '../defaults.js';
+import { DEFAULT_STATUS_TOOL, TASK_POLL_INTERVAL_MS } from '../defaults.js';
 import { IDEM_CODES, StoreUnavailableError } from '../errors.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
+import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { idemAnswer, META } from './answers.js';
@@ -22,6 +23,7 @@ import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
+import { cancelTask, getTask, listTasks } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
 // sequence.ts, which takes it through the steps beside it, one file each: claim.ts (claim,
@@ -47,6 +49,11 @@ export interface ExecutionEngineOptions {
   knownSecrets?: KnownSecrets;
   /** Sees every side-effecting call and its answer (metrics, traces: src/metrics). */
   observer?: CallObserver;
+  /**
+   * A task's time to live: how long its execution is kept once finished (the store's retention),
+   * so a task lives at least its ttlMs. Null: kept until removed by hand (no sweep).
+   */
+  taskTtlMs?: number | null;
 }
 
 const silentLogger: Logger = {
@@ -102,6 +109,8 @@ export class ExecutionEngine {
       logger: this.#logger,
       contracts: this.#contracts,
       knownSecrets,
+      tasks: { ttlMs: options.taskTtlMs ?? null, pollIntervalMs: TASK_POLL_INTERVAL_MS },
+      taskCancels: new Map(),
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
@@ -173,6 +182,25 @@ export class ExecutionEngine {
    */
   status(ref: string, actor: string): Promise<ToolResult> {
     return status(this.#steps, ref, actor);
+  }
+
+  /** `tasks/get`: `actor`'s task, from the store (undefined: none of theirs by that id). */
+  getTask(taskId: string, actor: string): Promise<TaskView | undefined> {
+    return getTask(this.#steps, taskId, actor);
+  }
+
+  /** `tasks/cancel` (see tasks.ts): the task as it stands after the cancel, or undefined when none of `actor`'s. */
+  cancelTask(taskId: string, actor: string): Promise<TaskView | undefined> {
+    return cancelTask(this.#steps, taskId, actor);
+  }
+
+  /** `tasks/list` (2025-11-25): `actor`'s tasks, a page at a time. */
+  listTasks(
+    actor: string,
+    after: string | undefined,
+    limit = 50,
+  ): Promise<{ tasks: TaskView[]; next?: string }> {
+    return listTasks(this.#steps, actor, after, limit);
   }
 
   /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */

@@ -19,6 +19,12 @@ export async function recordOutcome(
   sent: Sent,
 ): Promise<Next> {
   const { record, token } = dispatched;
+  if (sent.first === 'task') {
+    // Answered as a task (sequence.ts → tasks.ts): the execution stays dispatched, and its outcome
+    // is recorded when it comes; the task's client reads it from the store.
+    sent.work.then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false)).catch(() => {});
+    return { step: 'answer', record };
+  }
   if (sent.first !== 'outcome') {
     // The outcome is recorded whenever it arrives; nobody waits for it.
     sent.work.then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false)).catch(() => {});
@@ -34,6 +40,11 @@ export async function recordOutcome(
     return { step: 'answer', record: unknown ?? { ...record, state: 'unknown' } };
   }
   const { done } = sent;
+  if (call.task && call.contract.task === 'required') {
+    // A task even though it finished first: its client reads the outcome through the task (delivered then).
+    const recorded = await recordDone(ctx, call, record, token, done, sent.secrets, false);
+    return { step: 'answer', record: recorded ?? { ...record, state: done.outcome } };
+  }
   await recordDone(ctx, call, record, token, done, sent.secrets, done.outcome !== 'unknown');
   if (done.outcome === 'unknown' || !done.result)
     return {
@@ -53,14 +64,14 @@ async function recordDone(
   done: Done,
   secrets: Sent['secrets'],
   delivering: boolean,
-): Promise<void> {
+): Promise<ExecutionRecord | undefined> {
   // The caller who sent the secrets gets the result as the target gave it; what is kept, and
   // replayed to whoever repeats the call later, never holds them (docs/security.md).
   const outcome: StoredOutcome | undefined = done.result
     ? { result: redactSecrets(done.result, secrets) }
     : undefined;
   try {
-    await ctx.store.transition({
+    return await ctx.store.transition({
       id: record.id,
       from: ['dispatched', 'unknown'],
       to: done.outcome,
@@ -81,5 +92,6 @@ async function recordDone(
   } catch (error) {
     // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
     ctx.logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });
+    return undefined;
   }
 }

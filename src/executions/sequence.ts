@@ -6,8 +6,9 @@ import { send } from './dispatch.js';
 import { answerFor } from './record-answer.js';
 import { recordOutcome } from './record-outcome.js';
 import { expireLease, recover } from './recovery.js';
-import type { ClaimPlan, Next, StepContext } from './step-context.js';
+import { type ClaimPlan, journal, type Next, type StepContext } from './step-context.js';
 import { takeOverUndispatched } from './take-over.js';
+import { answerAsTask, answersAsTask } from './tasks.js';
 
 /** Claims lost to other callers, one after another, before this call gives up (nothing started). */
 const MAX_SETTLE_ATTEMPTS = 8;
@@ -69,6 +70,10 @@ export async function runSequence(
         case 'conflict':
           return { answer: await keyConflict(ctx, next.record, call) };
         case 'answer':
+          if (answersAsTask(call, next.record)) {
+            await journal(ctx, next.events ?? []);
+            return settled(await answerAsTask(ctx, call, next.record), claimed.won);
+          }
           return settled(await answerFor(ctx, next.record, next.events, next.detail), claimed.won);
         case 'settled':
           return settled(next.answer, claimed.won);

@@ -4,6 +4,7 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
+import type { TaskSettings } from './tasks.js';
 
 /**
  * What every step of the engine's sequence (sequence.ts) is given: where
@@ -21,6 +22,10 @@ export interface StepContext {
   readonly contracts: ReadonlyMap<string, ResolvedContract>;
   /** Credentials and other secrets no argument carries: scrubbed from every result, stored or answered. */
   readonly knownSecrets: KnownSecrets;
+  /** What tasks are made with (tasks.ts). */
+  readonly tasks: TaskSettings;
+  /** This process's dispatches that may become tasks, by execution id: tasks/cancel aborts them. */
+  readonly taskCancels: Map<string, AbortController>;
 }
 
 /**

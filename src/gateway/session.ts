@@ -26,6 +26,7 @@ import { routeFor } from './routing.js';
 import { discover, initialize } from './session-initialize.js';
 import { type SessionContext, SessionState } from './session-state.js';
 import { listen } from './subscriptions.js';
+import { answerTaskRequest, TASK_METHODS } from './tasks.js';
 import { sendAnswer } from './tool-calls/answer.js';
 import { lookUpTool, toolsList } from './tools-list.js';
 
@@ -140,6 +141,9 @@ export class ProxySession {
       case 'tools/call':
         return toolCall(this.#s, request, extra);
       default: {
+        // Idem's tasks are its executions: answered here, from the store, never by an upstream.
+        if (TASK_METHODS.has(request.method))
+          return sendAnswer(this.#s, request.id, await answerTaskRequest(this.#s, request));
         const upstream = routeFor(this.#s.upstreams, request);
         const refused = upstream && pooledRefusal(this.#s, upstream, request.method);
         if (refused) return this.#s.replyError(request.id, -32601, refused);
@@ -200,6 +204,8 @@ export class ProxySession {
       case 'subscriptions/listen':
         return listen(s, request);
       default:
+        if (TASK_METHODS.has(request.method))
+          return sendAnswer(s, request.id, await answerTaskRequest(s, request));
         return forward(s, request, routeFor(s.upstreams, request));
     }
   }

@@ -18,7 +18,7 @@ import type { UpstreamConnection } from './upstream.js';
 import type { UpstreamReply } from './upstream-spec.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
-export const JSONRPC_ERROR_META = 'io.idem/jsonrpc-error';
+export const JSONRPC_ERROR_META = META.jsonrpcError;
 
 /** JSON-RPC codes meaning the upstream refused the request before running it. */
 const REFUSED_BEFORE_RUNNING = new Set([

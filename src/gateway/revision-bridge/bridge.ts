@@ -1,10 +1,15 @@
 import type { CallToolResult, JSONRPCRequest, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskRequest } from '../../executions/call.js';
+import { taskOf } from '../../executions/tasks.js';
+import { missingTasksCapability, taskParamV1, tasksDeclaredV2 } from '../../protocol/tasks.js';
+import type { CatalogEntry } from '../catalog.js';
 import type { SessionState } from '../session-state.js';
+import { createTaskResult } from '../tasks.js';
 import { answerOf, NO_ANSWER, type ToolCallAnswer } from '../tool-calls/answer.js';
 import { callTool } from '../tool-calls/pipeline.js';
 import type { RevisionHooks } from '../tool-calls/revision-hooks.js';
 import { callStatusTool } from '../tool-calls/status-tool-call.js';
-import { readToolCall } from '../tool-calls/tool-call-request.js';
+import { readToolCall, type ToolCallRequest } from '../tool-calls/tool-call-request.js';
 import {
   answerFromRound,
   continueRound,
@@ -48,6 +53,7 @@ function revisionHooks(s: SessionState): RevisionHooks {
       const round = roundContinued(s, call, call.name, args);
       return round ? continueRound(s, call, round, answer) : undefined;
     },
+    taskOf: (call, entry) => taskRequestOf(s, call, entry),
     channelHooks: (forwarded, entry) => ({
       // A 2025-era client with a session is asked what a 2026-07-28 upstream needs, and the call is
       // re-issued with the answers: the same execution, since the upstream has not acted yet.
@@ -89,6 +95,37 @@ function answerFor(
   forwarded: Parameters<RevisionHooks['answer']>[1],
 ): ToolCallAnswer {
   if (forwarded.cancelled?.signal.aborted) return NO_ANSWER;
+  // The call is a task now: the client gets its CreateTaskResult, in its revision's shape.
+  const task = taskOf(result);
+  if (task) return { result: createTaskResult(s, task) };
   if (forwarded.inputRequired && s.era === 'modern') return { result: forwarded.inputRequired };
   return answerOf(result, forwarded);
+}
+
+/**
+ * Whether the client can take a task for this call: a 2026-07-28 request declares the tasks
+ * extension in its own `_meta` (never remembered from an earlier one); a 2025-11-25 client asks
+ * with `params.task`. A tool that requires a task refuses any other call, before anything runs.
+ */
+function taskRequestOf(
+  s: SessionState,
+  call: ToolCallRequest,
+  entry: CatalogEntry,
+): { task?: TaskRequest } | { refused: ToolCallAnswer } {
+  const policy = entry.contract.task;
+  if (s.era === 'modern') {
+    if (policy !== 'off' && tasksDeclaredV2(call.request.params)) return { task: { generation: 'v2' } };
+    return policy === 'required' ? { refused: { error: missingTasksCapability() } } : {};
+  }
+  const asked = taskParamV1(call.request.params);
+  if (policy !== 'off' && asked) return { task: { generation: 'v1', ...asked } };
+  if (policy !== 'required') return {};
+  return {
+    refused: {
+      error: {
+        code: -32601,
+        message: `Tool ${call.name} runs only as a task: call it with params.task (2025-11-25 tasks).`,
+      },
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { actionCall, callerOf, refusedArguments } from '../../dispatch/action-call.js';
 import type { ActionChannel } from '../../dispatch/channel.js';
 import { McpChannel, type McpToolCall, type UpstreamConnection } from '../../dispatch/mcp/index.js';
+import type { TaskRequest } from '../../executions/call.js';
 import type { CallerInfo } from '../../identity/actor.js';
 import { renderRequestId } from '../../identity/request-key.js';
 import type { CatalogEntry } from '../catalog.js';
@@ -23,6 +24,8 @@ export async function executeCall(
   { entry, upstreamHeaders }: FoundTool,
   args: Record<string, unknown>,
   bridge: RevisionHooks,
+  /** Set when the client can take a task for this call. */
+  task: { task?: TaskRequest } = {},
 ): Promise<ToolCallAnswer> {
   const forwarded = s.track(call.id, entry.upstream, call.meta, true);
   try {
@@ -51,7 +54,9 @@ export async function executeCall(
       forwarded.cancelled?.signal,
     );
     // Awaited here: the request stays in flight (cancellable) until it is answered.
-    return await answered(s.ctx.engine.execute({ ...prepared.call, ...approver }, prepared.dispatch));
+    return await answered(
+      s.ctx.engine.execute({ ...prepared.call, ...approver, ...task }, prepared.dispatch),
+    );
   } finally {
     s.inFlight.delete(renderRequestId(call.id));
   }

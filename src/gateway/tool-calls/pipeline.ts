@@ -26,7 +26,12 @@ export async function callTool(
   if (passesThrough(found.entry)) return passThrough(s, call, found);
   const checked = checkArguments(call, found.entry);
   if ('refused' in checked) return checked.refused;
-  return bridge.continuing(call, checked.args) ?? executeCall(s, call, found, checked.args, bridge);
+  const continued = bridge.continuing(call, checked.args);
+  if (continued) return continued;
+  // A tool that requires a task refuses a client that cannot take one, before anything is claimed.
+  const task = bridge.taskOf(call, found.entry);
+  if ('refused' in task) return task.refused;
+  return executeCall(s, call, found, checked.args, bridge, task);
 }
 
 /** A read-only tool of an upstream: nothing to identify or record, so it is forwarded as it came. */

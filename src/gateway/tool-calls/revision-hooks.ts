@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolCall } from '../../dispatch/mcp/index.js';
+import type { TaskRequest } from '../../executions/call.js';
 import type { CatalogEntry } from '../catalog.js';
 import type { ForwardedRequest } from '../session-state.js';
 import type { ToolCallAnswer } from './answer.js';
@@ -13,6 +14,11 @@ import type { ToolCallRequest } from './tool-call-request.js';
  * happens at them.
  */
 export interface RevisionHooks {
+  /**
+   * Whether this client can take an MCP task for the call, said its revision's way (docs/tasks.md);
+   * or, for a tool that requires one, the refusal of a client that cannot.
+   */
+  taskOf(call: ToolCallRequest, entry: CatalogEntry): { task?: TaskRequest } | { refused: ToolCallAnswer };
   /** The call continues an open input round: it is answered by that round, and nothing new is claimed. */
   continuing(call: ToolCallRequest, args: Record<string, unknown>): Promise<ToolCallAnswer> | undefined;
   /** How the upstream's own requests for input reach this client, on the call's MCP channel. */

@@ -1,0 +1,77 @@
+import type { TaskStatus, TaskView } from '../protocol/tasks.js';
+import type { ToolResult } from '../store/outcome.js';
+import type { ExecutionRecord, TaskRecord } from '../store/types.js';
+import { META } from './answers.js';
+
+/**
+ * What a task says, from its execution's record (docs/tasks.md, the mapping table). A task
+ * reports what became of the request; the execution what became of the effect. Honesty first:
+ * an execution whose outcome is not known is never a `failed` task — it stays `working`, and its
+ * status message says what must happen for it to end.
+ *
+ * `answer` is what the execution's caller would be told now (record-answer.ts): the stored result
+ * of a finished execution, or the IDEM_* answer of a refused one. The status is the 2026-07-28
+ * one (a target's own failure is `completed` with `isError`); the 2025-11-25 renderer reads that
+ * as `failed` (protocol/tasks.ts).
+ */
+export function taskView(
+  record: ExecutionRecord,
+  task: TaskRecord,
+  answer: ToolResult | undefined,
+  statusTool: string,
+): TaskView {
+  const base = {
+    taskId: task.taskId,
+    createdAt: task.createdAt,
+    lastUpdatedAt: Math.max(task.createdAt, record.updatedAt, task.cancelRequestedAt ?? 0),
+    ttlMs: task.ttlMs,
+    pollIntervalMs: record.upstreamTask?.pollIntervalMs ?? task.pollIntervalMs,
+  };
+  const finished = record.state === 'completed' || record.state === 'failed' || record.state === 'denied';
+  // A cancel asked before the outcome was recorded ends the task; one asked after changes nothing.
+  if (task.cancelRequestedAt !== null && !(finished && record.updatedAt <= task.cancelRequestedAt)) {
+    return {
+      ...base,
+      status: 'cancelled',
+      statusMessage: finished
+        ? `Cancelled at your request; the execution ${record.id} ended ${record.state} all the same.`
+        : record.dispatchedAt === null
+          ? 'Cancelled at your request before it was sent: nothing ran.'
+          : `Cancelled at your request after it was sent: whether it took effect is not known (${record.id}; ${statusTool} tells when it is).`,
+    };
+  }
+  if (finished && answer) {
+    const error = answer._meta?.[META.jsonrpcError] as TaskView['error'] | undefined;
+    if (error) return { ...base, status: 'failed', error };
+    return { ...base, status: 'completed', result: answer as Record<string, unknown> };
+  }
+  return { ...base, status: inFlightStatus(record), statusMessage: inFlightMessage(record, statusTool) };
+}
+
+function inFlightStatus(_record: ExecutionRecord): TaskStatus {
+  // Input asked mid-call (input_required) is a later step: until then every unfinished execution is working.
+  return 'working';
+}
+
+/** What must happen before a task that is still working ends: what a model can tell its user. */
+function inFlightMessage(record: ExecutionRecord, statusTool: string): string {
+  switch (record.state) {
+    case 'accepted':
+    case 'authorized':
+      return 'Accepted; about to be sent.';
+    case 'awaiting_approval':
+      return `Waiting for approval (an operator decides: idem approvals approve ${record.id}).`;
+    case 'dispatched':
+      return record.upstreamTask
+        ? `Running as the upstream's task ${record.upstreamTask.taskId}.`
+        : 'Sent; waiting for the target to answer.';
+    case 'unknown':
+      return record.replay === 'review'
+        ? `Whether it took effect is not known: an operator must review it (idem executions resolve ${record.id} completed|failed). It will not be sent again.`
+        : record.replay === 'status'
+          ? `Whether it took effect is not known: the target is being asked (status probe); ${statusTool} tells when it is known.`
+          : `Whether it took effect is not known: calling it again re-sends it under the same key (${record.id}), which the target deduplicates.`;
+    default:
+      return `In state ${record.state}.`;
+  }
+}

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import type { TaskView } from '../protocol/tasks.js';
+import type { ToolResult } from '../store/outcome.js';
+import type { ExecutionRecord, TaskRecord } from '../store/types.js';
+import { META, markExecuted } from './answers.js';
+import type { ToolCall } from './call.js';
+import { answerOfRecord, delivered } from './record-answer.js';
+import { current } from './status.js';
+import { callEvent, type StepContext } from './step-context.js';
+import { taskView } from './task-status.js';
+
+/**
+ * An execution as an MCP task (docs/tasks.md): one task per execution and actor, answered from
+ * the store by any gateway, after restarts, for as long as the execution is kept (its retention
+ * is the task's ttlMs). The task id is unguessable and good only for the actor it was made for:
+ * every lookup compares the actor, and another actor's task is answered as one that does not exist.
+ */
+
+/** A task id: `tsk_` + 32 random bytes. Not the execution id, which is time-ordered and may be shared by actors. */
+export function newTaskId(): string {
+  return `tsk_${randomBytes(32).toString('base64url')}`;
+}
+
+/** What the engine's tasks are made with: how long they live, how often a client should ask. */
+export interface TaskSettings {
+  ttlMs: number | null;
+  pollIntervalMs: number;
+}
+
+const FINISHED = new Set(['completed', 'failed', 'denied']);
+
+/**
+ * Whether a caller attached to `record` is answered with its task: a caller that can take one,
+ * of a tool that may be one, while the execution runs — or always, under `task: required`.
+ */
+export function answersAsTask(call: ToolCall, record: ExecutionRecord): boolean {
+  if (!call.task || call.contract.task === 'off') return false;
+  return !FINISHED.has(record.state) || call.contract.task === 'required';
+}
+
+/**
+ * This caller's task of `record` (made now, or the one it already has: a duplicate of an intent
+ * in flight gets the same task), as an answer the front renders in the client's revision. The
+ * task is in the store before this returns: `tasks/get` finds it from the first moment.
+ */
+export async function answerAsTask(
+  ctx: StepContext,
+  call: ToolCall,
+  record: ExecutionRecord,
+): Promise<ToolResult> {
+  const generation = call.task?.generation ?? 'v2';
+  const taskId = newTaskId();
+  const task = await ctx.store.openTask(
+    {
+      taskId,
+      executionId: record.id,
+      actor: call.caller.actor,
+      generation,
+      ttlMs: ctx.tasks.ttlMs,
+      pollIntervalMs: ctx.tasks.pollIntervalMs,
+    },
+    [callEvent('task_created', call, record.id, { taskId, generation, ttlMs: ctx.tasks.ttlMs })],
+  );
+  const view = taskView(record, task, await finishedAnswer(ctx, record, false), ctx.statusTool);
+  return taskAnswer(view, record.id);
+}
+
+/** An answer that is a task: its view travels in `_meta`, for the front to render. */
+export function taskAnswer(view: TaskView, ref: string): ToolResult {
+  return {
+    content: [{ type: 'text', text: `Running as the task ${view.taskId} (${view.status}).` }],
+    _meta: { [META.task]: view, [META.executionId]: ref },
+  };
+}
+
+/** The task view carried by an answer, if it is one. */
+export function taskOf(answer: ToolResult): TaskView | undefined {
+  return answer._meta?.[META.task] as TaskView | undefined;
+}
+
+/** `tasks/get`: the task as it stands now (a stale dispatch turns unknown here, as for the status tool). */
+export async function getTask(
+  ctx: StepContext,
+  taskId: string,
+  actor: string,
+): Promise<TaskView | undefined> {
+  const found = await ownTask(ctx, taskId, actor);
+  if (!found) return undefined;
+  const record = await current(ctx, found.record);
+  // Handing a finished task's result to its client is that result's delivery.
+  return taskView(record, found.task, await finishedAnswer(ctx, record, true), ctx.statusTool);
+}
+
+/** `tasks/list` (2025-11-25): this actor's tasks, a page at a time, by id. */
+export async function listTasks(
+  ctx: StepContext,
+  actor: string,
+  after: string | undefined,
+  limit: number,
+): Promise<{ tasks: TaskView[]; next?: string }> {
+  const page = await ctx.store.listTasks(actor, { ...(after ? { after } : {}), limit: limit + 1 });
+  const tasks: TaskView[] = [];
+  for (const task of page.slice(0, limit)) {
+    const view = await getTask(ctx, task.taskId, actor);
+    if (view) tasks.push(view);
+  }
+  const last = page[limit - 1];
+  return page.length > limit && last ? { tasks, next: last.taskId } : { tasks };
+}
+
+/**
+ * `tasks/cancel`: recorded first (durable, once), then acted on by what the execution is doing.
+ * Waiting for approval: it is retired as not executed, and nothing runs. Dispatched by this
+ * process: the dispatch is aborted, which the channel passes on to the target; the execution is
+ * then `unknown` unless the target answers anyway (it is recorded as what it is). A task whose
+ * outcome was recorded first keeps that outcome. Undefined: no such task for this actor.
+ */
+export async function cancelTask(
+  ctx: StepContext,
+  taskId: string,
+  actor: string,
+): Promise<TaskView | undefined> {
+  const found = await ownTask(ctx, taskId, actor);
+  if (!found) return undefined;
+  const { record } = found;
+  const before = FINISHED.has(record.state)
+    ? 'outcome'
+    : record.dispatchedAt === null
+      ? 'dispatch'
+      : 'dispatched';
+  await ctx.store.requestTaskCancel(taskId, [
+    { kind: 'task_cancel', executionId: record.id, actor, tool: record.tool, detail: { taskId, before } },
+  ]);
+  if (record.state === 'awaiting_approval') {
+    await ctx.store
+      .transition({
+        id: record.id,
+        from: ['awaiting_approval'],
+        to: 'failed',
+        release: true,
+        note: 'cancelled by its task (tasks/cancel) before it was approved',
+        events: [
+          {
+            kind: 'outcome',
+            executionId: record.id,
+            actor,
+            tool: record.tool,
+            detail: { state: 'failed', reason: 'cancelled' },
+          },
+        ],
+      })
+      .catch((error: unknown) =>
+        ctx.logger.warn('a cancelled task could not be retired', { ref: record.id, error: String(error) }),
+      );
+  }
+  if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
+  return getTask(ctx, taskId, actor);
+}
+
+async function ownTask(
+  ctx: StepContext,
+  taskId: string,
+  actor: string,
+): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined> {
+  const found = await ctx.store.getTask(taskId);
+  return found && found.task.actor === actor ? found : undefined;
+}
+
+/**
+ * What a finished execution's task holds: the tool's result as the target gave it (its own
+ * failure included), or Idem's refusal. Undefined while it runs.
+ */
+async function finishedAnswer(
+  ctx: StepContext,
+  record: ExecutionRecord,
+  deliver: boolean,
+): Promise<ToolResult | undefined> {
+  if (!FINISHED.has(record.state)) return undefined;
+  if (record.state === 'denied' || !record.outcome) return answerOfRecord(ctx, record, false);
+  if (deliver && record.deliveredAt === null) await delivered(ctx, record.id);
+  return markExecuted(record.outcome.result, record.id);
+}
