@@ -93,13 +93,26 @@ export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
   return { kind: 'modern', message };
 }
 
+/**
+ * Which body field `Mcp-Name` mirrors, per method (SEP-2243; the tasks rows are
+ * SEP-2663's, so that whatever routes HTTP can send every request for a task
+ * to where its state is). The v2 SDK keeps the same table but does not export it.
+ */
+const MCP_NAME_SOURCE: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
 /** What `Mcp-Name` must carry for this request, if anything. */
 function namedBy(message: JSONRPCRequest): string | undefined {
-  const params = message.params as { name?: unknown; uri?: unknown } | undefined;
-  if (message.method === 'tools/call' || message.method === 'prompts/get')
-    return typeof params?.name === 'string' ? params.name : undefined;
-  if (message.method === 'resources/read') return typeof params?.uri === 'string' ? params.uri : undefined;
-  return undefined;
+  const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
+  const value =
+    field === undefined ? undefined : (message.params as Record<string, unknown> | undefined)?.[field];
+  return typeof value === 'string' ? value : undefined;
 }
 
 function idOf(body: unknown): RequestId | null {

@@ -12,6 +12,7 @@ import {
   legacyVersionFor,
   type ProtocolEra,
 } from '../protocol/revisions.js';
+import { TASKS_CAPABILITY_V1, TASKS_EXTENSION } from '../protocol/tasks.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
@@ -142,10 +143,11 @@ function nothingStartedText(failed: [string, unknown][]): string {
  */
 export function discover(s: SessionState, request: JSONRPCRequest): Promise<void> {
   // The gateway serves subscriptions/listen: what the upstreams can announce is advertised.
-  return s.reply(
-    request.id,
-    discoverResultOf(mergeInitialize(s, [...sharedResults(s)]), { subscriptions: true }),
-  );
+  const result = discoverResultOf(mergeInitialize(s, [...sharedResults(s)]), { subscriptions: true });
+  const capabilities = result.capabilities as Record<string, unknown>;
+  // Tasks are the gateway's own, in this revision's form (the extension, never `capabilities.tasks`).
+  capabilities.extensions = { ...(capabilities.extensions as object | undefined), [TASKS_EXTENSION]: {} };
+  return s.reply(request.id, result);
 }
 
 export function* sharedResults(s: SessionState): Iterable<[string, InitializeResult]> {
@@ -158,12 +160,21 @@ export function* sharedResults(s: SessionState): Iterable<[string, InitializeRes
  * One upstream: its own answer, with tools ensured (the status tool is ours). Several: a union.
  * While a configured upstream is not serving, `tools.listChanged` is announced: its tools come
  * with it. No upstream (action tools only): the gateway's own answer, protocolVersion left to the caller.
+ * Tasks are the gateway's own, whatever an upstream says: a client's task is Idem's, backed by its
+ * store, and an upstream's task is followed by the gateway, never shown.
  */
 export function mergeInitialize(s: SessionState, results: [string, InitializeResult][]): InitializeResult {
   const first = results[0]?.[1] as InitializeResult;
   const late = results.length < s.ctx.upstreams.length ? { listChanged: true } : {};
   if (results.length === 1 && !s.prefixed) {
-    return { ...first, capabilities: { ...first.capabilities, tools: first.capabilities.tools ?? {} } };
+    return {
+      ...first,
+      capabilities: {
+        ...first.capabilities,
+        tools: first.capabilities.tools ?? {},
+        tasks: tasksCapability(),
+      },
+    };
   }
   const capabilities: Record<string, unknown> = {};
   for (const [, result] of results) {
@@ -172,6 +183,7 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
     }
   }
   capabilities.tools = { ...(capabilities.tools as object | undefined), ...late };
+  capabilities.tasks = tasksCapability();
   return {
     protocolVersion: first?.protocolVersion,
     capabilities,
@@ -182,6 +194,11 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
         .filter(Boolean)
         .join('\n\n') || undefined,
   } as InitializeResult;
+}
+
+/** A fresh copy each time: the answer is the caller's to change. */
+function tasksCapability(): Record<string, unknown> {
+  return structuredClone(TASKS_CAPABILITY_V1) as Record<string, unknown>;
 }
 
 /**

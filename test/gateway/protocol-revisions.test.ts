@@ -275,6 +275,20 @@ describe('refusals keep the request id, in both revisions', () => {
       -32020,
     ],
     [
+      'a 2026-07-28 tasks/get whose Mcp-Name names another task',
+      { ...modernHeaders, 'mcp-method': 'tasks/get', 'mcp-name': 'tsk_other' },
+      { method: 'tasks/get', params: { taskId: 'tsk_asked', _meta: envelope } },
+      400,
+      -32020,
+    ],
+    [
+      'a 2026-07-28 tasks/cancel without Mcp-Name',
+      { ...modernHeaders, 'mcp-method': 'tasks/cancel' },
+      { method: 'tasks/cancel', params: { taskId: 'tsk_asked', _meta: envelope } },
+      400,
+      -32020,
+    ],
+    [
       'a modern revision the gateway does not serve',
       { ...modernHeaders, 'mcp-protocol-version': '2099-01-01' },
       {
