@@ -40,8 +40,9 @@ export async function recordOutcome(
     return { step: 'answer', record: unknown ?? { ...record, state: 'unknown' } };
   }
   const { done } = sent;
-  if (call.task && call.contract.task === 'required') {
-    // A task even though it finished first: its client reads the outcome through the task (delivered then).
+  if (call.task && call.contract.task === 'required' && !done.notDispatched) {
+    // A task even though it finished first: its client reads the outcome through the task (delivered
+    // then). A call that never left (the upstream asked for input first) is no task: answered as always.
     const recorded = await recordDone(ctx, call, record, token, done, sent.secrets, false);
     return { step: 'answer', record: recorded ?? { ...record, state: done.outcome } };
   }

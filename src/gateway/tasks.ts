@@ -82,7 +82,7 @@ async function legacy(s: SessionState, request: JSONRPCRequest): Promise<ToolCal
     }
     case 'tasks/result': {
       const view = await untilTerminal(s, taskId, actor);
-      return view ? taskResultV1(view) : { error: taskNotFound(taskId) };
+      return (view && taskResultV1(view)) ?? { error: taskNotFound(taskId) };
     }
     default:
       return { error: { code: -32601, message: `Method not found: ${request.method}` } };
