@@ -30,6 +30,12 @@ export const ACTIVITY_KINDS = [
    * at most TRIMMED_PER_EVENT ids per event (journal/trims.ts). No executionId: it names several.
    */
   'trimmed',
+  /** A client's task opened on an execution: `{taskId, generation, ttlMs}` (journal/task-events.ts). */
+  'task_created',
+  /** The first tasks/cancel of a task: `{taskId, before}`, `before` naming what it came ahead of. */
+  'task_cancel',
+  /** The target answered with a task of its own, or it changed status: `{generation, upstream, upstreamTaskId, status?}`. */
+  'upstream_task',
 ] as const;
 
 /**

@@ -39,7 +39,8 @@ export function stateAfter(
     case 'operator_resolution':
       return entry.detail.as as ExecutionState;
     default:
-      // received, attached, delivered, receipt_hit, id_reused: no change of state.
+      // received, attached, delivered, receipt_hit, id_reused, task_created, task_cancel,
+      // upstream_task: no change of state.
       return current;
   }
 }

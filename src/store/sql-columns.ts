@@ -1,12 +1,15 @@
 import type { ReplayClass } from '../contracts/contract.js';
 import type { ActivityEntry, ActivityKind } from '../journal/events.js';
 import type { ExecutionState } from '../journal/states.js';
+import { keptUpstreamTask } from './tasks.js';
 import type {
   ApprovalChannel,
   ApprovalDecision,
   ApprovalRequest,
   ApprovalRequestPolicy,
   ExecutionRecord,
+  TaskRecord,
+  UpstreamTaskHandle,
 } from './types.js';
 
 /**
@@ -32,6 +35,8 @@ export interface ExecutionColumns {
   delivered_at: number | null;
   arguments_preview: string;
   note: string | null;
+  /** JSON text (upstreamTaskColumn), in both stores. */
+  upstream_task: string | null;
 }
 
 export function recordFromColumns(
@@ -60,8 +65,63 @@ export function recordFromColumns(
     deliveredAt: row.delivered_at,
     argumentsPreview: row.arguments_preview,
     note: row.note,
+    upstreamTask: upstreamTaskColumn.decode(row.upstream_task),
     readAt,
   };
+}
+
+/**
+ * The upstream's task handle as both SQL stores keep it: JSON text. Text in PostgreSQL too
+ * (not jsonb, which refuses \u0000 and lone surrogates): the upstream chooses its task id.
+ */
+export const upstreamTaskColumn = {
+  encode(handle: UpstreamTaskHandle): string {
+    return JSON.stringify(keptUpstreamTask(handle));
+  },
+  decode(text: string | null): UpstreamTaskHandle | null {
+    return text === null ? null : keptUpstreamTask(JSON.parse(text) as UpstreamTaskHandle);
+  },
+};
+
+/** A task row as both SQL stores lay it out. */
+export interface TaskColumns {
+  task_id: string;
+  execution_id: string;
+  actor: string;
+  generation: 'v1' | 'v2';
+  created_at: number;
+  ttl_ms: number | null;
+  poll_interval_ms: number;
+  cancel_requested_at: number | null;
+}
+
+export function taskFromColumns(row: TaskColumns): TaskRecord {
+  return {
+    taskId: row.task_id,
+    executionId: row.execution_id,
+    actor: row.actor,
+    generation: row.generation,
+    createdAt: row.created_at,
+    ttlMs: row.ttl_ms,
+    pollIntervalMs: row.poll_interval_ms,
+    cancelRequestedAt: row.cancel_requested_at,
+  };
+}
+
+/**
+ * A task's columns as a query joining it to its execution selects them (`t` the task): the
+ * two names both tables have are renamed, so neither overwrites the other in the row.
+ */
+export const TASK_JOIN_COLUMNS = `t.task_id, t.execution_id, t.actor AS task_actor, t.generation,
+  t.created_at AS task_created_at, t.ttl_ms, t.poll_interval_ms, t.cancel_requested_at`;
+
+export interface TaskJoinColumns extends Omit<TaskColumns, 'actor' | 'created_at'> {
+  task_actor: string;
+  task_created_at: number;
+}
+
+export function taskFromJoin(row: TaskJoinColumns): TaskRecord {
+  return taskFromColumns({ ...row, actor: row.task_actor, created_at: row.task_created_at });
 }
 
 /** A journal row as both SQL stores keep it: detail as the canonical JSON text its hash covers. */

@@ -42,8 +42,52 @@ export interface ExecutionRecord {
   argumentsPreview: string;
   /** Operator note, denial reason. */
   note: string | null;
+  /** The target answered with a task of its own, which the holder follows (null unless set: setUpstreamTask). */
+  upstreamTask: UpstreamTaskHandle | null;
   /** The store's clock when this copy was read: compare leases and windows against this. */
   readAt: number;
+}
+
+/**
+ * A client's task on an execution (MCP tasks): a random id that maps to one
+ * execution and one actor, one row per (execution, actor). What the task shows
+ * is derived from the execution; the row keeps only what is the task's own.
+ * Trimmed with its execution. Times are the store's clock.
+ */
+export interface TaskRecord {
+  /** `tsk_` + 32 random bytes base64url: unguessable, never a secret (every lookup also compares the actor). */
+  taskId: string;
+  executionId: string;
+  actor: string;
+  /** Which wire the client asked in: v1 the 2025-11-25 experimental tasks, v2 the 2026-07-28 extension. */
+  generation: 'v1' | 'v2';
+  createdAt: number;
+  ttlMs: number | null;
+  pollIntervalMs: number;
+  /** When tasks/cancel first arrived; set once, never moved. */
+  cancelRequestedAt: number | null;
+}
+
+export interface OpenTaskInput {
+  taskId: string;
+  executionId: string;
+  actor: string;
+  generation: 'v1' | 'v2';
+  ttlMs: number | null;
+  pollIntervalMs: number;
+}
+
+/** The upstream's own task an execution's holder follows; kept on the execution, so another process can resume following it. */
+export interface UpstreamTaskHandle {
+  generation: 'v1' | 'v2';
+  /** The upstream's name (config). */
+  upstream: string;
+  /** The upstream's task id: never shown to a client. */
+  taskId: string;
+  /** What the upstream asked for, when it did. */
+  pollIntervalMs?: number;
+  /** When Idem learned of it (the caller's reading of the store clock). */
+  createdAt: number;
 }
 
 export interface ClaimInput {
@@ -219,7 +263,8 @@ export interface SweepResult {
  * - journal events passed with a write are appended in the same transaction;
  * - times come from the store's clock, never the caller's;
  * - `accepted`, `awaiting_approval`, `authorized`, `dispatched` and `unknown`
- *   are never trimmed.
+ *   are never trimmed; what belongs to an execution (its approval request, its
+ *   tasks) is trimmed with it.
  */
 export interface ExecutionStore extends JournalReader {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
@@ -257,6 +302,33 @@ export interface ExecutionStore extends JournalReader {
   decideApproval(input: DecideApprovalInput): Promise<DecideApprovalResult>;
   /** This actor's session was approved for this tool (`approval: session`), in any process. */
   sessionApproved(actor: string, session: string, tool: string): Promise<boolean>;
+
+  /**
+   * The actor's task on the execution: created (with `events`, in the same write), or the one
+   * that already exists for (executionId, actor), returned unchanged and `events` not written.
+   * Rejects when there is no such execution, writing nothing.
+   */
+  openTask(input: OpenTaskInput, events?: ActivityEventInput[]): Promise<TaskRecord>;
+  /** A task and its execution; undefined for an unknown (or trimmed) id. The caller compares the actor. */
+  getTask(taskId: string): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined>;
+  findTask(executionId: string, actor: string): Promise<TaskRecord | undefined>;
+  /** One actor's tasks in taskId order, from after `after` (exclusive), at most `limit`. */
+  listTasks(actor: string, page: { after?: string; limit: number }): Promise<TaskRecord[]>;
+  /**
+   * Sets cancelRequestedAt (the store's clock) the first time, with `events`; later calls return
+   * the row unchanged and write nothing. Undefined for an unknown task.
+   */
+  requestTaskCancel(taskId: string, events?: ActivityEventInput[]): Promise<TaskRecord | undefined>;
+  /**
+   * The holder of a dispatched execution (its claim token) records the upstream's task, with
+   * `events`; false, and nothing written, for anyone else or an execution no longer dispatched.
+   */
+  setUpstreamTask(
+    id: string,
+    token: string,
+    handle: UpstreamTaskHandle,
+    events?: ActivityEventInput[],
+  ): Promise<boolean>;
 
   /** The store's clock. */
   now(): Promise<number>;

@@ -4,6 +4,7 @@ import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
 import { holderGone, leaseExpiredEvent } from '../lease.js';
+import { keptUpstreamTask, taskWithoutExecution } from '../tasks.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -15,9 +16,13 @@ import type {
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
+  OpenTaskInput,
   SweepResult,
+  TaskRecord,
   TransitionInput,
+  UpstreamTaskHandle,
 } from '../types.js';
+import { MemoryTasks } from './tasks.js';
 
 interface Row extends Omit<ExecutionRecord, 'readAt'> {
   claimToken: string | null;
@@ -45,6 +50,7 @@ export class MemoryStore implements ExecutionStore {
   readonly #approvals = new Map<string, ApprovalRequest>();
   /** Approved (actor, session, tool) → when. */
   readonly #approvedSessions = new Map<string, number>();
+  readonly #tasks = new MemoryTasks();
   readonly #clock: () => number;
 
   constructor(options: { clock?: () => number } = {}) {
@@ -86,6 +92,7 @@ export class MemoryStore implements ExecutionStore {
       deliveredAt: null,
       argumentsPreview: input.argumentsPreview,
       note: null,
+      upstreamTask: null,
       claimToken: input.claimToken,
       active: true,
     };
@@ -226,6 +233,7 @@ export class MemoryStore implements ExecutionStore {
         if (!options.dryRun) {
           this.#rows.delete(row.id);
           this.#approvals.delete(row.id);
+          this.#tasks.deleteFor(row.id);
           if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
             this.#activeByFingerprint.delete(row.fingerprint);
         }
@@ -292,6 +300,50 @@ export class MemoryStore implements ExecutionStore {
     return this.#approvedSessions.has(sessionKey(actor, session, tool));
   }
 
+  async openTask(input: OpenTaskInput, events?: ActivityEventInput[]): Promise<TaskRecord> {
+    const now = this.#clock();
+    if (!this.#rows.has(input.executionId)) throw taskWithoutExecution(input.executionId);
+    const { task, created } = this.#tasks.open(input, now);
+    if (created) this.#append(events, now);
+    return task;
+  }
+
+  async getTask(taskId: string): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined> {
+    const task = this.#tasks.get(taskId);
+    const row = task && this.#rows.get(task.executionId);
+    return row && task && { task, record: this.#view(row, this.#clock()) };
+  }
+
+  async findTask(executionId: string, actor: string): Promise<TaskRecord | undefined> {
+    return this.#tasks.find(executionId, actor);
+  }
+
+  async listTasks(actor: string, page: { after?: string; limit: number }): Promise<TaskRecord[]> {
+    return this.#tasks.list(actor, page);
+  }
+
+  async requestTaskCancel(taskId: string, events?: ActivityEventInput[]): Promise<TaskRecord | undefined> {
+    const now = this.#clock();
+    const { task, changed } = this.#tasks.requestCancel(taskId, now);
+    if (changed) this.#append(events, now);
+    return task;
+  }
+
+  async setUpstreamTask(
+    id: string,
+    token: string,
+    handle: UpstreamTaskHandle,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    const now = this.#clock();
+    const row = this.#rows.get(id);
+    if (!row || row.claimToken !== token || row.state !== 'dispatched') return false;
+    row.upstreamTask = keptUpstreamTask(handle);
+    row.updatedAt = now;
+    this.#append(events, now);
+    return true;
+  }
+
   async now(): Promise<number> {
     return this.#clock();
   }
@@ -308,8 +360,13 @@ export class MemoryStore implements ExecutionStore {
 
   #view(row: Row, now: number): ExecutionRecord {
     const { claimToken: _token, active: _active, ...record } = row;
-    // Only the outcome is nested; everything else is a primitive.
-    return { ...record, outcome: record.outcome && structuredClone(record.outcome), readAt: now };
+    // Only the outcome and the upstream task are nested; everything else is a primitive.
+    return {
+      ...record,
+      outcome: record.outcome && structuredClone(record.outcome),
+      upstreamTask: record.upstreamTask && { ...record.upstreamTask },
+      readAt: now,
+    };
   }
 }
 

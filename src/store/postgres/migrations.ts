@@ -230,6 +230,34 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
     `,
   },
+  {
+    version: 5,
+    name: 'tasks, and the upstream task an execution follows',
+    sql: `
+      -- JSON text (sql-columns.ts upstreamTaskColumn), not jsonb, as outcome: the upstream's own
+      -- task, which the holder follows and another gateway may resume following. NULL (a bit
+      -- in the null bitmap) for nearly every execution.
+      ALTER TABLE executions ADD COLUMN upstream_task text;
+
+      -- A client's task: a random id mapped to one execution and one actor. Fixed-width
+      -- columns first, as in executions. Trimmed with its execution.
+      CREATE TABLE tasks (
+        created_at          bigint NOT NULL,
+        ttl_ms              bigint,
+        poll_interval_ms    bigint NOT NULL,
+        cancel_requested_at bigint,
+        -- "C": byte order, as SQLite and the memory store list them.
+        task_id             text COLLATE "C" PRIMARY KEY,
+        execution_id        text COLLATE "C" NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+        actor               text NOT NULL,
+        generation          text NOT NULL CHECK (generation IN ('v1', 'v2')),
+        -- A repeat of the intent by the same actor gets the same task.
+        UNIQUE (execution_id, actor)
+      );
+      -- tasks/list: one actor's tasks in id order.
+      CREATE INDEX tasks_actor ON tasks (actor, task_id);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

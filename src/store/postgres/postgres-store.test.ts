@@ -6,10 +6,12 @@ import { claimInput, newFingerprint } from '../../../test/support/claim-input.js
 import { chainProblems } from '../../../test/support/journal-chains.js';
 import { postgresForTests, type TestPostgres } from '../../../test/support/postgres.js';
 import { claimEvents, usePostgresSchemas, wholeJournal } from '../../../test/support/postgres-schemas.js';
+import { journaledTaskRun } from '../../../test/support/task-run.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import { verifyJournal } from '../../journal/verify.js';
 import type { RegisteredHead } from '../../journal/verify-heads.js';
+import { verifyStore } from '../../journal/verify-store.js';
 import { openStore } from '../index.js';
 import { describeStoreContract } from '../store.contract.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from './migrations.js';
@@ -170,6 +172,44 @@ describe('PostgresStore', () => {
       expect(await sql('SELECT version FROM schema_migrations')).toHaveLength(MIGRATIONS.length);
     });
 
+    it('brings a schema from before tasks (version 4) up to date: its rows kept, with no upstream task, and tasks open on them', async () => {
+      const client = await pg.admin().connect();
+      try {
+        await client.query(`SET search_path TO ${schemas.schema}`);
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 4) });
+        await client.query(`
+          INSERT INTO executions (created_at, updated_at, attach_until, state, replay, active, id, fingerprint,
+            actor, tool, arguments_preview, outcome)
+          VALUES (1, 1, 2, 'completed', 'keyed', true, 'exe_old', '\\xff6670', 'a', 't', '{}',
+            '{"result":{"content":[]}}')`);
+        await client.query(`
+          INSERT INTO approval_requests (execution_id, policy, channel, target, requested_at, expires_at)
+          VALUES ('exe_old', 'every_call', 'mcp', 'up', 1, 2)`);
+      } finally {
+        client.release();
+      }
+      const store = await open();
+      expect(await sql('SELECT version FROM schema_migrations')).toHaveLength(MIGRATIONS.length);
+      expect(await store.get('exe_old')).toMatchObject({
+        id: 'exe_old',
+        state: 'completed',
+        outcome: { result: { content: [] } },
+        upstreamTask: null,
+      });
+      expect(await store.getApproval('exe_old')).toMatchObject({ executionId: 'exe_old', target: 'up' });
+      const task = await store.openTask({
+        taskId: 'tsk_old',
+        executionId: 'exe_old',
+        actor: 'a',
+        generation: 'v1',
+        ttlMs: null,
+        pollIntervalMs: 1_000,
+      });
+      expect((await store.getTask('tsk_old'))?.task).toEqual(task);
+      expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
+      expect(await sql('SELECT task_id FROM tasks')).toEqual([]);
+    });
+
     it('refuses a schema newer than it knows', async () => {
       await open();
       await sql("INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')");
@@ -266,6 +306,23 @@ describe('PostgresStore', () => {
       expect(measured.columnBytesPerRow).toBeLessThanOrEqual(290);
       expect(measured.liveTableBytesPerRow).toBeGreaterThan(measured.heapBytesPerRow);
     });
+  });
+
+  it('audit verify passes on a journal with every task kind, and once the sweep trimmed the executions with their tasks', async () => {
+    const url = await pg.freshDatabase();
+    const store = await PostgresStore.open({ url });
+    opened.push(store);
+    const run = await journaledTaskRun(store);
+    const verify = () => verifyStore({ kind: 'postgres', url }, { streams: ['activity'], heads: [] });
+    const before = await verify();
+    expect(before.ok).toBe(true);
+    expect(before.executions).toMatchObject({ ok: true, checked: 2, journaled: 2, trimmed: 0 });
+
+    expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(2);
+    for (const taskId of run.tasks) expect(await store.getTask(taskId)).toBeUndefined();
+    const after = await verify();
+    expect(after.ok).toBe(true);
+    expect(after.executions).toMatchObject({ ok: true, checked: 0, journaled: 2, trimmed: 2 });
   });
 
   it('openStore opens it from a spec or a postgres:// URL', async () => {

@@ -1,6 +1,6 @@
 // The ExecutionStore interface for PostgreSQL: one method per operation, over what lives beside
-// it — the writes (execution-writes.ts, approval-decision.ts, sweep.ts), the journal chains
-// (journal-chains.ts), SQL (sql.ts, approval-sql.ts), transactions (transactions.ts) and error
+// it — the writes (execution-writes.ts, approval-decision.ts, tasks.ts, sweep.ts), the journal
+// chains (journal-chains.ts), SQL (sql.ts, approval-sql.ts, task-sql.ts), transactions (transactions.ts) and error
 // classification (errors.ts). The same shape as the SQLite store.
 import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { postgresFingerprint } from '../../identity/fingerprint-columns.js';
@@ -18,8 +18,11 @@ import type {
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
+  OpenTaskInput,
   SweepResult,
+  TaskRecord,
   TransitionInput,
+  UpstreamTaskHandle,
 } from '../types.js';
 import { writeDecision } from './approval-decision.js';
 import { APPROVAL_SQL } from './approval-sql.js';
@@ -33,6 +36,7 @@ import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
 import { type ExecutionRow, type JournalRow, SQL, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
+import { findTask, listTasks, readTask, writeOpenTask, writeTaskCancel, writeUpstreamTask } from './tasks.js';
 import { Connections, query } from './transactions.js';
 
 export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
@@ -205,6 +209,35 @@ export class PostgresStore implements ExecutionStore {
       async (db) =>
         ((await query(APPROVAL_SQL.sessionApproved, [actor, session, tool])(db)).rowCount ?? 0) > 0,
     );
+  }
+
+  async openTask(input: OpenTaskInput, events?: ActivityEventInput[]): Promise<TaskRecord> {
+    return writeOpenTask(this.#db, this.#chains, input, events);
+  }
+
+  async getTask(taskId: string): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined> {
+    return readTask(this.#db, taskId);
+  }
+
+  async findTask(executionId: string, actor: string): Promise<TaskRecord | undefined> {
+    return findTask(this.#db, executionId, actor);
+  }
+
+  async listTasks(actor: string, page: { after?: string; limit: number }): Promise<TaskRecord[]> {
+    return listTasks(this.#db, actor, page);
+  }
+
+  async requestTaskCancel(taskId: string, events?: ActivityEventInput[]): Promise<TaskRecord | undefined> {
+    return writeTaskCancel(this.#db, this.#chains, taskId, events);
+  }
+
+  async setUpstreamTask(
+    id: string,
+    token: string,
+    handle: UpstreamTaskHandle,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    return writeUpstreamTask(this.#db, this.#chains, { id, token, handle, ...(events ? { events } : {}) });
   }
 
   async now(): Promise<number> {

@@ -18,7 +18,7 @@ export type JournalRow = JournalColumns;
  * compares comes from here, so gateways whose clocks disagree still agree on
  * when a lease ends.
  */
-const CLOCK = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+export const CLOCK = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
 /**
  * A write's first CTE, `c`: the database's clock as `c.now`, read once for the
@@ -42,9 +42,9 @@ function clockFirst(sync: WriteSync): string {
 }
 
 /** Every column but the claim token, which never leaves the store. */
-const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_at, updated_at, attach_until,
+export const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_at, updated_at, attach_until,
   dispatched_at, deadline_at, lease_owner, lease_expires_at, outcome, delivered_at, arguments_preview, note,
-  request_digest`;
+  request_digest, upstream_task`;
 
 /**
  * Appends the events ($first: the chain, then the 7 arrays of journalParams)
@@ -53,7 +53,7 @@ const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, created_a
  * and the chain's head is locked from here to COMMIT only — the end of this
  * statement when it runs alone. Referenced from the final SELECT, so it runs.
  */
-function journalAfter(changed: string, first: number): string {
+export function journalAfter(changed: string, first: number): string {
   const p = (i: number) => `$${first + i}`;
   return `j AS (
     SELECT journal_append('activity', ${p(0)}::integer, ${changed}.read_at, ${p(1)}::text[], ${p(2)}::text[],
@@ -62,7 +62,7 @@ function journalAfter(changed: string, first: number): string {
   )`;
 }
 
-const JOURNALED = '(SELECT max(seq) FROM j) AS journal_seq';
+export const JOURNALED = '(SELECT max(seq) FROM j) AS journal_seq';
 
 /** The holder is gone, by the database's clock (see lease.ts). */
 const STALE = holderGoneSql('c.now');

@@ -78,6 +78,51 @@ describe('SqliteStore', () => {
       }
     });
 
+    it('bring a file from before tasks (schema 4) up to date: its rows kept, with no upstream task, and tasks open on them', async () => {
+      const db = new Database(files.path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 4),
+      );
+      db.prepare(`
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, arguments_preview, outcome)
+        VALUES ('exe_old', 'fp_old', 1, 'a', 't', NULL, 'keyed', 'completed', 1, 1, 2, '{}', '{"result":{"content":[]}}')`).run();
+      db.prepare(`
+        INSERT INTO approval_requests (execution_id, policy, channel, target, requested_at, expires_at)
+        VALUES ('exe_old', 'every_call', 'mcp', 'up', 1, 2)`).run();
+      db.close();
+
+      const store = await SqliteStore.open({ path: files.path });
+      try {
+        expect(await store.get('exe_old')).toMatchObject({
+          id: 'exe_old',
+          state: 'completed',
+          outcome: { result: { content: [] } },
+          upstreamTask: null,
+        });
+        expect(await store.getApproval('exe_old')).toMatchObject({ executionId: 'exe_old', target: 'up' });
+        const task = await store.openTask({
+          taskId: 'tsk_old',
+          executionId: 'exe_old',
+          actor: 'a',
+          generation: 'v1',
+          ttlMs: null,
+          pollIntervalMs: 1_000,
+        });
+        expect((await store.getTask('tsk_old'))?.task).toEqual(task);
+        // Trimmed with its execution, as rows of schema 5 are.
+        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
+        expect(await store.getTask('tsk_old')).toBeUndefined();
+      } finally {
+        await store.close();
+      }
+      const after = new Database(files.path, { readonly: true });
+      opened.push(after);
+      expect(schemaVersion(after)).toBe(SCHEMA_VERSION);
+      expect(after.prepare('SELECT COUNT(*) AS n FROM tasks').get()).toEqual({ n: 0 });
+    });
+
     it('refuse a file whose schema is newer than this code knows', async () => {
       await (await SqliteStore.open({ path: files.path })).close();
       const db = new Database(files.path);

@@ -139,6 +139,35 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 5,
+    name: 'tasks, and the upstream task an execution follows',
+    sql: `
+      -- JSON (sql-columns.ts upstreamTaskColumn): the upstream's own task, which the holder
+      -- follows and another process may resume following. NULL for nearly every execution.
+      ALTER TABLE executions ADD COLUMN upstream_task TEXT;
+
+      -- A client's task: a random id mapped to one execution and one actor.
+      CREATE TABLE tasks (
+        task_id             TEXT PRIMARY KEY NOT NULL,
+        execution_id        TEXT NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+        actor               TEXT NOT NULL,
+        generation          TEXT NOT NULL CHECK (generation IN ('v1', 'v2')),
+        created_at          INTEGER NOT NULL,
+        ttl_ms              INTEGER,
+        poll_interval_ms    INTEGER NOT NULL,
+        cancel_requested_at INTEGER,
+        -- A repeat of the intent by the same actor gets the same task.
+        UNIQUE (execution_id, actor)
+      ) STRICT, WITHOUT ROWID;
+      -- tasks/list: one actor's tasks in id order.
+      CREATE INDEX tasks_actor ON tasks (actor, task_id);
+      -- Trimmed with its execution: the foreign key says so, but SQLite enforces none unless
+      -- asked per connection, so a trigger does it, as for approval requests.
+      CREATE TRIGGER executions_trim_tasks AFTER DELETE ON executions
+        BEGIN DELETE FROM tasks WHERE execution_id = OLD.id; END;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

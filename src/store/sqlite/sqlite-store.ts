@@ -1,6 +1,6 @@
 // The ExecutionStore interface for SQLite: one method per operation, over what lives beside
-// it — the write transactions (execution-writes.ts, approval-decision.ts, sweep.ts,
-// journal-append.ts), SQL (sql.ts, approval-sql.ts), schema (migrations.ts), group commit
+// it — the write transactions (execution-writes.ts, approval-decision.ts, tasks.ts, sweep.ts,
+// journal-append.ts), SQL (sql.ts, approval-sql.ts, task-sql.ts), schema (migrations.ts), group commit
 // (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -21,8 +21,11 @@ import type {
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
+  OpenTaskInput,
   SweepResult,
+  TaskRecord,
   TransitionInput,
+  UpstreamTaskHandle,
 } from '../types.js';
 import { writeDecision } from './approval-decision.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
@@ -43,6 +46,8 @@ import {
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 import { type ExecutionRow, prepareStatements, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
+import { prepareTaskStatements, type TaskStatements } from './task-sql.js';
+import { findTask, listTasks, readTask, taskTransactions } from './tasks.js';
 import { WalSync } from './wal-sync.js';
 
 /**
@@ -57,12 +62,14 @@ export class SqliteStore implements ExecutionStore {
   readonly #clock: () => number;
   readonly #sql;
   readonly #approvalSql: ApprovalStatements;
+  readonly #taskSql: TaskStatements;
   readonly #claim;
   readonly #decideApproval;
   readonly #transition;
   readonly #markDelivered;
   readonly #appendEvents;
   readonly #sweep;
+  readonly #tasks;
   /** Claims, transitions and journal appends: queued and committed together (group-commit.ts). */
   readonly #writes: GroupCommit;
   /** 'full': writes that let an action go ahead are synced before they return (group-commit.ts). */
@@ -125,6 +132,7 @@ export class SqliteStore implements ExecutionStore {
 
     this.#sql = prepareStatements(db);
     this.#approvalSql = prepareApprovalStatements(db);
+    this.#taskSql = prepareTaskStatements(db);
     this.#decideApproval = db.transaction((input: DecideApprovalInput) =>
       writeDecision(this.#sql, this.#approvalSql, this.#clock(), input),
     );
@@ -142,6 +150,7 @@ export class SqliteStore implements ExecutionStore {
     this.#sweep = db.transaction((retentionMs: number, dryRun: boolean) =>
       writeSweep(this.#sql, this.#approvalSql, this.#clock(), retentionMs, dryRun),
     );
+    this.#tasks = taskTransactions(db, this.#sql, this.#taskSql, this.#clock);
     this.#walSync = synchronous === 'full' && !db.memory ? new WalSync(db.name) : undefined;
     const walSync = this.#walSync;
     this.#checkpointer = new Checkpointer(db, options.checkpoints);
@@ -253,6 +262,37 @@ export class SqliteStore implements ExecutionStore {
 
   async sessionApproved(actor: string, session: string, tool: string): Promise<boolean> {
     return this.#guard(() => this.#approvalSql.sessionApproved.get(actor, session, tool) !== undefined);
+  }
+
+  // Task writes sync: a task's existence and its cancel are what the client is told, and the
+  // upstream's task is what a restarted gateway resumes following.
+  async openTask(input: OpenTaskInput, events?: ActivityEventInput[]): Promise<TaskRecord> {
+    return this.#writes.run(this.#tasks.open, 'sync', input, events);
+  }
+
+  async getTask(taskId: string): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined> {
+    return this.#guard(() => readTask(this.#taskSql, this.#clock(), taskId));
+  }
+
+  async findTask(executionId: string, actor: string): Promise<TaskRecord | undefined> {
+    return this.#guard(() => findTask(this.#taskSql, executionId, actor));
+  }
+
+  async listTasks(actor: string, page: { after?: string; limit: number }): Promise<TaskRecord[]> {
+    return this.#guard(() => listTasks(this.#taskSql, actor, page));
+  }
+
+  async requestTaskCancel(taskId: string, events?: ActivityEventInput[]): Promise<TaskRecord | undefined> {
+    return this.#writes.run(this.#tasks.requestCancel, 'sync', taskId, events);
+  }
+
+  async setUpstreamTask(
+    id: string,
+    token: string,
+    handle: UpstreamTaskHandle,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    return this.#writes.run(this.#tasks.setUpstreamTask, 'sync', { id, token, handle, events });
   }
 
   async now(): Promise<number> {

@@ -1,0 +1,55 @@
+import type { ActivityEventInput } from './events.js';
+
+/**
+ * The journal events of MCP tasks, built in one place so every writer spells their
+ * detail the same way. A store writes each in the same write as the change it records
+ * (ExecutionStore.openTask, requestTaskCancel, setUpstreamTask). None changes an
+ * execution's state: the journal's states (rebuild.ts) pass over them.
+ */
+
+/** The execution an event is about, and who acted: for a task, the task's actor. */
+export interface TaskEventSubject {
+  executionId: string;
+  actor: string;
+  tool: string;
+}
+
+/** What a cancel came ahead of: nothing had been sent yet, the call waited for input, or its outcome was not in yet. */
+export type TaskCancelPoint = 'dispatch' | 'input' | 'outcome';
+
+export function taskCreatedEvent(
+  subject: TaskEventSubject,
+  task: { taskId: string; generation: 'v1' | 'v2'; ttlMs: number | null },
+): ActivityEventInput {
+  return {
+    kind: 'task_created',
+    ...subject,
+    detail: { taskId: task.taskId, generation: task.generation, ttlMs: task.ttlMs },
+  };
+}
+
+export function taskCancelEvent(
+  subject: TaskEventSubject,
+  taskId: string,
+  before: TaskCancelPoint,
+): ActivityEventInput {
+  return { kind: 'task_cancel', ...subject, detail: { taskId, before } };
+}
+
+/** The upstream's task id is journaled under its own name: it is never the client's task id. */
+export function upstreamTaskEvent(
+  subject: TaskEventSubject,
+  handle: { generation: 'v1' | 'v2'; upstream: string; taskId: string },
+  status?: string,
+): ActivityEventInput {
+  return {
+    kind: 'upstream_task',
+    ...subject,
+    detail: {
+      generation: handle.generation,
+      upstream: handle.upstream,
+      upstreamTaskId: handle.taskId,
+      ...(status === undefined ? {} : { status }),
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import type { OpenTaskInput, TaskRecord } from '../types.js';
+
+/**
+ * The memory store's task rows: by task id, and by execution then actor (one row per
+ * pair), so an execution's trim finds its tasks without a scan. The store checks the
+ * execution, journals and reads its clock; this holds the rows.
+ */
+export class MemoryTasks {
+  readonly #byId = new Map<string, TaskRecord>();
+  /** executionId → actor → taskId. */
+  readonly #byExecution = new Map<string, Map<string, string>>();
+
+  /** The pair's task, created at `now` unless it exists: `created` says which. */
+  open(input: OpenTaskInput, now: number): { task: TaskRecord; created: boolean } {
+    const existing = this.find(input.executionId, input.actor);
+    if (existing) return { task: existing, created: false };
+    if (this.#byId.has(input.taskId)) throw new Error(`task id ${input.taskId} is taken`);
+    const task: TaskRecord = {
+      taskId: input.taskId,
+      executionId: input.executionId,
+      actor: input.actor,
+      generation: input.generation,
+      createdAt: now,
+      ttlMs: input.ttlMs,
+      pollIntervalMs: input.pollIntervalMs,
+      cancelRequestedAt: null,
+    };
+    this.#byId.set(task.taskId, task);
+    let actors = this.#byExecution.get(task.executionId);
+    if (!actors) {
+      actors = new Map();
+      this.#byExecution.set(task.executionId, actors);
+    }
+    actors.set(task.actor, task.taskId);
+    return { task: { ...task }, created: true };
+  }
+
+  get(taskId: string): TaskRecord | undefined {
+    const task = this.#byId.get(taskId);
+    return task && { ...task };
+  }
+
+  find(executionId: string, actor: string): TaskRecord | undefined {
+    const taskId = this.#byExecution.get(executionId)?.get(actor);
+    return taskId === undefined ? undefined : this.get(taskId);
+  }
+
+  list(actor: string, page: { after?: string; limit: number }): TaskRecord[] {
+    const after = page.after;
+    return [...this.#byId.values()]
+      .filter((task) => task.actor === actor && (after === undefined || task.taskId > after))
+      .sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0))
+      .slice(0, page.limit)
+      .map((task) => ({ ...task }));
+  }
+
+  /** Sets the cancel's time once: `changed` is false when it was set already (or there is no such task). */
+  requestCancel(taskId: string, now: number): { task: TaskRecord | undefined; changed: boolean } {
+    const task = this.#byId.get(taskId);
+    if (!task || task.cancelRequestedAt !== null) return { task: task && { ...task }, changed: false };
+    task.cancelRequestedAt = now;
+    return { task: { ...task }, changed: true };
+  }
+
+  /** With its execution, in the sweep's trim. */
+  deleteFor(executionId: string): void {
+    for (const taskId of this.#byExecution.get(executionId)?.values() ?? []) this.#byId.delete(taskId);
+    this.#byExecution.delete(executionId);
+  }
+}

@@ -1,0 +1,73 @@
+import { TASK_JOIN_COLUMNS } from '../sql-columns.js';
+import { CLOCK, COLUMNS, JOURNALED, journalAfter, type Statement } from './sql.js';
+
+/**
+ * The statements of tasks and of the upstream task an execution follows (ExecutionStore.openTask
+ * and the rest). A write and its journal entries are one statement, as for executions (sql.ts),
+ * and every one commits synchronously: a task's existence and its cancel are what the client is
+ * told, and the upstream's task is what another gateway resumes following.
+ */
+export const TASK_SQL = {
+  /**
+   * $1 journal?, $2 ttl, $3 poll interval, $4 task id, $5 execution id, $6 actor, $7 generation,
+   * then the journal's ($8…). Inserts only for an existing execution, and only the pair's first task.
+   */
+  open: {
+    name: 'idem_task_open',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      ins AS (
+        INSERT INTO tasks (created_at, ttl_ms, poll_interval_ms, task_id, execution_id, actor, generation)
+        SELECT c.now, $2::bigint, $3::bigint, $4, e.id, $6, $7 FROM c, executions e WHERE e.id = $5
+        ON CONFLICT (execution_id, actor) DO NOTHING
+        RETURNING *, created_at AS read_at
+      ),
+      ${journalAfter('ins', 8)}
+      SELECT ins.*, ${JOURNALED} FROM ins`,
+  },
+  get: { name: 'idem_task_get', text: 'SELECT * FROM tasks WHERE task_id = $1' },
+  // The execution's columns from a subquery of its own, so that none meets a task's of the same name.
+  getWithExecution: {
+    name: 'idem_task_get_with_execution',
+    text: `
+      SELECT e.*, ${TASK_JOIN_COLUMNS}, ${CLOCK} AS read_at
+      FROM tasks t, LATERAL (SELECT ${COLUMNS} FROM executions WHERE id = t.execution_id) e
+      WHERE t.task_id = $1`,
+  },
+  find: { name: 'idem_task_find', text: 'SELECT * FROM tasks WHERE execution_id = $1 AND actor = $2' },
+  // No `after`: from '', which every task id sorts after; the index serves both.
+  list: {
+    name: 'idem_task_list',
+    text: `
+      SELECT * FROM tasks
+      WHERE actor = $1 AND task_id > coalesce($2::text, '')
+      ORDER BY task_id
+      LIMIT $3`,
+  },
+  /** $1 journal?, $2 task id, then the journal's ($3…). Of concurrent cancels, the first to lock the row sets it. */
+  requestCancel: {
+    name: 'idem_task_request_cancel',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE tasks SET cancel_requested_at = c.now FROM c
+        WHERE task_id = $2 AND cancel_requested_at IS NULL
+        RETURNING tasks.*, c.now AS read_at
+      ),
+      ${journalAfter('upd', 3)}
+      SELECT upd.*, ${JOURNALED} FROM upd`,
+  },
+  /** $1 journal?, $2 execution id, $3 claim token, $4 the handle's JSON, then the journal's ($5…). */
+  setUpstreamTask: {
+    name: 'idem_set_upstream_task',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET upstream_task = $4, updated_at = c.now FROM c
+        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        RETURNING c.now AS read_at
+      ),
+      ${journalAfter('upd', 5)}
+      SELECT upd.read_at, ${JOURNALED} FROM upd`,
+  },
+} as const satisfies Record<string, Statement>;

@@ -1,0 +1,120 @@
+import type { ActivityEventInput } from '../../journal/events.js';
+import {
+  type TaskColumns,
+  type TaskJoinColumns,
+  taskFromColumns,
+  taskFromJoin,
+  upstreamTaskColumn,
+} from '../sql-columns.js';
+import { taskWithoutExecution } from '../tasks.js';
+import type { ExecutionRecord, OpenTaskInput, TaskRecord, UpstreamTaskHandle } from '../types.js';
+import type { JournalChains } from './journal-chains.js';
+import { type ExecutionRow, toRecord, wholeMs } from './sql.js';
+import { TASK_SQL } from './task-sql.js';
+import { type Connections, query } from './transactions.js';
+
+// The writes and reads of tasks. Each write holds a journal chain while it has events
+// (journal-chains.ts), which the database appends in the statement that makes the change,
+// only if it made one.
+
+export async function writeOpenTask(
+  db: Connections,
+  chains: JournalChains,
+  input: OpenTaskInput,
+  events: ActivityEventInput[] = [],
+): Promise<TaskRecord> {
+  return chains.withEvents(events, (journal) =>
+    // The pair's row, read on the same connection when the insert found one there.
+    db.connection(async (client) => {
+      const [inserted] = (
+        await query<TaskColumns>(TASK_SQL.open, [
+          events.length > 0,
+          input.ttlMs === null ? null : wholeMs(input.ttlMs),
+          wholeMs(input.pollIntervalMs),
+          input.taskId,
+          input.executionId,
+          input.actor,
+          input.generation,
+          ...journal,
+        ])(client)
+      ).rows;
+      if (inserted) return taskFromColumns(inserted);
+      const [existing] = (await query<TaskColumns>(TASK_SQL.find, [input.executionId, input.actor])(client))
+        .rows;
+      if (!existing) throw taskWithoutExecution(input.executionId);
+      return taskFromColumns(existing);
+    }),
+  );
+}
+
+export async function writeTaskCancel(
+  db: Connections,
+  chains: JournalChains,
+  taskId: string,
+  events: ActivityEventInput[] = [],
+): Promise<TaskRecord | undefined> {
+  return chains.withEvents(events, (journal) =>
+    db.connection(async (client) => {
+      const [changed] = (
+        await query<TaskColumns>(TASK_SQL.requestCancel, [events.length > 0, taskId, ...journal])(client)
+      ).rows;
+      if (changed) return taskFromColumns(changed);
+      const [row] = (await query<TaskColumns>(TASK_SQL.get, [taskId])(client)).rows;
+      return row && taskFromColumns(row);
+    }),
+  );
+}
+
+export async function writeUpstreamTask(
+  db: Connections,
+  chains: JournalChains,
+  write: { id: string; token: string; handle: UpstreamTaskHandle; events?: ActivityEventInput[] },
+): Promise<boolean> {
+  const events = write.events ?? [];
+  return chains.withEvents(events, (journal) =>
+    db.use(async (client) => {
+      const { rows } = await query(TASK_SQL.setUpstreamTask, [
+        events.length > 0,
+        write.id,
+        write.token,
+        upstreamTaskColumn.encode(write.handle),
+        ...journal,
+      ])(client);
+      return rows.length === 1;
+    }),
+  );
+}
+
+export async function readTask(
+  db: Connections,
+  taskId: string,
+): Promise<{ task: TaskRecord; record: ExecutionRecord } | undefined> {
+  return db.use(async (client) => {
+    const [row] = (await query<ExecutionRow & TaskJoinColumns>(TASK_SQL.getWithExecution, [taskId])(client))
+      .rows;
+    return row && { task: taskFromJoin(row), record: toRecord(row) };
+  });
+}
+
+export async function findTask(
+  db: Connections,
+  executionId: string,
+  actor: string,
+): Promise<TaskRecord | undefined> {
+  return db.use(async (client) => {
+    const [row] = (await query<TaskColumns>(TASK_SQL.find, [executionId, actor])(client)).rows;
+    return row && taskFromColumns(row);
+  });
+}
+
+export async function listTasks(
+  db: Connections,
+  actor: string,
+  page: { after?: string; limit: number },
+): Promise<TaskRecord[]> {
+  return db.use(async (client) =>
+    (await query<TaskColumns>(TASK_SQL.list, [actor, page.after ?? null, page.limit])(client)).rows.map(
+      taskFromColumns,
+    ),
+  );
+}

@@ -1,0 +1,45 @@
+import type Database from 'better-sqlite3';
+import { TASK_JOIN_COLUMNS, type TaskColumns, type TaskJoinColumns } from '../sql-columns.js';
+import type { ExecutionRow } from './sql.js';
+
+/** The statements of tasks and of the upstream task an execution follows (ExecutionStore.openTask and the rest). */
+export interface TaskStatements {
+  /** Inserts only for an existing execution, and only the pair's first task. */
+  insert: Database.Statement<Record<string, unknown>>;
+  get: Database.Statement<[string], TaskColumns>;
+  getWithExecution: Database.Statement<[string], ExecutionRow & TaskJoinColumns>;
+  find: Database.Statement<[string, string], TaskColumns>;
+  list: Database.Statement<{ actor: string; after: string | null; limit: number }, TaskColumns>;
+  requestCancel: Database.Statement<{ taskId: string; now: number }>;
+  setUpstreamTask: Database.Statement<{ id: string; token: string; handle: string; now: number }>;
+}
+
+export function prepareTaskStatements(db: Database.Database): TaskStatements {
+  return {
+    insert: db.prepare(`
+      INSERT INTO tasks (task_id, execution_id, actor, generation, created_at, ttl_ms, poll_interval_ms)
+      SELECT @taskId, id, @actor, @generation, @now, @ttlMs, @pollIntervalMs
+      FROM executions WHERE id = @executionId
+      ON CONFLICT (execution_id, actor) DO NOTHING`),
+    get: db.prepare<[string], TaskColumns>('SELECT * FROM tasks WHERE task_id = ?'),
+    getWithExecution: db.prepare<[string], ExecutionRow & TaskJoinColumns>(`
+      SELECT e.*, ${TASK_JOIN_COLUMNS}
+      FROM tasks t JOIN executions e ON e.id = t.execution_id
+      WHERE t.task_id = ?`),
+    find: db.prepare<[string, string], TaskColumns>(
+      'SELECT * FROM tasks WHERE execution_id = ? AND actor = ?',
+    ),
+    // No `after`: from '', which every task id sorts after; the index serves both.
+    list: db.prepare<{ actor: string; after: string | null; limit: number }, TaskColumns>(`
+      SELECT * FROM tasks
+      WHERE actor = @actor AND task_id > COALESCE(@after, '')
+      ORDER BY task_id
+      LIMIT @limit`),
+    requestCancel: db.prepare<{ taskId: string; now: number }>(
+      'UPDATE tasks SET cancel_requested_at = @now WHERE task_id = @taskId AND cancel_requested_at IS NULL',
+    ),
+    setUpstreamTask: db.prepare<{ id: string; token: string; handle: string; now: number }>(`
+      UPDATE executions SET upstream_task = @handle, updated_at = @now
+      WHERE id = @id AND claim_token = @token AND state = 'dispatched'`),
+  };
+}

@@ -1,0 +1,120 @@
+import type Database from 'better-sqlite3';
+import type { ActivityEventInput } from '../../journal/events.js';
+import { taskFromColumns, taskFromJoin, upstreamTaskColumn } from '../sql-columns.js';
+import { taskWithoutExecution } from '../tasks.js';
+import type { ExecutionRecord, OpenTaskInput, TaskRecord, UpstreamTaskHandle } from '../types.js';
+import { appendJournal } from './journal-append.js';
+import { type Statements, toRecord, wholeMs } from './sql.js';
+import type { TaskStatements } from './task-sql.js';
+
+// The writes of tasks, each the body of one IMMEDIATE transaction that sqlite-store.ts runs
+// through group commit (`now` read inside it), and their reads. Events are appended only
+// when the write changed something.
+
+/** The three task writes as transactions, for group commit to run. */
+export interface TaskTransactions {
+  open: Database.Transaction<(input: OpenTaskInput, events?: ActivityEventInput[]) => TaskRecord>;
+  requestCancel: Database.Transaction<
+    (taskId: string, events?: ActivityEventInput[]) => TaskRecord | undefined
+  >;
+  setUpstreamTask: Database.Transaction<(write: UpstreamTaskWrite) => boolean>;
+}
+
+export function taskTransactions(
+  db: Database.Database,
+  sql: Statements,
+  taskSql: TaskStatements,
+  clock: () => number,
+): TaskTransactions {
+  return {
+    open: db.transaction((input: OpenTaskInput, events?: ActivityEventInput[]) =>
+      writeOpenTask(sql, taskSql, clock(), input, events),
+    ),
+    requestCancel: db.transaction((taskId: string, events?: ActivityEventInput[]) =>
+      writeTaskCancel(sql, taskSql, clock(), taskId, events),
+    ),
+    setUpstreamTask: db.transaction((write: UpstreamTaskWrite) =>
+      writeUpstreamTask(sql, taskSql, clock(), write),
+    ),
+  };
+}
+
+export interface UpstreamTaskWrite {
+  id: string;
+  token: string;
+  handle: UpstreamTaskHandle;
+  events: ActivityEventInput[] | undefined;
+}
+
+function writeOpenTask(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  input: OpenTaskInput,
+  events: ActivityEventInput[] | undefined,
+): TaskRecord {
+  const inserted = taskSql.insert.run({
+    taskId: input.taskId,
+    executionId: input.executionId,
+    actor: input.actor,
+    generation: input.generation,
+    now,
+    ttlMs: input.ttlMs === null ? null : wholeMs(input.ttlMs),
+    pollIntervalMs: wholeMs(input.pollIntervalMs),
+  });
+  const row = taskSql.find.get(input.executionId, input.actor);
+  if (!row) throw taskWithoutExecution(input.executionId);
+  if (inserted.changes === 1) appendJournal(sql, events, now);
+  return taskFromColumns(row);
+}
+
+function writeTaskCancel(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  taskId: string,
+  events: ActivityEventInput[] | undefined,
+): TaskRecord | undefined {
+  if (taskSql.requestCancel.run({ taskId, now }).changes === 1) appendJournal(sql, events, now);
+  const row = taskSql.get.get(taskId);
+  return row && taskFromColumns(row);
+}
+
+function writeUpstreamTask(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  write: UpstreamTaskWrite,
+): boolean {
+  const handle = upstreamTaskColumn.encode(write.handle);
+  if (taskSql.setUpstreamTask.run({ id: write.id, token: write.token, handle, now }).changes === 0)
+    return false;
+  appendJournal(sql, write.events, now);
+  return true;
+}
+
+export function readTask(
+  taskSql: TaskStatements,
+  now: number,
+  taskId: string,
+): { task: TaskRecord; record: ExecutionRecord } | undefined {
+  const row = taskSql.getWithExecution.get(taskId);
+  return row && { task: taskFromJoin(row), record: toRecord(row, now) };
+}
+
+export function findTask(
+  taskSql: TaskStatements,
+  executionId: string,
+  actor: string,
+): TaskRecord | undefined {
+  const row = taskSql.find.get(executionId, actor);
+  return row && taskFromColumns(row);
+}
+
+export function listTasks(
+  taskSql: TaskStatements,
+  actor: string,
+  page: { after?: string; limit: number },
+): TaskRecord[] {
+  return taskSql.list.all({ actor, after: page.after ?? null, limit: page.limit }).map(taskFromColumns);
+}
