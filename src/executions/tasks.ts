@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { taskCancelEvent, taskCreatedEvent } from '../journal/task-events.js';
 import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, TaskRecord } from '../store/types.js';
@@ -6,7 +7,7 @@ import { META, markExecuted } from './answers.js';
 import type { ToolCall } from './call.js';
 import { answerOfRecord, delivered } from './record-answer.js';
 import { current } from './status.js';
-import { callEvent, type StepContext } from './step-context.js';
+import type { StepContext } from './step-context.js';
 import { taskView } from './task-status.js';
 
 /**
@@ -59,7 +60,12 @@ export async function answerAsTask(
       ttlMs: ctx.tasks.ttlMs,
       pollIntervalMs: ctx.tasks.pollIntervalMs,
     },
-    [callEvent('task_created', call, record.id, { taskId, generation, ttlMs: ctx.tasks.ttlMs })],
+    [
+      taskCreatedEvent(
+        { executionId: record.id, actor: call.caller.actor, tool: call.tool },
+        { taskId, generation, ttlMs: ctx.tasks.ttlMs },
+      ),
+    ],
   );
   const view = taskView(record, task, await finishedAnswer(ctx, record, false), ctx.statusTool);
   return taskAnswer(view, record.id);
@@ -123,13 +129,11 @@ export async function cancelTask(
   const found = await ownTask(ctx, taskId, actor);
   if (!found) return undefined;
   const { record } = found;
-  const before = FINISHED.has(record.state)
-    ? 'outcome'
-    : record.dispatchedAt === null
-      ? 'dispatch'
-      : 'dispatched';
+  // A task whose execution has ended keeps its outcome: the cancel is acknowledged, and changes nothing.
+  if (FINISHED.has(record.state)) return getTask(ctx, taskId, actor);
+  const before = record.dispatchedAt === null ? 'dispatch' : 'outcome';
   await ctx.store.requestTaskCancel(taskId, [
-    { kind: 'task_cancel', executionId: record.id, actor, tool: record.tool, detail: { taskId, before } },
+    taskCancelEvent({ executionId: record.id, actor, tool: record.tool }, taskId, before),
   ]);
   if (record.state === 'awaiting_approval') {
     await ctx.store
