@@ -66,11 +66,12 @@ export function actionCall(
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
-    dispatch: ({ executionId, redispatch }) =>
+    dispatch: ({ executionId, redispatch, upstreamTask }) =>
       channel.dispatch(args, {
         executionId,
         redispatch,
         ...(signal ? { signal } : {}),
+        ...(upstreamTask ? { upstreamTask } : {}),
       }),
   };
 }

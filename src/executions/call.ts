@@ -2,7 +2,7 @@ import type { ApprovalView } from '../approval/view.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { TokenRef } from '../identity/actor.js';
 import type { ToolResult } from '../store/outcome.js';
-import type { ApprovalChannel } from '../store/types.js';
+import type { ApprovalChannel, UpstreamTaskHandle } from '../store/types.js';
 import type { RepeatableCall } from './recent-calls.js';
 
 /** What a call is, as the store knows it (see ExecutionEngine.identify). */
@@ -63,6 +63,8 @@ export interface DispatchContext {
   executionId: string | null;
   /** True when this is a re-send of an earlier dispatch with the same key (replay class `keyed`). */
   redispatch: boolean;
+  /** The target answered with a task of its own: resolves once that is on the execution's record. */
+  upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
 }
 
 /**

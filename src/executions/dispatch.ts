@@ -7,10 +7,11 @@ import {
 } from '../errors.js';
 import { secretValues } from '../identity/redaction.js';
 import type { ToolResult } from '../store/outcome.js';
+import type { UpstreamTaskHandle } from '../store/types.js';
 import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
-import type { Next, StepContext } from './step-context.js';
+import { callEvent, type Next, type StepContext } from './step-context.js';
 
 /** What the dispatch came to: its outcome, as the channel gave it. */
 export interface Done {
@@ -59,9 +60,11 @@ export async function send(
   // Credentials the channel resolves are known only once it has: what it hands back, or says
   // in an error, is scrubbed of them before anyone — caller, store, log — sees it.
   const scrub = <T>(value: T): T => ctx.knownSecrets.redact(value);
+  const upstreamTask = (handle: UpstreamTaskHandle) => recordUpstreamTask(ctx, call, record.id, handle);
   const work = (async (): Promise<Done> => {
     try {
-      const result = received(ctx, call, await dispatch({ executionId: record.id, redispatch }));
+      const answer = await dispatch({ executionId: record.id, redispatch, upstreamTask });
+      const result = received(ctx, call, answer);
       return { outcome: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       if (error instanceof NotDispatchedError) {
@@ -94,6 +97,26 @@ export async function send(
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };
+}
+
+/**
+ * The target's own task on the execution's journal, before the channel follows it: an operator
+ * (and, after a restart, whoever resumes the following) can see which task the effect runs as. A
+ * journal that cannot be written is logged, not thrown: the task runs on the target either way,
+ * and following it is the only way to learn its outcome.
+ */
+async function recordUpstreamTask(
+  ctx: StepContext,
+  call: ToolCall,
+  executionId: string,
+  handle: UpstreamTaskHandle,
+): Promise<void> {
+  const detail = { generation: handle.generation, upstream: handle.upstream, upstreamTaskId: handle.taskId };
+  try {
+    await ctx.store.appendEvents([callEvent('upstream_task', call, executionId, detail)]);
+  } catch (error) {
+    ctx.logger.warn('the upstream task could not be journaled', { ref: executionId, error: String(error) });
+  }
 }
 
 /**

@@ -30,6 +30,11 @@ export const ACTIVITY_KINDS = [
    * at most TRIMMED_PER_EVENT ids per event (journal/trims.ts). No executionId: it names several.
    */
   'trimmed',
+  /**
+   * The target answered a dispatched call with a task of its own, which Idem follows to its end:
+   * `{generation: 'v1'|'v2', upstream, upstreamTaskId}`.
+   */
+  'upstream_task',
 ] as const;
 
 /**

@@ -46,6 +46,18 @@ export interface ExecutionRecord {
   readAt: number;
 }
 
+/** A task an upstream answered a dispatched call with: what following it, or resuming that, needs. */
+export interface UpstreamTaskHandle {
+  /** v1: 2025-11-25 experimental tasks; v2: the 2026-07-28 tasks extension. */
+  generation: 'v1' | 'v2';
+  /** The upstream's name as configured. */
+  upstream: string;
+  /** The upstream's own task id (never shown to a client). */
+  taskId: string;
+  pollIntervalMs?: number;
+  createdAt: number;
+}
+
 export interface ClaimInput {
   id: string;
   fingerprint: string;
