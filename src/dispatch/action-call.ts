@@ -66,13 +66,14 @@ export function actionCall(
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
-    dispatch: ({ executionId, redispatch, signal: taskSignal }) => {
+    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask }) => {
       // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
       const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
       return channel.dispatch(args, {
         executionId,
         redispatch,
         ...(cancelled ? { signal: cancelled } : {}),
+        ...(upstreamTask ? { upstreamTask } : {}),
       });
     },
   };

@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { StatusProbe, ToolContract } from '../contracts/contract.js';
 import type { ToolResult } from '../store/outcome.js';
+import type { UpstreamTaskHandle } from '../store/types.js';
 
 /** What a channel is told about the one dispatch it performs. */
 export interface ActionDispatch {
@@ -13,6 +14,11 @@ export interface ActionDispatch {
   redispatch: boolean;
   /** The caller cancelled: the channel may stop waiting (the outcome is then unknown). */
   signal?: AbortSignal;
+  /**
+   * The target answered with a task of its own: recorded durably before it is followed. Absent
+   * where nothing records it (a read-only call).
+   */
+  upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
 }
 
 /**

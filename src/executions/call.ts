@@ -3,7 +3,7 @@ import type { ResolvedContract } from '../contracts/contract.js';
 import type { TokenRef } from '../identity/actor.js';
 import type { TaskGeneration } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
-import type { ApprovalChannel } from '../store/types.js';
+import type { ApprovalChannel, UpstreamTaskHandle } from '../store/types.js';
 import type { RepeatableCall } from './recent-calls.js';
 
 /** What a call is, as the store knows it (see ExecutionEngine.identify). */
@@ -81,6 +81,8 @@ export interface DispatchContext {
    * caller's own cancel is (the outcome is then unknown unless the target answers).
    */
   signal?: AbortSignal;
+  /** The target answered with a task of its own: resolves once that is on the execution's record. */
+  upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
 }
 
 /**

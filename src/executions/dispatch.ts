@@ -6,7 +6,9 @@ import {
   OutcomeUnknownError,
 } from '../errors.js';
 import { secretValues } from '../identity/redaction.js';
+import { upstreamTaskEvent } from '../journal/task-events.js';
 import type { ToolResult } from '../store/outcome.js';
+import type { UpstreamTaskHandle } from '../store/types.js';
 import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
@@ -63,11 +65,14 @@ export async function send(
   const mayBeTask = call.task !== undefined && call.contract.task !== 'off';
   const taskCancel = mayBeTask ? new AbortController() : undefined;
   if (taskCancel) ctx.taskCancels.set(record.id, taskCancel);
+  const upstreamTask = (handle: UpstreamTaskHandle) =>
+    recordUpstreamTask(ctx, call, record.id, token, handle);
   const work = (async (): Promise<Done> => {
     try {
       const sending = {
         executionId: record.id,
         redispatch,
+        upstreamTask,
         ...(taskCancel ? { signal: taskCancel.signal } : {}),
       };
       const result = received(ctx, call, await dispatch(sending));
@@ -117,6 +122,33 @@ export async function send(
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };
+}
+
+/**
+ * The target's own task on the execution's journal, before the channel follows it: an operator
+ * (and, after a restart, whoever resumes the following) can see which task the effect runs as. A
+ * journal that cannot be written is logged, not thrown: the task runs on the target either way,
+ * and following it is the only way to learn its outcome.
+ */
+async function recordUpstreamTask(
+  ctx: StepContext,
+  call: ToolCall,
+  executionId: string,
+  token: string,
+  handle: UpstreamTaskHandle,
+): Promise<void> {
+  // On the execution's record (the task a later process could resume following) and in its
+  // journal, in one write. A failure is logged, not thrown: the task runs upstream either way.
+  const subject = { executionId, actor: call.caller.actor, tool: call.tool };
+  try {
+    const kept = await ctx.store.setUpstreamTask(executionId, token, handle, [
+      upstreamTaskEvent(subject, handle),
+    ]);
+    if (!kept)
+      ctx.logger.warn('the upstream task was not recorded: the lease was lost', { ref: executionId });
+  } catch (error) {
+    ctx.logger.warn('the upstream task could not be recorded', { ref: executionId, error: String(error) });
+  }
 }
 
 /**

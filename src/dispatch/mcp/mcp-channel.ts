@@ -7,6 +7,8 @@ import {
 } from '../../errors.js';
 import { META } from '../../executions/answers.js';
 import {
+  ENVELOPE,
+  envelopeOf,
   HEADER_MISMATCH,
   isInputRequired,
   MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -16,6 +18,13 @@ import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import type { UpstreamConnection } from './upstream.js';
 import type { UpstreamReply } from './upstream-spec.js';
+import {
+  type CreatedTask,
+  createdTaskOf,
+  followUpstreamTask,
+  TASKS_EXTENSION,
+  type TaskEnd,
+} from './upstream-task.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
 export const JSONRPC_ERROR_META = META.jsonrpcError;
@@ -44,8 +53,19 @@ export interface McpToolCall {
   upstreamName: string;
   /** The connection to it; undefined when the caller's session knows no such upstream. */
   upstream: UpstreamConnection | undefined;
-  /** The rest of the request's params, passed on as they came. */
+  /** The rest of the request's params, passed on as they came (but a client's `task`: see below). */
   params: Record<string, unknown>;
+  /**
+   * What the upstream listed as the tool's `execution.taskSupport`: 'required' → the call is sent
+   * task-augmented and the upstream's task followed. A client's own `task` param is never passed
+   * on: a task the upstream makes is Idem's to follow, not the client's.
+   */
+  upstreamTaskSupport?: 'optional' | 'required';
+  /**
+   * The contract's timeout: the `ttl` asked of an upstream's task, and how long a task that waits
+   * for input is followed (the engine answers the caller by then; a working task is followed on).
+   */
+  timeoutMs?: number;
   /** The `_meta` passed on, beside the execution id. */
   meta: Record<string, unknown> | undefined;
   /** Headers of this request's own POST, for an HTTP upstream (SEP-2243 `Mcp-Param-*`). */
@@ -80,7 +100,9 @@ export interface McpToolCall {
  * connection knows — never sent (the upstream was down) → not executed;
  * sent, then the upstream went away → unknown; a JSON-RPC error refusing the
  * request before it ran → a failure the target reported; any other JSON-RPC
- * error → unknown.
+ * error → unknown. An upstream that answers with a task of its own
+ * (upstream-task.ts) has not answered yet: the task is followed to its end,
+ * and how it ended is the outcome.
  */
 export class McpChannel implements ActionChannel {
   readonly kind = 'mcp';
@@ -117,10 +139,74 @@ export class McpChannel implements ActionChannel {
         throw new NotDispatchedError(`The upstream "${this.target}" is down (restarting).`);
       });
     }
-    const resend: ResendWith = (round) => this.#send(upstream, args, ctx.executionId, round);
+    const startedAt = Date.now();
+    const asking = this.#taskRequest(upstream);
+    const resend: ResendWith = (round) => this.#send(upstream, args, ctx.executionId, round, asking);
     const first = await resend({});
     const reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
-    return this.#outcome(reply);
+    // Asked for or not, a task the upstream answers with is followed: its CreateTaskResult is no outcome.
+    const task = 'result' in reply ? createdTaskOf(reply.result) : undefined;
+    if (!task) return this.#outcome(reply);
+    return this.#follow(upstream, task, ctx, startedAt, asking?.meta);
+  }
+
+  /**
+   * How this call asks the upstream for a task, when its tool requires one: a 2025-era upstream
+   * gets `task: { ttl }`, a 2026-07-28 one the extension declared in the request's own client
+   * capabilities (those it would have had, plus the extension). Undefined: asked as a plain call.
+   */
+  #taskRequest(
+    upstream: UpstreamConnection,
+  ): { params?: Record<string, unknown>; meta?: Record<string, unknown> } | undefined {
+    const call = this.#call;
+    if (call.upstreamTaskSupport !== 'required') return undefined;
+    if (upstream.era !== 'modern')
+      return { params: { task: call.timeoutMs !== undefined ? { ttl: call.timeoutMs } : {} } };
+    const declared =
+      envelopeOf({ _meta: call.meta }).clientCapabilities ?? upstream.client.capabilities ?? {};
+    const extensions = (declared.extensions ?? {}) as Record<string, unknown>;
+    const capabilities = { ...declared, extensions: { ...extensions, [TASKS_EXTENSION]: {} } };
+    return { meta: { [ENVELOPE.clientCapabilities]: capabilities } };
+  }
+
+  /**
+   * The upstream's task, recorded on the execution first (awaited: durable before it is followed),
+   * then followed to its end; its result is the dispatch's result.
+   */
+  async #follow(
+    upstream: UpstreamConnection,
+    task: CreatedTask,
+    ctx: ActionDispatch,
+    startedAt: number,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<ToolResult> {
+    const handle = {
+      generation: task.generation,
+      upstream: this.target,
+      taskId: task.taskId,
+      ...(task.pollIntervalMs !== undefined ? { pollIntervalMs: task.pollIntervalMs } : {}),
+      createdAt: task.createdAt ?? Date.now(),
+    };
+    // Recording may fail; the task runs on the upstream either way, and only following it tells its outcome.
+    await ctx.upstreamTask?.(handle).catch(() => undefined);
+    const { timeoutMs } = this.#call;
+    const end = await followUpstreamTask(upstream, task, {
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(timeoutMs !== undefined ? { inputDeadlineAt: startedAt + timeoutMs } : {}),
+      ...(meta ? { meta } : {}),
+    });
+    return this.#taskOutcome(end, task.taskId);
+  }
+
+  /**
+   * How the upstream's task ended, as an outcome. A JSON-RPC error after the task was made is no
+   * refusal: the upstream took the call, so whether it acted is unknown.
+   */
+  #taskOutcome(end: TaskEnd, taskId: string): ToolResult {
+    if ('result' in end) return end.result as ToolResult;
+    throw new OutcomeUnknownError(
+      `the upstream's task ${taskId} ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
+    );
   }
 
   async #send(
@@ -128,17 +214,20 @@ export class McpChannel implements ActionChannel {
     args: Record<string, unknown>,
     executionId: string | null,
     round: Record<string, unknown>,
+    asking: { params?: Record<string, unknown>; meta?: Record<string, unknown> } | undefined,
   ): Promise<UpstreamReply> {
     const call = this.#call;
+    const { task: _clientsTask, ...passed } = call.params;
     try {
       return await upstream.request(
         'tools/call',
         {
-          ...call.params,
+          ...passed,
+          ...asking?.params,
           ...round,
           name: call.upstreamTool,
           arguments: args,
-          _meta: { ...call.meta, [META.executionId]: executionId },
+          _meta: { ...call.meta, ...asking?.meta, [META.executionId]: executionId },
         },
         // The caller's cancellation reaches the upstream through `onSent`'s id, as any request's does.
         undefined,

@@ -165,7 +165,7 @@ export class UpstreamConnection {
     const handshake = isHandshake(method);
     const allowed = this.available || (this.#initializing && this.#available && handshake);
     if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
-    params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.#client);
+    params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.client);
     const { id, reply } = this.#pending.open(
       headers || signal ? { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) } : undefined,
     );
@@ -200,8 +200,8 @@ export class UpstreamConnection {
     return reply;
   }
 
-  /** Who the gateway speaks for on this connection: the client's initialize parameters (or the gateway's own). */
-  get #client(): ConnectingClient {
+  /** Who the gateway speaks for on this connection (the client's initialize parameters, or the gateway's own). */
+  get client(): ConnectingClient {
     return (this.#initializeParams ?? {}) as ConnectingClient;
   }
 
@@ -229,7 +229,7 @@ export class UpstreamConnection {
         request: (method, params) => this.request(method, params),
         reopen: (transport) => this.#reopen(transport),
         initializeParams: this.#initializeParams,
-        client: this.#client,
+        client: this.client,
       });
       this.#initializing = false;
       this.#restartDelay = this.#options.restartDelayMs;

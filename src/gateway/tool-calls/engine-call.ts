@@ -97,6 +97,8 @@ export function upstreamChannel(
     upstreamName: entry.upstream,
     upstream: s.upstreams.get(entry.upstream) as UpstreamConnection | undefined,
     params,
+    upstreamTaskSupport: taskSupportOf(entry),
+    timeoutMs: entry.contract.timeoutMs,
     meta: forwarded.upstreamMeta,
     headers,
     waitMs: s.ctx.upstreamWaitMs,
@@ -112,4 +114,10 @@ export function upstreamChannel(
     },
     ...hooks,
   });
+}
+
+/** What the upstream listed as the tool's `execution.taskSupport`, where it supports tasks at all. */
+function taskSupportOf(entry: CatalogEntry): McpToolCall['upstreamTaskSupport'] {
+  const support = entry.tool.execution?.taskSupport;
+  return support === 'optional' || support === 'required' ? support : undefined;
 }
