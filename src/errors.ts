@@ -170,6 +170,17 @@ export class OutcomeUnknownError extends Error {
   override readonly name = 'OutcomeUnknownError';
   /** The answer the caller gets. */
   readonly code: IdemCode = IDEM_CODES.IDEM_OUTCOME_UNKNOWN;
+  /**
+   * The JSON-RPC error the target answered with, when that is why the outcome is unknown (it took
+   * the call, then failed, maybe after acting). Kept with the unknown outcome: a task reports the
+   * request as failed with it, while the execution stays unknown (docs/tasks.md).
+   */
+  readonly answeredWith: { code: number; message: string; data?: unknown } | undefined;
+
+  constructor(message: string, answeredWith?: { code: number; message: string; data?: unknown }) {
+    super(message);
+    this.answeredWith = answeredWith;
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { upstreamTaskEvent } from '../journal/task-events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { UpstreamTaskHandle } from '../store/types.js';
 import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
-import { idemAnswer } from './answers.js';
+import { idemAnswer, META } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
 import type { Next, StepContext } from './step-context.js';
 
@@ -83,7 +83,16 @@ export async function send(
         const answer = notDispatchedAnswer(error, scrub, record.id);
         return { outcome: 'failed', result: answer, notDispatched: refused ? 'refused' : 'not_dispatched' };
       }
-      if (error instanceof OutcomeUnknownError) return { outcome: 'unknown', detail: scrub(error.message) };
+      if (error instanceof OutcomeUnknownError) {
+        // The target's JSON-RPC error, when it answered with one, is kept with the unknown outcome.
+        const answered = error.answeredWith && scrub(error.answeredWith);
+        const result: ToolResult | undefined = answered && {
+          isError: true,
+          content: [{ type: 'text', text: answered.message }],
+          _meta: { [META.jsonrpcError]: answered },
+        };
+        return { outcome: 'unknown', detail: scrub(error.message), ...(result ? { result } : {}) };
+      }
       if (isAbort(error)) return { outcome: 'unknown' };
       return {
         outcome: 'failed',

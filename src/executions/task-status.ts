@@ -40,6 +40,18 @@ export function taskView(
           : `Cancelled at your request after it was sent: whether it took effect is not known (${record.id}; ${statusTool} tells when it is).`,
     };
   }
+  // The target answered with a JSON-RPC error after it took the call: the request failed, and the
+  // effect is still unknown (the execution says so, and waits for review).
+  const answeredWith =
+    record.state === 'unknown' ? record.outcome?.result._meta?.[META.jsonrpcError] : undefined;
+  if (answeredWith) {
+    return {
+      ...base,
+      status: 'failed',
+      error: answeredWith as NonNullable<TaskView['error']>,
+      statusMessage: `The target answered with an error; whether it acted first is not known (${record.id}: ${inFlightMessage(record, statusTool)})`,
+    };
+  }
   if (finished && answer) {
     const error = answer._meta?.[META.jsonrpcError] as TaskView['error'] | undefined;
     if (error) return { ...base, status: 'failed', error };

@@ -206,6 +206,7 @@ export class McpChannel implements ActionChannel {
     if ('result' in end) return end.result as ToolResult;
     throw new OutcomeUnknownError(
       `the upstream's task ${taskId} ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
+      end.error,
     );
   }
 
@@ -256,6 +257,7 @@ export class McpChannel implements ActionChannel {
       if (!REFUSED_BEFORE_RUNNING.has(reply.error.code)) {
         throw new OutcomeUnknownError(
           `upstream answered with JSON-RPC error ${reply.error.code}: ${reply.error.message}`,
+          reply.error,
         );
       }
       return {
