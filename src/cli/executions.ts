@@ -2,6 +2,7 @@ import { userInfo } from 'node:os';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { RESOLUTIONS, type Resolution, resolveAsOperator } from '../executions/operator.js';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
+import { tasksIn } from '../journal/task-events.js';
 import { parseLimit } from './exit-codes.js';
 import { parseSince, printJson, printTable, time } from './format.js';
 import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
@@ -104,8 +105,10 @@ export function registerExecutionCommands(program: Command): void {
               ['channel', 'target', 'credential'].filter((k) => k in accepted).map((k) => [k, accepted[k]]),
             )
           : undefined;
+        // The MCP tasks it is (docs/tasks.md), beside its ref: what a client's tasks/get names it by.
+        const tasks = tasksIn(timeline);
         if (flags.json)
-          return printJson({ execution: record ?? null, action: action ?? null, requests, timeline });
+          return printJson({ execution: record ?? null, action: action ?? null, requests, tasks, timeline });
         if (record) {
           for (const [label, value] of [
             ['ref', record.id],
@@ -122,6 +125,13 @@ export function registerExecutionCommands(program: Command): void {
             ['delivered', time(record.deliveredAt)],
             ['arguments', record.argumentsPreview],
             ['note', record.note ?? '-'],
+            ['tasks', tasks.length ? tasks.map((t) => `${t.taskId} (${t.actor ?? '-'})`).join(', ') : '-'],
+            [
+              'upstream',
+              record.upstreamTask
+                ? `task ${record.upstreamTask.taskId} of ${record.upstreamTask.upstream} (${record.upstreamTask.generation})`
+                : '-',
+            ],
           ] as const) {
             process.stdout.write(`${label.padEnd(11)}${value}\n`);
           }

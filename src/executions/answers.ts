@@ -17,6 +17,8 @@ export const META = {
   action: 'io.idem/action',
   /** Where a JSON-RPC error from a target travels inside a stored tool result, to be sent on as that error. */
   jsonrpcError: 'io.idem/jsonrpc-error',
+  /** On a status answer: the caller's MCP task of this execution, when it has one (docs/tasks.md). */
+  taskId: 'io.idem/task-id',
   /** On an answer that is a task (docs/tasks.md): the task's view, which the front renders in the client's revision. */
   task: 'io.idem/task',
 } as const;

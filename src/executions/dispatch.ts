@@ -117,12 +117,14 @@ export async function send(
   });
   // A caller that can take a task is answered with one once task_after has passed (at once for 0s).
   let taskTimer: NodeJS.Timeout | undefined;
+  // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
+  const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;
   const becomesTask = !mayBeTask
     ? undefined
-    : call.contract.taskAfterMs === 0
+    : taskAfterMs === 0
       ? Promise.resolve('task' as const)
       : new Promise<'task'>((resolve) => {
-          taskTimer = setTimeout(() => resolve('task'), call.contract.taskAfterMs);
+          taskTimer = setTimeout(() => resolve('task'), taskAfterMs);
           taskTimer.unref();
         });
   const first = await Promise.race(becomesTask ? [work, deadline, becomesTask] : [work, deadline]);

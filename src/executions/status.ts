@@ -30,7 +30,14 @@ export async function status(ctx: StepContext, ref: string, actor: string): Prom
   // Handing the stored result to the agent here is a delivery too.
   const answer = await answerOfRecord(ctx, await current(ctx, record), true);
   const action = await actionOf(ctx, ref);
-  return action ? { ...answer, _meta: { ...answer._meta, [META.action]: action } } : answer;
+  // The caller's task of it, if the execution is one: the id its tasks/get names it by.
+  const task = await ctx.store.findTask(ref, actor).catch(() => undefined);
+  const meta = {
+    ...answer._meta,
+    ...(action ? { [META.action]: action } : {}),
+    ...(task ? { [META.taskId]: task.taskId } : {}),
+  };
+  return action || task ? { ...answer, _meta: meta } : answer;
 }
 
 /** Channel, target and credential name, as the execution's `accepted` event recorded them (see actionRecord). */

@@ -6,7 +6,7 @@ import { PATIENTLY } from '../../test/support/wait.js';
 import type { ToolContract } from '../contracts/contract.js';
 import { IDEM_CODES, OutcomeUnknownError } from '../errors.js';
 import type { ToolResult } from '../store/outcome.js';
-import { idemCodeOf } from './answers.js';
+import { idemCodeOf, META } from './answers.js';
 import type { Caller, DispatchContext, ToolCall } from './call.js';
 import { taskOf } from './tasks.js';
 
@@ -67,6 +67,9 @@ describe('the engine answers a call as a task, for a caller that can take one', 
     const again = taskOf(await engine.execute(call, target.dispatch));
     expect(again?.taskId).toBe(first?.taskId);
     expect(target.invocations).toBe(1);
+    // The status tool names the caller's task beside the execution.
+    const ref = (await engine.execute(call, target.dispatch))._meta?.[META.executionId] as string;
+    expect((await engine.status(ref, ALICE.actor))._meta?.[META.taskId]).toBe(first?.taskId);
     expect(await engine.getTask(first?.taskId as string, BOB.actor)).toBeUndefined();
     expect(await engine.cancelTask(first?.taskId as string, BOB.actor)).toBeUndefined();
     gate.open();

@@ -315,10 +315,25 @@ export class ToolCatalog {
     return [...this.#entries.values()];
   }
 
-  /** The tool as published to the client: visible name, honest annotations. */
+  /**
+   * The tool as published to the client: visible name, honest annotations, and whether Idem runs
+   * it as a task (its contract, not the upstream's listing: Idem follows an upstream's task itself).
+   */
   publish(entry: CatalogEntry): Tool {
     const annotations = publishedAnnotations(entry);
-    return { ...entry.tool, name: entry.name, ...(annotations ? { annotations } : {}) };
+    const { task } = entry.contract;
+    const execution =
+      task !== 'off'
+        ? { ...entry.tool.execution, taskSupport: task }
+        : entry.tool.execution?.taskSupport !== undefined
+          ? { ...entry.tool.execution, taskSupport: 'forbidden' as const }
+          : entry.tool.execution;
+    return {
+      ...entry.tool,
+      name: entry.name,
+      ...(annotations ? { annotations } : {}),
+      ...(execution ? { execution } : {}),
+    };
   }
 }
 

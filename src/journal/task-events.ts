@@ -53,3 +53,15 @@ export function upstreamTaskEvent(
     },
   };
 }
+
+/** The tasks an execution's journal names (its `task_created` events), oldest first, each with its actor. */
+export function tasksIn(
+  timeline: readonly { kind: string; actor: string | null; detail: Record<string, unknown> }[],
+): {
+  taskId: string;
+  actor: string | null;
+}[] {
+  return timeline
+    .filter((e) => e.kind === 'task_created' && typeof e.detail.taskId === 'string')
+    .map((e) => ({ taskId: e.detail.taskId as string, actor: e.actor }));
+}

@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { ActivityEntry } from '../../src/journal/events.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
@@ -175,11 +175,17 @@ describe('a 2025-11-25 task upstream that counts its runs', () => {
     const dir = freshDir('task-runs');
     const gw = await gateway({ tasks: taskServer(dir) });
     const client = await connect(gw.url);
-    const result = (await client.request(
+    // The client asked for a task (2025-11-25): it gets Idem's own, whose result is the upstream's plain call.
+    const created = (await client.request(
       {
         method: 'tools/call',
         params: { name: 'maybe_task', arguments: { key: 'm1' }, task: { ttl: 12_345 } },
       },
+      CreateTaskResultSchema,
+    )) as { task: { taskId: string } };
+    expect(created.task.taskId).toMatch(/^tsk_/);
+    const result = (await client.request(
+      { method: 'tasks/result', params: { taskId: created.task.taskId } },
       CallToolResultSchema,
     )) as CallToolResult;
     expect(textOf(result)).toBe('maybe m1');

@@ -1,5 +1,6 @@
 import { html } from 'hono/html';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../../executions/states.js';
+import { tasksIn } from '../../journal/task-events.js';
 import type { ExecutionRecord, ExecutionStore } from '../../store/types.js';
 import { badge, csrfField, type Html, time } from '../layout.js';
 
@@ -126,6 +127,8 @@ export async function executionPage(
     (e) => e.kind === 'accepted' && typeof e.detail.channel === 'string',
   )?.detail;
   const resolvable = record && (record.state === 'unknown' || record.state === 'dispatched');
+  // The MCP tasks it is, beside its ref (docs/tasks.md).
+  const tasks = tasksIn(timeline);
   return html`<h1>Execution <span class="mono">${ref}</span></h1>
 ${notice ? html`<div class="notice ${notice.ok ? '' : 'error'}" role="status">${notice.text}</div>` : ''}
 ${
@@ -143,6 +146,8 @@ ${
   <dt>Arguments</dt><dd class="mono">${record.argumentsPreview}</dd>
   <dt>Note</dt><dd>${record.note ?? '–'}</dd>
   <dt>Fingerprint</dt><dd class="mono">${record.fingerprint}</dd>
+  <dt>MCP tasks</dt><dd class="mono" id="tasks">${tasks.length ? tasks.map((t) => `${t.taskId} (${t.actor ?? '–'})`).join(', ') : '–'}</dd>
+  <dt>Upstream task</dt><dd class="mono">${record.upstreamTask ? `${record.upstreamTask.taskId} of ${record.upstreamTask.upstream}` : '–'}</dd>
 </dl>
 <h2>Outcome</h2>
 <div class="panel mono" id="outcome">${
