@@ -66,7 +66,7 @@ export function actionCall(
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
-    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask }) => {
+    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput }) => {
       // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
       const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
       return channel.dispatch(args, {
@@ -74,6 +74,7 @@ export function actionCall(
         redispatch,
         ...(cancelled ? { signal: cancelled } : {}),
         ...(upstreamTask ? { upstreamTask } : {}),
+        ...(askInput ? { askInput } : {}),
       });
     },
   };

@@ -19,6 +19,16 @@ export interface ActionDispatch {
    * where nothing records it (a read-only call).
    */
   upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
+  /**
+   * Present once the call is an MCP task (docs/tasks.md): the target asks for input before it
+   * acts (a 2026-07-28 `input_required`), and the task's client answers (`tasks/update`). Resolves
+   * with the answers by key once every key is answered; rejects with NotDispatchedError when the
+   * task is cancelled meanwhile (the target had not acted); resolves undefined while the call is
+   * not (yet) a task: then it is answered as any call whose target asks for input first.
+   */
+  askInput?(
+    requests: Record<string, { method: string; params?: unknown }>,
+  ): Promise<Record<string, unknown> | undefined>;
 }
 
 /**

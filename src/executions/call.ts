@@ -83,6 +83,10 @@ export interface DispatchContext {
   signal?: AbortSignal;
   /** The target answered with a task of its own: resolves once that is on the execution's record. */
   upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
+  /** Once the call is a task: the target's request for input, answered by the task's client (ActionDispatch.askInput). */
+  askInput?(
+    requests: Record<string, { method: string; params?: unknown }>,
+  ): Promise<Record<string, unknown> | undefined>;
 }
 
 /**

@@ -13,6 +13,7 @@ import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer, META } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
 import type { Next, StepContext } from './step-context.js';
+import { waitForInput } from './tasks.js';
 
 /** What the dispatch came to: its outcome, as the channel gave it. */
 export interface Done {
@@ -67,6 +68,14 @@ export async function send(
   if (taskCancel) ctx.taskCancels.set(record.id, taskCancel);
   const upstreamTask = (handle: UpstreamTaskHandle) =>
     recordUpstreamTask(ctx, call, record.id, token, handle);
+  // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
+  const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;
+  // From when the caller has its task on: input the target asks for is the task's client's to give.
+  let isTask = mayBeTask && taskAfterMs === 0;
+  const askInput =
+    taskCancel &&
+    ((requests: Record<string, { method: string; params?: unknown }>) =>
+      isTask ? waitForInput(ctx, record.id, requests, taskCancel.signal) : Promise.resolve(undefined));
   const work = (async (): Promise<Done> => {
     try {
       const sending = {
@@ -74,6 +83,7 @@ export async function send(
         redispatch,
         upstreamTask,
         ...(taskCancel ? { signal: taskCancel.signal } : {}),
+        ...(askInput ? { askInput } : {}),
       };
       const result = received(ctx, call, await dispatch(sending));
       return { outcome: result.isError ? 'failed' : 'completed', result };
@@ -117,8 +127,6 @@ export async function send(
   });
   // A caller that can take a task is answered with one once task_after has passed (at once for 0s).
   let taskTimer: NodeJS.Timeout | undefined;
-  // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
-  const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;
   const becomesTask = !mayBeTask
     ? undefined
     : taskAfterMs === 0
@@ -130,6 +138,7 @@ export async function send(
   const first = await Promise.race(becomesTask ? [work, deadline, becomesTask] : [work, deadline]);
   clearTimeout(timer);
   clearTimeout(taskTimer);
+  if (first === 'task') isTask = true;
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };

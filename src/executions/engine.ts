@@ -23,7 +23,7 @@ import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
-import { cancelTask, getTask, listTasks } from './tasks.js';
+import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
 // sequence.ts, which takes it through the steps beside it, one file each: claim.ts (claim,
@@ -111,6 +111,7 @@ export class ExecutionEngine {
       knownSecrets,
       tasks: { ttlMs: options.taskTtlMs ?? null, pollIntervalMs: TASK_POLL_INTERVAL_MS },
       taskCancels: new Map(),
+      taskInputs: new Map(),
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
@@ -192,6 +193,11 @@ export class ExecutionEngine {
   /** `tasks/cancel` (see tasks.ts): the task as it stands after the cancel, or undefined when none of `actor`'s. */
   cancelTask(taskId: string, actor: string): Promise<TaskView | undefined> {
     return cancelTask(this.#steps, taskId, actor);
+  }
+
+  /** `tasks/update`: answers to what the task's target asked (see tasks.ts); undefined when none of `actor`'s. */
+  updateTask(taskId: string, actor: string, responses: unknown): Promise<TaskView | undefined> {
+    return updateTask(this.#steps, taskId, actor, responses);
   }
 
   /** `tasks/list` (2025-11-25): `actor`'s tasks, a page at a time. */

@@ -4,7 +4,7 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
-import type { TaskSettings } from './tasks.js';
+import type { PendingInput, TaskSettings } from './tasks.js';
 
 /**
  * What every step of the engine's sequence (sequence.ts) is given: where
@@ -26,6 +26,8 @@ export interface StepContext {
   readonly tasks: TaskSettings;
   /** This process's dispatches that may become tasks, by execution id: tasks/cancel aborts them. */
   readonly taskCancels: Map<string, AbortController>;
+  /** This process's task dispatches waiting for their client's input, by execution id (tasks.ts). */
+  readonly taskInputs: Map<string, PendingInput>;
 }
 
 /**

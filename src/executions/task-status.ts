@@ -1,4 +1,4 @@
-import type { TaskStatus, TaskView } from '../protocol/tasks.js';
+import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, TaskRecord } from '../store/types.js';
 import { META } from './answers.js';
@@ -19,6 +19,8 @@ export function taskView(
   task: TaskRecord,
   answer: ToolResult | undefined,
   statusTool: string,
+  /** What the target asked for and the client has not answered yet (tasks.ts, PendingInput). */
+  input?: ReadonlyMap<string, { method: string; params?: unknown }>,
 ): TaskView {
   const base = {
     taskId: task.taskId,
@@ -57,12 +59,17 @@ export function taskView(
     if (error) return { ...base, status: 'failed', error };
     return { ...base, status: 'completed', result: answer as Record<string, unknown> };
   }
-  return { ...base, status: inFlightStatus(record), statusMessage: inFlightMessage(record, statusTool) };
-}
-
-function inFlightStatus(_record: ExecutionRecord): TaskStatus {
-  // Input asked mid-call (input_required) is a later step: until then every unfinished execution is working.
-  return 'working';
+  if (record.state === 'dispatched' && input && input.size > 0) {
+    return {
+      ...base,
+      status: 'input_required',
+      inputRequests: Object.fromEntries(
+        [...input].map(([key, asked]) => [key, { method: asked.method, params: asked.params ?? {} }]),
+      ),
+      statusMessage: 'The target asks for input before it acts: answer with tasks/update.',
+    };
+  }
+  return { ...base, status: 'working', statusMessage: inFlightMessage(record, statusTool) };
 }
 
 /** What must happen before a task that is still working ends: what a model can tell its user. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { NotDispatchedError } from '../errors.js';
 import { taskCancelEvent, taskCreatedEvent } from '../journal/task-events.js';
 import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
@@ -29,6 +30,76 @@ export interface TaskSettings {
 }
 
 const FINISHED = new Set(['completed', 'failed', 'denied']);
+
+/**
+ * Input the target asked for while its call is a task, held by the process that dispatched it:
+ * the keys still open, the answers so far, and the dispatch waiting for them.
+ */
+export interface PendingInput {
+  readonly open: Map<string, { method: string; params?: unknown }>;
+  readonly answered: Record<string, unknown>;
+  settle(answers: Record<string, unknown>): void;
+}
+
+/**
+ * The dispatch of task `executionId` waits for its client's answers (tasks/update) to what the
+ * target asked. A cancel of the task meanwhile ends it as not executed: the target had not acted.
+ */
+export function waitForInput(
+  ctx: StepContext,
+  executionId: string,
+  requests: Record<string, { method: string; params?: unknown }>,
+  cancelled: AbortSignal,
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const onCancel = () => {
+      ctx.taskInputs.delete(executionId);
+      reject(
+        new NotDispatchedError(
+          'The task was cancelled while the target waited for input before acting; nothing was executed.',
+        ),
+      );
+    };
+    ctx.taskInputs.set(executionId, {
+      open: new Map(Object.entries(requests)),
+      answered: {},
+      settle: (answers) => {
+        cancelled.removeEventListener('abort', onCancel);
+        resolve(answers);
+      },
+    });
+    if (cancelled.aborted) onCancel();
+    else cancelled.addEventListener('abort', onCancel, { once: true });
+  });
+}
+
+/**
+ * `tasks/update`: answers to the keys the task's target asked for. A key that is not open is
+ * ignored; once none is left open, the target is asked again with every answer. Undefined: no
+ * such task of this actor.
+ */
+export async function updateTask(
+  ctx: StepContext,
+  taskId: string,
+  actor: string,
+  responses: unknown,
+): Promise<TaskView | undefined> {
+  const found = await ownTask(ctx, taskId, actor);
+  if (!found) return undefined;
+  const pending = ctx.taskInputs.get(found.record.id);
+  if (pending && responses && typeof responses === 'object') {
+    for (const [key, answer] of Object.entries(responses as Record<string, unknown>)) {
+      if (!pending.open.has(key) || !answer || typeof answer !== 'object') continue;
+      pending.open.delete(key);
+      pending.answered[key] = answer;
+    }
+    if (pending.open.size === 0) {
+      ctx.taskInputs.delete(found.record.id);
+      pending.settle(pending.answered);
+    }
+  }
+  return getTask(ctx, taskId, actor);
+}
 
 /**
  * Whether a caller attached to `record` is answered with its task: a caller that can take one,
@@ -67,7 +138,13 @@ export async function answerAsTask(
       ),
     ],
   );
-  const view = taskView(record, task, await finishedAnswer(ctx, record, false), ctx.statusTool);
+  const view = taskView(
+    record,
+    task,
+    await finishedAnswer(ctx, record, false),
+    ctx.statusTool,
+    ctx.taskInputs.get(record.id)?.open,
+  );
   return taskAnswer(view, record.id);
 }
 
@@ -94,7 +171,8 @@ export async function getTask(
   if (!found) return undefined;
   const record = await current(ctx, found.record);
   // Handing a finished task's result to its client is that result's delivery.
-  return taskView(record, found.task, await finishedAnswer(ctx, record, true), ctx.statusTool);
+  const input = ctx.taskInputs.get(record.id)?.open;
+  return taskView(record, found.task, await finishedAnswer(ctx, record, true), ctx.statusTool, input);
 }
 
 /** `tasks/list` (2025-11-25): this actor's tasks, a page at a time, by id. */

@@ -51,9 +51,9 @@ async function modern(s: SessionState, request: JSONRPCRequest): Promise<ToolCal
       return view ? { result: { resultType: 'complete' } } : { error: taskNotFound(taskId) };
     }
     default: {
-      // tasks/update: answers to what a task asks mid-way. No task of Idem's asks yet, so no key is
-      // open and each answer is ignored, as the extension says of keys that are not open.
-      const view = await s.ctx.engine.getTask(taskId, actor);
+      // tasks/update: answers to what the task's target asked; a key that is not open is ignored.
+      const responses = (request.params as { inputResponses?: unknown } | undefined)?.inputResponses;
+      const view = await s.ctx.engine.updateTask(taskId, actor, responses);
       return view ? { result: { resultType: 'complete' } } : { error: taskNotFound(taskId) };
     }
   }

@@ -12,7 +12,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { ActivityEntry } from '../../src/journal/events.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';

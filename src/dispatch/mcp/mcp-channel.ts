@@ -29,6 +29,9 @@ import {
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
 export const JSONRPC_ERROR_META = META.jsonrpcError;
 
+/** How many rounds of input a task's call may take before the gateway gives up (the v2 SDK's default). */
+const MAX_TASK_INPUT_ROUNDS = 10;
+
 /** JSON-RPC codes meaning the upstream refused the request before running it. */
 const REFUSED_BEFORE_RUNNING = new Set([
   -32600,
@@ -143,7 +146,22 @@ export class McpChannel implements ActionChannel {
     const asking = this.#taskRequest(upstream);
     const resend: ResendWith = (round) => this.#send(upstream, args, ctx.executionId, round, asking);
     const first = await resend({});
-    const reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
+    let reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
+    // The call is a task: what the upstream asks before it acts, the task's client answers.
+    for (let round = 1; ctx.askInput && 'result' in reply && isInputRequired(reply.result); round++) {
+      if (round > MAX_TASK_INPUT_ROUNDS)
+        throw new NotDispatchedError(
+          `The upstream asked for input ${MAX_TASK_INPUT_ROUNDS} times; nothing was executed.`,
+        );
+      const asked = reply.result as { inputRequests?: unknown; requestState?: unknown };
+      const requests = (asked.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>;
+      const inputResponses = await ctx.askInput(requests);
+      if (!inputResponses) break;
+      reply = await resend({
+        inputResponses,
+        ...(typeof asked.requestState === 'string' ? { requestState: asked.requestState } : {}),
+      });
+    }
     // Asked for or not, a task the upstream answers with is followed: its CreateTaskResult is no outcome.
     const task = 'result' in reply ? createdTaskOf(reply.result) : undefined;
     if (!task) return this.#outcome(reply);
