@@ -156,4 +156,75 @@ describe('the engine answers a call as a task, for a caller that can take one', 
     expect([...first.tasks, ...rest.tasks].map((t) => t.taskId).sort()).toEqual([...ids].sort());
     expect(rest.next).toBeUndefined();
   });
+
+  it("input the target asks for is the task's: input_required, answered key by key with tasks/update", async () => {
+    const { engine } = setup();
+    const target = new CountingTarget({
+      respond: async (_n, ctx) => {
+        const answers = await ctx.askInput?.({
+          first: { method: 'elicitation/create', params: { message: 'name?' } },
+          second: { method: 'elicitation/create', params: { message: 'sure?' } },
+        });
+        return { content: [{ type: 'text', text: JSON.stringify(answers) }] };
+      },
+    });
+    const task = taskOf(
+      await engine.execute(asTask(libraryCall(optionalAtOnce, { n: 10 })), target.dispatch),
+    );
+    const taskId = task?.taskId as string;
+    await vi.waitFor(
+      async () => expect((await engine.getTask(taskId, ALICE.actor))?.status).toBe('input_required'),
+      PATIENTLY,
+    );
+    expect(Object.keys((await engine.getTask(taskId, ALICE.actor))?.inputRequests ?? {})).toEqual([
+      'first',
+      'second',
+    ]);
+    // Another actor's answers, and a key that is not open, change nothing.
+    expect(await engine.updateTask(taskId, BOB.actor, { first: { action: 'accept' } })).toBeUndefined();
+    const partly = await engine.updateTask(taskId, ALICE.actor, {
+      first: { action: 'accept', content: { name: 'A' } },
+      other: {},
+    });
+    expect(partly).toMatchObject({ status: 'input_required' });
+    expect(Object.keys(partly?.inputRequests ?? {})).toEqual(['second']);
+    await engine.updateTask(taskId, ALICE.actor, {
+      second: { action: 'accept', content: { confirm: true } },
+    });
+    await vi.waitFor(
+      async () => expect((await engine.getTask(taskId, ALICE.actor))?.status).toBe('completed'),
+      PATIENTLY,
+    );
+    const text = ((await engine.getTask(taskId, ALICE.actor))?.result?.content as { text: string }[])[0]
+      ?.text;
+    expect(JSON.parse(text as string)).toEqual({
+      first: { action: 'accept', content: { name: 'A' } },
+      second: { action: 'accept', content: { confirm: true } },
+    });
+    expect(target.invocations).toBe(1);
+  });
+
+  it('a task cancelled while its target waits for input ends as not executed', async () => {
+    const { engine, store } = setup();
+    const target = new CountingTarget({
+      respond: async (_n, ctx) => {
+        await ctx.askInput?.({ confirm: { method: 'elicitation/create', params: {} } });
+        return { content: [{ type: 'text', text: 'deleted' }] };
+      },
+    });
+    const task = taskOf(
+      await engine.execute(asTask(libraryCall(optionalAtOnce, { n: 11 })), target.dispatch),
+    );
+    const taskId = task?.taskId as string;
+    await vi.waitFor(
+      async () => expect((await engine.getTask(taskId, ALICE.actor))?.status).toBe('input_required'),
+      PATIENTLY,
+    );
+    expect((await engine.cancelTask(taskId, ALICE.actor))?.status).toBe('cancelled');
+    const id = (await store.getTask(taskId))?.record.id as string;
+    await vi.waitFor(async () => expect((await store.get(id))?.state).toBe('failed'), PATIENTLY);
+    expect(idemCodeOf((await store.get(id))?.outcome?.result as ToolResult)).toBe(
+      IDEM_CODES.IDEM_NOT_EXECUTED,
+    );
+  });
 });

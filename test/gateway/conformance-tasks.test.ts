@@ -22,12 +22,7 @@ import {
 const FRONTS = ['stateful', 'stateless'] as const;
 
 /** Checks that cannot pass through a plain upstream yet, each with its reason: exact both ways. */
-const KNOWN_FAILURES: Record<string, string> = {
-  'tasks-mrtr-input/sep-2663-tasks-get-status-input-required':
-    'Input a task asks for mid-way (input_required, tasks/update) is not served yet: the upstream asks for input after the call became a task, and Idem answers that call as not executed (docs/tasks.md, "Not yet").',
-  'tasks-mrtr-input/tasks-mrtr-partial-fulfillment':
-    'The same: the two elicitations multi_input asks for after the call became a task are not carried into the task (docs/tasks.md, "Not yet").',
-};
+const KNOWN_FAILURES: Record<string, string> = {};
 
 /** The contracts the scenarios' tools get (docs/tasks.md shows the same config). */
 const TOOLS = {
