@@ -135,6 +135,8 @@ export class Gateway {
       knownSecrets,
       observer: metricsObserver(this.metrics),
       ...(options.logger ? { logger: this.#log } : {}),
+      // A task lives as long as its execution is kept once finished: at least its ttlMs.
+      taskTtlMs: durationMs(config.retention, 'retention'),
     });
     this.receipts = new ReceiptBook({
       ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
