@@ -4,7 +4,22 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
-import type { PendingInput, TaskSettings } from './tasks.js';
+
+/** What the engine's tasks are made with: how long they live, how often a client should ask. */
+export interface TaskSettings {
+  ttlMs: number | null;
+  pollIntervalMs: number;
+}
+
+/**
+ * Input the target asked for while its call is a task, held by the process that dispatched it:
+ * the keys still open, the answers so far, and the dispatch waiting for them.
+ */
+export interface PendingInput {
+  readonly open: Map<string, { method: string; params?: unknown }>;
+  readonly answered: Record<string, unknown>;
+  settle(answers: Record<string, unknown>): void;
+}
 
 /**
  * What every step of the engine's sequence (sequence.ts) is given: where

@@ -9,6 +9,8 @@ import type { ToolCall } from './call.js';
 import { answerOfRecord, delivered } from './record-answer.js';
 import { current } from './status.js';
 import type { StepContext } from './step-context.js';
+
+
 import { taskView } from './task-status.js';
 
 /**
@@ -23,23 +25,7 @@ export function newTaskId(): string {
   return `tsk_${randomBytes(32).toString('base64url')}`;
 }
 
-/** What the engine's tasks are made with: how long they live, how often a client should ask. */
-export interface TaskSettings {
-  ttlMs: number | null;
-  pollIntervalMs: number;
-}
-
 const FINISHED = new Set(['completed', 'failed', 'denied']);
-
-/**
- * Input the target asked for while its call is a task, held by the process that dispatched it:
- * the keys still open, the answers so far, and the dispatch waiting for them.
- */
-export interface PendingInput {
-  readonly open: Map<string, { method: string; params?: unknown }>;
-  readonly answered: Record<string, unknown>;
-  settle(answers: Record<string, unknown>): void;
-}
 
 /**
  * The dispatch of task `executionId` waits for its client's answers (tasks/update) to what the
