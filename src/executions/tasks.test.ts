@@ -195,8 +195,8 @@ describe('the engine answers a call as a task, for a caller that can take one', 
       async () => expect((await engine.getTask(taskId, ALICE.actor))?.status).toBe('completed'),
       PATIENTLY,
     );
-    const text = ((await engine.getTask(taskId, ALICE.actor))?.result?.content as { text: string }[])[0]
-      ?.text;
+    const ended = await engine.getTask(taskId, ALICE.actor);
+    const text = (ended?.result?.content as { text: string }[] | undefined)?.[0]?.text;
     expect(JSON.parse(text as string)).toEqual({
       first: { action: 'accept', content: { name: 'A' } },
       second: { action: 'accept', content: { confirm: true } },

@@ -10,7 +10,6 @@ import { answerOfRecord, delivered } from './record-answer.js';
 import { current } from './status.js';
 import type { StepContext } from './step-context.js';
 
-
 import { taskView } from './task-status.js';
 
 /**
