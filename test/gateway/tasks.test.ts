@@ -204,7 +204,7 @@ describe('a 2025-11-25 session client asking for a task', () => {
     expect((await client.experimental.tasks.getTask(taskId)).status).toBe('working');
     // The other actor's session is told no such task exists.
     const other = await session(TOKENS.two);
-    await expect(other.experimental.tasks.getTask(taskId)).rejects.toThrow(/-32602|not found/i);
+    await expect(other.experimental.tasks.getTask(taskId)).rejects.toMatchObject({ code: -32602 });
 
     release(args.hold_file);
     const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
