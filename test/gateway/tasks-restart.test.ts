@@ -14,18 +14,21 @@ import { type GatewayProcess, startGatewayProcess } from '../support/gateway-pro
 import { createdTaskId, modernTasksClient } from '../support/modern-tasks.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { PATIENTLY } from '../support/wait.js';
-import { executionsOf } from './fixtures/counting-server.js';
+import { executionsOf, finishedOf } from './fixtures/counting-server.js';
 
 const root = freshDir('tasks-restart');
 const counts = join(root, 'counts');
 mkdirSync(counts);
 const processes: GatewayProcess[] = [];
+const ARGS = { key: 'restart-1', hold_file: 'hold-restart' };
+
 afterEach(async () => {
   for (const gateway of processes.splice(0)) await gateway.kill('SIGKILL');
 });
-afterAll(() => {
-  // The held call ends, so no upstream process outlives the run.
-  writeFileSync(join(counts, 'hold-restart'), '');
+afterAll(async () => {
+  // The held call ends (its dead gateway's upstream sees the file) before its directory goes.
+  writeFileSync(join(counts, ARGS.hold_file), '');
+  await vi.waitFor(() => expect(finishedOf(counts, ARGS.key)).toBe(1), PATIENTLY);
   removeTemporaries();
 });
 
@@ -41,8 +44,6 @@ async function startGateway(): Promise<GatewayProcess> {
   processes.push(gateway);
   return gateway;
 }
-
-const ARGS = { key: 'restart-1', hold_file: 'hold-restart' };
 
 // Two gateway processes (tsx compiles each at start): slow on a loaded machine.
 describe('a task whose gateway was SIGKILLed mid-task', { timeout: 150_000 }, () => {
