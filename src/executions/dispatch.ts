@@ -145,10 +145,10 @@ export async function send(
 }
 
 /**
- * The target's own task on the execution's journal, before the channel follows it: an operator
- * (and, after a restart, whoever resumes the following) can see which task the effect runs as. A
- * journal that cannot be written is logged, not thrown: the task runs on the target either way,
- * and following it is the only way to learn its outcome.
+ * The target's own task on the execution's record and journal (one write, by the lease holder),
+ * before the channel follows it: an operator (and, after a restart, whoever resumes the
+ * following) can see which task the effect runs as. A write that fails is logged, not thrown:
+ * the task runs on the target either way, and following it is the only way to learn its outcome.
  */
 async function recordUpstreamTask(
   ctx: StepContext,
@@ -157,8 +157,6 @@ async function recordUpstreamTask(
   token: string,
   handle: UpstreamTaskHandle,
 ): Promise<void> {
-  // On the execution's record (the task a later process could resume following) and in its
-  // journal, in one write. A failure is logged, not thrown: the task runs upstream either way.
   const subject = { executionId, actor: call.caller.actor, tool: call.tool };
   try {
     const kept = await ctx.store.setUpstreamTask(executionId, token, handle, [
