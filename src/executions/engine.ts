@@ -185,9 +185,12 @@ export class ExecutionEngine {
     return status(this.#steps, ref, actor);
   }
 
-  /** `tasks/get`: `actor`'s task, from the store (undefined: none of theirs by that id). */
-  getTask(taskId: string, actor: string): Promise<TaskView | undefined> {
-    return getTask(this.#steps, taskId, actor);
+  /**
+   * `actor`'s task, from the store (undefined: none of theirs by that id); `delivering` when the
+   * answer hands its result over (2026-07-28 tasks/get; not the 2025-11-25 one, whose Task has none).
+   */
+  getTask(taskId: string, actor: string, delivering = true): Promise<TaskView | undefined> {
+    return getTask(this.#steps, taskId, actor, delivering);
   }
 
   /** `tasks/cancel` (see tasks.ts): the task as it stands after the cancel, or undefined when none of `actor`'s. */

@@ -83,7 +83,7 @@ export async function updateTask(
       pending.settle(pending.answered);
     }
   }
-  return getTask(ctx, taskId, actor);
+  return getTask(ctx, taskId, actor, false);
 }
 
 /**
@@ -151,13 +151,15 @@ export async function getTask(
   ctx: StepContext,
   taskId: string,
   actor: string,
+  /** The answer hands a finished task's result to its client (2026-07-28 tasks/get, 2025-11-25 tasks/result): its delivery. */
+  delivering = true,
 ): Promise<TaskView | undefined> {
   const found = await ownTask(ctx, taskId, actor);
   if (!found) return undefined;
   const record = await current(ctx, found.record);
-  // Handing a finished task's result to its client is that result's delivery.
   const input = ctx.taskInputs.get(record.id)?.open;
-  return taskView(record, found.task, await finishedAnswer(ctx, record, true), ctx.statusTool, input);
+  const answer = await finishedAnswer(ctx, record, delivering);
+  return taskView(record, found.task, answer, ctx.statusTool, input);
 }
 
 /** `tasks/list` (2025-11-25): this actor's tasks, a page at a time, by id. */
@@ -170,7 +172,8 @@ export async function listTasks(
   const page = await ctx.store.listTasks(actor, { ...(after ? { after } : {}), limit: limit + 1 });
   const tasks: TaskView[] = [];
   for (const task of page.slice(0, limit)) {
-    const view = await getTask(ctx, task.taskId, actor);
+    // A listing shows each task's status, not its result: it delivers nothing.
+    const view = await getTask(ctx, task.taskId, actor, false);
     if (view) tasks.push(view);
   }
   const last = page[limit - 1];
@@ -193,7 +196,7 @@ export async function cancelTask(
   if (!found) return undefined;
   const { record } = found;
   // A task whose execution has ended keeps its outcome: the cancel is acknowledged, and changes nothing.
-  if (FINISHED.has(record.state)) return getTask(ctx, taskId, actor);
+  if (FINISHED.has(record.state)) return getTask(ctx, taskId, actor, false);
   const before = record.dispatchedAt === null ? 'dispatch' : 'outcome';
   await ctx.store.requestTaskCancel(taskId, [
     taskCancelEvent({ executionId: record.id, actor, tool: record.tool }, taskId, before),
@@ -221,7 +224,7 @@ export async function cancelTask(
       );
   }
   if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
-  return getTask(ctx, taskId, actor);
+  return getTask(ctx, taskId, actor, false);
 }
 
 async function ownTask(

@@ -70,11 +70,12 @@ async function legacy(s: SessionState, request: JSONRPCRequest): Promise<ToolCal
   const taskId = taskIdOf(request);
   switch (request.method) {
     case 'tasks/get': {
-      const view = await s.ctx.engine.getTask(taskId, actor);
+      // A 2025-11-25 Task carries no result: tasks/result is what delivers it.
+      const view = await s.ctx.engine.getTask(taskId, actor, false);
       return view ? { result: taskV1(view) } : { error: taskNotFound(taskId) };
     }
     case 'tasks/cancel': {
-      const before = await s.ctx.engine.getTask(taskId, actor);
+      const before = await s.ctx.engine.getTask(taskId, actor, false);
       // 2025-11-25: a task that already ended cannot be cancelled.
       if (!before || isTerminal(before)) return { error: taskNotFound(taskId) };
       const view = await s.ctx.engine.cancelTask(taskId, actor);
@@ -109,8 +110,10 @@ function isTerminal(view: TaskView): boolean {
  */
 async function untilTerminal(s: SessionState, taskId: string, actor: string): Promise<TaskView | undefined> {
   for (;;) {
-    const view = await s.ctx.engine.getTask(taskId, actor);
-    if (!view || isTerminal(view) || s.closed) return view;
+    const view = await s.ctx.engine.getTask(taskId, actor, false);
+    if (!view || s.closed) return view;
+    // The ended task's result goes to the client now: its delivery.
+    if (isTerminal(view)) return s.ctx.engine.getTask(taskId, actor);
     await new Promise((resolve) => setTimeout(resolve, view.pollIntervalMs).unref());
   }
 }

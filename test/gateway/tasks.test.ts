@@ -20,7 +20,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/tasks.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
-import { createdTaskId, type ModernTasksClient, modernTasksClient } from '../support/modern-tasks.js';
+import {
+  createdTaskId,
+  type ModernTasksClient,
+  modernTasksClient,
+  untilTaskStatus,
+} from '../support/modern-tasks.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { idemOf, textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
@@ -61,16 +66,6 @@ afterAll(async () => {
 
 const release = (holdFile: string) => writeFileSync(join(counts, holdFile), '');
 
-/** Asks `tasks/get` until the task reads `status`; its last answer. */
-async function untilStatus(client: ModernTasksClient, taskId: string, status: string) {
-  let last: Record<string, unknown> | undefined;
-  await vi.waitFor(async () => {
-    last = (await client.get(taskId)).result;
-    expect(last?.status).toBe(status);
-  }, PATIENTLY);
-  return last as Record<string, unknown>;
-}
-
 /** A 2025-11-25 session of the official SDK v1 client, as the actor of `token`. */
 async function session(token: string): Promise<Client> {
   const client = new Client({ name: 'legacy-tasks-agent', version: '1.0.0' });
@@ -103,7 +98,7 @@ describe('a task is good only for its actor', () => {
     // Actor two's cancel changed nothing: the task is still running for actor one, and ends as it ends.
     expect((await one.get(taskId)).result?.status).toBe('working');
     release(args.hold_file);
-    const done = await untilStatus(one, taskId, 'completed');
+    const done = await untilTaskStatus(one, taskId, 'completed');
     expect(textOf(done.result)).toBe('own-1=1');
     expect(executionsOf(counts, 'own-1')).toBe(1);
   });
@@ -118,7 +113,7 @@ describe('a duplicate of a call in flight', () => {
     expect(createdTaskId(again)).toBe(taskId);
     expect(again.result?.status).toBe('working');
     release(args.hold_file);
-    expect(textOf((await untilStatus(one, taskId, 'completed')).result)).toBe('dup-1=1');
+    expect(textOf((await untilTaskStatus(one, taskId, 'completed')).result)).toBe('dup-1=1');
     expect(executionsOf(counts, 'dup-1')).toBe(1);
   });
 });
@@ -169,7 +164,7 @@ describe('a tool that requires a task', () => {
 
   it('called with the extension: a task, which ends completed with the result', async () => {
     const taskId = createdTaskId(await one.call('required-call-2', 'always__count', { key: 'req-2' }));
-    expect(textOf((await untilStatus(one, taskId, 'completed')).result)).toBe('req-2=1');
+    expect(textOf((await untilTaskStatus(one, taskId, 'completed')).result)).toBe('req-2=1');
     expect(executionsOf(counts, 'req-2')).toBe(1);
   });
 });

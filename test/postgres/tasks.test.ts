@@ -10,7 +10,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
-import { createdTaskId, type ModernTasksClient, modernTasksClient } from '../support/modern-tasks.js';
+import {
+  createdTaskId,
+  type ModernTasksClient,
+  modernTasksClient,
+  untilTaskStatus,
+} from '../support/modern-tasks.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
@@ -61,16 +66,6 @@ afterAll(async () => {
 
 const release = (holdFile: string) => writeFileSync(join(counts, holdFile), '');
 
-/** Asks `tasks/get` until the task reads `status`; its last answer. */
-async function untilStatus(client: ModernTasksClient, taskId: string, status: string) {
-  let last: Record<string, unknown> | undefined;
-  await vi.waitFor(async () => {
-    last = (await client.get(taskId)).result;
-    expect(last?.status).toBe(status);
-  }, PATIENTLY);
-  return last as Record<string, unknown>;
-}
-
 /** The execution's state in the database, for the call counting `key`. */
 async function stateOf(key: string): Promise<string | undefined> {
   const { rows } = await pg
@@ -91,7 +86,7 @@ describe('a task made through one gateway of a fleet, asked about through the ot
     expect((await viaB.get(taskId)).result).toMatchObject({ taskId, status: 'working' });
 
     release(args.hold_file);
-    const done = await untilStatus(viaB, taskId, 'completed');
+    const done = await untilTaskStatus(viaB, taskId, 'completed');
     expect(textOf(done.result)).toBe('fleet-task-1=1');
     expect(done.result).not.toMatchObject({ isError: true });
     expect((await viaA.get(taskId)).result).toMatchObject({ status: 'completed' });

@@ -4,9 +4,11 @@
  * tasks extension in its own `_meta` unless told not to — so a test decides, request by request,
  * whether a call may become a task. Replies are the JSON-RPC messages as the gateway sent them.
  */
+import { expect, vi } from 'vitest';
 import { ENVELOPE } from '../../src/protocol/revisions.js';
 import { TASKS_EXTENSION } from '../../src/protocol/tasks.js';
 import { MCP_HEADERS, messagesOf, rawRequest } from './raw-http.js';
+import { PATIENTLY } from './wait.js';
 
 /** A JSON-RPC reply: the result or the error of one request. */
 export interface Reply {
@@ -74,4 +76,18 @@ export function createdTaskId(reply: Reply): string {
   if (result?.resultType !== 'task' || typeof result.taskId !== 'string')
     throw new Error(`not a CreateTaskResult: ${JSON.stringify(reply)}`);
   return result.taskId;
+}
+
+/** Asks `tasks/get` until the task reads `status`; its last answer. */
+export async function untilTaskStatus(
+  client: ModernTasksClient,
+  taskId: string,
+  status: string,
+): Promise<Record<string, unknown>> {
+  let last: Record<string, unknown> | undefined;
+  await vi.waitFor(async () => {
+    last = (await client.get(taskId)).result;
+    expect(last?.status).toBe(status);
+  }, PATIENTLY);
+  return last as Record<string, unknown>;
 }

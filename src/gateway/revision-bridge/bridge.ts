@@ -32,7 +32,7 @@ export async function toolsCall(
   extra?: MessageExtraInfo,
 ): Promise<ToolCallAnswer> {
   const call = readToolCall(request, extra);
-  return callTool(s, call, revisionHooks(s));
+  return callTool(s, call, hooksOf(s));
 }
 
 /** A call of Idem's own status tool (session.ts routes it by name), wrapped the same way. */
@@ -42,7 +42,19 @@ export async function statusToolCall(
   extra?: MessageExtraInfo,
 ): Promise<ToolCallAnswer> {
   const call = readToolCall(request, extra);
-  return callStatusTool(s, call, revisionHooks(s));
+  return callStatusTool(s, call, hooksOf(s));
+}
+
+/** One set of hooks per session, made on its first call: they hold nothing of a call's own. */
+const hooksBySession = new WeakMap<SessionState, RevisionHooks>();
+
+function hooksOf(s: SessionState): RevisionHooks {
+  let hooks = hooksBySession.get(s);
+  if (!hooks) {
+    hooks = revisionHooks(s);
+    hooksBySession.set(s, hooks);
+  }
+  return hooks;
 }
 
 function revisionHooks(s: SessionState): RevisionHooks {
