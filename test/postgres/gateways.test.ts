@@ -5,7 +5,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { executionsOf, readExecutions } from '../gateway/fixtures/counting-server.js';
+import { executionsOf, readExecutions, readStarts } from '../gateway/fixtures/counting-server.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -90,6 +90,14 @@ afterAll(async () => {
   for (let i = 0; i < 10; i++) release(`hold-${i}`);
   for (const c of clients) await c.close().catch(() => {});
   for (const g of gateways) await g.kill('SIGKILL');
+  // A killed gateway's upstream may still be inside a held call: it goes with the run, not 120 s later.
+  for (const pid of readStarts(counts)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
   await pg?.dispose();
   rmSync(work, { recursive: true, force: true });
 }, 120_000);
