@@ -1,5 +1,5 @@
 /**
- * Idem's own environment variables (README, "Configuration"), read here and
+ * Idem's own environment variables (docs/configuration.md), read here and
  * only by the edges — the CLI, the gateway, the library's `Idem.open`, the demo —
  * which pass the values down as options. The core (identity, journal, store,
  * executions…) takes what it is given and never reads the environment, so what a

@@ -18,7 +18,7 @@ import {
 } from './step-context.js';
 
 /**
- * Claims the intent under a new execution `id` (docs/lifecycle.md, step 5): for a new intent (the
+ * Claims the intent under a new execution `id` (docs/lifecycle.md, step 6): for a new intent (the
  * common case) the one INSERT is the whole lookup. On a conflict the store hands back the holder,
  * and the next step is what this call does with it (match). `won` is set when the claim is this
  * call's own.
@@ -100,7 +100,7 @@ function withHolder(prior: ExecutionRecord, call: ToolCall, identity: CallIdenti
 }
 
 /**
- * What a call does with the execution that holds its fingerprint: attach to it (docs/lifecycle.md, step 5
+ * What a call does with the execution that holds its fingerprint: attach to it (docs/lifecycle.md, step 7
  * table), replace it with a new execution, or — a business key used for another request —
  * get a conflict answer and send nothing.
  */
@@ -114,7 +114,7 @@ export function match(
   // never "the same request", so it is never handed the original's result.
   if (identity.requestDigest === null || prior.requestDigest === identity.requestDigest) return 'attach';
   // The target said no, so nothing took effect: a corrected call is a new attempt of the
-  // action (docs/lifecycle.md, step 5, row "failed"), not a second one.
+  // action (docs/lifecycle.md, step 7, row "failed"), not a second one.
   if (prior.state === 'failed') return 'replace';
   return 'conflict';
 }
@@ -150,7 +150,7 @@ export function attachable(prior: ExecutionRecord, contract: ResolvedContract): 
   return true;
 }
 
-/** A matching prior execution exists: the table in docs/lifecycle.md, step 5, row by row. */
+/** A matching prior execution exists: the table in docs/lifecycle.md, step 7, row by row. */
 export function attach(prior: ExecutionRecord, call: ToolCall): Next {
   const events = [callEvent('attached', call, prior.id, { state: prior.state })];
   switch (prior.state) {

@@ -113,7 +113,7 @@ describe('ExecutionEngine — concurrent identical calls', () => {
   });
 });
 
-describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 5)', () => {
+describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', () => {
   it('accepted, never dispatched, claimer gone: that same execution proceeds, once', async () => {
     const { engine, store, clock } = setup();
     const c = call(statusClass, order);

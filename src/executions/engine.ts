@@ -71,7 +71,7 @@ function redactingLogger(logger: Logger, secrets: KnownSecrets): Logger {
 }
 
 /**
- * Layer 2 (docs/lifecycle.md, step 5): gives each intended action one execution. Identifies
+ * Layer 2 (docs/lifecycle.md, steps 4–12): gives each intended action one execution. Identifies
  * the call, attaches it to a prior execution of the same intent or claims a
  * new one, dispatches at most as the contract allows, and records every step
  * before the step it guards.

@@ -22,7 +22,7 @@ export interface SequenceParts {
 
 /**
  * The engine's fixed sequence for one identified call with effects
- * (docs/lifecycle.md, steps 5–8), in one place: the approval ladder → claim
+ * (docs/lifecycle.md, steps 5–12), in one place: the approval ladder → claim
  * the intent, or match the execution that holds it → approve → dispatch →
  * record the outcome → answer (recording its delivery). Each step does its
  * part and returns the step that comes next (step-context.ts, `Next`); none

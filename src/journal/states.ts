@@ -1,5 +1,5 @@
 /**
- * Execution states (docs/lifecycle.md, step 5), a closed union.
+ * Execution states (docs/lifecycle.md, step 7), a closed union.
  *
  * accepted ─► awaiting_approval ─► authorized ─► dispatched ─► completed
  *     │               │                 │             ├──────► failed

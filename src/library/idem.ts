@@ -163,7 +163,7 @@ export class Idem {
   }
 
   /**
-   * Registers `name` as an SSH action tool (docs/channels.md): each call
+   * Registers `name` as an SSH action tool (docs/channels-ssh.md): each call
    * renders `ssh.command` with the arguments shell-quoted and runs it on
    * `ssh.host` under a durable marker named by the execution id, so that the
    * command runs at most once per execution, and an outcome lost on the way

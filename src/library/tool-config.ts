@@ -33,7 +33,7 @@ export interface IdemToolConfig<Shape extends ZodShape> {
 export interface IdemHttpToolConfig<Shape extends ZodShape> extends Omit<IdemToolConfig<Shape>, 'contract'> {
   description: string;
   contract?: NonNullable<HttpToolSpecInput['contract']>;
-  /** Method, URL template, headers, body, credential, allow, timeout… (docs/channels.md). */
+  /** Method, URL template, headers, body, credential, allow, timeout… (docs/channels-http.md). */
   http: Omit<HttpToolSpecInput, 'description' | 'input_schema' | 'contract'>;
 }
 

@@ -43,7 +43,7 @@ const MAX_POOLS = 32;
 const EXCERPT_CHARS = 500;
 
 /**
- * An HTTP action tool (docs/channels.md): builds the request from the arguments,
+ * An HTTP action tool (docs/channels-http.md): builds the request from the arguments,
  * checks where it leads before any connection, pins the connection to the
  * address it resolved, sends the execution id as the idempotency key, and
  * reads the answer into completed / failed / unknown.

@@ -12,7 +12,7 @@ function matches(status: number, pattern: Pattern): boolean {
 }
 
 /**
- * What a status means for the action (docs/channels.md, "Outcome rules"). By
+ * What a status means for the action (docs/channels-http.md, "Outcome rules"). By
  * default 2xx completed and 4xx failed (the target said no; nothing took
  * effect); anything else is unknown — a 5xx may have half-happened, and a
  * 3xx not followed does not say what the target did. The configured lists

@@ -30,7 +30,7 @@ const CredentialUse = z.union([
     .describe('<header>: <prefix><value>'),
 ]);
 
-/** One HTTP action tool, as the gateway config declares it under `http_tools:` (docs/channels.md). */
+/** One HTTP action tool, as the gateway config declares it under `http_tools:` (docs/channels-http.md). */
 export const HttpToolSpecSchema = z
   .object({
     description: z.string().min(1),
@@ -126,4 +126,4 @@ export type HttpToolSpecInput = z.input<typeof HttpToolSpecSchema>;
 
 export const HttpToolsConfigSchema = z
   .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), HttpToolSpecSchema)
-  .describe('HTTP action tools by the name clients see (docs/channels.md).');
+  .describe('HTTP action tools by the name clients see (docs/channels-http.md).');

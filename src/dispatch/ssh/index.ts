@@ -1,4 +1,4 @@
-// The SSH action channel: inventory hosts, command templates, durable markers (docs/channels.md, SSH).
+// The SSH action channel: inventory hosts, command templates, durable markers (docs/channels-ssh.md).
 export { CommandTemplate, MAX_COMMAND_BYTES } from './command-template.js';
 export { hostKeyFingerprint, type ResolveCredential, type SshHost } from './host.js';
 export { MARKER_DEFAULTS } from './markers.js';

@@ -1,7 +1,7 @@
 import { quote } from 'shell-quote';
 
 /**
- * The durable marker protocol (docs/channels.md). On the host,
+ * The durable marker protocol (docs/channels-ssh.md). On the host,
  * each execution id has a directory `<markerDir>/<id>/`:
  *
  * - `mkdir <id>` is the start: POSIX mkdir is atomic and fails when the directory

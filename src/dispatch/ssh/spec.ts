@@ -5,7 +5,7 @@ import { CREDENTIAL_NAME } from '../../credentials/config.js';
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** One host of the SSH inventory, as the gateway config declares it under `ssh_hosts:` (docs/channels.md). */
+/** One host of the SSH inventory, as the gateway config declares it under `ssh_hosts:` (docs/channels-ssh.md). */
 export const SshHostSpecSchema = z
   .object({
     host: z.string().min(1).describe('Address or DNS name of the host.'),
@@ -31,7 +31,7 @@ export const SshHostSpecSchema = z
   })
   .strict();
 
-/** One SSH action tool, as the gateway config declares it under `ssh_tools:` (docs/channels.md). */
+/** One SSH action tool, as the gateway config declares it under `ssh_tools:` (docs/channels-ssh.md). */
 export const SshToolSpecSchema = z
   .object({
     description: z.string().min(1),
@@ -81,8 +81,8 @@ export type SshToolSpecConfigInput = z.input<typeof SshToolSpecSchema>;
 
 export const SshHostsConfigSchema = z
   .record(z.string().regex(NAME), SshHostSpecSchema)
-  .describe('The SSH inventory: hosts that ssh_tools run on, by name (docs/channels.md).');
+  .describe('The SSH inventory: hosts that ssh_tools run on, by name (docs/channels-ssh.md).');
 
 export const SshToolsConfigSchema = z
   .record(z.string().regex(NAME), SshToolSpecSchema)
-  .describe('SSH action tools by the name clients see (docs/channels.md).');
+  .describe('SSH action tools by the name clients see (docs/channels-ssh.md).');

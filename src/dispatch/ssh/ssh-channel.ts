@@ -47,7 +47,7 @@ const PROBE_TIMEOUT_MS = 15_000;
 const REPORT_OVERHEAD_BYTES = 1024;
 
 /**
- * The SSH action channel (docs/channels.md): runs a command on an inventory host at
+ * The SSH action channel (docs/channels-ssh.md): runs a command on an inventory host at
  * most once per execution id, guarded by a durable marker on the host, and
  * reads that marker to recover an execution whose outcome was lost.
  *

@@ -18,7 +18,7 @@ import { INPUT_METHODS, InputRound, MAX_INPUT_ROUNDS, ROUND_STATE_PREFIX } from 
  * with `input_required` and the client calls again with the answers (a
  * multi-round-trip request). Through the gateway either client meets either
  * server, and the call keeps one execution throughout: an input round is not
- * a new intent (docs/lifecycle.md, step 5).
+ * a new intent (docs/lifecycle.md, step 3).
  *
  * - 2026-07-28 client, 2025-era upstream: the upstream's request is held and
  *   the client's call is answered `input_required` (its `requestState` names
