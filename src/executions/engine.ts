@@ -115,6 +115,7 @@ export class ExecutionEngine {
       tasks: { ttlMs: options.taskTtlMs ?? null, pollIntervalMs: TASK_POLL_INTERVAL_MS },
       taskCancels: new Map(),
       taskInputs: new Map(),
+      closing: { value: false },
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
@@ -226,12 +227,13 @@ export class ExecutionEngine {
   }
 
   /**
-   * Closing: no more takeovers, and a resumed following that ends because its connection closed
-   * is not recorded (its lease lapses, and the next gateway resumes it). Resolves once every
-   * resumed following ended: call it, then close the upstream connections, then await it.
+   * Closing: no more takeovers, and a following of an upstream's task (dispatched here, or
+   * resumed) that ends because its connection closed is not recorded — its lease lapses, and the
+   * next gateway follows the task again. Resolves once every resumed following ended: call it,
+   * then close the upstream connections, then await it.
    */
-  stopResuming(): Promise<void> {
-    this.#resumptions.stop();
+  stopFollowing(): Promise<void> {
+    this.#steps.closing.value = true;
     return this.#resumptions.settled();
   }
 

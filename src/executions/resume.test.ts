@@ -234,8 +234,8 @@ describe.each(Object.keys(backends) as (keyof typeof backends)[])('resuming on t
       expect(journal.map((e) => e.kind)).toEqual(['dispatched', 'upstream_task_resumed', 'outcome']);
       expect(journal.at(-1)?.detail).toMatchObject({ state: 'completed', resumed: true });
       expect(rebuildStates(journal).get(lost.id)).toBe('completed');
-      await a.stopResuming();
-      await b.stopResuming();
+      await a.stopFollowing();
+      await b.stopFollowing();
     } finally {
       await close();
     }
@@ -252,7 +252,7 @@ describe.each(Object.keys(backends) as (keyof typeof backends)[])('resuming on t
       held.gate.open();
       const engine = engineOn(stores[1], 'gw-b');
       expect(await engine.resumeUpstreamTasks(held.followers)).toEqual([lost.id]);
-      await engine.stopResuming();
+      await engine.stopFollowing();
       const done = await stores[0].get(lost.id);
       expect(done?.state).toBe('failed');
       expect(done?.outcome?.result.isError).toBe(true);
@@ -287,7 +287,7 @@ describe.each(Object.keys(backends) as (keyof typeof backends)[])('resuming on t
         handle.upstream === 'research' ? forgetful : undefined;
       const engine = engineOn(stores[0], 'gw-a');
       expect(await engine.resumeUpstreamTasks(followers)).toHaveLength(2);
-      await engine.stopResuming();
+      await engine.stopFollowing();
       for (const id of [forgotten.id, gone.id]) {
         const done = await stores[0].get(id);
         expect(done).toMatchObject({ state: 'unknown', outcome: null, leaseExpiresAt: null });
@@ -325,7 +325,7 @@ describe.each(Object.keys(backends) as (keyof typeof backends)[])('resuming on t
       });
       const closing = engineOn(stores[0], 'gw-a');
       expect(await closing.resumeUpstreamTasks(held.followers)).toEqual([lost.id]);
-      const settled = closing.stopResuming();
+      const settled = closing.stopFollowing();
       held.gate.open();
       await settled;
       expect(await stores[0].get(lost.id)).toMatchObject({
@@ -339,7 +339,7 @@ describe.each(Object.keys(backends) as (keyof typeof backends)[])('resuming on t
       next.gate.open();
       const restarted = engineOn(stores[1], 'gw-b');
       expect(await restarted.resumeUpstreamTasks(next.followers)).toEqual([lost.id]);
-      await restarted.stopResuming();
+      await restarted.stopFollowing();
       expect(await stores[0].get(lost.id)).toMatchObject({ state: 'completed', outcome: { result: REPORT } });
     } finally {
       await close();

@@ -86,7 +86,6 @@ interface Ended {
 export class Resumptions {
   readonly #ctx: StepContext;
   readonly #following = new Map<string, Promise<void>>();
-  #stopped = false;
 
   constructor(ctx: StepContext) {
     this.#ctx = ctx;
@@ -94,7 +93,7 @@ export class Resumptions {
 
   /** One pass: takes over what `resumable` allows and starts following it. The ids taken over. */
   async pass(followers: UpstreamTaskFollowers): Promise<string[]> {
-    if (this.#stopped) return [];
+    if (this.#ctx.closing.value) return [];
     const { store } = this.#ctx;
     const candidates = await store.list({
       state: ['dispatched', 'unknown'],
@@ -103,7 +102,7 @@ export class Resumptions {
     });
     const taken: string[] = [];
     for (const record of candidates) {
-      if (this.#stopped) break;
+      if (this.#ctx.closing.value) break;
       if (this.#following.has(record.id) || !holderLost(record)) continue;
       const timeline = record.state === 'unknown' ? await store.journalFor(record.id) : [];
       if (!resumable(record, timeline)) continue;
@@ -112,14 +111,9 @@ export class Resumptions {
     return taken;
   }
 
-  /** No more takeovers; a following cut short from now on (its connection closed) is left to the next holder. */
-  stop(): void {
-    this.#stopped = true;
-  }
-
   /** Every following under way has ended (and what it learned is recorded). */
   async settled(): Promise<void> {
-    // A takeover under way when stop() came may still add one.
+    // A takeover under way when closing began may still add one.
     while (this.#following.size > 0) await Promise.all([...this.#following.values()]);
   }
 
@@ -203,7 +197,7 @@ export class Resumptions {
       ended = { state: result.isError ? 'failed' : 'completed', result };
     } catch (error) {
       // Closing: the task runs on; the lease lapses and the next holder (a restarted gateway) follows it.
-      if (this.#stopped) return;
+      if (this.#ctx.closing.value) return;
       ended = unknownEnd(error, (value) => knownSecrets.redact(value));
     } finally {
       clearInterval(renewal);

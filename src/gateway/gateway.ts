@@ -244,8 +244,8 @@ export class Gateway {
 
   async close(): Promise<void> {
     this.#maintenance.stop();
-    // Resumed followings cut short by the closing connections are left for the next gateway.
-    const resumed = this.engine.stopResuming();
+    // Followings of upstream tasks cut short by the closing connections are left for the next gateway.
+    const resumed = this.engine.stopFollowing();
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
     for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {

@@ -133,6 +133,41 @@ describe('following an upstream task again after the gateway was SIGKILLed', { t
     expect(outcome?.seq).toBeGreaterThan(resumedEvent?.seq ?? Number.POSITIVE_INFINITY);
   });
 
+  it('a gateway stopped (SIGTERM) while it follows leaves the task to the next one: the real result, one tools/call', async () => {
+    const dir = freshDir('resume-stop');
+    const upstream: KeepingTaskServer = await startKeepingTaskServer();
+    open.push(upstream);
+    const config = {
+      data_dir: join(dir, 'data'),
+      sweep_interval: '1s',
+      upstreams: { remote: { url: upstream.url } },
+      tools: { hold_task: TOOL },
+    };
+    const first = await startGateway(config, dir);
+    const agent = modernTasksClient(first.url, { clientName: 'stopping-agent' });
+    const taskId = createdTaskId(await agent.call('call-1', 'hold_task', { key: 's1' }));
+    const store = await storeOf(dir);
+    const followed = await untilExecution(store, 'hold_task', (r) =>
+      expect(r).toMatchObject({ state: 'dispatched', upstreamTask: { upstream: 'remote' } }),
+    );
+
+    // A graceful stop closes the connection the task was followed on: that is no outcome.
+    await first.kill('SIGTERM');
+    expect((await store.get(followed.id))?.state).toBe('dispatched');
+    const second = await startGateway(config, dir);
+    await untilExecution(store, 'hold_task', (r) => {
+      expect(r.state).toBe('dispatched');
+      expect(r.leaseOwner).not.toBe(followed.leaseOwner);
+    });
+    await upstream.release('s1');
+    const after = modernTasksClient(second.url, { clientName: 'stopping-agent' });
+    expect(textOf((await untilTaskStatus(after, taskId, 'completed')).result)).toBe('held s1');
+    expect(upstream.calls).toEqual(['s1']);
+    const kinds = kindsOf(await store.journalFor(followed.id));
+    expect(kinds.filter((k) => k === 'outcome')).toHaveLength(1);
+    expect(kinds.filter((k) => k === 'upstream_task_resumed')).toHaveLength(1);
+  });
+
   it('a stdio upstream restarted with the gateway no longer knows the task: unknown, saying so, never dispatched again', async () => {
     const dir = freshDir('resume-stdio');
     const runs = join(dir, 'runs');
