@@ -22,6 +22,11 @@ export interface Done {
   notDispatched?: 'not_dispatched' | 'refused';
   /** Why the outcome is unknown, when the channel said (a timeout, a redirect it would not follow). */
   detail?: string;
+  /**
+   * Unknown because the process is closing while it followed the target's own task: nothing is
+   * recorded, and the lease lapses, so that the next holder follows the task again (resume.ts).
+   */
+  left?: true;
 }
 
 /**
@@ -66,8 +71,11 @@ export async function send(
   const mayBeTask = call.task !== undefined && call.contract.task !== 'off';
   const taskCancel = mayBeTask ? new AbortController() : undefined;
   if (taskCancel) ctx.taskCancels.set(record.id, taskCancel);
-  const upstreamTask = (handle: UpstreamTaskHandle) =>
-    recordUpstreamTask(ctx, call, record.id, token, handle);
+  // Once the target's own task is on the record, a gateway that resumes can follow it (resume.ts).
+  let following = false;
+  const upstreamTask = async (handle: UpstreamTaskHandle) => {
+    following = (await recordUpstreamTask(ctx, call, record.id, token, handle)) || following;
+  };
   // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
   const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;
   // From when the caller has its task on: input the target asks for is the task's client's to give.
@@ -94,6 +102,8 @@ export async function send(
         return { outcome: 'failed', result: answer, notDispatched: refused ? 'refused' : 'not_dispatched' };
       }
       if (error instanceof OutcomeUnknownError) {
+        if (following && ctx.closing.value)
+          return { outcome: 'unknown', detail: scrub(error.message), left: true };
         // The target's JSON-RPC error, when it answered with one, is kept with the unknown outcome.
         const answered = error.answeredWith && scrub(error.answeredWith);
         const result: ToolResult | undefined = answered && {
@@ -147,8 +157,9 @@ export async function send(
 /**
  * The target's own task on the execution's record and journal (one write, by the lease holder),
  * before the channel follows it: an operator (and, after a restart, whoever resumes the
- * following) can see which task the effect runs as. A write that fails is logged, not thrown:
- * the task runs on the target either way, and following it is the only way to learn its outcome.
+ * following) can see which task the effect runs as. A write that fails is logged, not thrown
+ * (false): the task runs on the target either way, and following it is the only way to learn its
+ * outcome.
  */
 async function recordUpstreamTask(
   ctx: StepContext,
@@ -156,7 +167,7 @@ async function recordUpstreamTask(
   executionId: string,
   token: string,
   handle: UpstreamTaskHandle,
-): Promise<void> {
+): Promise<boolean> {
   const subject = { executionId, actor: call.caller.actor, tool: call.tool };
   try {
     const kept = await ctx.store.setUpstreamTask(executionId, token, handle, [
@@ -164,8 +175,10 @@ async function recordUpstreamTask(
     ]);
     if (!kept)
       ctx.logger.warn('the upstream task was not recorded: the lease was lost', { ref: executionId });
+    return kept;
   } catch (error) {
     ctx.logger.warn('the upstream task could not be recorded', { ref: executionId, error: String(error) });
+    return false;
   }
 }
 

@@ -19,6 +19,7 @@ import type { CallObserver } from './observer.js';
 import { resolveExecution } from './operator.js';
 import { RecentCalls } from './recent-calls.js';
 import { repeatable, repeatExecution } from './repeat.js';
+import { Resumptions, type UpstreamTaskFollowers } from './resume.js';
 import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
@@ -92,6 +93,8 @@ export class ExecutionEngine {
   readonly #steps: StepContext;
   readonly #sequence: SequenceParts;
   readonly #observer: CallObserver | undefined;
+  /** The upstream tasks this process took over to follow again (resume.ts). */
+  readonly #resumptions: Resumptions;
 
   constructor(options: ExecutionEngineOptions) {
     this.store = options.store;
@@ -112,9 +115,11 @@ export class ExecutionEngine {
       tasks: { ttlMs: options.taskTtlMs ?? null, pollIntervalMs: TASK_POLL_INTERVAL_MS },
       taskCancels: new Map(),
       taskInputs: new Map(),
+      closing: { value: false },
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
+    this.#resumptions = new Resumptions(this.#steps);
   }
 
   registerContract(tool: string, contract: ResolvedContract): void {
@@ -210,6 +215,26 @@ export class ExecutionEngine {
     limit = 50,
   ): Promise<{ tasks: TaskView[]; next?: string }> {
     return listTasks(this.#steps, actor, after, limit);
+  }
+
+  /**
+   * Takes over the executions whose follower of an upstream's task was lost (resume.ts
+   * `resumable`) and follows each task again through `followers`, recording its outcome when it
+   * ends. Resolves with the ids taken over, once each is under way.
+   */
+  resumeUpstreamTasks(followers: UpstreamTaskFollowers): Promise<string[]> {
+    return this.#resumptions.pass(followers);
+  }
+
+  /**
+   * Closing: no more takeovers, and a following of an upstream's task (dispatched here, or
+   * resumed) that ends because its connection closed is not recorded — its lease lapses, and the
+   * next gateway follows the task again. Resolves once every resumed following ended: call it,
+   * then close the upstream connections, then await it.
+   */
+  stopFollowing(): Promise<void> {
+    this.#steps.closing.value = true;
+    return this.#resumptions.settled();
   }
 
   /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */

@@ -66,6 +66,8 @@ async function recordDone(
   secrets: Sent['secrets'],
   delivering: boolean,
 ): Promise<ExecutionRecord | undefined> {
+  // Closing while it followed the target's task: left dispatched, for the next holder to follow.
+  if (done.left) return undefined;
   // The caller who sent the secrets gets the result as the target gave it; what is kept, and
   // replayed to whoever repeats the call later, never holds them (docs/security.md).
   const outcome: StoredOutcome | undefined = done.result

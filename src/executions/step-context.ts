@@ -43,6 +43,11 @@ export interface StepContext {
   readonly taskCancels: Map<string, AbortController>;
   /** This process's task dispatches waiting for their client's input, by execution id (tasks.ts). */
   readonly taskInputs: Map<string, PendingInput>;
+  /**
+   * Set once the process is closing: a following of an upstream's task that its closing
+   * connection cuts short is not recorded, but left to the next holder (resume.ts).
+   */
+  readonly closing: { value: boolean };
 }
 
 /**

@@ -28,16 +28,18 @@ import { ReceiptBook } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
-import { type Log, scrubbedLog } from '../support/log.js';
+import type { Log } from '../support/log.js';
 import { checkedActionTools, closeActionTools } from './action-tools.js';
 import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
+import { gatewayLog, keyFile } from './gateway-log.js';
 import { httpListenOf } from './http-listen.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
 import { readinessOf } from './readiness.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
 import { declaredProbe } from './status-probe.js';
+import { taskFollowers } from './task-resume.js';
 import { ToolNameGuard } from './tool-names.js';
 import type { ToolOverrides } from './tool-overrides.js';
 import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
@@ -154,6 +156,7 @@ export class Gateway {
         dataDir,
         ...keyFile(config.journal_signing_key_file || idemEnvironment().journalSigningKeyFile),
       },
+      resume: () => this.#resumeUpstreamTasks(),
       warn: (message, fields) => this.#log.warn(message, fields),
     });
     this.#maintenance.start(durationMs(config.sweep_interval, 'sweep_interval'));
@@ -170,6 +173,11 @@ export class Gateway {
     });
     const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
     gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
+    // A holder lost before this start may have left an upstream's task to follow (also every pass).
+    const started = gateway;
+    void started
+      .#resumeUpstreamTasks()
+      .catch((error: unknown) => started.#log.warn('upstream tasks not resumed', { error: String(error) }));
     return gateway;
   }
 
@@ -236,6 +244,8 @@ export class Gateway {
 
   async close(): Promise<void> {
     this.#maintenance.stop();
+    // Followings of upstream tasks cut short by the closing connections are left for the next gateway.
+    const resumed = this.engine.stopFollowing();
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
     for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
@@ -243,8 +253,18 @@ export class Gateway {
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
     }
     await closeActionTools(this.actionTools);
+    await resumed;
     await this.#maintenance.close();
     await this.store.close();
+  }
+
+  /** Follows again the upstream tasks whose holder was lost, over this gateway's shared connections. */
+  async #resumeUpstreamTasks(): Promise<void> {
+    const connections = {
+      shared: (era: ProtocolEra) => this.#sharedUpstreams(era),
+      pooled: () => this.#pooledUpstreams(),
+    };
+    await this.engine.resumeUpstreamTasks(taskFollowers(this.#config.upstreams, connections));
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
@@ -374,22 +394,4 @@ export class Gateway {
         }),
     };
   }
-}
-
-/** The gateway's log: the given logger (its optional levels as no-ops), scrubbed of the known secrets. */
-function gatewayLog(logger: Logger | undefined, secrets: KnownSecrets): Log {
-  return scrubbedLog(
-    {
-      error: (message, fields) => logger?.error(message, fields),
-      warn: (message, fields) => logger?.warn(message, fields),
-      info: (message, fields) => logger?.info?.(message, fields),
-      debug: (message, fields) => logger?.debug?.(message, fields),
-    },
-    (value) => secrets.redact(value),
-  );
-}
-
-/** A key file option, only when one is named. */
-function keyFile(path: string | undefined): { keyFile?: string } {
-  return path ? { keyFile: path } : {};
 }

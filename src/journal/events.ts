@@ -36,6 +36,12 @@ export const ACTIVITY_KINDS = [
   'task_cancel',
   /** The target answered with a task of its own, or it changed status: `{generation, upstream, upstreamTaskId, status?}`. */
   'upstream_task',
+  /**
+   * The holder following an upstream's task was lost, and another (this or another gateway) took the
+   * execution over to follow the same task again, nothing re-sent: `{generation, upstream,
+   * upstreamTaskId, from, owner}`, `from` the state it was taken over in. Its state is `dispatched`.
+   */
+  'upstream_task_resumed',
 ] as const;
 
 /**

@@ -132,6 +132,7 @@ const STATE_KINDS: ReadonlySet<string> = new Set([
   'awaiting_approval',
   'authorized',
   'dispatched',
+  'upstream_task_resumed',
   'denied',
   'lease_expired',
   'outcome',

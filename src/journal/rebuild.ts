@@ -29,6 +29,7 @@ export function stateAfter(
     case 'authorized':
       return 'authorized';
     case 'dispatched':
+    case 'upstream_task_resumed':
       return 'dispatched';
     case 'denied':
       return 'denied';

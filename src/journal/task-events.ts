@@ -65,3 +65,23 @@ export function tasksIn(
     .filter((e) => e.kind === 'task_created' && typeof e.detail.taskId === 'string')
     .map((e) => ({ taskId: e.detail.taskId as string, actor: e.actor }));
 }
+
+/** An execution taken over to follow its upstream's task again, its holder lost (executions/resume.ts). */
+export function upstreamTaskResumedEvent(
+  subject: TaskEventSubject,
+  handle: { generation: 'v1' | 'v2'; upstream: string; taskId: string },
+  from: 'dispatched' | 'unknown',
+  owner: string,
+): ActivityEventInput {
+  return {
+    kind: 'upstream_task_resumed',
+    ...subject,
+    detail: {
+      generation: handle.generation,
+      upstream: handle.upstream,
+      upstreamTaskId: handle.taskId,
+      from,
+      owner,
+    },
+  };
+}

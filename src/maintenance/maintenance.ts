@@ -14,6 +14,11 @@ export interface MaintenanceOptions {
    * absent: not signed by this pass (`idem sweep` leaves it to the gateway and `idem audit sign`).
    */
   signing?: { dataDir: string; keyFile?: string };
+  /**
+   * Takes over the upstream tasks whose follower was lost, before the sweep (the gateway:
+   * executions/resume.ts); a failure is said, and the rest of the pass runs all the same.
+   */
+  resume?: () => Promise<unknown>;
   /** Where a failed periodic pass, or a failed signing, is said. */
   warn: (message: string, fields?: Record<string, unknown>) => void;
 }
@@ -28,7 +33,8 @@ export interface MaintenanceReport extends SweepResult {
  * The store's upkeep, in one place for every surface that runs it — the
  * gateway (every `sweep_interval`), the library (every
  * `maintenanceIntervalMs`) and `idem sweep` (once): each pass drops receipts
- * past retention, turns expired dispatches into `unknown` and deletes finished
+ * past retention, takes over the upstream tasks whose follower was lost (the
+ * gateway), turns expired dispatches into `unknown` and deletes finished
  * executions past retention (`store.sweep`), ends approval requests nobody
  * decided in time as denied (`expired`, visible as such in the queue), and
  * leaves what was journaled so far covered by a signed head (docs/security.md).
@@ -59,6 +65,13 @@ export class Maintenance {
   async run({ dryRun = false } = {}): Promise<MaintenanceReport> {
     const { store, retentionMs, receipts } = this.#options;
     if (!dryRun) receipts?.trim();
+    // Before the sweep: a follower taken over at once never reads `unknown` in between.
+    if (!dryRun)
+      await this.#options
+        .resume?.()
+        .catch((error: unknown) =>
+          this.#options.warn('upstream tasks not resumed', { error: String(error) }),
+        );
     try {
       const swept = await store.sweep({ retentionMs, dryRun });
       return { ...swept, approvalsExpired: dryRun ? 0 : await expirePending(store) };

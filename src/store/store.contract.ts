@@ -1593,6 +1593,61 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         });
       });
 
+      it('list({ upstreamTask: true }) lists only the executions that carry an upstream task', async () => {
+        const carrying = await executionIn('dispatched');
+        await store.setUpstreamTask(carrying.record.id, carrying.input.claimToken, HANDLE);
+        await executionIn('dispatched');
+        await executionIn('unknown');
+        const listed = await store.list({ state: ['dispatched', 'unknown'], upstreamTask: true });
+        expect(listed.map((r) => r.id)).toEqual([carrying.record.id]);
+        expect(listed[0]?.upstreamTask).toEqual(HANDLE);
+        expect(await store.list({ state: 'completed', upstreamTask: true })).toEqual([]);
+        expect(await store.list({ state: ['dispatched', 'unknown'] })).toHaveLength(3);
+      });
+
+      it('a transition on leaseExpiresAt applies only while the lease ends when it was read: of two takers, one wins', async () => {
+        const { input, record } = await executionIn('dispatched', { leaseMs: SHORT_LEASE_MS });
+        await store.setUpstreamTask(record.id, input.claimToken, HANDLE);
+        await elapse(PAST_SHORT_LEASE_MS);
+        const read = (await store.get(record.id))!;
+        expect(read.leaseExpiresAt).not.toBeNull();
+        const takeOver = (owner: string) =>
+          store.transition({
+            id: record.id,
+            from: ['dispatched', 'unknown'],
+            to: 'dispatched',
+            requireStale: true,
+            leaseExpiresAt: read.leaseExpiresAt,
+            holder: { token: newToken(), owner, leaseMs: LONG_MS },
+            events: [{ kind: 'upstream_task_resumed', executionId: record.id, detail: { owner } }],
+          });
+        const results = await Promise.all([takeOver('gateway-a'), takeOver('gateway-b')]);
+        const won = results.filter((r) => r !== undefined);
+        expect(won).toHaveLength(1);
+        expect(won[0]!.leaseExpiresAt).toBeGreaterThan(read.leaseExpiresAt!);
+        expect(await kinds('upstream_task_resumed')).toHaveLength(1);
+        // The one holding it now is not taken over on the old reading, nor is a renewed lease.
+        expect(await takeOver('gateway-c')).toBeUndefined();
+        expect(await store.renewLease(record.id, input.claimToken, LONG_MS)).toBe(false);
+        // A lease that is still what was read (null: none) is matched as such.
+        const none = await executionIn('unknown');
+        const cleared = await store.transition({
+          id: none.record.id,
+          from: ['unknown'],
+          to: 'unknown',
+          holder: null,
+        });
+        expect(cleared?.leaseExpiresAt).toBeNull();
+        const onNull = await store.transition({
+          id: none.record.id,
+          from: ['unknown'],
+          to: 'unknown',
+          leaseExpiresAt: null,
+          note: 'matched on no lease',
+        });
+        expect(onNull?.note).toBe('matched on no lease');
+      });
+
       it('an upstream task is kept exactly (only its own fields) and shows wherever the execution is read', async () => {
         const { input: claim, record } = await executionIn('dispatched');
         const task = await store.openTask(taskInput(record.id));

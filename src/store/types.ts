@@ -221,6 +221,12 @@ export interface TransitionInput {
    * (or there is none), or the dispatch deadline has passed (see lease.ts).
    */
   requireStale?: boolean;
+  /**
+   * Condition: the lease still ends when the caller read that it did (null: no lease) — nobody
+   * renewed it or took the execution over since. With a past time and a new holder, of any number
+   * of processes taking over the same lapsed holder, one wins (executions/resume.ts).
+   */
+  leaseExpiresAt?: number | null;
   /** New holder (token + lease); `null` clears token and lease; omitted leaves them. */
   holder?: { token: string; owner: string; leaseMs: number } | null;
   /** Marks the dispatch: dispatchedAt = now, deadlineAt = now + this. */
@@ -243,6 +249,8 @@ export interface ExecutionFilter {
   actor?: string;
   /** createdAt >= since */
   since?: number;
+  /** Only executions that carry an upstream's task (ExecutionRecord.upstreamTask set). */
+  upstreamTask?: boolean;
   limit?: number;
 }
 

@@ -7,7 +7,6 @@ import {
 } from '../../errors.js';
 import { META } from '../../executions/answers.js';
 import {
-  ENVELOPE,
   envelopeOf,
   HEADER_MISMATCH,
   isInputRequired,
@@ -21,9 +20,9 @@ import type { UpstreamReply } from './upstream-spec.js';
 import {
   type CreatedTask,
   createdTaskOf,
+  declaringTasks,
   followUpstreamTask,
-  TASKS_EXTENSION,
-  type TaskEnd,
+  taskEndResult,
 } from './upstream-task.js';
 
 /** Where a JSON-RPC error from an upstream travels inside a stored tool result, to be sent on as that error. */
@@ -182,9 +181,7 @@ export class McpChannel implements ActionChannel {
       return { params: { task: call.timeoutMs !== undefined ? { ttl: call.timeoutMs } : {} } };
     const declared =
       envelopeOf({ _meta: call.meta }).clientCapabilities ?? upstream.client.capabilities ?? {};
-    const extensions = (declared.extensions ?? {}) as Record<string, unknown>;
-    const capabilities = { ...declared, extensions: { ...extensions, [TASKS_EXTENSION]: {} } };
-    return { meta: { [ENVELOPE.clientCapabilities]: capabilities } };
+    return { meta: declaringTasks(declared as Record<string, unknown>) };
   }
 
   /**
@@ -213,19 +210,7 @@ export class McpChannel implements ActionChannel {
       ...(timeoutMs !== undefined ? { inputDeadlineAt: startedAt + timeoutMs } : {}),
       ...(meta ? { meta } : {}),
     });
-    return this.#taskOutcome(end, task.taskId);
-  }
-
-  /**
-   * How the upstream's task ended, as an outcome. A JSON-RPC error after the task was made is no
-   * refusal: the upstream took the call, so whether it acted is unknown.
-   */
-  #taskOutcome(end: TaskEnd, taskId: string): ToolResult {
-    if ('result' in end) return end.result as ToolResult;
-    throw new OutcomeUnknownError(
-      `the upstream's task ${taskId} ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
-      end.error,
-    );
+    return taskEndResult(end, task.taskId);
   }
 
   async #send(

@@ -1,5 +1,7 @@
 import { RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import { OutcomeUnknownError, UpstreamClosedError, UpstreamUnavailableError } from '../../errors.js';
+import { ENVELOPE } from '../../protocol/revisions.js';
+import type { ToolResult } from '../../store/outcome.js';
 import type { UpstreamConnection } from './upstream.js';
 import type { UpstreamReply } from './upstream-spec.js';
 
@@ -121,6 +123,29 @@ export function taskResultEnd(
   if (status === 'cancelled')
     return { unknown: `the upstream cancelled its task ${taskId}; whether it acted first is unknown` };
   return { error: reply.error };
+}
+
+/**
+ * How the upstream's task ended, as the dispatch's result. A JSON-RPC error after the task was
+ * made is no refusal: the upstream took the call, so whether it acted is unknown.
+ */
+export function taskEndResult(end: TaskEnd, taskId: string): ToolResult {
+  if ('result' in end) return end.result as ToolResult;
+  throw new OutcomeUnknownError(
+    `the upstream's task ${taskId} ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
+    end.error,
+  );
+}
+
+/**
+ * A 2026-07-28 request's own `_meta` declaring the tasks extension, beside the client
+ * capabilities it would have declared anyway: how an upstream's task is asked for and followed.
+ */
+export function declaringTasks(capabilities: Record<string, unknown>): Record<string, unknown> {
+  const extensions = (capabilities.extensions ?? {}) as Record<string, unknown>;
+  return {
+    [ENVELOPE.clientCapabilities]: { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION]: {} } },
+  };
 }
 
 /** The tool's result as the upstream's task gave it, without the mark naming that task. */

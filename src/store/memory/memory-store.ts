@@ -122,6 +122,7 @@ export class MemoryStore implements ExecutionStore {
     if (!row || !t.from.includes(row.state)) return undefined;
     if (t.token !== undefined && row.claimToken !== t.token) return undefined;
     if (t.requireStale && !holderGone(row, now)) return undefined;
+    if (t.leaseExpiresAt !== undefined && row.leaseExpiresAt !== t.leaseExpiresAt) return undefined;
     row.state = t.to;
     row.updatedAt = now;
     if (t.holder === null) {
@@ -185,6 +186,7 @@ export class MemoryStore implements ExecutionStore {
       if (filter.tool !== undefined && row.tool !== filter.tool) continue;
       if (filter.actor !== undefined && row.actor !== filter.actor) continue;
       if (filter.since !== undefined && row.createdAt < filter.since) continue;
+      if (filter.upstreamTask && row.upstreamTask === null) continue;
       out.push(this.#view(row, now));
     }
     out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));

@@ -108,6 +108,8 @@ export async function writeTransition(
           t.delivered === true,
           t.note ?? null,
           t.release === true,
+          t.leaseExpiresAt !== undefined,
+          t.leaseExpiresAt ?? null,
           ...journal,
         ])(client)
       ).rows;

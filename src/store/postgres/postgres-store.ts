@@ -136,6 +136,7 @@ export class PostgresStore implements ExecutionStore {
         filter.actor ?? null,
         filter.since ?? null,
         filter.limit ?? 100,
+        filter.upstreamTask === true,
       ]);
       return rows.map(toRecord);
     });

@@ -128,6 +128,7 @@ export const SQL = {
       AND ($2::text IS NULL OR tool = $2)
       AND ($3::text IS NULL OR actor = $3)
       AND ($4::bigint IS NULL OR created_at >= $4::bigint)
+      AND (NOT $6::boolean OR upstream_task IS NOT NULL)
     ORDER BY id DESC
     LIMIT $5`,
   /**
@@ -218,9 +219,10 @@ function transition(name: string, sync: WriteSync): Statement {
           AND state = ANY($4::execution_state[])
           AND ($5::text IS NULL OR claim_token = $5)
           AND (NOT $6::boolean OR ${STALE})
+          AND (NOT $16::boolean OR lease_expires_at IS NOT DISTINCT FROM $17::bigint)
         RETURNING ${COLUMNS}, c.now AS read_at
       ),
-      ${journalAfter('upd', 16)}
+      ${journalAfter('upd', 18)}
       SELECT upd.*, ${JOURNALED} FROM upd`,
   };
 }

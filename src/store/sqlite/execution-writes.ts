@@ -77,6 +77,8 @@ export function writeTransition(
     now,
     token: t.token ?? null,
     requireStale: t.requireStale ? 1 : 0,
+    checkLease: t.leaseExpiresAt === undefined ? 0 : 1,
+    leaseExpiresAt: t.leaseExpiresAt ?? null,
     holder: holderChange(t.holder),
     holderToken: t.holder?.token ?? null,
     holderOwner: t.holder?.owner ?? null,

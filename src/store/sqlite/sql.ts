@@ -85,6 +85,7 @@ export function prepareStatements(db: Database.Database): Statements {
         AND (@tool IS NULL OR tool = @tool)
         AND (@actor IS NULL OR actor = @actor)
         AND (@since IS NULL OR created_at >= @since)
+        AND (@upstreamTask = 0 OR upstream_task IS NOT NULL)
       ORDER BY id DESC
       LIMIT @limit`),
     expire: db.prepare<{ now: number }, ExecutionRow>(`
@@ -133,7 +134,8 @@ ${options.releases ? '        active = 0,\n' : ''}        note = COALESCE(@note,
       WHERE id = @id
         AND state IN (SELECT value FROM json_each(@from))
         AND (@token IS NULL OR claim_token = @token)
-        AND (@requireStale = 0 OR ${STALE})`;
+        AND (@requireStale = 0 OR ${STALE})
+        AND (@checkLease = 0 OR lease_expires_at IS @leaseExpiresAt)`;
 }
 
 /** One hash-chained journal table's statements; the table name is one of two constants, never input. */

@@ -202,6 +202,7 @@ export class SqliteStore implements ExecutionStore {
         tool: filter.tool ?? null,
         actor: filter.actor ?? null,
         since: filter.since ?? null,
+        upstreamTask: filter.upstreamTask ? 1 : 0,
         limit: filter.limit ?? 100,
       });
       const now = this.#clock();
