@@ -5,9 +5,9 @@ import * as pkg from './index.js';
 /**
  * Codes and reasons are public API, so each must be documented where users look
  * (as Fastify's test ties its FST_ERR_ codes to docs/Reference/Errors.md):
- * docs/errors.md holds every one, the README every code an agent can see.
+ * docs/reference/errors.md (generated from this module) holds every one, the README every code an agent can see.
  */
-const errorsPage = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
+const errorsPage = readFileSync(new URL('../docs/reference/errors.md', import.meta.url), 'utf8');
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 /** The first cells, unquoted, of the tables of one `## ` section (or of the whole page). */
@@ -15,7 +15,7 @@ function firstCells(page: string, heading?: string): string[] {
   let text = page;
   if (heading !== undefined) {
     const start = page.indexOf(`\n## ${heading}\n`);
-    expect(start, `docs/errors.md has a section "## ${heading}"`).toBeGreaterThanOrEqual(0);
+    expect(start, `docs/reference/errors.md has a section "## ${heading}"`).toBeGreaterThanOrEqual(0);
     const end = page.indexOf('\n## ', start + 1);
     text = page.slice(start, end < 0 ? undefined : end);
   }
@@ -25,7 +25,7 @@ function firstCells(page: string, heading?: string): string[] {
 const answerCodes = Object.values(pkg.IDEM_CODES);
 const operatorCodes = Object.values(pkg.OPERATOR_CODES);
 
-describe('docs/errors.md', () => {
+describe('docs/reference/errors.md', () => {
   it('has a row for every code, and no row for a code that does not exist', () => {
     const documented = firstCells(errorsPage).filter((cell) => /^(IDEM|MCP)_[A-Z_]+$/.test(cell));
     expect([...new Set(documented)].sort()).toEqual([...answerCodes, ...operatorCodes].sort());
@@ -38,7 +38,7 @@ describe('docs/errors.md', () => {
   });
 
   it("has a row for every reason a store's file is refused, and only those", () => {
-    expect(firstCells(errorsPage, 'A store refused at open').sort()).toEqual(
+    expect(firstCells(errorsPage, 'Store refusal reasons').sort()).toEqual(
       [...pkg.STORE_REFUSAL_REASONS].sort(),
     );
   });

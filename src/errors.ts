@@ -1,31 +1,44 @@
 /**
  * Every code Idem answers with. Codes are public API: they never change meaning
- * (docs/errors.md). A model or a client switches on `code`; the text tells it what
+ * (docs/errors.md, docs/reference/errors.md). A model or a client switches on `code`; the text tells it what
  * to do next.
  */
 export const IDEM_CODES = {
-  /** JSON-RPC error: the same request id came again inside a session with other content. */
+  /**
+   * JSON-RPC error (code -32600, `data.code`): the same request id came again inside a session with
+   * other content; nothing was run.
+   */
   MCP_REQUEST_ID_REUSED: 'MCP_REQUEST_ID_REUSED',
-  /** The same intent is being executed right now; nothing new was started. */
+  /** The same intent is being executed right now (another request, session or process started it); nothing new was started. */
   IDEM_IN_FLIGHT: 'IDEM_IN_FLIGHT',
-  /** The action was dispatched but its outcome is not known. It may have happened. */
+  /**
+   * The action was dispatched but its outcome is not known (a timeout, a crash of the dispatcher, a
+   * connection lost after sending). It may have happened.
+   */
   IDEM_OUTCOME_UNKNOWN: 'IDEM_OUTCOME_UNKNOWN',
-  /** Irreversible tool with an unknown outcome: an operator must resolve it. */
+  /** Irreversible tool (`replay: review`) with an unknown outcome: it may have happened, and an operator must resolve it. */
   IDEM_REVIEW_REQUIRED: 'IDEM_REVIEW_REQUIRED',
-  /** The execution waits for a human's approval; nothing was dispatched yet. */
+  /**
+   * The execution waits for a human's approval (docs/approvals.md); nothing was dispatched yet. A
+   * retry from any session or gateway attaches to it, with no second prompt.
+   */
   IDEM_AWAITING_APPROVAL: 'IDEM_AWAITING_APPROVAL',
   /**
    * A human approved the execution and it has not run yet: the caller's next
    * identical call runs it, once, as that execution (approval does not dispatch by itself).
    */
   IDEM_APPROVED: 'IDEM_APPROVED',
-  /** Approval was refused, or expired undecided, or the call's target or credential could not be resolved; nothing was dispatched. */
+  /**
+   * Approval was refused, or expired undecided (`expired`), or the call's target or credential could
+   * not be resolved, or an action tool's URL built from the arguments leads outside what the tool may
+   * reach (docs/channels.md); nothing was dispatched.
+   */
   IDEM_DENIED: 'IDEM_DENIED',
-  /** The receipt table is at its bound; this new request was not run. Safe to retry later. */
+  /** The receipt table is at its bound (in all, or for this actor); this new request was not run. Safe to retry later. */
   IDEM_RECEIPTS_FULL: 'IDEM_RECEIPTS_FULL',
-  /** Nothing happened (e.g. the intent could not be recorded). Safe to retry. */
+  /** Nothing happened: the intent could not be recorded (store down, disk full), or contention never settled. Safe to retry. */
   IDEM_NOT_EXECUTED: 'IDEM_NOT_EXECUTED',
-  /** The arguments cannot be given an identity (see the reason); nothing was run. */
+  /** The arguments cannot be given an identity (the reason is one of INVALID_INPUT_REASONS); nothing was run. */
   IDEM_INVALID_INPUT: 'IDEM_INVALID_INPUT',
   /**
    * The call's business key already names an execution of a different request
@@ -36,13 +49,14 @@ export const IDEM_CODES = {
   /** The status tool was asked about a ref that does not exist for this caller. */
   IDEM_UNKNOWN_EXECUTION: 'IDEM_UNKNOWN_EXECUTION',
   /**
-   * The caller's OAuth token lacks a scope the tool needs, found where no HTTP
-   * 403 can be sent (the status tool's repeat of that tool); nothing was run.
+   * The caller's OAuth token lacks a scope the tool needs (`auth.oauth.tool_scopes`), found where no
+   * HTTP 403 can be sent (the status tool's repeat of that tool); nothing was run.
    */
   IDEM_INSUFFICIENT_SCOPE: 'IDEM_INSUFFICIENT_SCOPE',
   /**
-   * JSON-RPC error to an HTTP `initialize`: the caller, or the gateway, is at its
-   * cap of open sessions and every one has something in progress; no session was started.
+   * JSON-RPC error (code -32000, `data: {code, limit, max}`; HTTP 429 for the actor's cap, 503 for
+   * the gateway's) to an HTTP `initialize`: the caller, or the gateway, is at its cap of open
+   * sessions and every one has something in progress; no session was started.
    */
   IDEM_SESSIONS_FULL: 'IDEM_SESSIONS_FULL',
 } as const;
@@ -51,44 +65,92 @@ export type IdemCode = (typeof IDEM_CODES)[keyof typeof IDEM_CODES];
 
 /**
  * The codes of errors that reach an operator, never a model: a refused start, a
- * log line, a command's exit (docs/errors.md#codes-for-operators). Named for the
+ * log line, a command's exit (docs/reference/errors.md#codes-for-operators). Named for the
  * part at fault and what is wrong with it (`IDEM_CONFIG_INVALID`), where an
  * answer's code names what happened to the call (`IDEM_NOT_EXECUTED`). Public
  * API too: they never change meaning.
  */
 export const OPERATOR_CODES = {
-  /** The config file cannot be read, or is not a valid Idem config; nothing was started. */
+  /**
+   * The config file cannot be read, is not a valid Idem config, or names what cannot work (a
+   * contract, a tool name, a credential); nothing was started. Said on stderr, exit 2.
+   * @remedy Fix the file at the line named; `idem lint` checks it without starting.
+   * @caller None: no gateway runs.
+   */
   IDEM_CONFIG_INVALID: 'IDEM_CONFIG_INVALID',
-  /** A credential cannot be resolved (unset, a file others can read or another user owns); the message names it, never its value. */
+  /**
+   * A credential cannot be resolved (unset, a file others can read or another user owns); the
+   * message names it, never its value. At start this refuses the config (IDEM_CONFIG_INVALID).
+   * @remedy Set the variable, or fix the file's owner and mode (0600).
+   * @caller IDEM_DENIED, nothing sent.
+   */
   IDEM_CREDENTIAL_UNRESOLVED: 'IDEM_CREDENTIAL_UNRESOLVED',
-  /** The upstream went away with a request unanswered: whether it acted is unknown. */
+  /**
+   * The upstream went away with a request unanswered: whether it acted is unknown.
+   * @remedy See why the upstream died (its stderr is in the gateway's log); resolve the unknown executions.
+   * @caller IDEM_OUTCOME_UNKNOWN (or IDEM_REVIEW_REQUIRED).
+   */
   IDEM_UPSTREAM_CLOSED: 'IDEM_UPSTREAM_CLOSED',
-  /** The upstream answered a request with JSON that is not a JSON-RPC reply: whether it acted is unknown. */
+  /**
+   * The upstream answered a request with JSON that is not a JSON-RPC reply: whether it acted is unknown.
+   * @remedy Fix the upstream's output.
+   * @caller IDEM_OUTCOME_UNKNOWN (or IDEM_REVIEW_REQUIRED).
+   */
   IDEM_UPSTREAM_INVALID_REPLY: 'IDEM_UPSTREAM_INVALID_REPLY',
-  /** The request never left: the upstream was down. Nothing happened. */
+  /**
+   * The request never left: the upstream was down or could not be started. Nothing happened.
+   * @remedy Start or fix the upstream; the gateway restarts a command upstream by itself.
+   * @caller IDEM_NOT_EXECUTED (safe to retry).
+   */
   IDEM_UPSTREAM_UNAVAILABLE: 'IDEM_UPSTREAM_UNAVAILABLE',
-  /** A message was not (completely) written to a stdio upstream's stdin, so it cannot have been read. */
+  /**
+   * A message was not (completely) written to a stdio upstream's stdin, so it cannot have been read.
+   * Logged as IDEM_UPSTREAM_UNAVAILABLE.
+   * @remedy As for IDEM_UPSTREAM_UNAVAILABLE.
+   * @caller IDEM_NOT_EXECUTED.
+   */
   IDEM_UPSTREAM_NOT_WRITTEN: 'IDEM_UPSTREAM_NOT_WRITTEN',
-  /** An OAuth issuer's metadata cannot be read or names another issuer: tokens cannot be checked now. */
+  /**
+   * An OAuth issuer's metadata cannot be read, or names another issuer or no `jwks_uri`: tokens
+   * cannot be checked now (tried again after a pause, not on every request).
+   * @remedy Check `auth.oauth.issuers` and that the issuer is reachable, or set its `jwks_uri` (docs/auth.md).
+   * @caller HTTP 503, nothing run.
+   */
   IDEM_ISSUER_METADATA_UNAVAILABLE: 'IDEM_ISSUER_METADATA_UNAVAILABLE',
-  /** The console's operator token is missing, too short, or in a file with loose permissions; the console does not start. */
+  /**
+   * The console's operator token is missing, shorter than 16 characters, or in a file with loose
+   * permissions; the console does not start.
+   * @remedy Set IDEM_CONSOLE_TOKEN (or `console.token_env` / `token_file`) to a long random value (docs/console.md).
+   * @caller None: the console is for operators.
+   */
   IDEM_CONSOLE_TOKEN_INVALID: 'IDEM_CONSOLE_TOKEN_INVALID',
 } as const;
 
 export type OperatorCode = (typeof OPERATOR_CODES)[keyof typeof OPERATOR_CODES];
 
-/** Why a value could not be canonicalized. Stable, documented in docs/errors.md. */
+/** Why a value could not be canonicalized. Stable, documented in docs/reference/errors.md. */
 export const INVALID_INPUT_REASONS = [
+  /** `NaN`, `Infinity`, `-Infinity` (possible from library callers, not from JSON). */
   'non_finite_number',
+  /** A string or key with an unpaired UTF-16 surrogate (RFC 8785 needs valid Unicode). */
   'lone_surrogate',
+  /** An object that contains itself. */
   'cycle',
+  /** Nesting deeper than 64 levels. */
   'too_deep',
+  /** More than 100 000 values, or a canonical form longer than 4 MiB (the HTTP front's body limit). */
   'too_large',
+  /** A `bigint`, a function, a symbol, `undefined` in an array, a sparse array, a non-plain object without `toJSON`. */
   'unsupported_type',
+  /** The contract identifies the action by an argument (`scope.business_key`) the call does not give. */
   'missing_business_key',
-  /** An action channel cannot pass this value on safely (an SSH argument with a NUL byte, an object). */
+  /**
+   * An action tool's argument its template cannot carry: for SSH, what no shell quoting can (a NUL
+   * byte, an object or array, a non-finite number); for HTTP, an object or array in the URL or a
+   * header, or a line break, control character or character beyond Latin-1 in a header.
+   */
   'unsafe_argument',
-  /** A command template names an argument the call does not give. */
+  /** An action tool's template (SSH command, HTTP URL or header) names an argument the call does not give. */
   'missing_argument',
 ] as const;
 
@@ -128,14 +190,32 @@ export class StoreUnavailableError extends IdemError {
   }
 }
 
-/** Why a store's file was refused. Stable, documented in docs/errors.md. */
+/** Why a store's file was refused. Stable, documented in docs/reference/errors.md. */
 export const STORE_REFUSAL_REASONS = [
+  /**
+   * The integrity check failed, the file is truncated, or a read or write met damage (from then on
+   * the open store refuses every call until reopened); or one stored value no longer decodes (only
+   * reads of that row are refused: SQLite keeps no checksums, so no check at open finds such damage).
+   */
   'corrupt',
+  /** Not a SQLite file, or its header is destroyed. */
   'not_a_database',
+  /** The file or its directory cannot be written by the user running Idem. */
   'read_only',
+  /** The file cannot be opened at all. */
   'cannot_open',
+  /**
+   * An fsync of the `-wal` file failed: what the disk holds of the last commits is unknown, so, as
+   * PostgreSQL does, nothing more is written through that handle and every call fails closed until
+   * the store is reopened (check the disk, start again; SQLite recovers from what reached it).
+   */
   'sync_failed',
-  /** Empty or missing, while the data directory's signed journal heads say executions were recorded (DESIGN §9). */
+  /**
+   * At start: the store is empty or missing (a SQLite file gone or 0 bytes, a journal empty) while
+   * the data directory's signed journal heads (`journal-head.json`) say executions were recorded
+   * there (DESIGN §9); starting on it would run their retries again. Restore the backup, or
+   * `idem store new --accept-lost-executions` (docs/operators.md). PostgreSQL too.
+   */
   'lost',
 ] as const;
 

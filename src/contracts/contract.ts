@@ -41,17 +41,25 @@ export type StatusProbe = (execution: { executionId: string; tool: string }) => 
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const path = z.string().min(1);
+/** A default as a user writes it back ("15m", "30s"), for the descriptions below. */
+const written = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`);
 
 /** The contract as written by a user (YAML in the gateway, an object in the library). */
 export const ToolContractSchema = z
   .object({
-    replay: z.enum(['read_only', 'keyed', 'status', 'review']),
+    replay: z
+      .enum(['read_only', 'keyed', 'status', 'review'])
+      .describe(
+        'What may happen when the outcome is unknown. read_only: no identity, no record, every call runs. keyed: the target deduplicates on the execution id, so an unknown dispatch is re-sent once with the same key. status: an unknown dispatch is resolved by status_probe. review: irreversible; an unknown outcome waits for an operator (IDEM_REVIEW_REQUIRED). Without a contract: read_only for a tool annotated readOnlyHint: true, else review.',
+      ),
     scope: z
       .union([
         z.enum(['session', 'actor']),
         z
           .object({
-            business_key: path,
+            business_key: path.describe(
+              'The argument path whose value names the action (an order id): same tool and same value is one execution, whatever the other arguments; a call without it is refused (missing_business_key).',
+            ),
             shared: z
               .boolean()
               .optional()
@@ -60,22 +68,67 @@ export const ToolContractSchema = z
               ),
           })
           .strict(),
-        z.object({ window: duration }).strict(),
+        z
+          .object({
+            window: duration.describe(
+              'A time bucket of this length: the fallback when nothing in the arguments names the action.',
+            ),
+          })
+          .strict(),
       ])
-      .optional(),
-    attach_window: duration.optional(),
-    after_completion: z.enum(['replay', 'new']).optional(),
+      .optional()
+      .describe(
+        'Which repeats are the same intent. actor (default): the same caller with the same arguments, from any session or process. session: only within one transport session. { business_key }: an argument names the action. { window }: a time bucket.',
+      ),
+    attach_window: duration
+      .optional()
+      .describe(
+        `How long after its creation an execution can be attached to (a repeat gets its answer). Default ${written(CONTRACT_DEFAULTS.attachWindowMs)}; under scope: { window }, the window's length.`,
+      ),
+    after_completion: z
+      .enum(['replay', 'new'])
+      .optional()
+      .describe(
+        'replay (default): a repeat inside the window gets the stored result. new: a repeat after a delivered result is a deliberate new action; a completed but undelivered result is still replayed.',
+      ),
     fingerprint: z
       .object({
-        ignore: z.array(path).optional(),
-        secrets: z.array(path).optional(),
-        defaults: z.record(z.string(), z.json()).optional(),
+        ignore: z
+          .array(path)
+          .optional()
+          .describe('Argument paths that do not change the effect (a trace id): left out of the identity.'),
+        secrets: z
+          .array(path)
+          .optional()
+          .describe(
+            'Argument paths digested with the installation key before fingerprinting, never stored, logged or echoed; their values are replaced by [secret] in stored outcomes. Also inferred from writeOnly: true and format: password in the input schema.',
+          ),
+        defaults: z
+          .record(z.string(), z.json())
+          .optional()
+          .describe('Values filled in when absent, so that omitted and given the default are one intent.'),
       })
       .strict()
-      .optional(),
-    timeout: duration.optional(),
-    lease: duration.optional(),
-    approval: z.enum(['none', 'session', 'every_call']).optional(),
+      .optional()
+      .describe(
+        'How the arguments become the identity. Paths are dot-separated; * matches every member or element.',
+      ),
+    timeout: duration
+      .optional()
+      .describe(
+        `When an unanswered dispatch becomes unknown for the caller; the work is not cancelled, and its outcome is recorded when it arrives. Default ${written(CONTRACT_DEFAULTS.timeoutMs)}.`,
+      ),
+    lease: duration
+      .optional()
+      .describe(
+        `How long a dispatcher's claim lives without renewal (renewed every third of it); a lapsed lease makes the execution unknown. Default ${written(CONTRACT_DEFAULTS.leaseMs)}.`,
+      ),
+    approval: z
+      .enum(['none', 'session', 'every_call'])
+      .optional()
+      .describe(
+        'none (default): no approval. every_call: each new execution waits for a human (IDEM_AWAITING_APPROVAL). session: the first call of a session waits, later ones run (docs/approvals.md).',
+      ),
     approval_timeout: duration
       .optional()
       .describe(
@@ -105,7 +158,12 @@ export const ToolContractSchema = z
         'How long a call may run before it is answered as a task (0s: at once). Default 0s under task: required, 10s under task: optional. At most timeout.',
       ),
     /** Library: a function. The gateway's config gives a declarative probe instead. */
-    status_probe: z.custom<StatusProbe>((v) => typeof v === 'function').optional(),
+    status_probe: z
+      .custom<StatusProbe>((v) => typeof v === 'function')
+      .optional()
+      .describe(
+        "How replay: status learns an unknown outcome. Library: async ({ executionId, tool }) => { outcome: 'completed' | 'failed', result } | { outcome: 'unknown' }.",
+      ),
   })
   .strict();
 

@@ -5,8 +5,21 @@ import { DurationSchema } from './config-duration.js';
 
 /** A static bearer token (from the environment, or as its SHA-256) and the actor it names. */
 export const BearerTokenSchema = z.union([
-  z.object({ token_env: z.string().min(1), actor: z.string().min(1) }).strict(),
-  z.object({ token_sha256: z.string().regex(/^[0-9a-f]{64}$/), actor: z.string().min(1) }).strict(),
+  z
+    .object({
+      token_env: z.string().min(1).describe('The environment variable holding the token.'),
+      actor: z.string().min(1).describe('The actor a request with this token acts as.'),
+    })
+    .strict(),
+  z
+    .object({
+      token_sha256: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/)
+        .describe('The SHA-256 of the token, in hex: the token itself stays out of the file.'),
+      actor: z.string().min(1).describe('The actor a request with this token acts as.'),
+    })
+    .strict(),
 ]);
 
 const JWS_ALGORITHMS = [

@@ -13,8 +13,8 @@ const ShareSchema = z
 /** An upstream MCP server the gateway starts as a command and speaks to over stdio. */
 export const StdioUpstreamSchema = z
   .object({
-    command: z.string().min(1),
-    args: z.array(z.string()).optional(),
+    command: z.string().min(1).describe('The program that runs the MCP server (looked up on PATH).'),
+    args: z.array(z.string()).optional().describe('Its arguments.'),
     env: z
       .record(z.string(), z.string())
       .optional()
@@ -26,7 +26,10 @@ export const StdioUpstreamSchema = z
         "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, $" +
           "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
       ),
-    cwd: z.string().optional(),
+    cwd: z
+      .string()
+      .optional()
+      .describe("Its working directory, relative to the config file's. Default: the gateway's."),
     share: ShareSchema,
   })
   .strict();
@@ -34,9 +37,14 @@ export const StdioUpstreamSchema = z
 /** An upstream MCP server reached over Streamable HTTP. */
 export const HttpUpstreamSchema = z
   .object({
-    url: z.url(),
-    /** Header values; `${NAME}` is replaced by the environment variable NAME, so secrets stay out of the file. */
-    headers: z.record(z.string(), z.string()).optional(),
+    url: z.url().describe("The server's Streamable HTTP endpoint."),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        'Headers sent with every request; a $' +
+          '{NAME} in a value is taken from the environment, so secrets stay out of the file.',
+      ),
     share: ShareSchema,
   })
   .strict();

@@ -18,10 +18,11 @@ import { HttpUpstreamSchema, StdioUpstreamSchema } from './config-upstreams.js';
 /** A status probe the gateway can run on its own: call an upstream tool with the execution id. */
 const StatusProbeConfig = z
   .object({
-    /** The upstream tool to call (its gateway-visible name). */
-    tool: z.string().min(1),
-    /** Arguments; any string "{execution_id}" is replaced by the execution id. */
-    arguments: z.record(z.string(), z.json()).optional(),
+    tool: z.string().min(1).describe('The upstream tool to call (its gateway-visible name).'),
+    arguments: z
+      .record(z.string(), z.json())
+      .optional()
+      .describe('Its arguments; any string "{execution_id}" is replaced by the execution id.'),
   })
   .strict()
   .describe(
@@ -77,7 +78,7 @@ export const GatewayConfigSchema = z
         z
           .object({
             kind: z.literal('sqlite'),
-            path: z.string().optional(),
+            path: z.string().optional().describe('The database file. Default: <data_dir>/idem.db.'),
             synchronous: z
               .enum(['full', 'normal'])
               .optional()
@@ -96,7 +97,7 @@ export const GatewayConfigSchema = z
                 'postgres://…; a $' +
                   '{NAME} in it is taken from the environment (keep passwords out of the file)',
               ),
-            schema: z.string().optional(),
+            schema: z.string().optional().describe('The PostgreSQL schema of the tables.'),
             pool: z
               .object({
                 max: z.number().int().positive().optional(),
@@ -114,13 +115,22 @@ export const GatewayConfigSchema = z
       .describe('Default: SQLite at <data_dir>/idem.db, or IDEM_STORE_URL.'),
     listen: z
       .object({
-        stdio: z.boolean().optional(),
+        stdio: z
+          .boolean()
+          .optional()
+          .describe('Serve one client on stdin/stdout. Default: true without listen.http, false with it.'),
         http: z
           .object({
-            host: z.string().default('127.0.0.1'),
-            port: z.number().int().min(0).max(65535).default(8787),
-            path: z.string().startsWith('/').default('/mcp'),
-            stateless: z.boolean().default(false),
+            host: z
+              .string()
+              .default('127.0.0.1')
+              .describe('The address the Streamable HTTP front listens on.'),
+            port: z.number().int().min(0).max(65535).default(8787).describe('Its port (0: any free one).'),
+            path: z.string().startsWith('/').default('/mcp').describe('The MCP endpoint.'),
+            stateless: z
+              .boolean()
+              .default(false)
+              .describe('No sessions: every POST stands alone (--stateless).'),
             session_idle_timeout: DurationSchema.optional().describe(
               'A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default 10m.',
             ),
@@ -223,7 +233,8 @@ export const GatewayConfigSchema = z
     status_tool: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
-      .default(DEFAULT_STATUS_TOOL),
+      .default(DEFAULT_STATUS_TOOL)
+      .describe('The name of the tool through which a model asks about an execution by its ref.'),
     receipts: z
       .object({
         max: z.number().int().positive().optional().describe('All actors together. Default 100000.'),
@@ -233,12 +244,16 @@ export const GatewayConfigSchema = z
           .positive()
           .optional()
           .describe('One actor at most (so one actor cannot lock the others out). Default 10000.'),
-        retention: DurationSchema.optional(),
+        retention: DurationSchema.optional().describe(
+          'How long an answered request id is remembered within its session (a resend gets the same answer). Default 2m.',
+        ),
       })
       .strict()
       .optional(),
     retention: DurationSchema.default(DEFAULT_RETENTION).describe('How long finished executions are kept.'),
-    sweep_interval: DurationSchema.default('30s'),
+    sweep_interval: DurationSchema.default('30s').describe(
+      "How often the gateway drops expired receipts and executions past retention, expires undecided approvals and signs the journals' heads.",
+    ),
     console: ConsoleConfigSchema.optional(),
     metrics: MetricsConfigSchema.optional(),
   })
