@@ -14,7 +14,6 @@ import {
   type LogFormat,
   type LogLevel,
 } from '../support/log.js';
-import { packageDoc } from '../support/package-docs.js';
 import { verifyFromFlags } from './audit.js';
 import { commandUpstreamName, withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
@@ -67,7 +66,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .option('--stdio', 'also serve on stdio when --listen, --port or the config enables HTTP')
     .option(
       '--allow-unauthenticated',
-      `serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see ${packageDoc('security.md')}`,
+      'serve HTTP without auth on a non-loopback address (listen.http.allow_unauthenticated); see docs/security.md in the idem package',
     )
     .argument(
       '[command...]',

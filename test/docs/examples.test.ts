@@ -152,8 +152,14 @@ function clientConfigProblems(block: DocBlock, value: unknown): string[] {
   return Object.entries(servers).flatMap(([name, server]) => {
     if (server.command === undefined) return []; // a URL server: nothing is started
     const first = server.args?.find((arg) => !arg.startsWith('-'));
-    const idem = server.command === 'idem' || (server.command === 'npx' && first === 'idem');
-    return idem ? [] : [`${where(block)}: mcpServers.${name} starts ${server.command}, not idem or npx idem`];
+    // `idem`, `npx … idem`, or node running a checkout's `bin/idem.js`.
+    const idem =
+      server.command === 'idem' ||
+      (server.command === 'npx' && first === 'idem') ||
+      (server.command === 'node' && first?.endsWith('bin/idem.js') === true);
+    return idem
+      ? []
+      : [`${where(block)}: mcpServers.${name} starts ${server.command}, not idem, npx idem or node …/bin/idem.js`];
   });
 }
 
