@@ -110,7 +110,7 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
  * no fingerprint, no group commit). Two write transactions on a WAL database
  * with synchronous=NORMAL; with 'full', an fdatasync of the WAL after the first,
  * as Idem's claim waits for one (wal-sync.ts). The engine's target is judged
- * against this floor in docs/benchmarks.md.
+ * against this floor in bench/NOTES.md.
  */
 async function sqliteFloor(path: string, synchronous: SqliteSynchronous, calls: number, warmup: number) {
   const db = new Database(path);

@@ -334,7 +334,7 @@ export class ConsoleTokenError extends Error {
   readonly code: OperatorCode = OPERATOR_CODES.IDEM_CONSOLE_TOKEN_INVALID;
 }
 
-/** The packages Idem loads only for one feature each: optional peers, installed by whoever uses the feature (docs/decisions.md). */
+/** The packages Idem loads only for one feature each: optional peers, installed by whoever uses the feature (docs/adr/0038-optional-peer-packages.md). */
 export const OPTIONAL_PACKAGES = {
   pg: 'The PostgreSQL store',
   ssh2: 'An SSH action tool',

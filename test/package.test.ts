@@ -29,7 +29,7 @@ import { REPO_ROOT } from './support/node22.js';
 const run = promisify(execFile);
 const EVERYTHING = join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const NATIVE = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
-/** Loaded only by the feature that needs each (docs/decisions.md, "Optional packages"); @types/pg with pg. */
+/** Loaded only by the feature that needs each (docs/adr/0038-optional-peer-packages.md); @types/pg with pg. */
 const OPTIONAL = ['pg', 'ssh2', 'prom-client', '@opentelemetry/api', '@types/pg'];
 
 let work: string;

@@ -3,7 +3,7 @@ import { CANDIDATES, type Candidate, runCell, type Scenario } from './support/st
 
 // Issue 26 item 4, pinned: a shorter replay horizon for un-annotated tools makes the demo's lost
 // answer a second charge once the agent waits for the SDK's request timeout. The full table:
-// npx tsx scripts/staleness-horizon.ts (docs/decisions.md, "Un-annotated tools keep the 15-minute window").
+// npx tsx scripts/staleness-horizon.ts (docs/adr/0017-un-annotated-tools-keep-the-15-minute-window.md).
 
 const candidate = (id: string): Candidate => CANDIDATES.find((c) => c.id === id)!;
 const SDK_TIMEOUT_MS = 60_000; // DEFAULT_REQUEST_TIMEOUT_MSEC

@@ -49,7 +49,7 @@ export async function closeActionTools(tools: readonly ActionTool[]): Promise<vo
 /**
  * The config's action tools, checked before the store opens: a credential file others can read,
  * a tool whose URLs cannot be confined, or a contract that cannot work stops the start; so does an
- * SSH tool without ssh2 installed (an optional peer: docs/decisions.md), which could only refuse
+ * SSH tool without ssh2 installed (an optional peer: docs/adr/0038-optional-peer-packages.md), which could only refuse
  * every call. The credentials' values join `knownSecrets`.
  */
 export async function checkedActionTools(

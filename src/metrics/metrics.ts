@@ -8,7 +8,7 @@ import { loadPromClient } from '../support/optional-packages.js';
  * tests, an embedding program) never add into each other's counts.
  * docs/console.md lists every name and label.
  *
- * prom-client is an optional peer (docs/decisions.md): without it the same
+ * prom-client is an optional peer (docs/adr/0038-optional-peer-packages.md): without it the same
  * metrics exist and count nothing, and there is no registry to serve.
  */
 

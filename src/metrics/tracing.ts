@@ -13,7 +13,7 @@ import { loadOpenTelemetryIfInstalled } from '../support/optional-packages.js';
  * registered (the API's default does not follow awaits). Only while a span
  * records: an AsyncLocalStorage in use hooks every promise of the process.
  *
- * @opentelemetry/api is an optional peer (docs/decisions.md), resolved where the
+ * @opentelemetry/api is an optional peer (docs/adr/0038-optional-peer-packages.md), resolved where the
  * application's own is: without it no SDK can be registered either, and no span
  * is made. Loaded when this module is, so that no caller can forget to.
  */

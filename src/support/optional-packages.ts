@@ -8,7 +8,7 @@ import { MissingPackageError, type OptionalPackage } from '../errors.js';
  * The one way Idem loads pg, ssh2, prom-client and @opentelemetry/api: on
  * first use, never from a module that `import 'idem'` or a SQLite gateway
  * loads, so that a user who needs none of them installs none of them
- * (docs/decisions.md, "Optional packages"). Each loader is a literal
+ * (docs/adr/0038-optional-peer-packages.md). Each loader is a literal
  * `import()` so that its type is the package's own.
  */
 
