@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import type { FrontAuth } from './auth/index.js';
 import type { Readiness } from './health.js';
 import type { ServedSession, SessionCaps, SessionCloseReason } from './session-table.js';
@@ -64,17 +64,17 @@ export interface HttpFrontOptions {
   /** What `/readyz` reports (health.ts); without it, ready whenever the process answers. */
   readiness?: () => Promise<Readiness>;
   /** Puts receipts around the transport (layer 1). */
-  wrap(transport: Transport): ReceiptTransport;
+  wrap(transport: Transport): AdmittingTransport;
   /** Connects whatever serves the session (an McpServer, a gateway session) to it. */
-  attach(transport: ReceiptTransport): Promise<ServedSession | undefined>;
+  attach(transport: AdmittingTransport): Promise<ServedSession | undefined>;
   /**
    * Serves one 2026-07-28 request (no session): receipts around its transport
    * (ids without session scope) and whatever answers it. Without this, such
    * requests are refused as an unsupported revision.
    */
   modern?: {
-    wrap(transport: Transport): ReceiptTransport;
-    attach(transport: ReceiptTransport): Promise<void>;
+    wrap(transport: Transport): AdmittingTransport;
+    attach(transport: AdmittingTransport): Promise<void>;
   };
 }
 

@@ -12,7 +12,7 @@ import {
   JSONRPCMessageSchema,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { answerProbe } from './health.js';
@@ -38,7 +38,7 @@ import {
 
 interface Session extends TableSession {
   http: NodeStreamableTransport;
-  receipts: ReceiptTransport;
+  receipts: AdmittingTransport;
   /** Who opened it (the bearer principal; '' without auth): nobody else may use it. */
   owner: string;
 }

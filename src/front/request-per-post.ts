@@ -12,7 +12,7 @@ import {
   UNSUPPORTED_PROTOCOL_VERSION,
   unsupportedVersionError,
 } from '../protocol/revisions.js';
-import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import { ModernExchange } from './post-exchange.js';
 import { rpcError, sendJson } from './replies.js';
 
@@ -130,7 +130,7 @@ export async function serveModernRequest(
   res: ServerResponse,
   era: { message: JSONRPCRequest | undefined },
   serve:
-    | { wrap(transport: Transport): ReceiptTransport; attach(transport: ReceiptTransport): Promise<void> }
+    | { wrap(transport: Transport): AdmittingTransport; attach(transport: AdmittingTransport): Promise<void> }
     | undefined,
 ): Promise<void> {
   // This revision defines no client notifications over HTTP: accepted, and nothing to do.

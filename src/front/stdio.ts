@@ -1,7 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { ReceiptTransport } from '../receipts/receipt-transport.js';
+import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 
 /**
  * The stdio front, beside the HTTP front: one client on this process's stdin
@@ -10,8 +10,8 @@ import type { ReceiptTransport } from '../receipts/receipt-transport.js';
  */
 export async function serveStdioFront<Session>(options: {
   transport?: Transport;
-  wrap(transport: Transport): ReceiptTransport;
-  attach(transport: ReceiptTransport): Promise<Session>;
+  wrap(transport: Transport): AdmittingTransport;
+  attach(transport: AdmittingTransport): Promise<Session>;
 }): Promise<Session> {
   const transport = options.transport ?? new StdioServerTransport();
   const wrapped = options.wrap(transport);
@@ -25,7 +25,7 @@ export async function serveStdioFront<Session>(options: {
  * only reports it; JSON-RPC 2.0 wants an answer with id null: -32700 for bad
  * JSON, -32600 for a bad message.
  */
-function answerBadLines(wrapped: ReceiptTransport, transport: Transport): void {
+function answerBadLines(wrapped: AdmittingTransport, transport: Transport): void {
   const reported = wrapped.onerror;
   wrapped.onerror = (error) => {
     const parse = error instanceof SyntaxError;

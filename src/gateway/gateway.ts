@@ -318,7 +318,7 @@ export class Gateway {
     return this.#pool;
   }
 
-  async #attach(transport: ReceiptTransport, shared?: SharedUpstreams): Promise<ProxySession> {
+  async #attach(transport: Transport, shared?: SharedUpstreams): Promise<ProxySession> {
     const session = new ProxySession({ ...this.#sessionContext(), ...(shared ? { shared } : {}) }, transport);
     this.#sessions.add(session);
     const closed = transport.onclose;

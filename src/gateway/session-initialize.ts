@@ -12,7 +12,8 @@ import {
   legacyVersionFor,
   type ProtocolEra,
 } from '../protocol/revisions.js';
-import { TASKS_CAPABILITY_V1, TASKS_EXTENSION } from '../protocol/tasks.js';
+import { tasksCapabilityV1 } from '../protocol/task-requests.js';
+import { TASKS_EXTENSION } from '../protocol/tasks.js';
 import type { ToolCatalog } from './catalog.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
@@ -172,7 +173,7 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
       capabilities: {
         ...first.capabilities,
         tools: first.capabilities.tools ?? {},
-        tasks: tasksCapability(),
+        tasks: tasksCapabilityV1(),
       },
     };
   }
@@ -183,7 +184,7 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
     }
   }
   capabilities.tools = { ...(capabilities.tools as object | undefined), ...late };
-  capabilities.tasks = tasksCapability();
+  capabilities.tasks = tasksCapabilityV1();
   return {
     protocolVersion: first?.protocolVersion,
     capabilities,
@@ -194,11 +195,6 @@ export function mergeInitialize(s: SessionState, results: [string, InitializeRes
         .filter(Boolean)
         .join('\n\n') || undefined,
   } as InitializeResult;
-}
-
-/** A fresh copy each time: the answer is the caller's to change. */
-function tasksCapability(): Record<string, unknown> {
-  return structuredClone(TASKS_CAPABILITY_V1) as Record<string, unknown>;
 }
 
 /**

@@ -17,7 +17,12 @@ export function handlerChannel<Shape extends ZodShape>(
     target: 'local',
     credential: null,
     method: 'tools/call',
-    dispatch: async (args, { executionId, redispatch }) =>
-      handler(args as z.output<z.ZodObject<Shape>>, { ...extra, idem: { executionId, redispatch } }),
+    // `signal`: the caller's cancel, and once the call is a task its tasks/cancel (action-call.ts).
+    dispatch: async (args, { executionId, redispatch, signal }) =>
+      handler(args as z.output<z.ZodObject<Shape>>, {
+        ...extra,
+        signal: signal ?? extra.signal,
+        idem: { executionId, redispatch },
+      }),
   };
 }

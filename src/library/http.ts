@@ -1,7 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { serveHttpFront } from '../front/http.js';
 import type { HttpFrontOptions, ServedHttp } from '../front/http-options.js';
-import { ModernBridge } from '../protocol/discover-as-initialize.js';
 import type { Idem } from './idem.js';
 
 export type { ServedHttp } from '../front/http-options.js';
@@ -27,7 +26,7 @@ export function serveStreamableHttp(
       return undefined;
     },
     modern: {
-      wrap: (transport) => idem.wrapTransport(new ModernBridge(transport), 'none'),
+      wrap: (transport) => idem.wrapTransport(idem.modernBridge(transport), 'none'),
       attach: (transport) => newServer().connect(transport),
     },
   });

@@ -6,7 +6,7 @@ import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
 import { honestAnnotations } from '../contracts/annotations.js';
-import { resolveContract } from '../contracts/contract.js';
+import { resolveContract, type TaskPolicy } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
 import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../defaults.js';
@@ -15,7 +15,7 @@ import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
 import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
-import type { Approver, Caller, Dispatch, Logger, ToolCall } from '../executions/call.js';
+import type { Approver, Caller, Dispatch, Logger, TaskRequest, ToolCall } from '../executions/call.js';
 import { ExecutionEngine } from '../executions/engine.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import type { CallerInfo } from '../identity/actor.js';
@@ -26,12 +26,15 @@ import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/discover-as-initialize.js';
+import { envelopeOf } from '../protocol/revisions.js';
+import { TASKS_EXTENSION } from '../protocol/tasks.js';
 import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
 import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { openDataDirStore, type StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { handlerChannel } from './handler-channel.js';
 import { type IdemSshToolConfig, sshToolChannel } from './ssh-tool.js';
+import { TaskTransport } from './task-transport.js';
 import type {
   IdemHttpToolConfig,
   IdemToolConfig,
@@ -88,6 +91,10 @@ export class Idem {
   readonly #idScope: IdScope | undefined;
   readonly #statusRegistered = new WeakSet<McpServer>();
   readonly #effectful = new Set<string>();
+  /** Each registered tool's task policy (docs/tasks.md), for the tasks layer (task-transport.ts). */
+  readonly #taskPolicies = new Map<string, TaskPolicy>();
+  /** The task each call may take, as the tasks layer read it from its request (keyed by its `_meta`). */
+  readonly #taskRequests = new WeakMap<object, TaskRequest>();
   /** How to run each idempotent tool again (a deliberate repeat through the status tool), by name. */
   readonly #runners = new Map<
     string,
@@ -113,6 +120,8 @@ export class Idem {
     this.#actorOf = options.actorOf ?? defaultActorOf;
     this.#idScope = options.idScope;
     this.receipts = new ReceiptBook(options.receipts);
+    const retentionMs = durationMs(options.retention ?? DEFAULT_RETENTION, 'retention');
+    const maintenanceIntervalMs = options.maintenanceIntervalMs ?? 30_000;
     const knownSecrets = new KnownSecrets();
     this.#credentials = Credentials.fromConfig(options.credentials, knownSecrets);
     this.engine = new ExecutionEngine({
@@ -120,13 +129,15 @@ export class Idem {
       fingerprinter,
       knownSecrets,
       statusTool: options.statusToolName ?? DEFAULT_STATUS_TOOL,
+      // A task lives as long as its execution is kept: the retention, while housekeeping trims.
+      taskTtlMs: maintenanceIntervalMs > 0 ? retentionMs : null,
       ...(options.approver ? { approver: options.approver } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     const signingKeyFile = idemEnvironment().journalSigningKeyFile;
     this.#maintenance = new Maintenance({
       store,
-      retentionMs: durationMs(options.retention ?? DEFAULT_RETENTION, 'retention'),
+      retentionMs,
       receipts: this.receipts,
       signing: {
         dataDir,
@@ -134,7 +145,7 @@ export class Idem {
       },
       warn: (message, fields) => options.logger?.warn(message, fields),
     });
-    this.#maintenance.start(options.maintenanceIntervalMs ?? 30_000);
+    this.#maintenance.start(maintenanceIntervalMs);
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
@@ -214,6 +225,7 @@ export class Idem {
     const contract = resolveContract(declared, config.annotations, secrets);
     this.engine.registerContract(name, contract);
     if (contract.replay !== 'read_only') this.#effectful.add(name);
+    this.#taskPolicies.set(name, contract.task);
     this.#ensureStatusTool(server);
 
     const { contract: _contract, ...sdkConfig } = config;
@@ -241,8 +253,14 @@ export class Idem {
         const { call, dispatch } = runner(args, extra, this.#caller(server, extra, name));
         // A gateway in front (or any caller) that names the action with its own key: same key, same action.
         const key = extra._meta?.[META.executionId];
+        // A client that can take a task for this call (task-transport.ts read it from the request).
+        const task = extra._meta ? this.#taskRequests.get(extra._meta) : undefined;
         return this.engine.execute(
-          typeof key === 'string' ? { ...call, idempotencyKey: key } : call,
+          {
+            ...call,
+            ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+            ...(task ? { task } : {}),
+          },
           dispatch,
         );
       }) as never,
@@ -250,17 +268,26 @@ export class Idem {
   }
 
   /**
-   * Connects `server` to `transport` with request receipts (layer 1) in
-   * between; 2026-07-28 clients are served too (ModernBridge).
+   * Connects `server` to `transport` with request receipts (layer 1) and
+   * Idem's tasks in between; 2026-07-28 clients are served too (ModernBridge).
    */
   async connect(server: McpServer, transport: Transport): Promise<void> {
-    await server.connect(this.wrapTransport(new ModernBridge(transport)));
+    await server.connect(this.wrapTransport(this.modernBridge(transport)));
   }
 
-  /** Receipts around a transport; `idScope` overrides the Idem's (a 2026-07-28 request has no session). */
-  wrapTransport(transport: Transport, idScope?: IdScope): ReceiptTransport {
+  /** A transport that serves 2026-07-28 clients too, with Idem's tasks extension in its `server/discover`. */
+  modernBridge(transport: Transport): ModernBridge {
+    return new ModernBridge(transport, { extensions: { [TASKS_EXTENSION]: {} } });
+  }
+
+  /**
+   * Receipts and Idem's tasks (task-transport.ts) around a transport; `idScope` overrides the
+   * Idem's (a 2026-07-28 request has no session). Idem answers `tasks/*` itself: a server with
+   * Idem's tools does not use the SDK's own experimental tasks.
+   */
+  wrapTransport(transport: Transport, idScope?: IdScope): TaskTransport {
     const scope = idScope ?? this.#idScope;
-    return new ReceiptTransport(transport, {
+    const receipts = new ReceiptTransport(transport, {
       book: this.receipts,
       fingerprinter: this.fingerprinter,
       actorOf: this.#actorOf,
@@ -272,6 +299,12 @@ export class Idem {
       onSession: (event) => {
         this.store.appendEvents([event], 'sessions').catch(() => {});
       },
+    });
+    return new TaskTransport(receipts, {
+      tasks: this.engine,
+      actorOf: this.#actorOf,
+      policyOf: (tool) => this.#taskPolicies.get(tool),
+      requests: this.#taskRequests,
     });
   }
 
@@ -285,7 +318,10 @@ export class Idem {
   }
 
   #callerActor(server: McpServer, extra: ToolExtra): string {
-    const clientName = server.server.getClientVersion()?.name;
+    // A 2026-07-28 request names its client itself (there may have been no server/discover).
+    const named = envelopeOf({ _meta: extra._meta }).clientInfo?.name;
+    const clientName =
+      server.server.getClientVersion()?.name ?? (typeof named === 'string' ? named : undefined);
     return this.#actorOf({
       ...(extra.authInfo ? { authInfo: extra.authInfo } : {}),
       ...(clientName ? { clientName } : {}),

@@ -57,9 +57,12 @@ export class ModernBridge implements Transport {
   readonly #inner: Transport;
   /** 2026-07-28 requests not yet answered: their method, by id. */
   readonly #modern = new Map<RequestId, string>();
+  /** What `server/discover` advertises besides the server's own: extensions served in front of it (tasks). */
+  readonly #extensions: Record<string, object>;
 
-  constructor(inner: Transport) {
+  constructor(inner: Transport, { extensions = {} }: { extensions?: Record<string, object> } = {}) {
     this.#inner = inner;
+    this.#extensions = extensions;
     inner.onclose = () => this.onclose?.();
     inner.onerror = (error) => this.onerror?.(error);
     inner.onmessage = (message, extra) => {
@@ -117,8 +120,19 @@ export class ModernBridge implements Transport {
     if (!isJSONRPCResultResponse(message)) return this.#inner.send(message, options);
     const result =
       method === 'server/discover'
-        ? discoverResultOf(message.result as InitializeResult)
+        ? this.#discoverResult(message.result as InitializeResult)
         : (message.result as Record<string, unknown>);
     return this.#inner.send({ ...message, result: modernResult(method, result) } as JSONRPCMessage, options);
+  }
+
+  #discoverResult(init: InitializeResult): Record<string, unknown> {
+    const result = discoverResultOf(init);
+    if (Object.keys(this.#extensions).length === 0) return result;
+    const capabilities = result.capabilities as Record<string, unknown>;
+    capabilities.extensions = {
+      ...(capabilities.extensions as object | undefined),
+      ...structuredClone(this.#extensions),
+    };
+    return result;
   }
 }

@@ -106,15 +106,21 @@ describe('v2 (2026-07-28 extension) shapes, decoded by ext-tasks core/v2', () =>
     expect(wire.status).toBe(view.status);
     const meta = (wire.result as { _meta?: Record<string, unknown> } | undefined)?._meta;
     expect(meta?.[RELATED_TASK_META]).toBeUndefined();
+    // An inlined result is a 2026-07-28 CallToolResult (what ext-tasks' client decodes it as).
+    if (wire.result) expect((wire.result as { resultType?: unknown }).resultType).toBe('complete');
   });
 
   it('an inlined result loses only the related-task key of its _meta', () => {
     const [, tied] = VIEWS[5] as [string, TaskView];
-    expect(getTaskResultV2(tied).result).toEqual({ ...RESULT, _meta: { 'io.idem/x': 1 } });
+    expect(getTaskResultV2(tied).result).toEqual({
+      resultType: 'complete',
+      ...RESULT,
+      _meta: { 'io.idem/x': 1 },
+    });
     const onlyTied = base('completed', {
       result: { ...RESULT, _meta: { [RELATED_TASK_META]: { taskId: 'u' } } },
     });
-    expect(getTaskResultV2(onlyTied).result).toEqual(RESULT);
+    expect(getTaskResultV2(onlyTied).result).toEqual({ resultType: 'complete', ...RESULT });
   });
 
   it('known answers', () => {
@@ -136,7 +142,7 @@ describe('v2 (2026-07-28 extension) shapes, decoded by ext-tasks core/v2', () =>
       lastUpdatedAt: '2026-07-28T10:30:04.125Z',
       ttlMs: 172_800_000,
       pollIntervalMs: 1000,
-      result: TOOL_ERROR,
+      result: { resultType: 'complete', ...TOOL_ERROR },
     });
     expect(getTaskResultV2(base('input_required', { inputRequests: { confirm: ELICIT } }))).toEqual({
       resultType: 'complete',

@@ -103,7 +103,11 @@ export function getTaskResultV2(view: TaskView): Record<string, unknown> {
     case 'input_required':
       return { ...task, inputRequests: view.inputRequests ?? {} };
     case 'completed':
-      return { ...task, result: withoutRelatedTask(view.result ?? emptyResult()) };
+      // The inlined result is a 2026-07-28 CallToolResult: it says its resultType, as every result does.
+      return {
+        ...task,
+        result: { resultType: 'complete', ...withoutRelatedTask(view.result ?? emptyResult()) },
+      };
     case 'failed':
       return { ...task, error: view.error ?? failedWithoutError(view) };
     default:

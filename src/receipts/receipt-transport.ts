@@ -73,6 +73,12 @@ export interface ReceiptTransportOptions {
 }
 
 /**
+ * A transport with receipts in it, as the fronts drive it (`admit`, `abandon`): a ReceiptTransport,
+ * or a layer over one that passes both on (the library's tasks, library/task-transport.ts).
+ */
+export type AdmittingTransport = Transport & Pick<ReceiptTransport, 'admit' | 'abandon'>;
+
+/**
  * Wraps any MCP transport with request receipts (layer 1). A resend of the
  * same JSON-RPC message is answered from its receipt and never reaches the
  * server a second time; a reused id with other content is refused.

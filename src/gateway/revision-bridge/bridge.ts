@@ -1,7 +1,7 @@
 import type { CallToolResult, JSONRPCRequest, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRequest } from '../../executions/call.js';
 import { taskOf } from '../../executions/tasks.js';
-import { missingTasksCapability, taskParamV1, tasksDeclaredV2 } from '../../protocol/tasks.js';
+import { taskRequestOf as taskRequestFor } from '../../protocol/task-requests.js';
 import type { CatalogEntry } from '../catalog.js';
 import type { SessionState } from '../session-state.js';
 import { createTaskResult } from '../tasks.js';
@@ -114,30 +114,11 @@ function answerFor(
   return answerOf(result, forwarded);
 }
 
-/**
- * Whether the client can take a task for this call: a 2026-07-28 request declares the tasks
- * extension in its own `_meta` (never remembered from an earlier one); a 2025-11-25 client asks
- * with `params.task`. A tool that requires a task refuses any other call, before anything runs.
- */
+/** Whether the client can take a task for this call, by its revision's rule (protocol/task-requests.ts). */
 function taskRequestOf(
   s: SessionState,
   call: ToolCallRequest,
   entry: CatalogEntry,
 ): { task?: TaskRequest } | { refused: ToolCallAnswer } {
-  const policy = entry.contract.task;
-  if (s.era === 'modern') {
-    if (policy !== 'off' && tasksDeclaredV2(call.request.params)) return { task: { generation: 'v2' } };
-    return policy === 'required' ? { refused: { error: missingTasksCapability() } } : {};
-  }
-  const asked = taskParamV1(call.request.params);
-  if (policy !== 'off' && asked) return { task: { generation: 'v1', ...asked } };
-  if (policy !== 'required') return {};
-  return {
-    refused: {
-      error: {
-        code: -32601,
-        message: `Tool ${call.name} runs only as a task: call it with params.task (2025-11-25 tasks).`,
-      },
-    },
-  };
+  return taskRequestFor(s.era === 'modern', call.request.params, entry.contract.task, call.name);
 }
