@@ -1,4 +1,5 @@
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { renderRequestId } from '../identity/request-key.js';
 import {
   createTaskResultV1,
   createTaskResultV2,
@@ -11,7 +12,9 @@ import {
   taskV1,
 } from '../protocol/tasks.js';
 import type { SessionState } from './session-state.js';
-import type { ToolCallAnswer } from './tool-calls/answer.js';
+import { notifyTaskStatusV1 } from './task-notifications.js';
+import { untilTerminal, WAIT_ENDED } from './task-result-wait.js';
+import { NO_ANSWER, type ToolCallAnswer } from './tool-calls/answer.js';
 
 /** The methods of tasks, both generations: the gateway answers them itself, from the store. */
 export const TASK_METHODS = new Set([
@@ -81,18 +84,39 @@ async function legacy(s: SessionState, request: JSONRPCRequest): Promise<ToolCal
       const view = await s.ctx.engine.cancelTask(taskId, actor);
       return view ? { result: taskV1(view) } : { error: taskNotFound(taskId) };
     }
-    case 'tasks/result': {
-      const view = await untilTerminal(s, taskId, actor);
-      return (view && taskResultV1(view)) ?? { error: taskNotFound(taskId) };
-    }
+    case 'tasks/result':
+      return taskResult(s, request, taskId, actor);
     default:
       return { error: { code: -32601, message: `Method not found: ${request.method}` } };
   }
 }
 
-/** A task answer, rendered for the client's revision (the pipeline's task answers go through here). */
+/** 2025-11-25 `tasks/result`: the wait is the request's, cancellable as a tool call is (task-result-wait.ts). */
+async function taskResult(
+  s: SessionState,
+  request: JSONRPCRequest,
+  taskId: string,
+  actor: string,
+): Promise<ToolCallAnswer> {
+  const forwarded = s.track(request.id, '', undefined, true);
+  try {
+    const view = await untilTerminal(s, taskId, actor, (forwarded.cancelled as AbortController).signal);
+    // A cancelled request gets no response (the client said it will not use one).
+    if (view === WAIT_ENDED) return NO_ANSWER;
+    return (view && taskResultV1(view)) ?? { error: taskNotFound(taskId) };
+  } finally {
+    s.inFlight.delete(renderRequestId(request.id));
+  }
+}
+
+/**
+ * A task answer, rendered for the client's revision (the pipeline's task answers go through here).
+ * A 2025-11-25 session hears of its new task's status changes from now on (task-notifications.ts).
+ */
 export function createTaskResult(s: SessionState, view: TaskView): Record<string, unknown> {
-  return s.era === 'modern' ? createTaskResultV2(view) : createTaskResultV1(view);
+  if (s.era === 'modern') return createTaskResultV2(view);
+  notifyTaskStatusV1(s, view);
+  return createTaskResultV1(view);
 }
 
 function taskIdOf(request: JSONRPCRequest): string {
@@ -102,18 +126,4 @@ function taskIdOf(request: JSONRPCRequest): string {
 
 function isTerminal(view: TaskView): boolean {
   return view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled';
-}
-
-/**
- * Asks the store at the task's poll interval until the task has ended (or the session closes):
- * the task may be run by another gateway of the fleet, so nothing in this process would wake it.
- */
-async function untilTerminal(s: SessionState, taskId: string, actor: string): Promise<TaskView | undefined> {
-  for (;;) {
-    const view = await s.ctx.engine.getTask(taskId, actor, false);
-    if (!view || s.closed) return view;
-    // The ended task's result goes to the client now: its delivery.
-    if (isTerminal(view)) return s.ctx.engine.getTask(taskId, actor);
-    await new Promise((resolve) => setTimeout(resolve, view.pollIntervalMs).unref());
-  }
 }
