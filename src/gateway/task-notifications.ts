@@ -18,15 +18,23 @@ import type { SessionState } from './session-state.js';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
+/** The tasks each 2025-11-25 session is watching now, by task id. */
+const watchedBy = new WeakMap<SessionState, Set<string>>();
+
 /** 2025-11-25: the session that made task `view` hears of its status changes while the session lives. */
 export function notifyTaskStatusV1(s: SessionState, view: TaskView): void {
-  if (s.closed) return;
+  // A duplicate of the call hands the same task again: it is watched once per session.
+  const watched = watchedBy.get(s) ?? new Set<string>();
+  watchedBy.set(s, watched);
+  if (s.closed || watched.has(view.taskId)) return;
+  watched.add(view.taskId);
   let told = taskV1(view).status;
   let ended = false;
   let unwatched: (() => void) | undefined;
   // An ended task changes no more: its watch goes then, not only with the session.
   const stop = () => {
     ended = true;
+    watched.delete(view.taskId);
     unwatched?.();
   };
   void s.ctx.engine

@@ -9,12 +9,12 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TaskStatusNotificationV1Schema } from '@modelcontextprotocol/ext-tasks/core/v1';
-import { TaskStatusNotificationV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import {
   Client as ModernClient,
   StreamableHTTPClientTransport as ModernTransport,
 } from '@modelcontextprotocol/client';
+import { TaskStatusNotificationV1Schema } from '@modelcontextprotocol/ext-tasks/core/v1';
+import { TaskStatusNotificationV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -133,7 +133,9 @@ async function modernListener(token: string) {
     if (notification.method !== 'notifications/tasks') return;
     heard.push(TaskStatusNotificationV2Schema.parse({ jsonrpc: '2.0', ...notification }).params);
   };
-  await client.connect(new ModernTransport(new URL(running.url), { requestInit: { headers: headers(token) } }));
+  await client.connect(
+    new ModernTransport(new URL(running.url), { requestInit: { headers: headers(token) } }),
+  );
   closing.push(client);
   return { client, heard };
 }
