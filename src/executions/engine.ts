@@ -24,6 +24,7 @@ import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
+import { TaskChanges, TaskWatcher } from './task-changes.js';
 import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
@@ -116,6 +117,7 @@ export class ExecutionEngine {
       taskCancels: new Map(),
       taskInputs: new Map(),
       closing: { value: false },
+      taskChanges: new TaskChanges(),
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
@@ -198,6 +200,35 @@ export class ExecutionEngine {
     return getTask(this.#steps, taskId, actor, delivering);
   }
 
+  /**
+   * Tells `heard` how `actor`'s task `taskId` reads each time this process changes it, and once
+   * now (a change made before the watch began is not missed); the returned function ends the
+   * watch. Undefined: none of `actor`'s. `delivering` as for getTask: the listener hands the
+   * result over. Changes made by another process of the fleet are not heard (task-changes.ts).
+   */
+  async watchTask(
+    taskId: string,
+    actor: string,
+    heard: (view: TaskView) => void,
+    delivering = false,
+  ): Promise<(() => void) | undefined> {
+    const found = await this.store.getTask(taskId);
+    if (!found || found.task.actor !== actor) return undefined;
+    const watcher = new TaskWatcher(
+      () => getTask(this.#steps, taskId, actor, delivering),
+      heard,
+      (error) => this.#logger.warn('a watched task could not be read', { error: String(error) }),
+    );
+    const unwatch = this.#steps.taskChanges.add(found.record.id, watcher);
+    watcher.reread();
+    return unwatch;
+  }
+
+  /** How many task watches are open in this process (a bound on what waits for tasks). */
+  get taskWatches(): number {
+    return this.#steps.taskChanges.watching;
+  }
+
   /** `tasks/cancel` (see tasks.ts): the task as it stands after the cancel, or undefined when none of `actor`'s. */
   cancelTask(taskId: string, actor: string): Promise<TaskView | undefined> {
     return cancelTask(this.#steps, taskId, actor);
@@ -253,6 +284,7 @@ export class ExecutionEngine {
    */
   async approve(ref: string, by: string, via: ApprovalChannel = 'api'): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'approved', { by, via });
+    if (result.decided) this.#steps.taskChanges.changed(ref);
     return result.decided ? result.record : undefined;
   }
 
@@ -263,15 +295,18 @@ export class ExecutionEngine {
     via: ApprovalChannel = 'api',
   ): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'denied', { by, via, reason });
+    if (result.decided) this.#steps.taskChanges.changed(ref);
     return result.decided ? result.record : undefined;
   }
 
-  resolve(
+  async resolve(
     ref: string,
     as: 'completed' | 'failed',
     by: string,
     note: string,
   ): Promise<ExecutionRecord | undefined> {
-    return resolveExecution(this.store, ref, as, by, note);
+    const resolved = await resolveExecution(this.store, ref, as, by, note);
+    if (resolved) this.#steps.taskChanges.changed(ref);
+    return resolved;
   }
 }

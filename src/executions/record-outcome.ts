@@ -74,7 +74,7 @@ async function recordDone(
     ? { result: redactSecrets(done.result, secrets) }
     : undefined;
   try {
-    return await ctx.store.transition({
+    const recorded = await ctx.store.transition({
       id: record.id,
       from: ['dispatched', 'unknown'],
       to: done.outcome,
@@ -92,6 +92,8 @@ async function recordDone(
         ...(delivering ? [callEvent('delivered', call, record.id)] : []),
       ],
     });
+    ctx.taskChanges.changed(record.id);
+    return recorded;
   } catch (error) {
     // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
     ctx.logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });

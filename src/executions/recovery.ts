@@ -72,7 +72,7 @@ export async function probe(
     return undefined;
   }
   if (answer.outcome === 'unknown') return undefined;
-  return ctx.store.transition({
+  const resolved = await ctx.store.transition({
     id: record.id,
     from: ['unknown'],
     to: answer.outcome,
@@ -87,4 +87,6 @@ export async function probe(
       },
     ],
   });
+  if (resolved) ctx.taskChanges.changed(record.id);
+  return resolved;
 }

@@ -4,6 +4,7 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
+import type { TaskChanges } from './task-changes.js';
 
 /** What the engine's tasks are made with: how long they live, how often a client should ask. */
 export interface TaskSettings {
@@ -48,6 +49,8 @@ export interface StepContext {
    * connection cuts short is not recorded, but left to the next holder (resume.ts).
    */
   readonly closing: { value: boolean };
+  /** Told of every change this process makes to what a task reads (task-changes.ts): status notifications. */
+  readonly taskChanges: TaskChanges;
 }
 
 /**

@@ -54,7 +54,10 @@ export function waitForInput(
       },
     });
     if (cancelled.aborted) onCancel();
-    else cancelled.addEventListener('abort', onCancel, { once: true });
+    else {
+      cancelled.addEventListener('abort', onCancel, { once: true });
+      ctx.taskChanges.changed(executionId);
+    }
   });
 }
 
@@ -81,6 +84,7 @@ export async function updateTask(
     if (pending.open.size === 0) {
       ctx.taskInputs.delete(found.record.id);
       pending.settle(pending.answered);
+      ctx.taskChanges.changed(found.record.id);
     }
   }
   return getTask(ctx, taskId, actor, false);
@@ -224,6 +228,7 @@ export async function cancelTask(
       );
   }
   if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
+  ctx.taskChanges.changed(record.id);
   return getTask(ctx, taskId, actor, false);
 }
 

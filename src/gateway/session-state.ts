@@ -151,6 +151,8 @@ export class SessionState {
   initialized = false;
   initializing = false;
   closed = false;
+  /** Aborted when the session closes: what waits on the session's behalf (task watches, tasks/result) ends. */
+  readonly ended = new AbortController();
   /**
    * Upstreams that were not serving when initialize was answered: their tools
    * were not announced, so when one comes up the client is told to list again

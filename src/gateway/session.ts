@@ -66,6 +66,7 @@ export class ProxySession {
   async close(): Promise<void> {
     if (this.#s.closed) return;
     this.#s.closed = true;
+    this.#s.ended.abort();
     // Requests to the client (elicitations, an upstream's sampling) will get no reply now: settle them.
     for (const [id, settle] of this.#s.toClient)
       settle({ jsonrpc: '2.0', id, error: { code: -32000, message: 'the client session closed' } });

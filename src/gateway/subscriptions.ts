@@ -2,8 +2,10 @@ import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '@modelconte
 import { SUBSCRIPTION_ID_META_KEY, type SubscriptionFilter } from '@modelcontextprotocol/server';
 import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
+import { missingTasksCapability, tasksDeclaredV2 } from '../protocol/tasks.js';
 import type { SessionState, SharedUpstreams } from './session-state.js';
 import type { ClientSubscription } from './subscription-hub.js';
+import { watchListenedTasks } from './task-notifications.js';
 
 /**
  * `subscriptions/listen` (2026-07-28): a client opens one long request whose
@@ -54,11 +56,14 @@ function filterFor(filter: SubscriptionFilter, upstream: UpstreamConnection): Su
   return Object.keys(own).length > 0 ? own : undefined;
 }
 
-function parseFilter(params: unknown): SubscriptionFilter | undefined {
+/** What a client may ask to listen for: the SDK's filter, and the tasks extension's `taskIds` (SEP-2663). */
+type ListenFilter = SubscriptionFilter & { taskIds?: string[] };
+
+function parseFilter(params: unknown): ListenFilter | undefined {
   const notifications = (params as { notifications?: unknown } | undefined)?.notifications;
   if (!notifications || typeof notifications !== 'object' || Array.isArray(notifications)) return undefined;
   const raw = notifications as Record<string, unknown>;
-  const filter: SubscriptionFilter = {};
+  const filter: ListenFilter = {};
   for (const key of ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const) {
     if (raw[key] === undefined) continue;
     if (typeof raw[key] !== 'boolean') return undefined;
@@ -68,6 +73,11 @@ function parseFilter(params: unknown): SubscriptionFilter | undefined {
     const uris = raw.resourceSubscriptions;
     if (!Array.isArray(uris) || !uris.every((u) => typeof u === 'string')) return undefined;
     filter.resourceSubscriptions = uris as string[];
+  }
+  if (raw.taskIds !== undefined) {
+    const ids = raw.taskIds;
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return undefined;
+    filter.taskIds = ids as string[];
   }
   return filter;
 }
@@ -90,6 +100,9 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
       "Invalid params: 'notifications' is required and must be a SubscriptionFilter",
     );
   }
+  // Task notifications are the tasks extension's: a stream that asks for them declares it (SEP-2663).
+  if (requested.taskIds && !tasksDeclaredV2(request.params))
+    return s.send({ jsonrpc: '2.0', id: request.id, error: missingTasksCapability() });
   const forwarded = s.track(request.id, '', undefined, true);
   const ended = forwarded.cancelled as AbortController;
   const subscription: ClientSubscription = {
@@ -129,12 +142,15 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
     }
   }
   await within(Promise.all(opening), s.ctx.upstreamWaitMs);
+  const tasks = requested.taskIds
+    ? await watchListenedTasks(s, requested.taskIds, (notification) => deliver(subscription, notification))
+    : undefined;
   await s.send(
     stamped(
       {
         jsonrpc: '2.0',
         method: 'notifications/subscriptions/acknowledged',
-        params: { notifications: subscription.filter },
+        params: { notifications: { ...subscription.filter, ...(tasks ? { taskIds: tasks.agreed } : {}) } },
       },
       request.id,
     ),
@@ -145,6 +161,7 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
   for (const notification of held) deliver(subscription, notification);
   if (!ended.signal.aborted)
     await new Promise((resolve) => ended.signal.addEventListener('abort', resolve, { once: true }));
+  tasks?.end();
   hub.open.delete(subscription);
   s.subscriptions.delete(renderRequestId(request.id));
   s.inFlight.delete(renderRequestId(request.id));

@@ -21,6 +21,7 @@ import {
   taskRequestOf,
   tasksCapabilityV1,
 } from '../protocol/task-requests.js';
+import { WAIT_ENDED } from '../protocol/task-result-wait.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 
 export interface TaskTransportOptions {
@@ -63,13 +64,14 @@ export class TaskTransport implements Transport {
   readonly #pending = new Map<string, Pending>();
   /** The client as its first initialize named it (a 2026-07-28 request names it in its envelope). */
   #clientName: string | undefined;
-  #closed = false;
+  /** Aborted when the connection closes: a 2025-11-25 tasks/result waiting on it stops. */
+  readonly #closed = new AbortController();
 
   constructor(inner: AdmittingTransport, options: TaskTransportOptions) {
     this.#inner = inner;
     this.#options = options;
     inner.onclose = () => {
-      this.#closed = true;
+      this.#closed.abort();
       this.#pending.clear();
       this.onclose?.();
     };
@@ -139,7 +141,7 @@ export class TaskTransport implements Transport {
   }
 
   #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
-    if (!isJSONRPCRequest(message) || this.#closed) {
+    if (!isJSONRPCRequest(message) || this.#closed.signal.aborted) {
       this.onmessage?.(message, extra);
       return;
     }
@@ -192,7 +194,7 @@ export class TaskTransport implements Transport {
       ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
       ...(typeof clientName === 'string' ? { clientName } : {}),
     });
-    const asker = { modern: hasEnvelope(request.params), actor, closed: () => this.#closed };
+    const asker = { modern: hasEnvelope(request.params), actor, ended: this.#closed.signal };
     let reply: Awaited<ReturnType<typeof answerTaskRequest>>;
     try {
       reply = await answerTaskRequest(this.#options.tasks, asker, request.method, request.params);
@@ -200,7 +202,8 @@ export class TaskTransport implements Transport {
       // The store could not answer: say so, the task is not known to be anything.
       reply = { error: { code: -32603, message: `The task could not be read: ${String(error)}` } };
     }
-    await this.#reply(request.id, reply);
+    // The connection closed while it waited: there is no one to answer.
+    if (reply !== WAIT_ENDED) await this.#reply(request.id, reply);
   }
 
   async #reply(

@@ -1,3 +1,4 @@
+import { untilTerminal, WAIT_ENDED, type WatchedTasks } from './task-result-wait.js';
 import {
   createTaskResultV1,
   createTaskResultV2,
@@ -32,21 +33,21 @@ export const TASK_METHODS = new Set([
 ]);
 
 /** What answers for tasks: the execution engine (executions/engine.ts), seen from here. */
-export interface TaskSource {
-  getTask(taskId: string, actor: string, delivering?: boolean): Promise<TaskView | undefined>;
+export interface TaskSource extends WatchedTasks {
   cancelTask(taskId: string, actor: string): Promise<TaskView | undefined>;
   updateTask(taskId: string, actor: string, responses: unknown): Promise<TaskView | undefined>;
   listTasks(actor: string, after: string | undefined): Promise<{ tasks: TaskView[]; next?: string }>;
 }
 
-/** Who asks, and on what: the revision of the request, its actor, whether its connection is gone. */
+/** Who asks, and on what: the revision of the request, its actor, and when the request is gone (cancelled, its connection closed). */
 export interface TaskAsker {
   modern: boolean;
   actor: string;
-  closed(): boolean;
+  ended: AbortSignal;
 }
 
-export type TaskReply = { result: Record<string, unknown> } | { error: TaskError };
+/** A reply to send, or none: the request ended while it waited (a cancelled request gets no response). */
+export type TaskReply = { result: Record<string, unknown> } | { error: TaskError } | typeof WAIT_ENDED;
 
 /** A tool's task policy (the contract's `task`, contracts/contract.ts). */
 type TaskPolicy = 'off' | 'optional' | 'required';
@@ -155,7 +156,8 @@ async function legacy(
       return view ? { result: taskV1(view) } : { error: taskNotFound(taskId) };
     }
     case 'tasks/result': {
-      const view = await untilTerminal(source, asker, taskId);
+      const view = await untilTerminal(source, taskId, actor, asker.ended);
+      if (view === WAIT_ENDED) return WAIT_ENDED;
       return (view && taskResultV1(view)) ?? { error: taskNotFound(taskId) };
     }
     default:
@@ -170,22 +172,4 @@ function taskIdOf(params: unknown): string {
 
 function isTerminal(view: TaskView): boolean {
   return view.status === 'completed' || view.status === 'failed' || view.status === 'cancelled';
-}
-
-/**
- * Asks the store at the task's poll interval until the task has ended (or the connection
- * closes): the task may be run by another process on the store, so nothing here would wake it.
- */
-async function untilTerminal(
-  source: TaskSource,
-  { actor, closed }: TaskAsker,
-  taskId: string,
-): Promise<TaskView | undefined> {
-  for (;;) {
-    const view = await source.getTask(taskId, actor, false);
-    if (!view || closed()) return view;
-    // The ended task's result goes to the client now: its delivery.
-    if (isTerminal(view)) return source.getTask(taskId, actor);
-    await new Promise((resolve) => setTimeout(resolve, view.pollIntervalMs).unref());
-  }
 }
