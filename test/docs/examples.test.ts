@@ -159,7 +159,9 @@ function clientConfigProblems(block: DocBlock, value: unknown): string[] {
       (server.command === 'node' && first?.endsWith('bin/idem.js') === true);
     return idem
       ? []
-      : [`${where(block)}: mcpServers.${name} starts ${server.command}, not idem, npx idem or node …/bin/idem.js`];
+      : [
+          `${where(block)}: mcpServers.${name} starts ${server.command}, not idem, npx idem or node …/bin/idem.js`,
+        ];
   });
 }
 
