@@ -23,6 +23,7 @@ import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
+import { approvalDecided } from './task-approval.js';
 import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
@@ -228,6 +229,8 @@ export class ExecutionEngine {
    */
   async approve(ref: string, by: string, via: ApprovalChannel = 'api'): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'approved', { by, via });
+    // A task of it held by this process is sent at once (approved-task.ts).
+    if (result.decided) approvalDecided(this.#steps, ref);
     return result.decided ? result.record : undefined;
   }
 
@@ -238,6 +241,7 @@ export class ExecutionEngine {
     via: ApprovalChannel = 'api',
   ): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'denied', { by, via, reason });
+    if (result.decided) approvalDecided(this.#steps, ref);
     return result.decided ? result.record : undefined;
   }
 
