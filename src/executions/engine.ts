@@ -25,6 +25,7 @@ import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
 import { TaskChanges, TaskWatcher } from './task-changes.js';
+import { approvalDecided } from './task-approval.js';
 import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
@@ -284,7 +285,8 @@ export class ExecutionEngine {
    */
   async approve(ref: string, by: string, via: ApprovalChannel = 'api'): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'approved', { by, via });
-    if (result.decided) this.#steps.taskChanges.changed(ref);
+    // A task of it held by this process is sent at once (approved-task.ts), and its watchers hear of it.
+    if (result.decided) approvalDecided(this.#steps, ref);
     return result.decided ? result.record : undefined;
   }
 
@@ -295,7 +297,7 @@ export class ExecutionEngine {
     via: ApprovalChannel = 'api',
   ): Promise<ExecutionRecord | undefined> {
     const result = await decideApproval(this.store, ref, 'denied', { by, via, reason });
-    if (result.decided) this.#steps.taskChanges.changed(ref);
+    if (result.decided) approvalDecided(this.#steps, ref);
     return result.decided ? result.record : undefined;
   }
 

@@ -1,5 +1,6 @@
 import type { ToolResult } from '../store/outcome.js';
 import { type Approvals, askApprover, refusedByLadder, waitForApproval } from './approval.js';
+import { dispatchWhenApproved } from './approved-task.js';
 import type { CallIdentity, Dispatch, ToolCall } from './call.js';
 import { claim, keyConflict } from './claim.js';
 import { send } from './dispatch.js';
@@ -72,7 +73,11 @@ export async function runSequence(
         case 'answer':
           if (answersAsTask(call, next.record)) {
             await journal(ctx, next.events ?? []);
-            return settled(await answerAsTask(ctx, call, next.record), claimed.won);
+            const task = await answerAsTask(ctx, call, next.record);
+            // Its client polls the task and will not call again: this process dispatches it once approved.
+            if (next.record.state === 'awaiting_approval')
+              dispatchWhenApproved(ctx, call, next.record, dispatch);
+            return settled(task, claimed.won);
           }
           return settled(await answerFor(ctx, next.record, next.events, next.detail), claimed.won);
         case 'settled':

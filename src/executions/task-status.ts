@@ -59,14 +59,18 @@ export function taskView(
     if (error) return { ...base, status: 'failed', error };
     return { ...base, status: 'completed', result: answer as Record<string, unknown> };
   }
-  if (record.state === 'dispatched' && input && input.size > 0) {
+  // Input: what the target asks before it acts, or (awaiting approval) the approval asked of the client.
+  if ((record.state === 'dispatched' || record.state === 'awaiting_approval') && input && input.size > 0) {
     return {
       ...base,
       status: 'input_required',
       inputRequests: Object.fromEntries(
         [...input].map(([key, asked]) => [key, { method: asked.method, params: asked.params ?? {} }]),
       ),
-      statusMessage: 'The target asks for input before it acts: answer with tasks/update.',
+      statusMessage:
+        record.state === 'dispatched'
+          ? 'The target asks for input before it acts: answer with tasks/update.'
+          : `Waiting for approval: answer it with tasks/update (accept runs it once, decline refuses it), or an operator decides (idem approvals approve ${record.id}).`,
     };
   }
   return { ...base, status: 'working', statusMessage: inFlightMessage(record, statusTool) };
@@ -76,8 +80,11 @@ export function taskView(
 function inFlightMessage(record: ExecutionRecord, statusTool: string): string {
   switch (record.state) {
     case 'accepted':
-    case 'authorized':
       return 'Accepted; about to be sent.';
+    case 'authorized':
+      // Sent by the gateway that holds the call (approved-task.ts) within a poll interval; one that
+      // was restarted meanwhile holds it no more, and nothing else would send it.
+      return 'Approved; about to be sent. If it stays so, the gateway that held the call is gone: call the tool again with the same arguments, and it runs once.';
     case 'awaiting_approval':
       return `Waiting for approval (an operator decides: idem approvals approve ${record.id}).`;
     case 'dispatched':

@@ -9,6 +9,7 @@ import type { ToolCall } from './call.js';
 import { answerOfRecord, delivered } from './record-answer.js';
 import { current } from './status.js';
 import type { StepContext } from './step-context.js';
+import { answerApprovalInput, approvalDecided, approvalInput } from './task-approval.js';
 
 import { taskView } from './task-status.js';
 
@@ -87,6 +88,8 @@ export async function updateTask(
       ctx.taskChanges.changed(found.record.id);
     }
   }
+  // Not the target's input: the approval the task asks of its client, if it does (task-approval.ts).
+  if (!pending) await answerApprovalInput(ctx, found.record, found.task, responses);
   return getTask(ctx, taskId, actor, false);
 }
 
@@ -132,7 +135,7 @@ export async function answerAsTask(
     task,
     await finishedAnswer(ctx, record, false),
     ctx.statusTool,
-    ctx.taskInputs.get(record.id)?.open,
+    ctx.taskInputs.get(record.id)?.open ?? (await approvalInput(ctx, record, task)),
   );
   return taskAnswer(view, record.id);
 }
@@ -161,7 +164,7 @@ export async function getTask(
   const found = await ownTask(ctx, taskId, actor);
   if (!found) return undefined;
   const record = await current(ctx, found.record);
-  const input = ctx.taskInputs.get(record.id)?.open;
+  const input = ctx.taskInputs.get(record.id)?.open ?? (await approvalInput(ctx, record, found.task));
   const answer = await finishedAnswer(ctx, record, delivering);
   return taskView(record, found.task, answer, ctx.statusTool, input);
 }
@@ -186,7 +189,7 @@ export async function listTasks(
 
 /**
  * `tasks/cancel`: recorded first (durable, once), then acted on by what the execution is doing.
- * Waiting for approval: it is retired as not executed, and nothing runs. Dispatched by this
+ * Waiting for approval, or approved and not yet sent: it is retired as not executed, and nothing runs. Dispatched by this
  * process: the dispatch is aborted, which the channel passes on to the target; the execution is
  * then `unknown` unless the target answers anyway (it is recorded as what it is). A task whose
  * outcome was recorded first keeps that outcome. Undefined: no such task for this actor.
@@ -205,14 +208,15 @@ export async function cancelTask(
   await ctx.store.requestTaskCancel(taskId, [
     taskCancelEvent({ executionId: record.id, actor, tool: record.tool }, taskId, before),
   ]);
-  if (record.state === 'awaiting_approval') {
+  // Approved and not yet taken over counts too: the holder waiting to send it (approved-task.ts) loses the race.
+  if (record.state === 'awaiting_approval' || record.state === 'authorized') {
     await ctx.store
       .transition({
         id: record.id,
-        from: ['awaiting_approval'],
+        from: ['awaiting_approval', 'authorized'],
         to: 'failed',
         release: true,
-        note: 'cancelled by its task (tasks/cancel) before it was approved',
+        note: 'cancelled by its task (tasks/cancel) before it was sent',
         events: [
           {
             kind: 'outcome',
@@ -226,6 +230,7 @@ export async function cancelTask(
       .catch((error: unknown) =>
         ctx.logger.warn('a cancelled task could not be retired', { ref: record.id, error: String(error) }),
       );
+    approvalDecided(ctx, record.id);
   }
   if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
   ctx.taskChanges.changed(record.id);

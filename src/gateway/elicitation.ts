@@ -1,22 +1,13 @@
-import type { ClientCapabilities, ElicitResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { approvalMessage } from '../approval/view.js';
+import type { ClientCapabilities, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  approvalElicitation,
+  decisionOfElicitation,
+  elicitationAllowed,
+} from '../approval/elicitation-form.js';
 import type { ResolvedContract } from '../contracts/contract.js';
 import type { UpstreamReply } from '../dispatch/mcp/index.js';
 import type { Approver, ApproverAnswer } from '../executions/call.js';
 import type { SessionState } from './session-state.js';
-
-/** The form the client's human fills in: nothing but an optional reason; accepting is the approval. */
-const APPROVAL_FORM = {
-  type: 'object',
-  properties: {
-    reason: {
-      type: 'string',
-      title: 'Reason (optional)',
-      description: 'Why you approve or decline; kept in the audit journal.',
-      maxLength: 500,
-    },
-  },
-} as const;
 
 /**
  * The approver of one tools/call: an `elicitation/create` request to the
@@ -31,13 +22,13 @@ export function elicitationApprover(
   contract: ResolvedContract,
   cancelled: AbortSignal | undefined,
 ): Approver | undefined {
-  if (contract.elicitation === 'never' || s.ctx.shared !== undefined) return undefined;
+  if (!elicitationAllowed(contract) || s.ctx.shared !== undefined) return undefined;
   if (!supportsFormElicitation(s.clientCapabilities)) return undefined;
   return async (view): Promise<ApproverAnswer> => {
     const reply = await askClient(
       s,
       'elicitation/create',
-      { mode: 'form', message: approvalMessage(view), requestedSchema: APPROVAL_FORM },
+      approvalElicitation(view),
       callId,
       cancelled,
       // Until the request expires (a timer cannot count past 2^31 - 1 ms).
@@ -45,15 +36,7 @@ export function elicitationApprover(
     );
     // No answer in time, the call cancelled, an error, or the human dismissed it: the operator queue decides.
     if (!reply || 'error' in reply) return 'pending';
-    const result = reply.result as Partial<ElicitResult>;
-    const given = result.content?.reason;
-    const reason = typeof given === 'string' && given.trim() !== '' ? given.slice(0, 500) : undefined;
-    const by = s.actor();
-    if (result.action === 'accept')
-      return { decision: 'approved', by, via: 'elicitation', ...(reason ? { reason } : {}) };
-    if (result.action === 'decline')
-      return { decision: 'denied', by, via: 'elicitation', reason: reason ?? 'declined by the user' };
-    return 'pending';
+    return decisionOfElicitation(reply.result, s.actor()) ?? 'pending';
   };
 }
 
