@@ -31,7 +31,8 @@ export function taskView(
   };
   const finished = record.state === 'completed' || record.state === 'failed' || record.state === 'denied';
   // A cancel asked before the outcome was recorded ends the task; one asked after changes nothing.
-  if (task.cancelRequestedAt !== null && !(finished && record.updatedAt <= task.cancelRequestedAt)) {
+  // In the same millisecond the cancel counts: its own retirement of the execution is that fast.
+  if (task.cancelRequestedAt !== null && !(finished && record.updatedAt < task.cancelRequestedAt)) {
     return {
       ...base,
       status: 'cancelled',
