@@ -24,8 +24,8 @@ import { runSequence, type SequenceParts } from './sequence.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
-import { TaskChanges, TaskWatcher } from './task-changes.js';
 import { approvalDecided } from './task-approval.js';
+import { TaskChanges, TaskWatcher } from './task-changes.js';
 import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 // A call with effects is identified here (identify.ts), then runs the fixed sequence in
