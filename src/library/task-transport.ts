@@ -1,4 +1,4 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isJSONRPCRequest,
   isJSONRPCResultResponse,
@@ -23,6 +23,7 @@ import {
 } from '../protocol/task-requests.js';
 import { WAIT_ENDED } from '../protocol/task-result-wait.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
+import { WrappedTransport } from '../support/wrapped-transport.js';
 
 export interface TaskTransportOptions {
   tasks: TaskSource;
@@ -54,12 +55,7 @@ type Pending = { kind: 'initialize' } | { kind: 'list' } | { kind: 'call'; moder
  * - `initialize`: Idem's `capabilities.tasks`; `tools/list`: `execution.taskSupport` per contract.
  * The 2026-07-28 extension is advertised by the ModernBridge below (server/discover).
  */
-export class TaskTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
-
-  readonly #inner: AdmittingTransport;
+export class TaskTransport extends WrappedTransport<AdmittingTransport> {
   readonly #options: TaskTransportOptions;
   readonly #pending = new Map<string, Pending>();
   /** The client as its first initialize named it (a 2026-07-28 request names it in its envelope). */
@@ -68,7 +64,7 @@ export class TaskTransport implements Transport {
   readonly #closed = new AbortController();
 
   constructor(inner: AdmittingTransport, options: TaskTransportOptions) {
-    this.#inner = inner;
+    super(inner);
     this.#options = options;
     inner.onclose = () => {
       this.#closed.abort();
@@ -79,37 +75,21 @@ export class TaskTransport implements Transport {
     inner.onmessage = (message, extra) => this.#receive(message, extra);
   }
 
-  get sessionId(): string | undefined {
-    return this.#inner.sessionId;
-  }
-
-  get setProtocolVersion(): ((version: string) => void) | undefined {
-    return this.#inner.setProtocolVersion?.bind(this.#inner);
-  }
-
-  start(): Promise<void> {
-    return this.#inner.start();
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
-  }
-
   admit(...args: Parameters<AdmittingTransport['admit']>): ReturnType<AdmittingTransport['admit']> {
-    return this.#inner.admit(...args);
+    return this.inner.admit(...args);
   }
 
   abandon(id: RequestId): void {
-    this.#inner.abandon(id);
+    this.inner.abandon(id);
   }
 
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const id = (message as { id?: RequestId }).id;
     const pending = id === undefined ? undefined : this.#pending.get(renderRequestId(id));
-    if (!pending || !('result' in message || 'error' in message)) return this.#inner.send(message, options);
+    if (!pending || !('result' in message || 'error' in message)) return this.inner.send(message, options);
     this.#pending.delete(renderRequestId(id as RequestId));
-    if (!isJSONRPCResultResponse(message)) return this.#inner.send(message, options);
-    return this.#inner.send({ ...message, result: this.#rendered(pending, message.result) }, options);
+    if (!isJSONRPCResultResponse(message)) return this.inner.send(message, options);
+    return this.inner.send({ ...message, result: this.#rendered(pending, message.result) }, options);
   }
 
   #rendered(pending: Pending, result: Record<string, unknown>): Record<string, unknown> {
@@ -212,7 +192,7 @@ export class TaskTransport implements Transport {
   ): Promise<void> {
     const message = { jsonrpc: '2.0' as const, id, ...reply } as JSONRPCMessage;
     try {
-      await this.#inner.send(message, { relatedRequestId: id });
+      await this.inner.send(message, { relatedRequestId: id });
     } catch (error) {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }

@@ -5,9 +5,9 @@ import {
   isJSONRPCRequest,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
-  type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { WrappedTransport } from '../support/wrapped-transport.js';
 import {
   ENVELOPE,
   envelopeOf,
@@ -49,19 +49,14 @@ export function discoverResultOf(
  * get what that revision requires (`resultType`, cache hints). 2025-era
  * traffic passes unchanged.
  */
-export class ModernBridge implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
-
-  readonly #inner: Transport;
+export class ModernBridge extends WrappedTransport {
   /** 2026-07-28 requests not yet answered: their method, by id. */
   readonly #modern = new Map<RequestId, string>();
   /** What `server/discover` advertises besides the server's own: extensions served in front of it (tasks). */
   readonly #extensions: Record<string, object>;
 
   constructor(inner: Transport, { extensions = {} }: { extensions?: Record<string, object> } = {}) {
-    this.#inner = inner;
+    super(inner);
     this.#extensions = extensions;
     inner.onclose = () => this.onclose?.();
     inner.onerror = (error) => this.onerror?.(error);
@@ -95,34 +90,18 @@ export class ModernBridge implements Transport {
     };
   }
 
-  get sessionId(): string | undefined {
-    return this.#inner.sessionId;
-  }
-
-  get setProtocolVersion(): ((version: string) => void) | undefined {
-    return this.#inner.setProtocolVersion?.bind(this.#inner);
-  }
-
-  start(): Promise<void> {
-    return this.#inner.start();
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
-  }
-
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const id = (message as { id?: RequestId }).id;
     const method = id === undefined ? undefined : this.#modern.get(id);
     if (method === undefined || !(isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)))
-      return this.#inner.send(message, options);
+      return this.inner.send(message, options);
     this.#modern.delete(id as RequestId);
-    if (!isJSONRPCResultResponse(message)) return this.#inner.send(message, options);
+    if (!isJSONRPCResultResponse(message)) return this.inner.send(message, options);
     const result =
       method === 'server/discover'
         ? this.#discoverResult(message.result as InitializeResult)
         : (message.result as Record<string, unknown>);
-    return this.#inner.send({ ...message, result: modernResult(method, result) } as JSONRPCMessage, options);
+    return this.inner.send({ ...message, result: modernResult(method, result) } as JSONRPCMessage, options);
   }
 
   #discoverResult(init: InitializeResult): Record<string, unknown> {

@@ -17,6 +17,7 @@ import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
 import { envelopeOf } from '../protocol/revisions.js';
+import { WrappedTransport } from '../support/wrapped-transport.js';
 import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
 import { requestDigest } from './request-digest.js';
 
@@ -83,12 +84,7 @@ export type AdmittingTransport = Transport & Pick<ReceiptTransport, 'admit' | 'a
  * same JSON-RPC message is answered from its receipt and never reaches the
  * server a second time; a reused id with other content is refused.
  */
-export class ReceiptTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
-
-  readonly #inner: Transport;
+export class ReceiptTransport extends WrappedTransport {
   readonly #options: ReceiptTransportOptions;
   readonly #connectionId = randomUUID();
   readonly #methods: Set<string>;
@@ -107,7 +103,7 @@ export class ReceiptTransport implements Transport {
   #closed = false;
 
   constructor(inner: Transport, options: ReceiptTransportOptions) {
-    this.#inner = inner;
+    super(inner);
     this.#options = options;
     this.#methods = new Set(['tools/call', ...(options.extraMethods ?? [])]);
     inner.onclose = () => {
@@ -132,20 +128,8 @@ export class ReceiptTransport implements Transport {
     inner.onmessage = (message, extra) => this.#receive(message, extra);
   }
 
-  get sessionId(): string | undefined {
-    return this.#inner.sessionId ?? (this.#idScope() === 'connection' ? this.#connectionId : undefined);
-  }
-
-  get setProtocolVersion(): ((version: string) => void) | undefined {
-    return this.#inner.setProtocolVersion?.bind(this.#inner);
-  }
-
-  start(): Promise<void> {
-    return this.#inner.start();
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
+  override get sessionId(): string | undefined {
+    return this.inner.sessionId ?? (this.#idScope() === 'connection' ? this.#connectionId : undefined);
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -177,7 +161,7 @@ export class ReceiptTransport implements Transport {
         }
       }
     }
-    return this.#inner.send(message, options);
+    return this.inner.send(message, options);
   }
 
   #actorNow(): string {
@@ -188,7 +172,7 @@ export class ReceiptTransport implements Transport {
   }
 
   #idScope(): IdScope {
-    return this.#options.idScope ?? (this.#inner.sessionId !== undefined ? 'session' : 'connection');
+    return this.#options.idScope ?? (this.inner.sessionId !== undefined ? 'session' : 'connection');
   }
 
   #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
@@ -372,7 +356,7 @@ export class ReceiptTransport implements Transport {
   /** Sends `reply` as the answer to request `id` (the resend's own id, exactly as it came). */
   async #replyTo(id: RequestId, reply: JSONRPCMessage): Promise<void> {
     try {
-      await this.#inner.send({ ...reply, id } as JSONRPCMessage, { relatedRequestId: id });
+      await this.inner.send({ ...reply, id } as JSONRPCMessage, { relatedRequestId: id });
     } catch (error) {
       this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
