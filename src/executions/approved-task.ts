@@ -6,6 +6,7 @@ import { recordOutcome } from './record-outcome.js';
 import { callEvent, type StepContext } from './step-context.js';
 import { takeOverUndispatched } from './take-over.js';
 import { heldHere, onApprovalDecided } from './task-approval.js';
+import { untilPollOrWake } from './task-watch.js';
 
 /**
  * A call answered as a task while its execution awaits approval (docs/tasks.md, "Approval"): its
@@ -71,14 +72,7 @@ async function untilDecided(
         if (!failing) ctx.logger.warn('a task awaiting approval cannot read the store', { ref: record.id });
         failing = true;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ctx.tasks.pollIntervalMs);
-        timer.unref();
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      await untilPollOrWake(ctx.tasks.pollIntervalMs, (w) => (wake = w));
     }
   } finally {
     stop();

@@ -13,7 +13,7 @@ import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer, META } from './answers.js';
 import type { Dispatch, ToolCall } from './call.js';
 import type { Next, StepContext } from './step-context.js';
-import { waitForInput } from './tasks.js';
+import { waitForInput, watchTaskCancel } from './task-watch.js';
 
 /** What the dispatch came to: its outcome, as the channel gave it. */
 export interface Done {
@@ -78,12 +78,20 @@ export async function send(
   };
   // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
   const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;
-  // From when the caller has its task on: input the target asks for is the task's client's to give.
-  let isTask = mayBeTask && taskAfterMs === 0;
+  // From when the caller has its task on: input the target asks for is the task's client's to give,
+  // and a cancel of it answered by any gateway of the fleet reaches this dispatch (task-watch.ts).
+  let isTask = false;
+  let stopWatching = () => {};
+  const becameTask = () => {
+    isTask = true;
+    if (taskCancel) stopWatching = watchTaskCancel(ctx, record.id, taskCancel);
+  };
+  if (mayBeTask && taskAfterMs === 0) becameTask();
+  const subject = { executionId: record.id, actor: call.caller.actor, tool: call.tool };
   const askInput =
     taskCancel &&
     ((requests: Record<string, { method: string; params?: unknown }>) =>
-      isTask ? waitForInput(ctx, record.id, requests, taskCancel.signal) : Promise.resolve(undefined));
+      isTask ? waitForInput(ctx, subject, token, requests, taskCancel.signal) : Promise.resolve(undefined));
   const work = (async (): Promise<Done> => {
     try {
       const sending = {
@@ -121,6 +129,7 @@ export async function send(
     }
   })().finally(() => {
     clearInterval(renewal);
+    stopWatching();
     if (taskCancel) ctx.taskCancels.delete(record.id);
   });
 
@@ -148,7 +157,8 @@ export async function send(
   const first = await Promise.race(becomesTask ? [work, deadline, becomesTask] : [work, deadline]);
   clearTimeout(timer);
   clearTimeout(taskTimer);
-  if (first === 'task') isTask = true;
+  // The work may have ended meanwhile (its finally ran): then there is nothing left to watch.
+  if (first === 'task' && ctx.taskCancels.get(record.id) === taskCancel) becameTask();
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };

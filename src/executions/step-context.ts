@@ -13,13 +13,11 @@ export interface TaskSettings {
 }
 
 /**
- * Input the target asked for while its call is a task, held by the process that dispatched it:
- * the keys still open, the answers so far, and the dispatch waiting for them.
+ * A dispatch of this process waiting for its task's input (task-watch.ts): the input itself is
+ * in the store, for any process to show and answer; an answer given here wakes the wait at once.
  */
-export interface PendingInput {
-  readonly open: Map<string, { method: string; params?: unknown }>;
-  readonly answered: Record<string, unknown>;
-  settle(answers: Record<string, unknown>): void;
+export interface TaskInputWaiter {
+  wake(): void;
 }
 
 /**
@@ -42,8 +40,8 @@ export interface StepContext {
   readonly tasks: TaskSettings;
   /** This process's dispatches that may become tasks, by execution id: tasks/cancel aborts them. */
   readonly taskCancels: Map<string, AbortController>;
-  /** This process's task dispatches waiting for their client's input, by execution id (tasks.ts). */
-  readonly taskInputs: Map<string, PendingInput>;
+  /** This process's task dispatches waiting for their client's input, by execution id (task-watch.ts). */
+  readonly taskInputs: Map<string, TaskInputWaiter>;
   /**
    * Set once the process is closing: a following of an upstream's task that its closing
    * connection cuts short is not recorded, but left to the next holder (resume.ts).

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { NotDispatchedError } from '../errors.js';
-import { taskCancelEvent, taskCreatedEvent } from '../journal/task-events.js';
+import { taskCancelEvent, taskCreatedEvent, taskInputAnsweredEvent } from '../journal/task-events.js';
 import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
-import type { ExecutionRecord, TaskRecord } from '../store/types.js';
+import { openKeys } from '../store/tasks.js';
+import type { ExecutionRecord, TaskInputRequest, TaskRecord } from '../store/types.js';
 import { META, markExecuted } from './answers.js';
 import type { ToolCall } from './call.js';
 import { answerOfRecord, delivered } from './record-answer.js';
@@ -28,44 +28,11 @@ export function newTaskId(): string {
 const FINISHED = new Set(['completed', 'failed', 'denied']);
 
 /**
- * The dispatch of task `executionId` waits for its client's answers (tasks/update) to what the
- * target asked. A cancel of the task meanwhile ends it as not executed: the target had not acted.
- */
-export function waitForInput(
-  ctx: StepContext,
-  executionId: string,
-  requests: Record<string, { method: string; params?: unknown }>,
-  cancelled: AbortSignal,
-): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const onCancel = () => {
-      ctx.taskInputs.delete(executionId);
-      reject(
-        new NotDispatchedError(
-          'The task was cancelled while the target waited for input before acting; nothing was executed.',
-        ),
-      );
-    };
-    ctx.taskInputs.set(executionId, {
-      open: new Map(Object.entries(requests)),
-      answered: {},
-      settle: (answers) => {
-        cancelled.removeEventListener('abort', onCancel);
-        resolve(answers);
-      },
-    });
-    if (cancelled.aborted) onCancel();
-    else {
-      cancelled.addEventListener('abort', onCancel, { once: true });
-      ctx.taskChanges.changed(executionId);
-    }
-  });
-}
-
-/**
- * `tasks/update`: answers to the keys the task's target asked for. A key that is not open is
- * ignored; once none is left open, the target is asked again with every answer. Undefined: no
- * such task of this actor.
+ * `tasks/update`: answers to the keys the task's target asked for, taken by the store in one
+ * write (a key not open is ignored; a partial answer leaves the rest open), so that any process
+ * may take them; the dispatch waiting for them (task-watch.ts) is woken here, or reads them at
+ * its poll interval in another process. A task with no such input may be answering the approval
+ * it asks of its client (task-approval.ts). Undefined: no such task of this actor.
  */
 export async function updateTask(
   ctx: StepContext,
@@ -75,22 +42,30 @@ export async function updateTask(
 ): Promise<TaskView | undefined> {
   const found = await ownTask(ctx, taskId, actor);
   if (!found) return undefined;
-  const pending = ctx.taskInputs.get(found.record.id);
-  if (pending && responses && typeof responses === 'object') {
-    for (const [key, answer] of Object.entries(responses as Record<string, unknown>)) {
-      if (!pending.open.has(key) || !answer || typeof answer !== 'object') continue;
-      pending.open.delete(key);
-      pending.answered[key] = answer;
+  const { record } = found;
+  const open = record.state === 'dispatched' ? (await ctx.store.watchTask(record.id))?.input : undefined;
+  if (open) {
+    const offered = responses && typeof responses === 'object' ? (responses as Record<string, unknown>) : {};
+    const keys = openKeys(open).filter((key) => Object.hasOwn(offered, key));
+    if (keys.length > 0) {
+      const subject = { executionId: record.id, actor, tool: record.tool };
+      await ctx.store.answerTaskInput(record.id, offered, [taskInputAnsweredEvent(subject, taskId, keys)]);
+      ctx.taskInputs.get(record.id)?.wake();
+      ctx.taskChanges.changed(record.id);
     }
-    if (pending.open.size === 0) {
-      ctx.taskInputs.delete(found.record.id);
-      pending.settle(pending.answered);
-      ctx.taskChanges.changed(found.record.id);
-    }
-  }
-  // Not the target's input: the approval the task asks of its client, if it does (task-approval.ts).
-  if (!pending) await answerApprovalInput(ctx, found.record, found.task, responses);
+  } else await answerApprovalInput(ctx, record, found.task, responses);
   return getTask(ctx, taskId, actor, false);
+}
+
+/** What the task asks of its client now: its target's open input, or the approval it waits for. */
+async function inputOf(
+  ctx: StepContext,
+  record: ExecutionRecord,
+  task: TaskRecord,
+): Promise<ReadonlyMap<string, TaskInputRequest> | undefined> {
+  if (record.state !== 'dispatched') return approvalInput(ctx, record, task);
+  const input = (await ctx.store.watchTask(record.id))?.input;
+  return input ? new Map(openKeys(input).map((key) => [key, input.requests[key]!])) : undefined;
 }
 
 /**
@@ -135,7 +110,7 @@ export async function answerAsTask(
     task,
     await finishedAnswer(ctx, record, false),
     ctx.statusTool,
-    ctx.taskInputs.get(record.id)?.open ?? (await approvalInput(ctx, record, task)),
+    await inputOf(ctx, record, task),
   );
   return taskAnswer(view, record.id);
 }
@@ -164,7 +139,7 @@ export async function getTask(
   const found = await ownTask(ctx, taskId, actor);
   if (!found) return undefined;
   const record = await current(ctx, found.record);
-  const input = ctx.taskInputs.get(record.id)?.open ?? (await approvalInput(ctx, record, found.task));
+  const input = await inputOf(ctx, record, found.task);
   const answer = await finishedAnswer(ctx, record, delivering);
   return taskView(record, found.task, answer, ctx.statusTool, input);
 }
@@ -204,7 +179,12 @@ export async function cancelTask(
   const { record } = found;
   // A task whose execution has ended keeps its outcome: the cancel is acknowledged, and changes nothing.
   if (FINISHED.has(record.state)) return getTask(ctx, taskId, actor, false);
-  const before = record.dispatchedAt === null ? 'dispatch' : 'outcome';
+  const before =
+    record.dispatchedAt === null
+      ? 'dispatch'
+      : (await ctx.store.watchTask(record.id))?.input
+        ? 'input'
+        : 'outcome';
   await ctx.store.requestTaskCancel(taskId, [
     taskCancelEvent({ executionId: record.id, actor, tool: record.tool }, taskId, before),
   ]);
@@ -232,6 +212,7 @@ export async function cancelTask(
       );
     approvalDecided(ctx, record.id);
   }
+  // Dispatched here: aborted now; by another gateway, which reads the cancel at its poll interval (task-watch.ts).
   if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
   ctx.taskChanges.changed(record.id);
   return getTask(ctx, taskId, actor, false);

@@ -34,6 +34,11 @@ export const ACTIVITY_KINDS = [
   'task_created',
   /** The first tasks/cancel of a task: `{taskId, before}`, `before` naming what it came ahead of. */
   'task_cancel',
+  /**
+   * A dispatched task's target asked for input (`{asked: [keys]}`, by the holder), or its
+   * client answered some of it (`{taskId, answered: [keys]}`): the keys only, never what was asked or answered.
+   */
+  'task_input',
   /** The target answered with a task of its own, or it changed status: `{generation, upstream, upstreamTaskId, status?}`. */
   'upstream_task',
   /**

@@ -41,7 +41,7 @@ export function stateAfter(
       return entry.detail.as as ExecutionState;
     default:
       // received, attached, delivered, receipt_hit, id_reused, task_created, task_cancel,
-      // upstream_task: no change of state.
+      // task_input, upstream_task: no change of state.
       return current;
   }
 }

@@ -3,7 +3,7 @@ import type { ActivityEventInput } from './events.js';
 /**
  * The journal events of MCP tasks, built in one place so every writer spells their
  * detail the same way. A store writes each in the same write as the change it records
- * (ExecutionStore.openTask, requestTaskCancel, setUpstreamTask). None changes an
+ * (ExecutionStore.openTask, requestTaskCancel, setUpstreamTask, setTaskInput, answerTaskInput). None changes an
  * execution's state: the journal's states (rebuild.ts) pass over them.
  */
 
@@ -34,6 +34,20 @@ export function taskCancelEvent(
   before: TaskCancelPoint,
 ): ActivityEventInput {
   return { kind: 'task_cancel', ...subject, detail: { taskId, before } };
+}
+
+/** What a task's target asked for (its keys), journaled by the holder as it records the request. */
+export function taskInputAskedEvent(subject: TaskEventSubject, keys: readonly string[]): ActivityEventInput {
+  return { kind: 'task_input', ...subject, detail: { asked: [...keys] } };
+}
+
+/** Which keys a client's tasks/update answered: never the answers, which may hold what its user typed. */
+export function taskInputAnsweredEvent(
+  subject: TaskEventSubject,
+  taskId: string,
+  keys: readonly string[],
+): ActivityEventInput {
+  return { kind: 'task_input', ...subject, detail: { taskId, answered: [...keys] } };
 }
 
 /** The upstream's task id is journaled under its own name: it is never the client's task id. */

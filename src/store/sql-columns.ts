@@ -8,6 +8,7 @@ import type {
   ApprovalRequest,
   ApprovalRequestPolicy,
   ExecutionRecord,
+  TaskInput,
   TaskRecord,
   UpstreamTaskHandle,
 } from './types.js';
@@ -190,3 +191,16 @@ export function approvalFromColumns(row: ApprovalColumns): ApprovalRequest {
     reason: row.reason,
   };
 }
+
+/**
+ * A task's input (TaskInput) as both SQL stores keep it: JSON text, NULL for none. Text in
+ * PostgreSQL too, for the same reason as the upstream task: the target writes its keys.
+ */
+export const taskInputColumn = {
+  encode(input: TaskInput): string {
+    return JSON.stringify({ requests: input.requests, answers: input.answers, askedAt: input.askedAt });
+  },
+  decode(column: string | null): TaskInput | null {
+    return column === null ? null : (JSON.parse(column) as TaskInput);
+  },
+};

@@ -15,7 +15,13 @@ import { sleep } from '../../test/support/wait.js';
 import type { ActivityEntry, ActivityEventInput } from '../journal/events.js';
 import { OUTCOME_DIGEST_FIELD, outcomeDigest, storedOutcomeDigest } from '../journal/outcome-digest.js';
 import type { ExecutionState } from '../journal/states.js';
-import { taskCancelEvent, taskCreatedEvent, upstreamTaskEvent } from '../journal/task-events.js';
+import {
+  taskCancelEvent,
+  taskCreatedEvent,
+  taskInputAnsweredEvent,
+  taskInputAskedEvent,
+  upstreamTaskEvent,
+} from '../journal/task-events.js';
 import { TRIM_JOURNALED_FIELD, TRIMMED_IDS_FIELD } from '../journal/trims.js';
 import type { StoredOutcome } from './outcome.js';
 import type {
@@ -1706,6 +1712,134 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect(await store.listTasks('user:alice', { limit: 10 })).toEqual([liveTask]);
         const kept = await store.getTask(liveTask.taskId);
         expect(kept?.record).toMatchObject({ state: 'dispatched', upstreamTask: HANDLE });
+      });
+
+      const ASKED = {
+        confirm: { method: 'elicitation/create', params: { message: 'Deploy "r-7" — 東京 🧾?' } },
+        region: { method: 'elicitation/create' },
+      };
+
+      it("a task's input is recorded by its holder only, and shows in watchTask while the execution is dispatched", async () => {
+        const { input: claim, record } = await executionIn('dispatched');
+        const waiting = await executionIn('awaiting_approval');
+        const asked = [taskInputAskedEvent(subject(record), Object.keys(ASKED))];
+        expect(await store.watchTask(record.id)).toEqual({ cancelRequestedAt: null, input: null });
+        expect(await store.watchTask(newId())).toBeUndefined();
+        // Not the holder, not dispatched: nothing written.
+        expect(await store.setTaskInput(record.id, newToken(), ASKED, asked)).toBe(false);
+        expect(await store.setTaskInput(waiting.record.id, waiting.input.claimToken, ASKED, asked)).toBe(
+          false,
+        );
+        expect(await kinds('task_input')).toEqual([]);
+
+        const before = await store.now();
+        expect(await store.setTaskInput(record.id, claim.claimToken, ASKED, asked)).toBe(true);
+        const watched = await store.watchTask(record.id);
+        expect(watched?.input).toEqual({ requests: ASKED, answers: {}, askedAt: expect.any(Number) });
+        expect(watched!.input!.askedAt).toBeGreaterThanOrEqual(before);
+        expect(await kinds('task_input')).toEqual([
+          expect.objectContaining({ executionId: record.id, detail: { asked: ['confirm', 'region'] } }),
+        ]);
+
+        // Cleared by the holder; and once the execution is no longer dispatched, none shows.
+        expect(await store.setTaskInput(record.id, claim.claimToken, null)).toBe(true);
+        expect((await store.watchTask(record.id))?.input).toBeNull();
+        await store.setTaskInput(record.id, claim.claimToken, ASKED);
+        await store.transition({
+          id: record.id,
+          from: ['dispatched'],
+          to: 'completed',
+          token: claim.claimToken,
+          holder: null,
+          outcome: AWKWARD_OUTCOME,
+        });
+        expect((await store.watchTask(record.id))?.input).toBeNull();
+        expect(await store.answerTaskInput(record.id, { confirm: { action: 'accept' } })).toBeUndefined();
+      });
+
+      it('answers are taken for open keys only, each once, journaled only when one is taken', async () => {
+        const { input: claim, record } = await executionIn('dispatched');
+        const task = await store.openTask(taskInput(record.id));
+        const answered = (keys: string[]) => [taskInputAnsweredEvent(subject(record), task.taskId, keys)];
+        expect(
+          await store.answerTaskInput(record.id, { confirm: { action: 'accept' } }, answered(['confirm'])),
+        ).toBe(undefined);
+        await store.setTaskInput(record.id, claim.claimToken, ASKED);
+
+        const first = await store.answerTaskInput(
+          record.id,
+          { confirm: { action: 'accept' }, unasked: { action: 'accept' }, region: 'not an object' },
+          answered(['confirm']),
+        );
+        expect(first?.answers).toEqual({ confirm: { action: 'accept' } });
+        // Answered already: the first answer stands, and nothing is journaled.
+        const again = await store.answerTaskInput(
+          record.id,
+          { confirm: { action: 'decline' } },
+          answered(['confirm']),
+        );
+        expect(again?.answers).toEqual({ confirm: { action: 'accept' } });
+        const last = await store.answerTaskInput(
+          record.id,
+          { region: { action: 'accept', content: { region: 'eu-west-1 "quoted" \\ 🧾' } } },
+          answered(['region']),
+        );
+        expect(last?.answers).toEqual({
+          confirm: { action: 'accept' },
+          region: { action: 'accept', content: { region: 'eu-west-1 "quoted" \\ 🧾' } },
+        });
+        expect((await store.watchTask(record.id))?.input).toEqual(last);
+        expect((await kinds('task_input')).map((e) => e.detail)).toEqual([
+          { taskId: task.taskId, answered: ['confirm'] },
+          { taskId: task.taskId, answered: ['region'] },
+        ]);
+      });
+
+      it('concurrent answers to different keys all land, and of concurrent answers to one key exactly one', async () => {
+        const { input: claim, record } = await executionIn('dispatched');
+        const requests = Object.fromEntries(
+          Array.from({ length: 8 }, (_, i) => [`k${i}`, { method: 'elicitation/create' }]),
+        );
+        await store.setTaskInput(record.id, claim.claimToken, requests);
+        await Promise.all(
+          Object.keys(requests).map((key, i) =>
+            store.answerTaskInput(record.id, { [key]: { action: 'accept', n: i } }, [
+              { kind: 'task_input', executionId: record.id, detail: { answered: [key] } },
+            ]),
+          ),
+        );
+        const all = (await store.watchTask(record.id))?.input;
+        expect(Object.keys(all?.answers ?? {}).sort()).toEqual(Object.keys(requests).sort());
+        expect(await kinds('task_input')).toHaveLength(8);
+
+        const other = await executionIn('dispatched');
+        await store.setTaskInput(other.record.id, other.input.claimToken, {
+          only: { method: 'elicitation/create' },
+        });
+        const racers = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            store.answerTaskInput(other.record.id, { only: { action: 'accept', by: i } }, [
+              { kind: 'task_input', executionId: other.record.id, detail: { answered: ['only'], by: i } },
+            ]),
+          ),
+        );
+        const kept = (await store.watchTask(other.record.id))?.input?.answers.only as { by: number };
+        for (const seen of racers) expect(seen?.answers.only).toEqual(kept);
+        const journaled = (await kinds('task_input')).filter((e) => e.executionId === other.record.id);
+        expect(journaled.map((e) => e.detail.by)).toEqual([kept.by]);
+      });
+
+      it("watchTask reads the first cancel of any of the execution's tasks", async () => {
+        const { record } = await executionIn('dispatched');
+        const alice = await store.openTask(taskInput(record.id));
+        const bob = await store.openTask(taskInput(record.id, { actor: 'user:bob' }));
+        expect((await store.watchTask(record.id))?.cancelRequestedAt).toBeNull();
+        await store.requestTaskCancel(bob.taskId);
+        const first = (await store.watchTask(record.id))?.cancelRequestedAt;
+        expect(first).toBe((await store.getTask(bob.taskId))?.task.cancelRequestedAt);
+        await elapse(5);
+        await store.requestTaskCancel(alice.taskId);
+        expect((await store.watchTask(record.id))?.cancelRequestedAt).toBe(first);
       });
     });
 

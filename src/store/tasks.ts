@@ -1,4 +1,4 @@
-import type { UpstreamTaskHandle } from './types.js';
+import type { TaskInput, UpstreamTaskHandle } from './types.js';
 
 /**
  * What every store keeps to for MCP tasks (ExecutionStore.openTask and the rest), beside
@@ -22,4 +22,34 @@ export function keptUpstreamTask(handle: UpstreamTaskHandle): UpstreamTaskHandle
     ...(handle.pollIntervalMs === undefined ? {} : { pollIntervalMs: handle.pollIntervalMs }),
     createdAt: handle.createdAt,
   };
+}
+
+/**
+ * What a task's input is once `offered` answers are taken (ExecutionStore.answerTaskInput), the
+ * one rule every store applies: a key that was asked and not answered yet, with an object as its
+ * answer, is taken; anything else is ignored. `taken` names the keys taken (none: nothing changes).
+ */
+export function takeAnswers(
+  input: TaskInput,
+  offered: Record<string, unknown>,
+): { input: TaskInput; taken: string[] } {
+  const taken = Object.keys(offered).filter((key) => {
+    const answer = offered[key];
+    return (
+      Object.hasOwn(input.requests, key) &&
+      !Object.hasOwn(input.answers, key) &&
+      typeof answer === 'object' &&
+      answer !== null &&
+      !Array.isArray(answer)
+    );
+  });
+  if (taken.length === 0) return { input, taken };
+  const answers = { ...input.answers };
+  for (const key of taken) answers[key] = offered[key];
+  return { input: { ...input, answers }, taken };
+}
+
+/** The keys of a task's input that are not answered yet. */
+export function openKeys(input: TaskInput): string[] {
+  return Object.keys(input.requests).filter((key) => !Object.hasOwn(input.answers, key));
 }

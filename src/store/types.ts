@@ -77,6 +77,34 @@ export interface OpenTaskInput {
   pollIntervalMs: number;
 }
 
+/** One thing a task's target asked for before it acts (2026-07-28 `inputRequests[key]`). */
+export interface TaskInputRequest {
+  method: string;
+  params?: unknown;
+}
+
+/**
+ * The input a dispatched task's target asked for, kept on its execution so that any process can
+ * show it (tasks/get) and take its client's answers (tasks/update), and the holder (whichever
+ * process dispatched it) reads them back. Cleared by the holder once it has taken the answers.
+ */
+export interface TaskInput {
+  /** What the target asked, by key. */
+  requests: Record<string, TaskInputRequest>;
+  /** The client's answers so far, by key: only keys asked, each taken once. */
+  answers: Record<string, unknown>;
+  /** When the holder recorded the request (the store's clock). */
+  askedAt: number;
+}
+
+/** What the holder of a task's dispatch watches for (ExecutionStore.watchTask). */
+export interface TaskWatch {
+  /** The first tasks/cancel of any of the execution's tasks; null if none. */
+  cancelRequestedAt: number | null;
+  /** The input its target asked for, while the execution is dispatched; null if none is open. */
+  input: TaskInput | null;
+}
+
 /** The upstream's own task an execution's holder follows; kept on the execution, so another process can resume following it. */
 export interface UpstreamTaskHandle {
   generation: 'v1' | 'v2';
@@ -337,6 +365,31 @@ export interface ExecutionStore extends JournalReader {
     handle: UpstreamTaskHandle,
     events?: ActivityEventInput[],
   ): Promise<boolean>;
+
+  /**
+   * The holder of a dispatched execution (its claim token) records what its target asked for
+   * (answers start empty), or clears it (null), with `events`; false, and nothing written, for
+   * anyone else or an execution no longer dispatched.
+   */
+  setTaskInput(
+    id: string,
+    token: string,
+    requests: Record<string, TaskInputRequest> | null,
+    events?: ActivityEventInput[],
+  ): Promise<boolean>;
+  /**
+   * A client's answers to the open input of a dispatched execution, taken in one atomic write:
+   * a key that was asked and not answered yet, with an object as its answer; anything else is
+   * ignored. `events` are written only when a key was taken. The input as it stands after;
+   * undefined when none is open.
+   */
+  answerTaskInput(
+    id: string,
+    answers: Record<string, unknown>,
+    events?: ActivityEventInput[],
+  ): Promise<TaskInput | undefined>;
+  /** What a task's holder watches for: a cancel of any of its tasks, and its open input. Undefined: no such execution. */
+  watchTask(id: string): Promise<TaskWatch | undefined>;
 
   /** The store's clock. */
   now(): Promise<number>;

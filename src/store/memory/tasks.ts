@@ -1,4 +1,4 @@
-import type { OpenTaskInput, TaskRecord } from '../types.js';
+import type { OpenTaskInput, TaskInput, TaskRecord } from '../types.js';
 
 /**
  * The memory store's task rows: by task id, and by execution then actor (one row per
@@ -62,8 +62,22 @@ export class MemoryTasks {
     return { task: { ...task }, changed: true };
   }
 
+  /** The open input of an execution's task (ExecutionStore.setTaskInput), by execution id. */
+  readonly inputs = new Map<string, TaskInput>();
+
+  /** The first cancel of any of the execution's tasks, or null. */
+  cancelRequestedAt(executionId: string): number | null {
+    let first: number | null = null;
+    for (const taskId of this.#byExecution.get(executionId)?.values() ?? []) {
+      const at = this.#byId.get(taskId)?.cancelRequestedAt ?? null;
+      if (at !== null && (first === null || at < first)) first = at;
+    }
+    return first;
+  }
+
   /** With its execution, in the sweep's trim. */
   deleteFor(executionId: string): void {
+    this.inputs.delete(executionId);
     for (const taskId of this.#byExecution.get(executionId)?.values() ?? []) this.#byId.delete(taskId);
     this.#byExecution.delete(executionId);
   }

@@ -258,6 +258,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX tasks_actor ON tasks (actor, task_id);
     `,
   },
+  {
+    version: 6,
+    name: "a task's input, answered by any gateway",
+    sql: `
+      -- JSON text (sql-columns.ts taskInputColumn), not jsonb, as upstream_task: what a dispatched
+      -- task's target asked for and the client's answers so far, which any gateway shows and
+      -- takes, and the holder reads back. NULL for nearly every execution.
+      ALTER TABLE executions ADD COLUMN task_input text;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

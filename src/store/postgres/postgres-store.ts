@@ -20,7 +20,10 @@ import type {
   ExecutionStore,
   OpenTaskInput,
   SweepResult,
+  TaskInput,
+  TaskInputRequest,
   TaskRecord,
+  TaskWatch,
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
@@ -36,7 +39,17 @@ import { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
 import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
 import { type ExecutionRow, type JournalRow, SQL, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
-import { findTask, listTasks, readTask, writeOpenTask, writeTaskCancel, writeUpstreamTask } from './tasks.js';
+import {
+  findTask,
+  listTasks,
+  readTask,
+  watchTask,
+  writeOpenTask,
+  writeTaskAnswers,
+  writeTaskCancel,
+  writeTaskInput,
+  writeUpstreamTask,
+} from './tasks.js';
 import { Connections, query } from './transactions.js';
 
 export { POSTGRES_DEFAULTS, type PostgresStoreOptions } from './options.js';
@@ -239,6 +252,27 @@ export class PostgresStore implements ExecutionStore {
     events?: ActivityEventInput[],
   ): Promise<boolean> {
     return writeUpstreamTask(this.#db, this.#chains, { id, token, handle, ...(events ? { events } : {}) });
+  }
+
+  async setTaskInput(
+    id: string,
+    token: string,
+    requests: Record<string, TaskInputRequest> | null,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    return writeTaskInput(this.#db, this.#chains, { id, token, requests, ...(events ? { events } : {}) });
+  }
+
+  async answerTaskInput(
+    id: string,
+    answers: Record<string, unknown>,
+    events?: ActivityEventInput[],
+  ): Promise<TaskInput | undefined> {
+    return writeTaskAnswers(this.#db, this.#chains, { id, answers, ...(events ? { events } : {}) });
+  }
+
+  async watchTask(id: string): Promise<TaskWatch | undefined> {
+    return watchTask(this.#db, id);
   }
 
   async now(): Promise<number> {

@@ -70,4 +70,47 @@ export const TASK_SQL = {
       ${journalAfter('upd', 5)}
       SELECT upd.read_at, ${JOURNALED} FROM upd`,
   },
+  /**
+   * $1 journal?, $2 execution id, $3 claim token, $4 the requests' JSON or null (clears), then the
+   * journal's ($5…). The input's JSON is built here, asked at the database's clock.
+   */
+  setTaskInput: {
+    name: 'idem_set_task_input',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET updated_at = c.now, task_input = CASE WHEN $4::text IS NULL THEN NULL
+          ELSE json_build_object('requests', $4::json, 'answers', '{}'::json, 'askedAt', c.now)::text END
+        FROM c
+        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        RETURNING c.now AS read_at
+      ),
+      ${journalAfter('upd', 5)}
+      SELECT upd.read_at, ${JOURNALED} FROM upd`,
+  },
+  /**
+   * $1 journal?, $2 execution id, $3 the input as read, $4 the input with the answers taken, then
+   * the journal's ($5…): a compare-and-set, so that of two answers read together only one lands
+   * and the other reads again (tasks.ts).
+   */
+  answerTaskInput: {
+    name: 'idem_answer_task_input',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET task_input = $4, updated_at = c.now FROM c
+        WHERE id = $2 AND state = 'dispatched' AND task_input = $3
+        RETURNING c.now AS read_at
+      ),
+      ${journalAfter('upd', 5)}
+      SELECT upd.read_at, ${JOURNALED} FROM upd`,
+  },
+  /** What a task's holder watches for: its execution's state and input, and the first cancel of any of its tasks. */
+  watch: {
+    name: 'idem_task_watch',
+    text: `
+      SELECT e.state, e.task_input,
+        (SELECT min(cancel_requested_at) FROM tasks WHERE execution_id = e.id) AS cancel_requested_at
+      FROM executions e WHERE e.id = $1`,
+  },
 } as const satisfies Record<string, Statement>;

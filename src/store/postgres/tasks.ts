@@ -4,10 +4,19 @@ import {
   type TaskJoinColumns,
   taskFromColumns,
   taskFromJoin,
+  taskInputColumn,
   upstreamTaskColumn,
 } from '../sql-columns.js';
-import { taskWithoutExecution } from '../tasks.js';
-import type { ExecutionRecord, OpenTaskInput, TaskRecord, UpstreamTaskHandle } from '../types.js';
+import { takeAnswers, taskWithoutExecution } from '../tasks.js';
+import type {
+  ExecutionRecord,
+  OpenTaskInput,
+  TaskInput,
+  TaskInputRequest,
+  TaskRecord,
+  TaskWatch,
+  UpstreamTaskHandle,
+} from '../types.js';
 import type { JournalChains } from './journal-chains.js';
 import { type ExecutionRow, toRecord, wholeMs } from './sql.js';
 import { TASK_SQL } from './task-sql.js';
@@ -83,6 +92,88 @@ export async function writeUpstreamTask(
       return rows.length === 1;
     }),
   );
+}
+
+export async function writeTaskInput(
+  db: Connections,
+  chains: JournalChains,
+  write: {
+    id: string;
+    token: string;
+    requests: Record<string, TaskInputRequest> | null;
+    events?: ActivityEventInput[];
+  },
+): Promise<boolean> {
+  const events = write.events ?? [];
+  return chains.withEvents(events, (journal) =>
+    db.use(async (client) => {
+      const requests = write.requests === null ? null : JSON.stringify(write.requests);
+      const { rows } = await query(TASK_SQL.setTaskInput, [
+        events.length > 0,
+        write.id,
+        write.token,
+        requests,
+        ...journal,
+      ])(client);
+      return rows.length === 1;
+    }),
+  );
+}
+
+/** Enough for any number of answers that race: each lost round means another answer landed. */
+const ANSWER_ROUNDS = 16;
+
+/**
+ * Reads the input, takes the answers (takeAnswers, the rule every store applies) and writes it
+ * back only if nobody changed it meanwhile; else reads again.
+ */
+export async function writeTaskAnswers(
+  db: Connections,
+  chains: JournalChains,
+  answer: { id: string; answers: Record<string, unknown>; events?: ActivityEventInput[] },
+): Promise<TaskInput | undefined> {
+  for (let round = 0; round < ANSWER_ROUNDS; round++) {
+    const row = await readWatch(db, answer.id);
+    const open = row?.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null;
+    if (!row || !open) return undefined;
+    const { input, taken } = takeAnswers(open, answer.answers);
+    if (taken.length === 0) return input;
+    const events = answer.events ?? [];
+    const landed = await chains.withEvents(events, (journal) =>
+      db.use(async (client) => {
+        const { rows } = await query(TASK_SQL.answerTaskInput, [
+          events.length > 0,
+          answer.id,
+          row.task_input,
+          taskInputColumn.encode(input),
+          ...journal,
+        ])(client);
+        return rows.length === 1;
+      }),
+    );
+    if (landed) return input;
+  }
+  throw new Error(`the answers to ${answer.id}'s input lost ${ANSWER_ROUNDS} rounds to other answers`);
+}
+
+export async function watchTask(db: Connections, id: string): Promise<TaskWatch | undefined> {
+  const row = await readWatch(db, id);
+  return (
+    row && {
+      cancelRequestedAt: row.cancel_requested_at,
+      input: row.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null,
+    }
+  );
+}
+
+interface WatchRow {
+  state: string;
+  task_input: string | null;
+  cancel_requested_at: number | null;
+}
+
+async function readWatch(db: Connections, id: string): Promise<WatchRow | undefined> {
+  return db.use(async (client) => (await query<WatchRow>(TASK_SQL.watch, [id])(client)).rows[0]);
 }
 
 export async function readTask(

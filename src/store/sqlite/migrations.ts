@@ -168,6 +168,16 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN DELETE FROM tasks WHERE execution_id = OLD.id; END;
     `,
   },
+  {
+    version: 6,
+    name: "a task's input, answered by any process",
+    sql: `
+      -- JSON (sql-columns.ts taskInputColumn): what a dispatched task's target asked for and the
+      -- client's answers so far, which any process shows and takes, and the holder reads back.
+      -- NULL for nearly every execution.
+      ALTER TABLE executions ADD COLUMN task_input TEXT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -23,7 +23,10 @@ import type {
   ExecutionStore,
   OpenTaskInput,
   SweepResult,
+  TaskInput,
+  TaskInputRequest,
   TaskRecord,
+  TaskWatch,
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
@@ -47,7 +50,7 @@ import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 import { type ExecutionRow, prepareStatements, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
 import { prepareTaskStatements, type TaskStatements } from './task-sql.js';
-import { findTask, listTasks, readTask, taskTransactions } from './tasks.js';
+import { findTask, listTasks, readTask, taskTransactions, watchTask } from './tasks.js';
 import { WalSync } from './wal-sync.js';
 
 /**
@@ -294,6 +297,27 @@ export class SqliteStore implements ExecutionStore {
     events?: ActivityEventInput[],
   ): Promise<boolean> {
     return this.#writes.run(this.#tasks.setUpstreamTask, 'sync', { id, token, handle, events });
+  }
+
+  async setTaskInput(
+    id: string,
+    token: string,
+    requests: Record<string, TaskInputRequest> | null,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    return this.#writes.run(this.#tasks.setTaskInput, 'sync', { id, token, requests, events });
+  }
+
+  async answerTaskInput(
+    id: string,
+    answers: Record<string, unknown>,
+    events?: ActivityEventInput[],
+  ): Promise<TaskInput | undefined> {
+    return this.#writes.run(this.#tasks.answerTaskInput, 'sync', { id, answers, events });
+  }
+
+  async watchTask(id: string): Promise<TaskWatch | undefined> {
+    return this.#guard(() => watchTask(this.#taskSql, id));
   }
 
   async now(): Promise<number> {

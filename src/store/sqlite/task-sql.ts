@@ -12,6 +12,16 @@ export interface TaskStatements {
   list: Database.Statement<{ actor: string; after: string | null; limit: number }, TaskColumns>;
   requestCancel: Database.Statement<{ taskId: string; now: number }>;
   setUpstreamTask: Database.Statement<{ id: string; token: string; handle: string; now: number }>;
+  setTaskInput: Database.Statement<{ id: string; token: string; input: string | null; now: number }>;
+  updateTaskInput: Database.Statement<{ id: string; input: string; now: number }>;
+  watch: Database.Statement<[string], TaskWatchColumns>;
+}
+
+/** What ExecutionStore.watchTask reads of an execution. */
+export interface TaskWatchColumns {
+  state: string;
+  task_input: string | null;
+  cancel_requested_at: number | null;
 }
 
 export function prepareTaskStatements(db: Database.Database): TaskStatements {
@@ -41,5 +51,15 @@ export function prepareTaskStatements(db: Database.Database): TaskStatements {
     setUpstreamTask: db.prepare<{ id: string; token: string; handle: string; now: number }>(`
       UPDATE executions SET upstream_task = @handle, updated_at = @now
       WHERE id = @id AND claim_token = @token AND state = 'dispatched'`),
+    setTaskInput: db.prepare<{ id: string; token: string; input: string | null; now: number }>(`
+      UPDATE executions SET task_input = @input, updated_at = @now
+      WHERE id = @id AND claim_token = @token AND state = 'dispatched'`),
+    updateTaskInput: db.prepare<{ id: string; input: string; now: number }>(`
+      UPDATE executions SET task_input = @input, updated_at = @now
+      WHERE id = @id AND state = 'dispatched'`),
+    watch: db.prepare<[string], TaskWatchColumns>(`
+      SELECT e.state, e.task_input,
+        (SELECT min(cancel_requested_at) FROM tasks WHERE execution_id = e.id) AS cancel_requested_at
+      FROM executions e WHERE e.id = ?`),
   };
 }

@@ -1,8 +1,16 @@
 import type Database from 'better-sqlite3';
 import type { ActivityEventInput } from '../../journal/events.js';
-import { taskFromColumns, taskFromJoin, upstreamTaskColumn } from '../sql-columns.js';
-import { taskWithoutExecution } from '../tasks.js';
-import type { ExecutionRecord, OpenTaskInput, TaskRecord, UpstreamTaskHandle } from '../types.js';
+import { taskFromColumns, taskFromJoin, taskInputColumn, upstreamTaskColumn } from '../sql-columns.js';
+import { takeAnswers, taskWithoutExecution } from '../tasks.js';
+import type {
+  ExecutionRecord,
+  OpenTaskInput,
+  TaskInput,
+  TaskInputRequest,
+  TaskRecord,
+  TaskWatch,
+  UpstreamTaskHandle,
+} from '../types.js';
 import { appendJournal } from './journal-append.js';
 import { type Statements, toRecord, wholeMs } from './sql.js';
 import type { TaskStatements } from './task-sql.js';
@@ -11,13 +19,28 @@ import type { TaskStatements } from './task-sql.js';
 // through group commit (`now` read inside it), and their reads. Events are appended only
 // when the write changed something.
 
-/** The three task writes as transactions, for group commit to run. */
+/** The task writes as transactions, for group commit to run. */
 export interface TaskTransactions {
   open: Database.Transaction<(input: OpenTaskInput, events?: ActivityEventInput[]) => TaskRecord>;
   requestCancel: Database.Transaction<
     (taskId: string, events?: ActivityEventInput[]) => TaskRecord | undefined
   >;
   setUpstreamTask: Database.Transaction<(write: UpstreamTaskWrite) => boolean>;
+  setTaskInput: Database.Transaction<(write: TaskInputWrite) => boolean>;
+  answerTaskInput: Database.Transaction<(answer: TaskInputAnswer) => TaskInput | undefined>;
+}
+
+export interface TaskInputWrite {
+  id: string;
+  token: string;
+  requests: Record<string, TaskInputRequest> | null;
+  events: ActivityEventInput[] | undefined;
+}
+
+export interface TaskInputAnswer {
+  id: string;
+  answers: Record<string, unknown>;
+  events: ActivityEventInput[] | undefined;
 }
 
 export function taskTransactions(
@@ -35,6 +58,10 @@ export function taskTransactions(
     ),
     setUpstreamTask: db.transaction((write: UpstreamTaskWrite) =>
       writeUpstreamTask(sql, taskSql, clock(), write),
+    ),
+    setTaskInput: db.transaction((write: TaskInputWrite) => writeTaskInput(sql, taskSql, clock(), write)),
+    answerTaskInput: db.transaction((answer: TaskInputAnswer) =>
+      writeTaskAnswers(sql, taskSql, clock(), answer),
     ),
   };
 }
@@ -91,6 +118,48 @@ function writeUpstreamTask(
     return false;
   appendJournal(sql, write.events, now);
   return true;
+}
+
+function writeTaskInput(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  write: TaskInputWrite,
+): boolean {
+  const input =
+    write.requests === null
+      ? null
+      : taskInputColumn.encode({ requests: write.requests, answers: {}, askedAt: now });
+  if (taskSql.setTaskInput.run({ id: write.id, token: write.token, input, now }).changes === 0) return false;
+  appendJournal(sql, write.events, now);
+  return true;
+}
+
+function writeTaskAnswers(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  answer: TaskInputAnswer,
+): TaskInput | undefined {
+  const row = taskSql.watch.get(answer.id);
+  const open = row?.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null;
+  if (!open) return undefined;
+  const { input, taken } = takeAnswers(open, answer.answers);
+  if (taken.length > 0) {
+    taskSql.updateTaskInput.run({ id: answer.id, input: taskInputColumn.encode(input), now });
+    appendJournal(sql, answer.events, now);
+  }
+  return input;
+}
+
+export function watchTask(taskSql: TaskStatements, id: string): TaskWatch | undefined {
+  const row = taskSql.watch.get(id);
+  return (
+    row && {
+      cancelRequestedAt: row.cancel_requested_at,
+      input: row.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null,
+    }
+  );
 }
 
 export function readTask(
