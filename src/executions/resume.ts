@@ -9,6 +9,7 @@ import { withinDepth } from '../support/json-depth.js';
 import { META } from './answers.js';
 import { newToken } from './ids.js';
 import type { StepContext } from './step-context.js';
+import { watchTaskCancel } from './task-watch.js';
 
 /**
  * Following an upstream's task again after its holder was lost (a gateway killed, or gone from a
@@ -184,6 +185,8 @@ export class Resumptions {
     // The task's client may cancel it here (tasks/cancel), as it could while its first holder followed.
     const cancel = new AbortController();
     taskCancels.set(record.id, cancel);
+    // Or by another gateway of the fleet, whichever its client reaches (task-watch.ts).
+    const stopWatching = watchTaskCancel(this.#ctx, record.id, cancel);
     let ended: Ended;
     try {
       const result = knownSecrets.redact(
@@ -201,6 +204,7 @@ export class Resumptions {
       ended = unknownEnd(error, (value) => knownSecrets.redact(value));
     } finally {
       clearInterval(renewal);
+      stopWatching();
       if (taskCancels.get(record.id) === cancel) taskCancels.delete(record.id);
     }
     await this.#record(record, token, ended);

@@ -18,15 +18,20 @@ export interface Reply {
 }
 
 export interface ModernTasksClient {
-  /** `tools/call`; `tasks: false` leaves the extension undeclared (a client that cannot take a task). */
+  /**
+   * `tools/call`; `tasks: false` leaves the extension undeclared (a client that cannot take a task);
+   * `elicitation` declares form elicitation (a client whose user can be asked).
+   */
   call(
     id: string,
     tool: string,
     args: Record<string, unknown>,
-    options?: { tasks?: boolean },
+    options?: { tasks?: boolean; elicitation?: boolean },
   ): Promise<Reply>;
   get(taskId: string): Promise<Reply>;
   cancel(taskId: string): Promise<Reply>;
+  /** `tasks/update` with the answers to what the task asks, by key. */
+  update(taskId: string, inputResponses: Record<string, unknown>): Promise<Reply>;
 }
 
 export function modernTasksClient(
@@ -40,11 +45,15 @@ export function modernTasksClient(
     name: string,
     params: Record<string, unknown>,
     tasks: boolean,
+    elicitation = false,
   ): Promise<Reply> => {
     const meta = {
       [ENVELOPE.protocolVersion]: '2026-07-28',
       [ENVELOPE.clientInfo]: { name: clientName, version: '1.0.0' },
-      [ENVELOPE.clientCapabilities]: tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
+      [ENVELOPE.clientCapabilities]: {
+        ...(tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+        ...(elicitation ? { elicitation: { form: {} } } : {}),
+      },
     };
     const response = await rawRequest(url, {
       headers: {
@@ -60,13 +69,14 @@ export function modernTasksClient(
     if (!reply) throw new Error(`no reply to ${method} ${id}: ${response.status} ${response.text}`);
     return reply as Reply;
   };
-  const taskRequest = (method: string, taskId: string) =>
-    send(`${method}-${++requests}`, method, taskId, { taskId }, true);
+  const taskRequest = (method: string, taskId: string, more: Record<string, unknown> = {}) =>
+    send(`${method}-${++requests}`, method, taskId, { taskId, ...more }, true);
   return {
-    call: (id, tool, args, { tasks = true } = {}) =>
-      send(id, 'tools/call', tool, { name: tool, arguments: args }, tasks),
+    call: (id, tool, args, { tasks = true, elicitation = false } = {}) =>
+      send(id, 'tools/call', tool, { name: tool, arguments: args }, tasks, elicitation),
     get: (taskId) => taskRequest('tasks/get', taskId),
     cancel: (taskId) => taskRequest('tasks/cancel', taskId),
+    update: (taskId, inputResponses) => taskRequest('tasks/update', taskId, { inputResponses }),
   };
 }
 

@@ -143,7 +143,8 @@ export class McpChannel implements ActionChannel {
     }
     const startedAt = Date.now();
     const asking = this.#taskRequest(upstream);
-    const resend: ResendWith = (round) => this.#send(upstream, args, ctx.executionId, round, asking);
+    const resend: ResendWith = (round) =>
+      this.#send(upstream, args, ctx.executionId, round, asking, ctx.signal);
     const first = await resend({});
     let reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
     // The call is a task: what the upstream asks before it acts, the task's client answers.
@@ -219,6 +220,8 @@ export class McpChannel implements ActionChannel {
     executionId: string | null,
     round: Record<string, unknown>,
     asking: { params?: Record<string, unknown>; meta?: Record<string, unknown> } | undefined,
+    /** The call's task was cancelled (tasks/cancel, in any gateway of the fleet): the upstream is told. */
+    taskCancelled: AbortSignal | undefined,
   ): Promise<UpstreamReply> {
     const call = this.#call;
     const { task: _clientsTask, ...passed } = call.params;
@@ -233,8 +236,9 @@ export class McpChannel implements ActionChannel {
           arguments: args,
           _meta: { ...call.meta, ...asking?.meta, [META.executionId]: executionId },
         },
-        // The caller's cancellation reaches the upstream through `onSent`'s id, as any request's does.
-        undefined,
+        // The caller's cancellation reaches the upstream through `onSent`'s id, as any request's does;
+        // its task's, through this signal (notifications/cancelled, and the answer is not awaited).
+        taskCancelled,
         call.onSent,
         call.headers,
       );
