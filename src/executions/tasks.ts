@@ -164,8 +164,9 @@ export async function listTasks(
 
 /**
  * `tasks/cancel`: recorded first (durable, once), then acted on by what the execution is doing.
- * Waiting for approval, or approved and not yet sent: it is retired as not executed, and nothing runs. Dispatched by this
- * process: the dispatch is aborted, which the channel passes on to the target; the execution is
+ * Waiting for approval, or approved and not yet sent: it is retired as not executed, and nothing runs. Dispatched (by
+ * this process, or by another that reads the cancel from the store): the dispatch is aborted,
+ * which the channel passes on to the target; the execution is
  * then `unknown` unless the target answers anyway (it is recorded as what it is). A task whose
  * outcome was recorded first keeps that outcome. Undefined: no such task for this actor.
  */
