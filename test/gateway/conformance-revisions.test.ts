@@ -104,7 +104,8 @@ describe('0.2 conformance suite per revision: dual fixture directly vs through i
       for (const front of FRONTS) urls.set(`${revision} ${front}`, await startGateway(front));
     // Every run starts now and is awaited by its test, one after another: the suite's stream
     // probes read what arrives within 500-800 ms, and two suites and four gateways at once in one
-    // worker starved them on a loaded machine (docs/reliability.md, issue 25 item 7).
+    // worker starved them on a loaded machine (docs/reliability.md, "Upstream log messages, and the
+    // conformance suite under load").
     const directUrls: Record<Front, string> = { stateful: fixture.url, stateless: statelessFixture.url };
     let chain: Promise<unknown> = Promise.resolve();
     for (const revision of REVISIONS) {
