@@ -54,7 +54,12 @@ import { benchHttpTool } from './http-tool.js';
 import { benchJournalCost, benchVerify } from './journal.js';
 import { benchGatewayMemory, receiptCostAtBound } from './memory.js';
 import { benchPostgresGrowth, benchPostgresStore, benchPostgresVerify } from './postgres-store.js';
-import { benchSqliteGrowth, benchSqliteOverhead, benchSqliteThroughput } from './sqlite-store.js';
+import {
+  benchSqliteFrames,
+  benchSqliteGrowth,
+  benchSqliteOverhead,
+  benchSqliteThroughput,
+} from './sqlite-store.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 20_000);
 const WARMUP = Math.min(2_000, Math.floor(N / 10));
@@ -274,6 +279,8 @@ try {
   if (chosen.has('sqlite')) {
     await section('SQLite store: durability settings, group commit, growth', async () => [
       ...(await benchSqliteOverhead(QUARTER)),
+      '',
+      ...(await benchSqliteFrames()),
       '',
       ...(await benchSqliteThroughput(QUARTER)),
       '',

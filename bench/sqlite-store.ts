@@ -59,6 +59,7 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
     '| series | synchronous | calls | p50 µs | p99 µs | store commits per call | of them synced |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
   ];
+  const againstFloor: string[] = [];
   try {
     for (const synchronous of SETTINGS) {
       const store = await SqliteStore.open({ path: join(dir, `overhead-${synchronous}.db`), synchronous });
@@ -71,23 +72,7 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
         `| engine, new intent per call (identify → claim → dispatch → outcome + delivery) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(whole.p50)} | ${us1(whole.p99)} | ${commits.toFixed(2)} | ${synced.toFixed(2)} |`,
       );
       const beforeAlone = store.commitStats();
-      const alone = await sequential(calls, warmup, async () => {
-        const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
-        const events = (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
-          kind,
-          executionId: input.id,
-        }));
-        await store.claim(input, { events });
-        await store.transition({
-          id: input.id,
-          from: ['dispatched'],
-          to: 'completed',
-          token: input.claimToken,
-          outcome: { result: { content: [{ type: 'text', text: 'ok' }] } },
-          delivered: true,
-          events: (['outcome', 'delivered'] as const).map((kind) => ({ kind, executionId: input.id })),
-        });
-      });
+      const alone = await sequential(calls, warmup, () => storeAlone(store));
       const syncedAlone = (store.commitStats().synced - beforeAlone.synced) / (calls + warmup);
       lines.push(
         `| store alone: claim (3 journal rows) + completion with delivery (2) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(alone.p50)} | ${us1(alone.p99)} | 2.00 | ${syncedAlone.toFixed(2)} |`,
@@ -97,11 +82,108 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
       lines.push(
         `| floor, no Idem: better-sqlite3, a one-row insert, then a one-row update, one transaction each${synchronous === 'full' ? ', the WAL synced after the insert' : ''} | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(floor.p50)} | ${us1(floor.p99)} | 2.00 | ${synchronous === 'full' ? '1.00' : '0.00'} |`,
       );
+      againstFloor.push(
+        `| ${synchronous} | ${(alone.p50 / floor.p50).toFixed(2)}× | ${(whole.p50 / floor.p50).toFixed(2)}× |`,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return [
+    ...lines,
+    '',
+    "The same run against its floor (p50 ÷ the floor's p50, same setting; the target is ≤ 2× for the store):",
+    '',
+    '| synchronous | store alone ÷ floor | engine ÷ floor |',
+    '| --- | ---: | ---: |',
+    ...againstFloor,
+  ];
+}
+
+/**
+ * WAL frames (pages written) per call, counted by SQLite itself: the log's frame count after a
+ * series on a log emptied before it, with the checkpoint worker held off so that nothing
+ * empties it meanwhile (series stay under the 1,000-page autocheckpoint). The engine at 1 and
+ * 16 in flight (group commit shares pages between the calls of one commit), the store's part
+ * alone, and the floor's two transactions.
+ */
+export async function benchSqliteFrames(): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-bench-frames-'));
+  const fingerprinter = new Fingerprinter(randomBytes(32));
+  const lines = ['| series | calls | WAL frames | frames per call |', '| --- | ---: | ---: | ---: |'];
+  const row = (label: string, calls: number, frames: number) =>
+    lines.push(`| ${label} | ${calls} | ${frames} | ${(frames / calls).toFixed(2)} |`);
+  try {
+    const path = join(dir, 'frames.db');
+    const store = await SqliteStore.open({
+      path,
+      checkpoints: { startAfterCommits: Number.MAX_SAFE_INTEGER },
+    });
+    const engine = new ExecutionEngine({ store, fingerprinter });
+    const probe = new Database(path);
+    const framesOf = async (work: () => Promise<unknown>) => {
+      probe.pragma('wal_checkpoint(TRUNCATE)');
+      await work();
+      const [log] = probe.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+      return log?.log ?? Number.NaN;
+    };
+    try {
+      await sequential(200, 0, (i) => engine.execute(callFor('fw', i), handler));
+      row(
+        'engine, 1 in flight',
+        50,
+        await framesOf(() => sequential(50, 0, (i) => engine.execute(callFor('f1', i), handler))),
+      );
+      row(
+        'engine, 16 in flight',
+        160,
+        await framesOf(() =>
+          drive({ calls: 160, concurrency: 16, call: (i) => engine.execute(callFor('f16', i), handler) }),
+        ),
+      );
+      row(
+        'store alone (claim + completion with delivery)',
+        50,
+        await framesOf(() => sequential(50, 0, () => storeAlone(store))),
+      );
+    } finally {
+      probe.close();
+      await store.close();
+    }
+    const floorPath = join(dir, 'floor-frames.db');
+    const floor = floorDatabase(floorPath);
+    try {
+      for (let i = 0; i < 200; i++) floor.call();
+      floor.db.pragma('wal_checkpoint(TRUNCATE)');
+      for (let i = 0; i < 50; i++) floor.call();
+      const [log] = floor.db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+      row('floor: a one-row insert, then a one-row update', 50, log?.log ?? Number.NaN);
+    } finally {
+      floor.db.close();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   return lines;
+}
+
+/** The store's part of one call: a claim with 3 journal rows, then its completion with delivery and 2. */
+async function storeAlone(store: SqliteStore): Promise<void> {
+  const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
+  const events = (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
+    kind,
+    executionId: input.id,
+  }));
+  await store.claim(input, { events });
+  await store.transition({
+    id: input.id,
+    from: ['dispatched'],
+    to: 'completed',
+    token: input.claimToken,
+    outcome: { result: { content: [{ type: 'text', text: 'ok' }] } },
+    delivered: true,
+    events: (['outcome', 'delivered'] as const).map((kind) => ({ kind, executionId: input.id })),
+  });
 }
 
 /**
@@ -113,6 +195,18 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
  * against this floor in bench/NOTES.md.
  */
 async function sqliteFloor(path: string, synchronous: SqliteSynchronous, calls: number, warmup: number) {
+  const floor = floorDatabase(path);
+  const wal = synchronous === 'full' ? new WalSync(path) : undefined;
+  try {
+    return await sequential(calls, warmup, async () => floor.call(() => wal?.sync()));
+  } finally {
+    wal?.close();
+    floor.db.close();
+  }
+}
+
+/** The floor's database and one call of it: a claim's insert, `between` (the WAL's sync), then its update. */
+function floorDatabase(path: string) {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -121,17 +215,14 @@ async function sqliteFloor(path: string, synchronous: SqliteSynchronous, calls: 
   const update = db.prepare('UPDATE claims SET state = ? WHERE id = ?');
   const claim = db.transaction((key: Buffer) => insert.run(key, 'dispatched').lastInsertRowid);
   const complete = db.transaction((id: number | bigint) => update.run('completed', id));
-  const wal = synchronous === 'full' ? new WalSync(path) : undefined;
-  try {
-    return await sequential(calls, warmup, async () => {
+  return {
+    db,
+    call(between?: () => void) {
       const id = claim(randomBytes(32));
-      wal?.sync();
+      between?.();
       complete(id);
-    });
-  } finally {
-    wal?.close();
-    db.close();
-  }
+    },
+  };
 }
 
 /**
@@ -321,6 +412,8 @@ const us1 = (n: number) => n.toFixed(1);
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const calls = Number(process.env.BENCH_CALLS ?? 20_000);
   for (const line of await benchSqliteOverhead(calls)) console.log(line);
+  console.log('');
+  for (const line of await benchSqliteFrames()) console.log(line);
   console.log('');
   for (const line of await benchSqliteThroughput(Math.floor(calls / 4))) console.log(line);
   console.log('');
