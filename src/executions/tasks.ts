@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { taskCancelEvent, taskCreatedEvent, taskInputAnsweredEvent } from '../journal/task-events.js';
 import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
-import { openKeys } from '../store/tasks.js';
+import { openKeys, takeAnswers } from '../store/tasks.js';
 import type { ExecutionRecord, TaskInputRequest, TaskRecord } from '../store/types.js';
 import { META, markExecuted } from './answers.js';
 import type { ToolCall } from './call.js';
@@ -46,7 +46,8 @@ export async function updateTask(
   const open = record.state === 'dispatched' ? (await ctx.store.watchTask(record.id))?.input : undefined;
   if (open) {
     const offered = responses && typeof responses === 'object' ? (responses as Record<string, unknown>) : {};
-    const keys = openKeys(open).filter((key) => Object.hasOwn(offered, key));
+    // The keys this answer would take as read (the store takes them again, atomically): journaled as answered.
+    const keys = takeAnswers(open, offered).taken;
     if (keys.length > 0) {
       const subject = { executionId: record.id, actor, tool: record.tool };
       await ctx.store.answerTaskInput(record.id, offered, [taskInputAnsweredEvent(subject, taskId, keys)]);
