@@ -10,6 +10,7 @@ import {
   GENESIS_HASH,
   journalEntryHash,
   SQL_ENTRY_BODY,
+  SQL_HASHED_ROW,
 } from './chain.js';
 import type { ActivityEventInput } from './events.js';
 import { outcomeDigest } from './outcome-digest.js';
@@ -331,5 +332,25 @@ describe('SQL_ENTRY_BODY: the hashed text, spelled by SQLite', () => {
     insertRaw(5, '1', `'k', x'6b', NULL, NULL, NULL, '{}'`);
     db.exec(`INSERT INTO j VALUES (6, 1, 'k', NULL, NULL, NULL, NULL, '{}', NULL, 'h')`);
     expect(rows().map((r) => r[9])).toEqual([null, null, null, null, null, null]);
+  });
+
+  it('SQL_HASHED_ROW is the hash then that text, and NULL unless hash and prev_hash are 64-character texts', () => {
+    db.exec('DELETE FROM j');
+    const h = 'a'.repeat(64);
+    const p = 'b'.repeat(64);
+    insert.run(1, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, h);
+    insert.run(2, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', `${p}\nx`, h);
+    insert.run(3, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, `${h}0`);
+    insert.run(4, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, Buffer.from(h));
+    insert.run(5, 1.5, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, h);
+    const texts = db
+      .prepare(`SELECT ${SQL_HASHED_ROW}, ${SQL_ENTRY_BODY} FROM j ORDER BY seq`)
+      .raw(true)
+      .all() as [string | null, string | null][];
+    expect(texts[0]).toEqual([
+      `${h}${texts[0]?.[1]}`,
+      `${p}\n[1,${AT},"received","ex_1",null,"tool","ref"]\n{}`,
+    ]);
+    expect(texts.slice(1).map((t) => t[0])).toEqual([null, null, null, null]);
   });
 });

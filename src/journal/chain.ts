@@ -87,13 +87,39 @@ function envelopeText(e: HashedEnvelope): string {
  * chain.test.ts checks it against journalEntryHash on hostile strings in the
  * bundled SQLite, so an upgrade that spells JSON otherwise fails there.
  */
-export const SQL_ENTRY_BODY = `CASE WHEN typeof(seq) = 'integer' AND typeof(at) = 'integer'
-    AND abs(seq) <= 9007199254740991 AND abs(at) <= 9007199254740991
+export const SQL_ENTRY_BODY = `CASE WHEN ${sqlSpellable()}
+  THEN prev_hash || char(10) || json_array(seq, at, kind, execution_id, actor, tool, request_ref) || char(10) || detail
+  END`;
+
+/**
+ * The row's columns hold only what SQL_ENTRY_BODY spells exactly as
+ * envelopeText does: integers within 2^53 (BETWEEN, not abs(): the same
+ * bound, a third of the guard's cost), texts or NULL — never a blob, which
+ * json_array would read as JSONB — and a text prev_hash and detail.
+ */
+function sqlSpellable(): string {
+  const safe = 'BETWEEN -9007199254740991 AND 9007199254740991';
+  return `typeof(seq) = 'integer' AND typeof(at) = 'integer' AND seq ${safe} AND at ${safe}
     AND typeof(kind) IN ('text', 'null') AND typeof(execution_id) IN ('text', 'null')
     AND typeof(actor) IN ('text', 'null') AND typeof(tool) IN ('text', 'null')
     AND typeof(request_ref) IN ('text', 'null')
-    AND typeof(prev_hash) = 'text' AND typeof(detail) = 'text'
-  THEN prev_hash || char(10) || json_array(seq, at, kind, execution_id, actor, tool, request_ref) || char(10) || detail
+    AND typeof(prev_hash) = 'text' AND typeof(detail) = 'text'`;
+}
+
+/** The length of a hash and of a prev_hash in SQL_HASHED_ROW's text: SHA-256 in hex. */
+export const HASH_CHARS = 64;
+
+/**
+ * One text per row for the verifier's fast path: the stored hash, then the
+ * SQL_ENTRY_BODY it must be the hash of — `hash ‖ prev_hash ‖ "\n" ‖
+ * envelope ‖ "\n" ‖ detail`. One value per row is read far faster than
+ * several (better-sqlite3 builds no row array). It is NULL unless hash is a
+ * text and hash and prev_hash are 64 characters each, so both are read at fixed offsets and a
+ * prev_hash that runs on past 64 characters cannot pass for the one before.
+ */
+export const SQL_HASHED_ROW = `CASE WHEN ${sqlSpellable()}
+    AND typeof(hash) = 'text' AND length(hash) = ${HASH_CHARS} AND length(prev_hash) = ${HASH_CHARS}
+  THEN hash || prev_hash || char(10) || json_array(seq, at, kind, execution_id, actor, tool, request_ref) || char(10) || detail
   END`;
 
 /** The hash of a row whose SQL_ENTRY_BODY is `body`: chainHash's, with the prefix already in the text. */

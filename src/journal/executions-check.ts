@@ -75,53 +75,97 @@ export async function journaledExecutions(
   rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>,
 ): Promise<Map<string, JournaledExecution>> {
   const executions = new Map<string, JournaledExecution>();
+  const one = (row: StoredJournalRow) =>
+    apply(executions, row.seq, row.at, row.kind, row.executionId, row.actor, row.tool, row.detailText);
   // A synchronous source (a SQLite file) is read without a promise per row, as verifyJournal does.
-  if (Symbol.iterator in rows) for (const row of rows as Iterable<StoredJournalRow>) apply(executions, row);
-  else for await (const row of rows) apply(executions, row);
+  if (Symbol.iterator in rows) for (const row of rows as Iterable<StoredJournalRow>) one(row);
+  else for await (const row of rows) one(row);
   return executions;
 }
 
-function apply(executions: Map<string, JournaledExecution>, row: StoredJournalRow): void {
-  if (row.kind === 'trimmed') {
+/**
+ * A journal row as far as the executions check reads it (a SQLite file,
+ * sources.ts sqliteExecutionEvents): seq, at, kind, execution id, actor,
+ * tool, and the detail text — which may be null where the kind's detail is
+ * never read (DETAIL_KINDS).
+ */
+export type ExecutionEventRow = [
+  seq: number,
+  at: number,
+  kind: string,
+  executionId: string | null,
+  actor: string | null,
+  tool: string | null,
+  detailText: string | null,
+];
+
+/** journaledExecutions over ExecutionEventRows: the same fold, without a row object per row. */
+export function journaledExecutionsOf(rows: Iterable<ExecutionEventRow>): Map<string, JournaledExecution> {
+  const executions = new Map<string, JournaledExecution>();
+  for (const r of rows) apply(executions, r[0], r[1], r[2], r[3], r[4], r[5], r[6] as string);
+  return executions;
+}
+
+/** The kinds whose detail the fold reads (needsDetail, and `trimmed`); the others' may be left unread. */
+export const DETAIL_KINDS: readonly string[] = [
+  'trimmed',
+  'outcome',
+  'operator_resolution',
+  'authorized',
+  'denied',
+  'accepted',
+];
+
+function apply(
+  executions: Map<string, JournaledExecution>,
+  seq: number,
+  at: number,
+  kind: string,
+  executionId: string | null,
+  actor: string | null,
+  tool: string | null,
+  detailText: string,
+): void {
+  if (kind === 'trimmed') {
     // Names executions journaled before it; an id the journal never had is left to the table check.
-    for (const id of trimmedIds(JSON.parse(row.detailText) as Record<string, unknown>)) {
+    for (const id of trimmedIds(JSON.parse(detailText) as Record<string, unknown>)) {
       const known = executions.get(id);
-      if (known) known.trimmedAt = row.seq;
+      if (known) known.trimmedAt = seq;
     }
     return;
   }
-  if (!row.executionId) return;
-  let known = executions.get(row.executionId);
+  if (!executionId) return;
+  let known = executions.get(executionId);
   if (!known) {
     known = {
       state: undefined,
       actor: null,
       tool: null,
-      seq: row.seq,
-      changedAt: row.at,
+      seq,
+      changedAt: at,
       outcome: undefined,
     };
-    executions.set(row.executionId, known);
+    executions.set(executionId, known);
   }
   // Only the kinds that carry what is checked (fingerprint, decision, outcome) need their detail parsed.
-  const detail = needsDetail(row.kind) ? (JSON.parse(row.detailText) as Record<string, unknown>) : {};
-  if (row.kind === 'accepted' && known.actor === null) {
-    known.actor = row.actor;
-    known.tool = row.tool;
+  const detail = needsDetail(kind) ? (JSON.parse(detailText) as Record<string, unknown>) : {};
+  if (kind === 'accepted' && known.actor === null) {
+    known.actor = actor;
+    known.tool = tool;
     if (typeof detail.fingerprint === 'string') known.fingerprint = detail.fingerprint;
     if (detail[TRIM_JOURNALED_FIELD] === true) known.trimJournaled = true;
   }
-  if (STATE_KINDS.has(row.kind)) {
-    known.state = stateAfter({ kind: row.kind as ActivityKind, detail: detail as never }, known.state);
-    known.seq = row.seq;
-    known.changedAt = row.at;
+  if (STATE_KINDS.has(kind)) {
+    known.state = stateAfter({ kind: kind as ActivityKind, detail: detail as never }, known.state);
+    known.seq = seq;
+    known.changedAt = at;
   }
-  if (row.kind === 'authorized' || row.kind === 'denied') {
+  if (kind === 'authorized' || kind === 'denied') {
     const by = typeof detail.by === 'string' ? detail.by : undefined;
-    const decision = row.kind === 'authorized' ? 'approved' : detail.via === 'expiry' ? 'expired' : 'denied';
-    known.decision = { decision, by, seq: row.seq };
+    const decision = kind === 'authorized' ? 'approved' : detail.via === 'expiry' ? 'expired' : 'denied';
+    known.decision = { decision, by, seq };
   }
-  if (recordsOutcome(row.kind, detail.state)) {
+  if (recordsOutcome(kind, detail.state)) {
     const digest = detail[OUTCOME_DIGEST_FIELD];
     known.outcome = typeof digest === 'string' ? digest : null;
   }

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { postgresFingerprint, sqliteFingerprint } from '../identity/fingerprint-columns.js';
 import { loadPg } from '../support/optional-packages.js';
 import type { JournalStream } from './events.js';
-import type { StoredExecutionRow } from './executions-check.js';
+import { DETAIL_KINDS, type ExecutionEventRow, type StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
 import type { RegisteredHead } from './verify-heads.js';
 import type { StoredJournalRow } from './verify-report.js';
@@ -57,6 +57,32 @@ export function* sqliteJournalRows(
   try {
     const statement = db.prepare(`SELECT ${COLUMNS} FROM ${TABLES[stream]} ORDER BY rowid`).raw(true);
     for (const row of statement.iterate() as Iterable<RawRow>) yield toStored(row);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The activity journal of a SQLite store file as the executions check folds
+ * it (executions-check.ts journaledExecutionsOf), in rowid order: only the
+ * rows that fold does anything with (an execution's, or a `trimmed` event),
+ * and of those only the columns it reads — actor and tool of an `accepted`
+ * event, the detail of the kinds whose detail it parses. It reads a third of
+ * what sqliteJournalRows does, and builds no object per row.
+ */
+export function* sqliteExecutionEvents(path: string): Generator<ExecutionEventRow> {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const kinds = DETAIL_KINDS.map((k) => `'${k}'`).join(', ');
+    const statement = db
+      .prepare(
+        `SELECT seq, at, kind, execution_id,
+                CASE WHEN kind = 'accepted' THEN actor END, CASE WHEN kind = 'accepted' THEN tool END,
+                CASE WHEN kind IN (${kinds}) THEN detail END
+         FROM activity_journal WHERE execution_id IS NOT NULL OR kind = 'trimmed' ORDER BY rowid`,
+      )
+      .raw(true);
+    yield* statement.iterate() as Iterable<ExecutionEventRow>;
   } finally {
     db.close();
   }

@@ -6,14 +6,15 @@
  * taking the next chunk from one shared counter, so a thread that starts late
  * or runs on a busier core simply takes fewer chunks.
  *
- * It reads SQL_ENTRY_BODY — the hashed text spelled by SQLite — instead of
- * ten columns to rebuild it from: that is most of what verifying costs. It
- * only ever confirms: any doubt (a row SQLite cannot spell exactly, a stored
- * detail in another spelling, a broken link) marks the chunk anomalous and
- * the caller runs the exact sequential verifier, whose report is the answer.
+ * It reads one text per row, SQL_HASHED_ROW — the stored hash and the
+ * hashed text spelled by SQLite — instead of ten columns to rebuild it from:
+ * that is most of what verifying costs. It only ever confirms: any doubt (a
+ * row SQLite cannot spell exactly, a stored detail in another spelling, a
+ * broken link, an error from SQLite) marks the chunk anomalous and the caller
+ * runs the exact sequential verifier, whose report is the answer.
  */
 import Database from 'better-sqlite3';
-import { SQL_ENTRY_BODY, sqlEntryBodyHash } from './chain.js';
+import { HASH_CHARS, SQL_HASHED_ROW, sqlEntryBodyHash } from './chain.js';
 
 export interface ChunkPlan {
   path: string;
@@ -39,10 +40,15 @@ export interface ChunkResult {
   signedHashesSeen: [number, string][];
 }
 
-/** Rows per read: one call into SQLite per page; larger pages cost more in garbage than they save in calls. */
-const PAGE_ROWS = 1024;
-
-type BodyRow = [seq: number, prevHash: string, hash: string, body: string | null, rowid: number];
+/**
+ * Rowids per read: one call into SQLite per page (at most this many rows,
+ * however sparse the rowids); larger pages cost more in garbage than they
+ * save in calls. A chunk wider than PAGES_AT_MOST pages (a span only a
+ * far-off rowid makes) is read with one iterator instead, so empty rowids
+ * cost nothing.
+ */
+const PAGE_ROWIDS = 4096;
+const PAGES_AT_MOST = 64;
 
 /**
  * A reader of `plan`'s chunks: each next() takes the next chunk from
@@ -52,13 +58,19 @@ export function openChunks(plan: ChunkPlan): { next(): ChunkResult | undefined; 
   const state = new Int32Array(plan.shared);
   const signedSeqs = new Set(plan.signedSeqs);
   const db = new Database(plan.path, { readonly: true, fileMustExist: true });
-  const page = db
-    .prepare(
-      `SELECT seq, prev_hash, hash, ${SQL_ENTRY_BODY}, rowid FROM ${plan.table}
-       WHERE rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ${PAGE_ROWS}`,
-    )
-    .raw(true);
-  const read = (lo: number, hi: number) => page.all(lo, hi) as BodyRow[];
+  const rows = db
+    .prepare(`SELECT ${SQL_HASHED_ROW} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`)
+    .pluck(true);
+  const read = (lo: number, hi: number, each: (text: string | null) => boolean) => {
+    if (hi - lo + 1 > PAGE_ROWIDS * PAGES_AT_MOST) {
+      for (const text of rows.iterate(lo, hi) as IterableIterator<string | null>) if (!each(text)) return;
+      return;
+    }
+    for (let from = lo; from <= hi; from += PAGE_ROWIDS) {
+      const page = rows.all(from, Math.min(hi, from + PAGE_ROWIDS - 1)) as (string | null)[];
+      for (let i = 0; i < page.length; i++) if (!each(page[i] as string | null)) return;
+    }
+  };
   return {
     next() {
       if (Atomics.load(state, 1) !== 0) return undefined;
@@ -91,9 +103,17 @@ export function checkChunks(plan: ChunkPlan): ChunkResult[] {
   return results;
 }
 
+const NEWLINE = 10;
+const OPEN_BRACKET = 91;
+const COMMA = 44;
+const ZERO = 48;
+const NINE = 57;
+/** Where the envelope's seq starts in SQL_HASHED_ROW's text: after hash, prev_hash, "\n[". */
+const SEQ_AT = 2 * HASH_CHARS + 2;
+
 function checkChunk(
   index: number,
-  read: (lo: number, hi: number) => BodyRow[],
+  read: (lo: number, hi: number, each: (text: string | null) => boolean) => void,
   from: number,
   to: number,
   signedSeqs: Set<number>,
@@ -108,23 +128,44 @@ function checkChunk(
   };
   let lastSeq = 0;
   let lastHash = '';
-  // Each page starts after the last rowid read, so a gap in the rowids costs nothing.
-  for (let lo = from; lo <= to; ) {
-    const rows = read(lo, to);
-    for (const [seq, prevHash, hash, body, rowid] of rows) {
-      lo = rowid + 1;
-      if (result.count === 0) result.first = { seq, prevHash };
-      else if (seq !== lastSeq + 1 || prevHash !== lastHash) result.anomaly = true;
-      if (result.anomaly || body === null || sqlEntryBodyHash(body) !== hash) {
-        result.anomaly = true;
-        return result;
-      }
-      if (signedSeqs.size > 0 && signedSeqs.has(seq)) result.signedHashesSeen.push([seq, hash]);
-      lastSeq = seq;
-      lastHash = hash;
-      result.count++;
+  const each = (text: string | null): boolean => {
+    // hash (64) ‖ prev_hash (64) ‖ "\n[" seq "," … : SQLite spelled the seq, an integer below 2^53, in digits.
+    if (
+      text === null ||
+      text.charCodeAt(2 * HASH_CHARS) !== NEWLINE ||
+      text.charCodeAt(SEQ_AT - 1) !== OPEN_BRACKET
+    ) {
+      return false;
     }
-    if (rows.length < PAGE_ROWS) break;
+    let seq = 0;
+    let at = SEQ_AT;
+    let c = text.charCodeAt(at);
+    if (c === ZERO) return false;
+    for (; c >= ZERO && c <= NINE; c = text.charCodeAt(++at)) seq = seq * 10 + (c - ZERO);
+    if (c !== COMMA || at === SEQ_AT) return false;
+    if (result.count === 0) result.first = { seq, prevHash: text.slice(HASH_CHARS, 2 * HASH_CHARS) };
+    else if (seq !== lastSeq + 1 || !text.startsWith(lastHash, HASH_CHARS)) return false;
+    const hash = text.slice(0, HASH_CHARS);
+    if (sqlEntryBodyHash(text.substring(HASH_CHARS)) !== hash) return false;
+    if (signedSeqs.size > 0 && signedSeqs.has(seq)) result.signedHashesSeen.push([seq, hash]);
+    lastSeq = seq;
+    lastHash = hash;
+    result.count++;
+    return true;
+  };
+  let complete = true;
+  try {
+    read(from, to, (text) => {
+      complete = each(text);
+      return complete;
+    });
+  } catch {
+    // SQLite refused a row (a value it cannot spell): the exact scan says what is wrong with it.
+    complete = false;
+  }
+  if (!complete) {
+    result.anomaly = true;
+    return result;
   }
   if (result.count > 0) result.last = { seq: lastSeq, hash: lastHash };
   return result;

@@ -3,6 +3,7 @@ import {
   checkExecutions,
   type ExecutionsReport,
   journaledExecutions,
+  journaledExecutionsOf,
   type StoredExecutionRow,
 } from './executions-check.js';
 import { readExport, readExportExecutions } from './export.js';
@@ -11,6 +12,7 @@ import {
   postgresExecutionRows,
   postgresJournalRows,
   postgresRegistry,
+  sqliteExecutionEvents,
   sqliteExecutionRows,
   sqliteJournalRows,
 } from './sources.js';
@@ -68,10 +70,12 @@ export async function verifyStore(
   if (options.streams.includes('activity') && streams.activity?.ok) {
     const rows = await executionRows(source);
     if (rows) {
-      report.executions = await checkExecutions(
-        await journaledExecutions(journalRows(source, 'activity')),
-        rows,
-      );
+      // A SQLite file: only the rows and columns the check folds (sources.ts sqliteExecutionEvents).
+      const journal =
+        source.kind === 'sqlite'
+          ? journaledExecutionsOf(sqliteExecutionEvents(source.path))
+          : await journaledExecutions(journalRows(source, 'activity'));
+      report.executions = await checkExecutions(journal, rows);
       if (!firstBad && report.executions.firstBad) firstBad = report.executions.firstBad;
     }
   }
