@@ -25,7 +25,8 @@
  * first tools/list is answered, K sessions per path (idem, mcp-proxy, supergateway), one path
  * after another within each round and each session ended (DELETE) before the next; after one
  * warm-up session per path. Every path starts its upstream process(es) its own way: supergateway
- * --stateful one per session, Idem one per session (from a process started ahead: docs/gateway.md).
+ * --stateful one per session, Idem one per session (from a process started ahead: docs/gateway.md;
+ * the diagnostic `idem-no-spare`, `upstreams.<name>.spare: false`, starts it at the initialize).
  *
  * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
  * 5,000; K = BENCH_GATEWAY_SESSIONS, default BENCH_CALLS/500 within 3–20; BENCH_GATEWAY_SERIES=idem,supergateway runs only those series;
@@ -76,7 +77,8 @@ interface Target {
     | 'idem'
     | 'idem-stateless'
     | 'idem-memory'
-    | 'idem-passthrough';
+    | 'idem-passthrough'
+    | 'idem-no-spare';
   label: string;
   start(): Promise<ServerProcess>;
   /** Throws when a result is not what this series must return. */
@@ -106,6 +108,8 @@ function idemTarget(options: {
   store?: Record<string, unknown>;
   /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
   stateless?: boolean;
+  /** `upstreams.<name>.spare: false`: each session starts its upstream process at its initialize. */
+  noSpare?: boolean;
   instruments: Instruments;
 }): Target {
   const newExecution = options.contract.replay !== 'read_only';
@@ -121,7 +125,9 @@ function idemTarget(options: {
           data_dir: options.dir,
           ...(options.store ? { store: options.store } : {}),
           ...(options.stateless ? { listen: { http: { stateless: true } } } : {}),
-          upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
+          upstreams: {
+            trivial: { ...trivialUpstream(), cwd: REPO_ROOT, ...(options.noSpare ? { spare: false } : {}) },
+          },
           tools: { echo: options.contract },
           // The default (10,000 receipts held for 10 minutes) refuses every call past the
           // 10,000th in 10 minutes with IDEM_RECEIPTS_FULL; a series sends more than that.
@@ -292,6 +298,15 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
             contract: { replay: 'read_only' },
             instruments,
           }),
+          // Session starts only: what a session start costs without a process started ahead.
+          idemTarget({
+            key: 'idem-no-spare',
+            label: 'diagnostic: idem gateway, upstream spare: false',
+            dir: join(work, 'idem-no-spare'),
+            contract: { replay: 'keyed', scope: { business_key: 'id' } },
+            noSpare: true,
+            instruments,
+          }),
         ]
       : []),
   ];
@@ -329,7 +344,9 @@ function tableRows(
 }
 
 const SESSION_START = 'session-start';
-const SESSION_START_PATHS: Target['key'][] = ['idem', 'mcp-proxy', 'supergateway'];
+const SESSION_START_PATHS: Target['key'][] = ['idem', 'mcp-proxy', 'supergateway', 'idem-no-spare'];
+/** Series that run the session starts only. */
+const SESSION_STARTS_ONLY: Target['key'][] = ['idem-no-spare'];
 
 /**
  * One session start, ms: a new SDK client's connect (initialize, then notifications/initialized)
@@ -471,6 +488,7 @@ export async function benchGateway(options: {
       }
     }
     if (!onlySessionStarts) {
+      const calling = running.filter(({ target }) => !SESSION_STARTS_ONLY.includes(target.key));
       const warmup = Math.min(1_000, Math.max(50, Math.floor(options.calls / 5)));
       const perRound = Math.ceil(options.calls / ROUNDS);
       lines.push(
@@ -496,7 +514,7 @@ export async function benchGateway(options: {
           if (!result.isError) target.check?.(result); // an error result is counted as one by drive()
           return result;
         };
-        for (const { target, server, unavailable } of running) {
+        for (const { target, server, unavailable } of calling) {
           if (!server) {
             results.set(target.key, unavailable ?? 'did not start');
             continue;
@@ -521,7 +539,7 @@ export async function benchGateway(options: {
           // Rotate the order each round: no series always runs first (or last).
           for (let k = 0; k < round; k++) order.push(order.shift() as Target['key']);
           for (const key of order) {
-            const target = running.find((r) => r.target.key === key)?.target as Target;
+            const target = calling.find((r) => r.target.key === key)?.target as Target;
             const load = await drive({
               calls: perRound,
               concurrency: inFlight,
@@ -533,7 +551,7 @@ export async function benchGateway(options: {
         }
         for (const [key, series] of loads) results.set(key, summarize(series));
         for (const client of sessions.values()) await client.close().catch(() => {});
-        lines.push(...tableRows(inFlight, results, running));
+        lines.push(...tableRows(inFlight, results, calling));
       }
     }
     if (sessionCount > 0)

@@ -203,8 +203,6 @@ export class Gateway {
       this.#options.logger ? this.#log : undefined,
     );
     const stateless = listen.stateless;
-    // Each stateful session starts its own stdio upstreams: one process of each is kept started ahead.
-    if (!stateless) this.#startSpares();
     this.#http = await serveHttpFront({
       ...listen,
       // The caps count a session against the actor it will have (a token's subject, or the client's name locally).
@@ -232,6 +230,8 @@ export class Gateway {
         },
       },
     });
+    // Each stateful session starts its own stdio upstreams: one process of each is kept started ahead.
+    if (!stateless) this.#startSpares();
     return this.#http;
   }
 
