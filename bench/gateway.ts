@@ -21,8 +21,16 @@
  * "unavailable: <reason>"; a series that runs out of its time budget reports
  * what it measured.
  *
+ * Session start: a new SDK client's connect (initialize, notifications/initialized) until its
+ * first tools/list is answered, K sessions per path (idem, mcp-proxy, supergateway), one path
+ * after another within each round and each session ended (DELETE) before the next; after one
+ * warm-up session per path. Every path starts its upstream process(es) its own way: supergateway
+ * --stateful one per session, Idem one per session (from a process started ahead: docs/gateway.md;
+ * the diagnostic `idem-no-spare`, `upstreams.<name>.spare: false`, starts it at the initialize).
+ *
  * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
- * 5,000; BENCH_GATEWAY_SERIES=idem,supergateway runs only those series;
+ * 5,000; K = BENCH_GATEWAY_SESSIONS, default BENCH_CALLS/500 within 3–20; BENCH_GATEWAY_SERIES=idem,supergateway runs only those series;
+ * BENCH_GATEWAY_SERIES=session-start only the session starts (on the paths also named, if any);
  * BENCH_GATEWAY_IN_FLIGHT=1 only that concurrency; BENCH_GATEWAY_PROFILE=<dir> writes a V8 CPU profile of each series'
  * server process into <dir>/<series>/; BENCH_GATEWAY_TIMING=<dir> writes the
  * median time each server spends on the way in, at the upstream and on the way
@@ -33,6 +41,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Database from 'better-sqlite3';
 import {
@@ -68,7 +77,8 @@ interface Target {
     | 'idem'
     | 'idem-stateless'
     | 'idem-memory'
-    | 'idem-passthrough';
+    | 'idem-passthrough'
+    | 'idem-no-spare';
   label: string;
   start(): Promise<ServerProcess>;
   /** Throws when a result is not what this series must return. */
@@ -98,6 +108,8 @@ function idemTarget(options: {
   store?: Record<string, unknown>;
   /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
   stateless?: boolean;
+  /** `upstreams.<name>.spare: false`: each session starts its upstream process at its initialize. */
+  noSpare?: boolean;
   instruments: Instruments;
 }): Target {
   const newExecution = options.contract.replay !== 'read_only';
@@ -113,7 +125,9 @@ function idemTarget(options: {
           data_dir: options.dir,
           ...(options.store ? { store: options.store } : {}),
           ...(options.stateless ? { listen: { http: { stateless: true } } } : {}),
-          upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
+          upstreams: {
+            trivial: { ...trivialUpstream(), cwd: REPO_ROOT, ...(options.noSpare ? { spare: false } : {}) },
+          },
           tools: { echo: options.contract },
           // The default (10,000 receipts held for 10 minutes) refuses every call past the
           // 10,000th in 10 minutes with IDEM_RECEIPTS_FULL; a series sends more than that.
@@ -284,6 +298,15 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
             contract: { replay: 'read_only' },
             instruments,
           }),
+          // Session starts only: what a session start costs without a process started ahead.
+          idemTarget({
+            key: 'idem-no-spare',
+            label: 'diagnostic: idem gateway, upstream spare: false',
+            dir: join(work, 'idem-no-spare'),
+            contract: { replay: 'keyed', scope: { business_key: 'id' } },
+            noSpare: true,
+            instruments,
+          }),
         ]
       : []),
   ];
@@ -320,6 +343,87 @@ function tableRows(
   });
 }
 
+const SESSION_START = 'session-start';
+const SESSION_START_PATHS: Target['key'][] = ['idem', 'mcp-proxy', 'supergateway', 'idem-no-spare'];
+/** Series that run the session starts only. */
+const SESSION_STARTS_ONLY: Target['key'][] = ['idem-no-spare'];
+
+/**
+ * One session start, ms: a new SDK client's connect (initialize, then notifications/initialized)
+ * until its first tools/list is answered. The session is ended (DELETE) and closed afterwards,
+ * outside the time: its upstream process goes with it.
+ */
+async function sessionStart(url: string): Promise<number> {
+  const start = performance.now();
+  const client = await connectClient(url, 'idem-bench-session');
+  try {
+    const listed = await client.listTools();
+    const elapsed = performance.now() - start;
+    if (!listed.tools.some((tool) => tool.name === 'echo'))
+      throw new Error(`tools/list without echo: ${JSON.stringify(listed).slice(0, 200)}`);
+    return elapsed;
+  } finally {
+    await (client.transport as StreamableHTTPClientTransport | undefined)?.terminateSession().catch(() => {});
+    await client.close().catch(() => {});
+  }
+}
+
+/**
+ * Session starts on idem, mcp-proxy and supergateway (those of `running`): one warm-up session
+ * per path, then `k` each, one path after another in each round (the order rotated every round),
+ * p50 and max, and Idem's p50 ÷ each bridge's.
+ */
+async function sessionStarts(running: Running[], k: number): Promise<string[]> {
+  const paths = running.filter(({ target }) => SESSION_START_PATHS.includes(target.key));
+  const samples = new Map<Target['key'], number[]>();
+  const failed = new Map<Target['key'], string>();
+  for (const { target, server, unavailable } of paths) {
+    if (!server) {
+      failed.set(target.key, unavailable ?? 'did not start');
+      continue;
+    }
+    try {
+      await sessionStart(server.url);
+      samples.set(target.key, []);
+    } catch (error) {
+      failed.set(target.key, reason(error));
+    }
+  }
+  for (let round = 0; round < k; round++) {
+    const order = [...samples.keys()];
+    for (let r = 0; r < round % Math.max(1, order.length); r++) order.push(order.shift() as Target['key']);
+    for (const key of order) {
+      const server = paths.find((p) => p.target.key === key)?.server as ServerProcess;
+      try {
+        samples.get(key)?.push(await sessionStart(server.url));
+      } catch (error) {
+        if (!failed.has(key)) failed.set(key, reason(error));
+      }
+    }
+  }
+  const p50 = (key: Target['key']) => {
+    const sorted = [...(samples.get(key) ?? [])].sort((a, b) => a - b);
+    return sorted.length ? (sorted[Math.floor(sorted.length / 2)] as number) : Number.NaN;
+  };
+  const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : '–');
+  const idem = p50('idem');
+  return [
+    `Session start: a new SDK client's connect (initialize) until its first tools/list is answered, ` +
+      `${k} sessions per path, the paths alternating (one session each in turn), each session ended before the next; ` +
+      "after one warm-up session per path. Ratio: Idem p50 ÷ the row's (≤ 1.00: Idem starts a session no slower).",
+    '',
+    '| path | sessions | p50 ms | max ms | Idem p50 ÷ this |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...paths.map(({ target }) => {
+      const measured = samples.get(target.key) ?? [];
+      const error = failed.get(target.key);
+      if (measured.length === 0) return `| ${target.label} | 0 | unavailable: ${error ?? 'not run'} | | |`;
+      const note = error ? ` (${k - measured.length} failed: ${error})` : '';
+      return `| ${target.label} | ${measured.length}${note} | ${ms(p50(target.key))} | ${ms(Math.max(...measured))} | ${target.key === 'idem' ? '—' : ratio(idem / p50(target.key))} |`;
+    }),
+  ];
+}
+
 /** What Idem's store holds after the run: one execution per call, and its journal rows. */
 function idemStoreCounts(dbPath: string): string {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
@@ -352,18 +456,27 @@ export async function benchGateway(options: {
   timingDir?: string;
   /** Also run Idem with a memory store and with the tool passed through (read_only): where the time goes. */
   diagnostics?: boolean;
-  /** Only these series (their keys: direct, mcp-proxy, supergateway, idem, idem-memory, idem-passthrough). */
+  /**
+   * Only these series (their keys: direct, mcp-proxy, supergateway, idem, idem-memory, idem-passthrough);
+   * `session-start` among them: only the session starts, on the paths also named (default: all three).
+   */
   series?: string[];
+  /** Session starts per path (K); 0: none. Default: calls/500, within 3–20. */
+  sessions?: number;
 }): Promise<string[]> {
   const work = mkdtempSync(join(tmpdir(), 'idem-bench-gateway-'));
   const budgetMs = options.budgetMs ?? Number(process.env.BENCH_GATEWAY_BUDGET_MS ?? 120_000);
+  const onlySessionStarts = options.series?.includes(SESSION_START) ?? false;
+  const named = options.series?.filter((key) => key !== SESSION_START);
   const running: Running[] = targets(
     work,
     { profileDir: options.profileDir, timingDir: options.timingDir },
     options.diagnostics ?? true,
   )
-    .filter((target) => !options.series || options.series.includes(target.key))
+    .filter((target) => !onlySessionStarts || SESSION_START_PATHS.includes(target.key))
+    .filter((target) => !named?.length || named.includes(target.key))
     .map((target) => ({ target }));
+  const sessionCount = options.sessions ?? Math.min(20, Math.max(3, Math.round(options.calls / 500)));
   const lines: string[] = [];
   const callsIssued = { idem: 0 };
   try {
@@ -374,76 +487,81 @@ export async function benchGateway(options: {
         entry.unavailable = reason(error);
       }
     }
-    const warmup = Math.min(1_000, Math.max(50, Math.floor(options.calls / 5)));
-    const perRound = Math.ceil(options.calls / ROUNDS);
-    lines.push(
-      `${options.calls.toLocaleString('en')} calls per series in ${ROUNDS} rounds, series alternating within each round ` +
-        `(+${warmup} warm-up calls per series on its own session); node ${process.version}; every series starts ` +
-        `its upstream as \`node --import tsx bench/fixtures/trivial-server.ts\`. Ratios are Idem's figure ÷ the row's ` +
-        '(p50 ratio ≤ 1.00 and throughput ratio ≥ 1.00 mean Idem is no slower).',
-      '',
-      '| series | in flight | calls | p50 µs | p99 µs | calls/s | Idem p50 ÷ this | Idem calls/s ÷ this |',
-      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    );
-    for (const inFlight of options.concurrency) {
-      const sessions = new Map<Target['key'], Client>();
-      const loads = new Map<Target['key'], Load[]>();
-      const results = new Map<Target['key'], Summary | string>();
-      let counter = 0;
-      const callOn = (target: Target, client: Client) => async (i: number) => {
-        if (target.key === 'idem') callsIssued.idem++;
-        const result = (await client.callTool({
-          name: 'echo',
-          arguments: { id: `c${inFlight}-${counter++}-${i}` },
-        })) as CallToolResult;
-        if (!result.isError) target.check?.(result); // an error result is counted as one by drive()
-        return result;
-      };
-      for (const { target, server, unavailable } of running) {
-        if (!server) {
-          results.set(target.key, unavailable ?? 'did not start');
-          continue;
+    if (!onlySessionStarts) {
+      const calling = running.filter(({ target }) => !SESSION_STARTS_ONLY.includes(target.key));
+      const warmup = Math.min(1_000, Math.max(50, Math.floor(options.calls / 5)));
+      const perRound = Math.ceil(options.calls / ROUNDS);
+      lines.push(
+        `${options.calls.toLocaleString('en')} calls per series in ${ROUNDS} rounds, series alternating within each round ` +
+          `(+${warmup} warm-up calls per series on its own session); node ${process.version}; every series starts ` +
+          `its upstream as \`node --import tsx bench/fixtures/trivial-server.ts\`. Ratios are Idem's figure ÷ the row's ` +
+          '(p50 ratio ≤ 1.00 and throughput ratio ≥ 1.00 mean Idem is no slower).',
+        '',
+        '| series | in flight | calls | p50 µs | p99 µs | calls/s | Idem p50 ÷ this | Idem calls/s ÷ this |',
+        '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      );
+      for (const inFlight of options.concurrency) {
+        const sessions = new Map<Target['key'], Client>();
+        const loads = new Map<Target['key'], Load[]>();
+        const results = new Map<Target['key'], Summary | string>();
+        let counter = 0;
+        const callOn = (target: Target, client: Client) => async (i: number) => {
+          if (target.key === 'idem') callsIssued.idem++;
+          const result = (await client.callTool({
+            name: 'echo',
+            arguments: { id: `c${inFlight}-${counter++}-${i}` },
+          })) as CallToolResult;
+          if (!result.isError) target.check?.(result); // an error result is counted as one by drive()
+          return result;
+        };
+        for (const { target, server, unavailable } of calling) {
+          if (!server) {
+            results.set(target.key, unavailable ?? 'did not start');
+            continue;
+          }
+          try {
+            const client = await connectClient(server.url);
+            sessions.set(target.key, client);
+            const warm = await drive({
+              calls: warmup,
+              concurrency: inFlight,
+              call: callOn(target, client),
+              budgetMs,
+            });
+            if (warm.errors > 0) throw new Error(`warm-up: ${warm.errors} errors: ${warm.firstError}`);
+            loads.set(target.key, []);
+          } catch (error) {
+            results.set(target.key, reason(error));
+          }
         }
-        try {
-          const client = await connectClient(server.url);
-          sessions.set(target.key, client);
-          const warm = await drive({
-            calls: warmup,
-            concurrency: inFlight,
-            call: callOn(target, client),
-            budgetMs,
-          });
-          if (warm.errors > 0) throw new Error(`warm-up: ${warm.errors} errors: ${warm.firstError}`);
-          loads.set(target.key, []);
-        } catch (error) {
-          results.set(target.key, reason(error));
+        for (let round = 0; round < ROUNDS; round++) {
+          const order = [...loads.keys()];
+          // Rotate the order each round: no series always runs first (or last).
+          for (let k = 0; k < round; k++) order.push(order.shift() as Target['key']);
+          for (const key of order) {
+            const target = calling.find((r) => r.target.key === key)?.target as Target;
+            const load = await drive({
+              calls: perRound,
+              concurrency: inFlight,
+              call: callOn(target, sessions.get(key) as Client),
+              budgetMs: budgetMs / ROUNDS,
+            });
+            loads.get(key)?.push(load);
+          }
         }
+        for (const [key, series] of loads) results.set(key, summarize(series));
+        for (const client of sessions.values()) await client.close().catch(() => {});
+        lines.push(...tableRows(inFlight, results, calling));
       }
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = [...loads.keys()];
-        // Rotate the order each round: no series always runs first (or last).
-        for (let k = 0; k < round; k++) order.push(order.shift() as Target['key']);
-        for (const key of order) {
-          const target = running.find((r) => r.target.key === key)?.target as Target;
-          const load = await drive({
-            calls: perRound,
-            concurrency: inFlight,
-            call: callOn(target, sessions.get(key) as Client),
-            budgetMs: budgetMs / ROUNDS,
-          });
-          loads.get(key)?.push(load);
-        }
-      }
-      for (const [key, series] of loads) results.set(key, summarize(series));
-      for (const client of sessions.values()) await client.close().catch(() => {});
-      lines.push(...tableRows(inFlight, results, running));
     }
+    if (sessionCount > 0)
+      lines.push(...(onlySessionStarts ? [] : ['']), ...(await sessionStarts(running, sessionCount)));
   } finally {
     for (const { server } of running) await server?.stop().catch(() => {});
   }
   try {
     const idem = running.find((r) => r.target.key === 'idem');
-    if (idem?.server) {
+    if (idem?.server && !onlySessionStarts) {
       lines.push(
         '',
         `${idemStoreCounts(join(work, 'idem', 'idem.db'))}; Idem calls sent: ${callsIssued.idem.toLocaleString('en')}.`,
@@ -462,8 +580,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const profileDir = process.env.BENCH_GATEWAY_PROFILE;
   const timingDir = process.env.BENCH_GATEWAY_TIMING;
   const series = process.env.BENCH_GATEWAY_SERIES?.split(',');
+  const sessions = process.env.BENCH_GATEWAY_SESSIONS;
   for (const line of await benchGateway({
     calls,
+    ...(sessions ? { sessions: Number(sessions) } : {}),
     concurrency: (process.env.BENCH_GATEWAY_IN_FLIGHT ?? '1,16').split(',').map(Number),
     ...(series ? { series } : {}),
     ...(profileDir ? { profileDir } : {}),

@@ -31,6 +31,12 @@ export const StdioUpstreamSchema = z
       .optional()
       .describe("Its working directory, relative to the config file's. Default: the gateway's."),
     share: ShareSchema,
+    spare: z
+      .boolean()
+      .optional()
+      .describe(
+        "Keep one process of this upstream started ahead for the next stateful HTTP session, which then need not wait for the upstream's start; another is started when it is taken (docs/gateway.md). false: each session's process starts with its initialize. Default true; never for share: true.",
+      ),
   })
   .strict();
 

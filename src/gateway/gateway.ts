@@ -43,6 +43,7 @@ import { taskFollowers } from './task-resume.js';
 import { ToolNameGuard } from './tool-names.js';
 import type { ToolOverrides } from './tool-overrides.js';
 import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
+import { UpstreamSpares } from './upstream-spares.js';
 import { upstreamSpecsOf } from './upstream-specs.js';
 
 export interface GatewayOptions {
@@ -229,6 +230,8 @@ export class Gateway {
         },
       },
     });
+    // Each stateful session starts its own stdio upstreams: one process of each is kept started ahead.
+    if (!stateless) this.#startSpares();
     return this.#http;
   }
 
@@ -248,6 +251,7 @@ export class Gateway {
     const resumed = this.engine.stopFollowing();
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
+    await this.#spares?.close();
     for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
       const shared = await opening.catch(() => undefined);
       if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
@@ -308,6 +312,27 @@ export class Gateway {
     return opening;
   }
 
+  /** A process of each stdio upstream started ahead of the next stateful HTTP session (upstream-spares.ts). */
+  #spares: UpstreamSpares | undefined;
+  #startSpares(): void {
+    if (this.#spares) return;
+    const kept = new Set(
+      Object.entries(this.#config.upstreams)
+        .filter(([, spec]) => 'command' in spec && !spec.share && spec.spare !== false)
+        .map(([name]) => name),
+    );
+    if (kept.size === 0) return;
+    this.#spares = new UpstreamSpares({
+      specs: this.upstreams.filter((spec) => kept.has(spec.name)),
+      ...(this.#options.upstreamStderr ? { stderr: this.#options.upstreamStderr } : {}),
+      // Said where an operator looks: the log, or stderr without one.
+      warn: (message, fields) => {
+        if (this.#options.logger) this.#log.warn(message, fields);
+        else process.stderr.write(`idem gateway: ${message}\n`);
+      },
+    });
+  }
+
   /** The connections to the upstreams configured `share: true`, opened when a session first needs them. */
   #pool: Promise<SharedUpstreams> | undefined;
   #pooledUpstreams(): Promise<SharedUpstreams> {
@@ -348,6 +373,7 @@ export class Gateway {
           .map(([name]) => name),
       ),
       pooledUpstreams: () => this.#pooledUpstreams(),
+      spareFor: (spec) => this.#spares?.take(spec),
       onRequestFailed: (method, error) =>
         // The configured credentials are scrubbed from it (#log), as from every result.
         this.#log.error('a request failed inside the gateway; it was answered with an internal error', {

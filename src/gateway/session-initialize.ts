@@ -56,6 +56,7 @@ export async function initialize(s: SessionState, request: JSONRPCRequest): Prom
       {},
       request.params,
       (name) => (s.ctx.pooled?.has(name) ? joinPool(s, name) : undefined),
+      s.ctx.spareFor,
     );
     results = started.results;
     if (!servesSomething(s.catalog, started)) {
@@ -101,6 +102,8 @@ async function startAll(
   options: UpstreamOptions,
   params: JSONRPCRequest['params'],
   join?: (name: string) => Promise<InitializeResult> | undefined,
+  /** A session's own connections only: a process of the upstream started ahead, if one waits. */
+  spareFor?: SessionContext['spareFor'],
 ): Promise<Started> {
   const attempts = ctx.upstreams.map(async (spec): Promise<[string, InitializeResult | Error]> => {
     const joined = join?.(spec.name);
@@ -112,6 +115,7 @@ async function startAll(
     const connection = new UpstreamConnection(spec, handlers(spec.name), {
       ...options,
       ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
+      ...(spareFor ? { spare: () => spareFor(spec) } : {}),
     });
     into.set(spec.name, connection);
     try {

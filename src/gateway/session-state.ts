@@ -8,6 +8,7 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type {
+  StdioUpstreamTransport,
   UpstreamConnection,
   UpstreamLifecycle,
   UpstreamReply,
@@ -66,6 +67,11 @@ export interface SessionContext {
   pooled?: ReadonlySet<string>;
   /** Those connections, started on first use. */
   pooledUpstreams?(): Promise<SharedUpstreams>;
+  /**
+   * A process of this stdio upstream started ahead (upstream-spares.ts), for a stateful session's
+   * own connection to take; undefined: none waiting, the connection spawns one.
+   */
+  spareFor?(spec: UpstreamSpec): StdioUpstreamTransport | undefined;
 }
 
 export interface SharedUpstreams {

@@ -108,6 +108,8 @@ function crashingUpstream(dir: string) {
     command: process.execPath,
     args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'), '--dir', dir],
     cwd: REPO_ROOT,
+    // The last start is the process serving (the tests kill it): none is started ahead for a next session.
+    spare: false,
   };
 }
 const startsOf = (dir: string) =>

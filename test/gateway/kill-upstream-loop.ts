@@ -89,7 +89,8 @@ export async function runKillUpstreamLoop(options: KillLoopOptions): Promise<Kil
     gateway = await startGatewayProcess(
       {
         data_dir: dataDir,
-        upstreams: { counter: countingUpstream(counts) },
+        // The last process started is the one serving: none is started ahead for a next session.
+        upstreams: { counter: { ...countingUpstream(counts), spare: false } },
         // No status probe: an interrupted call is honestly unknown, and stays so.
         tools: { count: { replay: 'status', scope: { business_key: 'key' }, timeout: '5m' } },
         sweep_interval: '1h',

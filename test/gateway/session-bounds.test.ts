@@ -47,7 +47,9 @@ async function start(http: Record<string, unknown>, tools?: GatewayConfig['tools
   mkdirSync(counts, { recursive: true });
   running = await startHttpGateway(
     {
-      upstreams: { counter: countingUpstream(counts) },
+      // The tests count each session's upstream process: none is started ahead beside them
+      // (upstream-spares.test.ts covers those).
+      upstreams: { counter: { ...countingUpstream(counts), spare: false } },
       ...(tools ? { tools } : {}),
       // Long, so the front's own timer never sweeps first: the tests sweep when they choose.
       http: { session_idle_timeout: '1h', session_unused_timeout: '30m', ...http },

@@ -45,6 +45,8 @@ describe('an idle HTTP session', () => {
               dir,
             ],
             cwd: REPO_ROOT,
+            // Its first start is the session's process: none is started ahead for a next session.
+            spare: false,
           },
         },
       }),

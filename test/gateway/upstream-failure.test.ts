@@ -38,6 +38,8 @@ describe('an upstream that dies', () => {
               dir,
             ],
             cwd: REPO_ROOT,
+            // starts.log counts its restarts: none is started ahead for a next session.
+            spare: false,
           },
         },
         tools: { act: { replay: 'status', scope: { business_key: 'key' } } },

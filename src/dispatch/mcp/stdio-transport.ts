@@ -26,14 +26,43 @@ export class StdioUpstreamTransport extends StdioClientTransport {
   /** The last write: the next one starts when it has settled. */
   #writing: Promise<void> = Promise.resolve();
   #exit: string | undefined;
+  #onSkipped: (skipped: SkippedLine) => void;
+  /** Started ahead of its user (`hold`): what it read meanwhile, for the handlers `release` is given. */
+  #held: (() => void)[] | undefined;
 
   constructor(server: StdioServerParameters, onSkipped: (skipped: SkippedLine) => void = () => {}) {
     super(server);
+    this.#onSkipped = onSkipped;
     // The SDK reads stdout through this private field (append, readMessage, clear); see StdoutLines.
     (this as unknown as { _readBuffer: StdoutLines })._readBuffer = new StdoutLines(
-      onSkipped,
+      (skipped) => this.#onSkipped(skipped),
       server.maxBufferSize,
     );
+  }
+
+  /**
+   * Started before anyone uses it (a spare process, gateway/upstream-spares.ts): the messages and
+   * skipped lines it reads until `release` are kept, and given then to the handlers set by that
+   * time, in the order they came. Nothing is sent to the process meanwhile.
+   */
+  hold(): void {
+    const held: (() => void)[] = [];
+    this.#held = held;
+    this.onmessage = (message) => held.push(() => this.onmessage?.(message));
+    this.#onSkipped = (skipped) => held.push(() => this.#onSkipped(skipped));
+  }
+
+  /** Its user has set `onmessage` (and its other handlers): what was held is given to them now. */
+  release(onSkipped: (skipped: SkippedLine) => void): void {
+    this.#onSkipped = onSkipped;
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const give of held) give();
+  }
+
+  /** The process was spawned and has not exited (nor been closed). */
+  get running(): boolean {
+    return this.#exit === undefined && this.#child() !== undefined;
   }
 
   /** How the process ended ("exited with code 1", "killed by SIGKILL"), once it has. */

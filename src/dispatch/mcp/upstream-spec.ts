@@ -6,6 +6,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
+import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
 /** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
@@ -74,4 +75,10 @@ export interface UpstreamOptions {
    * (multi-round-trip input, cache hints) passes through unchanged.
    */
   prefer?: ProtocolEra;
+  /**
+   * A process of this upstream spawned ahead and held (StdioUpstreamTransport.hold), nothing sent
+   * to it yet: asked once, for the first connect, which then uses it instead of spawning one.
+   * Undefined (none to hand): the connection spawns its own. Restarts always spawn their own.
+   */
+  spare?: () => StdioUpstreamTransport | undefined;
 }

@@ -36,3 +36,21 @@ export function createUpstreamTransport(
     onSkippedLine,
   );
 }
+
+/**
+ * A process of the stdio upstream `spec`, held (StdioUpstreamTransport.hold) and not yet started:
+ * a spare for a connection to take (UpstreamOptions.spare), spawned by `start()`.
+ */
+export function heldStdioTransport(
+  spec: Extract<UpstreamSpec, { command: string }>,
+  stderr: UpstreamOptions['stderr'],
+): StdioUpstreamTransport {
+  const transport = createUpstreamTransport(
+    spec,
+    stderr,
+    () => undefined,
+    () => {},
+  ) as StdioUpstreamTransport;
+  transport.hold();
+  return transport;
+}

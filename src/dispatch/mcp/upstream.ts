@@ -49,7 +49,9 @@ export class UpstreamConnection {
   readonly name: string;
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr'>> & Pick<UpstreamOptions, 'stderr'>;
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare'>> & Pick<UpstreamOptions, 'stderr'>;
+  /** A process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
+  #spare: UpstreamOptions['spare'];
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -80,6 +82,7 @@ export class UpstreamConnection {
       stderr: options.stderr,
       prefer: options.prefer ?? 'legacy',
     };
+    this.#spare = options.spare;
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
@@ -252,12 +255,16 @@ export class UpstreamConnection {
 
   /** A new transport (a new process, for stdio), started, and only the handshake allowed through. */
   async #open(): Promise<Transport> {
-    const transport = createUpstreamTransport(
-      this.#spec,
-      this.#options.stderr,
-      (id) => this.#pending.httpOf(id),
-      (skipped) => this.#skipped(skipped),
-    );
+    const spare = this.#spare?.();
+    this.#spare = undefined;
+    const transport: Transport =
+      spare ??
+      createUpstreamTransport(
+        this.#spec,
+        this.#options.stderr,
+        (id) => this.#pending.httpOf(id),
+        (skipped) => this.#skipped(skipped),
+      );
     this.#transport = transport;
     transport.onmessage = (message) => this.#receive(transport, message);
     transport.onclose = () => this.#lost(transport, undefined);
@@ -265,7 +272,9 @@ export class UpstreamConnection {
       // HTTP transports report failed requests here without closing: only a closed transport is "down".
       if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
     };
-    await transport.start();
+    // A spare is already spawned: what it said while it waited comes now, to these handlers.
+    if (spare) spare.release((skipped) => this.#skipped(skipped));
+    else await transport.start();
     this.#available = true;
     this.#initializing = true;
     return transport;
