@@ -32,6 +32,7 @@ import type { Log } from '../support/log.js';
 import { checkedActionTools, closeActionTools } from './action-tools.js';
 import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { receiptBookOptions } from './config-receipts.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { gatewayLog, keyFile } from './gateway-log.js';
 import { httpListenOf } from './http-listen.js';
@@ -116,21 +117,14 @@ export class Gateway {
     this.dataDir = dataDir;
     this.actionTools = actionTools;
     this.#toolNames = new ToolNameGuard(config, {
-      warn: (message) => {
-        // An operator must not miss it.
-        if (options.logger) options.logger.warn(message);
-        else process.stderr.write(`idem gateway: ${message}\n`);
-      },
+      warn: this.#tellOperator,
       fault: (error) => {
         options.logger?.error(error.message);
         options.onConfigFault?.(error);
       },
     });
-    const fingerprintKeyFile = config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile;
-    this.#fingerprinter = Fingerprinter.forDataDir(
-      dataDir,
-      fingerprintKeyFile ? { keyFile: fingerprintKeyFile } : {},
-    );
+    const fingerprintKeyFile = keyFile(config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile);
+    this.#fingerprinter = Fingerprinter.forDataDir(dataDir, fingerprintKeyFile);
     this.engine = new ExecutionEngine({
       store: this.store,
       fingerprinter: this.#fingerprinter,
@@ -141,13 +135,7 @@ export class Gateway {
       // A task lives as long as its execution is kept once finished: at least its ttlMs.
       taskTtlMs: durationMs(config.retention, 'retention'),
     });
-    this.receipts = new ReceiptBook({
-      ...(config.receipts?.max ? { maxReceipts: config.receipts.max } : {}),
-      ...(config.receipts?.max_per_actor ? { maxReceiptsPerActor: config.receipts.max_per_actor } : {}),
-      ...(config.receipts?.retention !== undefined
-        ? { retentionMs: durationMs(config.receipts.retention, 'receipts.retention') }
-        : {}),
-    });
+    this.receipts = new ReceiptBook(receiptBookOptions(config));
     this.#auth = frontAuthOf(config, options.clock);
     this.#maintenance = new Maintenance({
       store: this.store,
@@ -197,12 +185,8 @@ export class Gateway {
 
   /** Serves clients over Streamable HTTP, as `listen.http` says (checked in http-listen.ts). */
   async serveHttp(): Promise<ServedHttp> {
-    const listen = httpListenOf(
-      this.#config,
-      this.#auth !== undefined,
-      this.#options.logger ? this.#log : undefined,
-    );
-    const stateless = listen.stateless;
+    const logger = this.#options.logger ? this.#log : undefined;
+    const listen = httpListenOf(this.#config, this.#auth !== undefined, logger);
     this.#http = await serveHttpFront({
       ...listen,
       // The caps count a session against the actor it will have (a token's subject, or the client's name locally).
@@ -219,9 +203,9 @@ export class Gateway {
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(this.#auth ? { auth: this.#auth } : {}),
       readiness: () => this.readiness(),
-      wrap: (transport) => this.#wrap(transport, stateless ? 'none' : 'session'),
+      wrap: (transport) => this.#wrap(transport, listen.stateless ? 'none' : 'session'),
       attach: async (transport) =>
-        this.#attach(transport, stateless ? await this.#sharedUpstreams('legacy') : undefined),
+        this.#attach(transport, listen.stateless ? await this.#sharedUpstreams('legacy') : undefined),
       // 2026-07-28 requests have no session, in either mode: ids without session scope.
       modern: {
         wrap: (transport) => this.#wrap(transport, 'none'),
@@ -231,7 +215,8 @@ export class Gateway {
       },
     });
     // Each stateful session starts its own stdio upstreams: one process of each is kept started ahead.
-    if (!stateless) this.#startSpares();
+    if (!listen.stateless)
+      this.#spares ??= UpstreamSpares.of(this.#config, this.upstreams, this.#options, this.#tellOperator);
     return this.#http;
   }
 
@@ -264,11 +249,12 @@ export class Gateway {
 
   /** Follows again the upstream tasks whose holder was lost, over this gateway's shared connections. */
   async #resumeUpstreamTasks(): Promise<void> {
-    const connections = {
-      shared: (era: ProtocolEra) => this.#sharedUpstreams(era),
+    const shared = (era: ProtocolEra) => this.#sharedUpstreams(era);
+    const followers = taskFollowers(this.#config.upstreams, {
+      shared,
       pooled: () => this.#pooledUpstreams(),
-    };
-    await this.engine.resumeUpstreamTasks(taskFollowers(this.#config.upstreams, connections));
+    });
+    await this.engine.resumeUpstreamTasks(followers);
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
@@ -287,6 +273,12 @@ export class Gateway {
       onAnswered: (how) => this.metrics.receiptAnswers.inc({ answer: how }),
     });
   }
+
+  /** What an operator must not miss: the log (scrubbed), or stderr without one. */
+  readonly #tellOperator = (message: string, fields?: Record<string, unknown>): void => {
+    if (this.#options.logger) this.#log.warn(message, fields);
+    else process.stderr.write(`idem gateway: ${message}\n`);
+  };
 
   /** An agent run's event (its start and end, an upstream restarted under it): the sessions journal. */
   #journalSession(event: ActivityEventInput): void {
@@ -314,24 +306,6 @@ export class Gateway {
 
   /** A process of each stdio upstream started ahead of the next stateful HTTP session (upstream-spares.ts). */
   #spares: UpstreamSpares | undefined;
-  #startSpares(): void {
-    if (this.#spares) return;
-    const kept = new Set(
-      Object.entries(this.#config.upstreams)
-        .filter(([, spec]) => 'command' in spec && !spec.share && spec.spare !== false)
-        .map(([name]) => name),
-    );
-    if (kept.size === 0) return;
-    this.#spares = new UpstreamSpares({
-      specs: this.upstreams.filter((spec) => kept.has(spec.name)),
-      ...(this.#options.upstreamStderr ? { stderr: this.#options.upstreamStderr } : {}),
-      // Said where an operator looks: the log, or stderr without one.
-      warn: (message, fields) => {
-        if (this.#options.logger) this.#log.warn(message, fields);
-        else process.stderr.write(`idem gateway: ${message}\n`);
-      },
-    });
-  }
 
   /** The connections to the upstreams configured `share: true`, opened when a session first needs them. */
   #pool: Promise<SharedUpstreams> | undefined;

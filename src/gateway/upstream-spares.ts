@@ -6,6 +6,7 @@ import {
   type UpstreamSpec,
 } from '../dispatch/mcp/index.js';
 import { messageOf } from '../errors.js';
+import type { GatewayConfig } from './config.js';
 
 type StdioSpec = Extract<UpstreamSpec, { command: string }>;
 
@@ -39,6 +40,29 @@ export class UpstreamSpares {
   readonly #firstDelayMs: number;
   readonly #maxDelayMs: number;
   #closed = false;
+
+  /**
+   * The spares a gateway keeps: one for each stdio upstream not `share: true` nor `spare: false`;
+   * undefined when there is none.
+   */
+  static of(
+    config: GatewayConfig,
+    specs: UpstreamSpec[],
+    options: { upstreamStderr?: UpstreamOptions['stderr'] },
+    warn: (message: string, fields?: Record<string, unknown>) => void,
+  ): UpstreamSpares | undefined {
+    const kept = new Set(
+      Object.entries(config.upstreams)
+        .filter(([, spec]) => 'command' in spec && !spec.share && spec.spare !== false)
+        .map(([name]) => name),
+    );
+    if (kept.size === 0) return undefined;
+    return new UpstreamSpares({
+      specs: specs.filter((spec) => kept.has(spec.name)),
+      ...(options.upstreamStderr ? { stderr: options.upstreamStderr } : {}),
+      warn,
+    });
+  }
 
   constructor(options: {
     /** The upstreams that keep a spare: stdio ones (the caller leaves out `share: true` and `spare: false`). */

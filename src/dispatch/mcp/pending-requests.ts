@@ -40,6 +40,19 @@ export class PendingRequests {
   }
 
   /** Settles request `id` with `reply`; false when no such request waits (answered, cancelled, or not ours). */
+  /**
+   * Once `signal` aborts, request `id` is answered "cancelled" here (-32800: no answer is awaited
+   * any more), after `tell` has told the upstream why.
+   */
+  cancelOnAbort(id: RequestId, signal: AbortSignal, tell: (reason: string) => void): void {
+    const cancel = () => {
+      tell(String(signal.reason ?? 'cancelled'));
+      this.answer(id, { jsonrpc: '2.0', id, error: { code: -32800, message: 'Request cancelled' } });
+    };
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
+  }
+
   answer(id: RequestId, reply: UpstreamReply): boolean {
     const pending = this.#pending.get(id);
     if (!pending) return false;

@@ -49,9 +49,9 @@ export class UpstreamConnection {
   readonly name: string;
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare'>> & Pick<UpstreamOptions, 'stderr'>;
-  /** A process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
-  #spare: UpstreamOptions['spare'];
+  /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare'>> &
+    Pick<UpstreamOptions, 'stderr' | 'spare'>;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -81,8 +81,8 @@ export class UpstreamConnection {
       maxRestartDelayMs: options.maxRestartDelayMs ?? 10_000,
       stderr: options.stderr,
       prefer: options.prefer ?? 'legacy',
+      spare: options.spare,
     };
-    this.#spare = options.spare;
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
@@ -183,23 +183,10 @@ export class UpstreamConnection {
         `upstream ${this.name} failed while the request was being delivered: ${messageOf(error)}`,
       );
     }
-    if (signal) {
-      // Cancelled: the upstream is told (over HTTP its request stream is closed too, which is how a
-      // 2026-07-28 server hears it), and no answer is awaited any more.
-      const cancel = () => {
-        void this.notify('notifications/cancelled', {
-          requestId: id,
-          reason: String(signal.reason ?? 'cancelled'),
-        });
-        this.#pending.answer(id, {
-          jsonrpc: '2.0',
-          id,
-          error: { code: -32800, message: 'Request cancelled' },
-        });
-      };
-      if (signal.aborted) cancel();
-      else signal.addEventListener('abort', cancel, { once: true });
-    }
+    // Cancelled: the upstream is told (over HTTP its request stream is closed too, which is how a
+    // 2026-07-28 server hears it), and no answer is awaited any more.
+    const tell = (reason: string) => void this.notify('notifications/cancelled', { requestId: id, reason });
+    if (signal) this.#pending.cancelOnAbort(id, signal, tell);
     return reply;
   }
 
@@ -255,8 +242,8 @@ export class UpstreamConnection {
 
   /** A new transport (a new process, for stdio), started, and only the handshake allowed through. */
   async #open(): Promise<Transport> {
-    const spare = this.#spare?.();
-    this.#spare = undefined;
+    const spare = this.#options.spare?.();
+    this.#options.spare = undefined;
     const transport: Transport =
       spare ??
       createUpstreamTransport(

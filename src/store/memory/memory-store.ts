@@ -4,7 +4,7 @@ import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
 import { holderGone, leaseExpiredEvent } from '../lease.js';
-import { keptUpstreamTask, takeAnswers, taskWithoutExecution } from '../tasks.js';
+import { keptUpstreamTask, taskWithoutExecution } from '../tasks.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -18,10 +18,7 @@ import type {
   ExecutionStore,
   OpenTaskInput,
   SweepResult,
-  TaskInput,
-  TaskInputRequest,
   TaskRecord,
-  TaskWatch,
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
@@ -349,46 +346,24 @@ export class MemoryStore implements ExecutionStore {
     return true;
   }
 
-  async setTaskInput(
-    id: string,
-    token: string,
-    requests: Record<string, TaskInputRequest> | null,
-    events?: ActivityEventInput[],
-  ): Promise<boolean> {
+  // A task's input, answered by any caller (task-watch.ts): the rows in MemoryTasks.
+  readonly setTaskInput: ExecutionStore['setTaskInput'] = async (id, token, requests, events) => {
     const now = this.#clock();
     const row = this.#rows.get(id);
     if (!row || row.claimToken !== token || row.state !== 'dispatched') return false;
-    if (requests === null) this.#tasks.inputs.delete(id);
-    else this.#tasks.inputs.set(id, { requests: structuredClone(requests), answers: {}, askedAt: now });
+    this.#tasks.setInput(id, requests, now);
     this.#append(events, now);
     return true;
-  }
-
-  async answerTaskInput(
-    id: string,
-    answers: Record<string, unknown>,
-    events?: ActivityEventInput[],
-  ): Promise<TaskInput | undefined> {
-    const now = this.#clock();
-    const open = this.#rows.get(id)?.state === 'dispatched' ? this.#tasks.inputs.get(id) : undefined;
-    if (!open) return undefined;
-    const { input, taken } = takeAnswers(open, structuredClone(answers));
-    if (taken.length > 0) {
-      this.#tasks.inputs.set(id, input);
-      this.#append(events, now);
-    }
-    return structuredClone(input);
-  }
-
-  async watchTask(id: string): Promise<TaskWatch | undefined> {
+  };
+  readonly answerTaskInput: ExecutionStore['answerTaskInput'] = async (id, answers, events) => {
+    const answered = this.#tasks.answer(id, answers, this.#rows.get(id)?.state === 'dispatched');
+    if (answered && answered.taken.length > 0) this.#append(events, this.#clock());
+    return answered?.input;
+  };
+  readonly watchTask: ExecutionStore['watchTask'] = async (id) => {
     const row = this.#rows.get(id);
-    if (!row) return undefined;
-    const input = row.state === 'dispatched' ? this.#tasks.inputs.get(id) : undefined;
-    return {
-      cancelRequestedAt: this.#tasks.cancelRequestedAt(id),
-      input: input ? structuredClone(input) : null,
-    };
-  }
+    return row && this.#tasks.watch(id, row.state === 'dispatched');
+  };
 
   async now(): Promise<number> {
     return this.#clock();

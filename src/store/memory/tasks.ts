@@ -1,4 +1,5 @@
-import type { OpenTaskInput, TaskInput, TaskRecord } from '../types.js';
+import { takeAnswers } from '../tasks.js';
+import type { OpenTaskInput, TaskInput, TaskInputRequest, TaskRecord, TaskWatch } from '../types.js';
 
 /**
  * The memory store's task rows: by task id, and by execution then actor (one row per
@@ -63,7 +64,35 @@ export class MemoryTasks {
   }
 
   /** The open input of an execution's task (ExecutionStore.setTaskInput), by execution id. */
-  readonly inputs = new Map<string, TaskInput>();
+  readonly #inputs = new Map<string, TaskInput>();
+
+  /** The holder's request (answers start empty), or none (null); the store checks the holder. */
+  setInput(executionId: string, requests: Record<string, TaskInputRequest> | null, now: number): void {
+    if (requests === null) this.#inputs.delete(executionId);
+    else this.#inputs.set(executionId, { requests: structuredClone(requests), answers: {}, askedAt: now });
+  }
+
+  /** Answers taken by the one rule (takeAnswers); undefined while none is open (or not `dispatched`). */
+  answer(
+    executionId: string,
+    offered: Record<string, unknown>,
+    dispatched: boolean,
+  ): { input: TaskInput; taken: string[] } | undefined {
+    const open = dispatched ? this.#inputs.get(executionId) : undefined;
+    if (!open) return undefined;
+    const { input, taken } = takeAnswers(open, structuredClone(offered));
+    if (taken.length > 0) this.#inputs.set(executionId, input);
+    return { input: structuredClone(input), taken };
+  }
+
+  /** What a task's holder watches for (ExecutionStore.watchTask); its input only while `dispatched`. */
+  watch(executionId: string, dispatched: boolean): TaskWatch {
+    const input = dispatched ? this.#inputs.get(executionId) : undefined;
+    return {
+      cancelRequestedAt: this.cancelRequestedAt(executionId),
+      input: input ? structuredClone(input) : null,
+    };
+  }
 
   /** The first cancel of any of the execution's tasks, or null. */
   cancelRequestedAt(executionId: string): number | null {
@@ -77,7 +106,7 @@ export class MemoryTasks {
 
   /** With its execution, in the sweep's trim. */
   deleteFor(executionId: string): void {
-    this.inputs.delete(executionId);
+    this.#inputs.delete(executionId);
     for (const taskId of this.#byExecution.get(executionId)?.values() ?? []) this.#byId.delete(taskId);
     this.#byExecution.delete(executionId);
   }

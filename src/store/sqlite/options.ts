@@ -24,3 +24,8 @@ export interface SqliteStoreOptions {
 export type SqliteSynchronous = 'full' | 'normal';
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 export const DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = 'full';
+
+/** A path that names a file on disk (not SQLite's in-memory or URI forms): only a file has a WAL to sync. */
+export function isFile(path: string): boolean {
+  return path !== '' && path !== ':memory:' && !path.startsWith('file:');
+}

@@ -23,10 +23,7 @@ import type {
   ExecutionStore,
   OpenTaskInput,
   SweepResult,
-  TaskInput,
-  TaskInputRequest,
   TaskRecord,
-  TaskWatch,
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
@@ -43,6 +40,7 @@ import { nativeModuleProblem } from './native-module.js';
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
   DEFAULT_SQLITE_SYNCHRONOUS,
+  isFile,
   type SqliteStoreOptions,
   type SqliteSynchronous,
 } from './options.js';
@@ -299,26 +297,13 @@ export class SqliteStore implements ExecutionStore {
     return this.#writes.run(this.#tasks.setUpstreamTask, 'sync', { id, token, handle, events });
   }
 
-  async setTaskInput(
-    id: string,
-    token: string,
-    requests: Record<string, TaskInputRequest> | null,
-    events?: ActivityEventInput[],
-  ): Promise<boolean> {
-    return this.#writes.run(this.#tasks.setTaskInput, 'sync', { id, token, requests, events });
-  }
-
-  async answerTaskInput(
-    id: string,
-    answers: Record<string, unknown>,
-    events?: ActivityEventInput[],
-  ): Promise<TaskInput | undefined> {
-    return this.#writes.run(this.#tasks.answerTaskInput, 'sync', { id, answers, events });
-  }
-
-  async watchTask(id: string): Promise<TaskWatch | undefined> {
-    return this.#guard(() => watchTask(this.#taskSql, id));
-  }
+  // A task's input, answered by any process (task-watch.ts); writes sync, as every task write.
+  readonly setTaskInput: ExecutionStore['setTaskInput'] = (id, token, requests, events) =>
+    this.#writes.run(this.#tasks.setTaskInput, 'sync', { id, token, requests, events });
+  readonly answerTaskInput: ExecutionStore['answerTaskInput'] = (id, answers, events) =>
+    this.#writes.run(this.#tasks.answerTaskInput, 'sync', { id, answers, events });
+  readonly watchTask: ExecutionStore['watchTask'] = async (id) =>
+    this.#guard(() => watchTask(this.#taskSql, id));
 
   async now(): Promise<number> {
     return this.#clock();
@@ -410,8 +395,4 @@ export class SqliteStore implements ExecutionStore {
     if (mapped instanceof StoreRefusedError && DAMAGE.includes(mapped.reason)) this.#refused = mapped;
     return mapped;
   }
-}
-
-function isFile(path: string): boolean {
-  return path !== '' && path !== ':memory:' && !path.startsWith('file:');
 }
