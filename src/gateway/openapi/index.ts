@@ -1,0 +1,9 @@
+export { type HttpToolsFromEntry, HttpToolsFromSchema } from './config.js';
+export {
+  configWithImports,
+  type ImportedTool,
+  importHttpTools,
+  importLines,
+  type OpenApiImport,
+} from './import.js';
+export type { SkippedOperation } from './operations.js';
