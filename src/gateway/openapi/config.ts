@@ -32,6 +32,12 @@ export const HttpToolsFromEntrySchema = z
       .describe(
         "The base URL the operations' paths are appended to, instead of the document's servers (required when those are relative).",
       ),
+    timeout: z
+      .union([z.string(), z.number().nonnegative()])
+      .optional()
+      .describe(
+        "Every imported tool's timeout: no full answer by then → unknown. Default: the contract's timeout, else 30s.",
+      ),
     allow: z
       .object({
         addresses: z

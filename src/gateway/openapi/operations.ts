@@ -203,6 +203,7 @@ export function mapOperation(
     ...(credential.use ? { credential: credential.use } : {}),
     ...(idempotencyHeader ? { idempotency_header: idempotencyHeader } : {}),
     ...(entry.allow ? { allow: { addresses: entry.allow.addresses } } : {}),
+    ...(entry.timeout !== undefined ? { timeout: entry.timeout } : {}),
   };
   return {
     kind: 'mapped',
