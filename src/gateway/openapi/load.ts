@@ -45,9 +45,19 @@ function problemOf(error: unknown): string {
     return `is not a valid OpenAPI document: at #${detail.instancePath ?? ''}: ${detail.message ?? 'invalid'}`;
   const message = (e.message ?? String(error)).split('\n')[0] as string;
   // A $ref that points nowhere: where the reference is.
-  if (typeof e.parentPath === 'string') return `does not resolve: at ${e.parentPath}: ${message}`;
+  if (typeof e.parentPath === 'string')
+    return `does not resolve: at ${readablePointer(e.parentPath)}: ${message}`;
   if (Array.isArray(e.path) && e.path.length > 0)
     return `does not resolve: at #/${e.path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}: ${message}`;
   // A syntax error: the parser's message says the line and column.
   return `does not parse: ${(e.message ?? String(error)).replace(/\n+/g, ' ').slice(0, 600)}`;
+}
+
+/** A pointer as the parser writes it, a URI fragment (`%7B` for "{"), as the document spells its keys. */
+function readablePointer(fragment: string): string {
+  try {
+    return decodeURIComponent(fragment);
+  } catch {
+    return fragment;
+  }
 }
