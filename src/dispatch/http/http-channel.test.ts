@@ -437,6 +437,8 @@ describe('query parameters, optional headers and a credential in the query', () 
     ]);
     expect(far.seen[0]?.headers['x-trace']).toBeUndefined();
     expect(far.seen[1]?.headers['x-trace']).toBe('t-1');
-    expect(() => tool.channel.check?.({ q: { nested: true } })).toThrow('unsafe_argument');
+    expect(() => tool.channel.check?.({ q: { nested: true } })).toThrow(
+      'must be a string, number or boolean to be placed in the query parameter q',
+    );
   });
 });
