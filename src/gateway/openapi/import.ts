@@ -9,6 +9,7 @@ import { loadOpenApi } from './load.js';
 import { toolNameOf } from './names.js';
 import { mapOperation, type SkippedOperation } from './operations.js';
 import { operationSelector } from './select.js';
+import { serverText } from './servers.js';
 
 /** An operation served as an HTTP action tool, with the contract it got and why (for lint). */
 export interface ImportedTool {
@@ -27,6 +28,8 @@ export interface ImportedTool {
 export interface OpenApiImport {
   where: string;
   source: string;
+  /** The document's first server URL as written (for a message, or a draft). */
+  server: string;
   tools: ImportedTool[];
   skipped: SkippedOperation[];
   /** How long loading and mapping took. */
@@ -56,7 +59,14 @@ export async function importHttpTools(
     const started = performance.now();
     const document = await loadOpenApi(entry.openapi, where);
     const selector = operationSelector(entry.include);
-    const result: OpenApiImport = { where, source: entry.openapi, tools: [], skipped: [], ms: 0 };
+    const result: OpenApiImport = {
+      where,
+      source: entry.openapi,
+      server: serverText(document.servers),
+      tools: [],
+      skipped: [],
+      ms: 0,
+    };
     for (const [path, item] of Object.entries(document.paths ?? {})) {
       for (const method of HTTP_METHOD_NAMES) {
         const operation = item[method];
