@@ -269,7 +269,7 @@ export const GatewayConfigSchema = z
     {
       path: ['upstreams'],
       message:
-        'nothing to serve: give at least one upstream, or action tools under http_tools, http_tools_from or ssh_tools',
+        'nothing to serve: give at least one upstream, or an action tool under http_tools, http_tools_from or ssh_tools',
     },
   );
 
