@@ -58,7 +58,8 @@ describe("GitHub's OpenAPI document", () => {
     expect([...replays].sort()).toEqual(['read_only', 'review']);
     expect(github?.tools.find((t) => t.name === 'issues_create')?.replay).toBe('review');
     expect(github?.tools.find((t) => t.name === 'repos_get')?.replay).toBe('read_only');
-  });
+    // A 13 MB document: validating and mapping it takes seconds, more on a loaded machine.
+  }, 180_000);
 
   it('four of its operations through the gateway: requests exactly as the document says, ten identical creates sent once', async () => {
     let releaseCreates!: () => void;
