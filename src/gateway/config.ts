@@ -14,6 +14,7 @@ import { DurationSchema } from './config-duration.js';
 import { describeConfigIssues } from './config-errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './config-operator.js';
 import { HttpUpstreamSchema, StdioUpstreamSchema } from './config-upstreams.js';
+import { HttpToolsFromSchema } from './openapi/config.js';
 
 /** A status probe the gateway can run on its own: call an upstream tool with the execution id. */
 const StatusProbeConfig = z
@@ -221,6 +222,7 @@ export const GatewayConfigSchema = z
       .describe('stderr lines as text, or as JSON lines {time, level, msg, …fields}; --log-format wins.'),
     credentials: CredentialsConfigSchema.optional(),
     http_tools: HttpToolsConfigSchema.optional(),
+    http_tools_from: HttpToolsFromSchema.optional(),
     ssh_hosts: SshHostsConfigSchema.optional(),
     ssh_tools: SshToolsConfigSchema.optional(),
     tools: z
@@ -262,11 +264,12 @@ export const GatewayConfigSchema = z
     (c) =>
       Object.keys(c.upstreams).length > 0 ||
       Object.keys(c.http_tools ?? {}).length > 0 ||
+      (c.http_tools_from?.length ?? 0) > 0 ||
       Object.keys(c.ssh_tools ?? {}).length > 0,
     {
       path: ['upstreams'],
       message:
-        'nothing to serve: give at least one upstream, or an action tool under http_tools or ssh_tools',
+        'nothing to serve: give at least one upstream, or an action tool under http_tools, http_tools_from or ssh_tools',
     },
   );
 
@@ -307,6 +310,9 @@ export function loadConfig(path: string): GatewayConfig {
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);
   if (config.console?.token_file) config.console.token_file = rel(config.console.token_file);
+  // A document named by a URL is fetched as written; a file is where the config says, relative to it.
+  for (const entry of config.http_tools_from ?? [])
+    if (!/^https?:\/\//i.test(entry.openapi)) entry.openapi = rel(entry.openapi);
   for (const credential of Object.values(config.credentials ?? {}))
     if ('file' in credential) credential.file = rel(credential.file);
   return config;

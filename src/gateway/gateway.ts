@@ -36,6 +36,7 @@ import { receiptBookOptions } from './config-receipts.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
 import { gatewayLog, keyFile } from './gateway-log.js';
 import { httpListenOf } from './http-listen.js';
+import { configWithImports } from './openapi/index.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
 import { readinessOf } from './readiness.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
@@ -151,7 +152,9 @@ export class Gateway {
     this.#maintenance.start(durationMs(config.sweep_interval, 'sweep_interval'));
   }
 
-  static async start(config: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
+  static async start(declared: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
+    // OpenAPI operations become http_tools first: from there on they are hand-written ones.
+    const config = await configWithImports(declared, options.logger);
     const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     const knownSecrets = new KnownSecrets();
     const actionTools = await checkedActionTools(config, knownSecrets);

@@ -29,11 +29,22 @@ export const MAX_INPUT_VALIDATORS = 1_000;
  */
 export class InputValidators {
   // strict: false — upstreams write schemas for many validators; a keyword Ajv does not know is not an error here.
-  readonly #ajv = new Ajv2020({ strict: false, useDefaults: true, allErrors: false, validateFormats: true });
+  readonly #ajv: Ajv2020;
   /** By SHA-256 of the schema's JSON text; undefined for a schema Ajv cannot compile. In use order, oldest first. */
   readonly #byContent = new Map<string, ValidateFunction | undefined>();
 
-  constructor(readonly max = MAX_INPUT_VALIDATORS) {
+  /** `quiet`: no warnings on stderr (an unknown format): for a check whose findings are reported otherwise. */
+  constructor(
+    readonly max = MAX_INPUT_VALIDATORS,
+    options: { quiet?: boolean } = {},
+  ) {
+    this.#ajv = new Ajv2020({
+      strict: false,
+      useDefaults: true,
+      allErrors: false,
+      validateFormats: true,
+      ...(options.quiet ? { logger: false } : {}),
+    });
     (addFormats as unknown as (a: Ajv2020) => void)(this.#ajv);
   }
 

@@ -8,6 +8,7 @@ import { actionToolsOf } from './action-tools.js';
 import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { contractProblems } from './contract-check.js';
+import { importHttpTools, type OpenApiImport } from './openapi/index.js';
 import { toolNameEntries, toolNameProblems } from './tool-names.js';
 import { upstreamSpecsOf } from './upstream-specs.js';
 
@@ -16,6 +17,8 @@ export interface LintFinding {
   message: string;
   /** A config line that would settle the finding, where there is one. */
   settle?: string;
+  /** Said for the record (an imported tool whose contract the operator declared): not a problem. */
+  info?: boolean;
 }
 
 /**
@@ -24,9 +27,10 @@ export interface LintFinding {
  * default (neither annotations nor a contract, no `defaults:`) with the line
  * that would settle it, and every contract that names no tool.
  */
-export async function lintGateway(config: GatewayConfig, version: string): Promise<LintFinding[]> {
-  const upstreams = upstreamSpecsOf(config);
+export async function lintGateway(declared: GatewayConfig, version: string): Promise<LintFinding[]> {
   const findings: LintFinding[] = [];
+  const config = await withImports(declared, findings);
+  const upstreams = upstreamSpecsOf(config);
   const built = await lintActionTools(config, findings);
   const broken = new Set<string>();
   for (const problem of contractProblems(config, built)) {
@@ -155,4 +159,48 @@ async function lintActionTools(config: GatewayConfig, findings: LintFinding[]): 
     });
   }
   return tools;
+}
+
+/**
+ * The config with its OpenAPI operations imported as the gateway would (a document that cannot be
+ * read is a finding, and its tools are left out), and a finding per imported tool — the contract it
+ * got and why, the business key offered, what was left out — and per skipped operation. A tool
+ * whose contract the operator declared under tools: is listed for the record only.
+ */
+async function withImports(declared: GatewayConfig, findings: LintFinding[]): Promise<GatewayConfig> {
+  let imported: { config: GatewayConfig; imports: OpenApiImport[] };
+  try {
+    imported = await importHttpTools(declared);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    findings.push({ tool: '(config)', message: `the gateway would refuse to start: ${error.message}` });
+    const { http_tools_from: _, ...rest } = declared;
+    return rest;
+  }
+  for (const result of imported.imports) {
+    for (const tool of result.tools) {
+      const key = tool.businessKey.path;
+      const keyText = key
+        ? ` Business key offered: ${key} (${tool.businessKey.why}); not applied — add scope: { business_key: ${key} } to use it.`
+        : ` No business key offered: ${tool.businessKey.why}.`;
+      const notes = tool.notes.length > 0 ? ` Note: ${tool.notes.join('; ')}.` : '';
+      const origin = `${tool.name}: imported from ${result.source} (${tool.label}): replay: ${tool.replay}, ${tool.why}.`;
+      if (tool.confirmed) {
+        findings.push({ tool: tool.name, message: `${origin}${notes}`, info: true });
+        continue;
+      }
+      const settle = `tools.${tool.name}: { replay: ${tool.replay}${key ? `, scope: { business_key: ${key} }` : ''} }`;
+      findings.push({
+        tool: tool.name,
+        message: `${origin} A suggestion from the document: confirm it (or change it) under tools.${tool.name}.${keyText}${notes}`,
+        settle,
+      });
+    }
+    for (const skipped of result.skipped)
+      findings.push({
+        tool: skipped.name,
+        message: `${skipped.name}: ${skipped.label} of ${result.source} is not served: ${skipped.reason}`,
+      });
+  }
+  return imported.config;
 }

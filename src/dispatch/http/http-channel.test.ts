@@ -405,3 +405,40 @@ describe('allow.hosts', () => {
     expect(() => allowedTargets('t', spec(['exa mple.com']))).toThrow('is not a host name or address');
   });
 });
+
+describe('query parameters, optional headers and a credential in the query', () => {
+  it('absent arguments leave their parameter or header out, an array repeats it, and an argument cannot stand in for the key', async () => {
+    const far = await farSide((_req, res) => res.end('ok'));
+    const credentials = Credentials.fromConfig({ pay: { env: 'PAY_KEY' } }, new KnownSecrets(), {
+      env: { PAY_KEY: 'key 5+1x' },
+    });
+    const tool = httpActionTool(
+      'search',
+      {
+        description: 'x',
+        method: 'GET',
+        url: `http://127.0.0.1:${far.port}/search?fixed=1`,
+        query: { q: '{q}', tag: '{tags}', api_key: '{api_key}', range: '{from}-{to}' },
+        optional_headers: { 'X-Trace': '{trace}' },
+        credential: { name: 'pay', scheme: 'query', param: 'api_key' },
+        allow: { addresses: ['127.0.0.1'] },
+        contract: { replay: 'read_only' },
+      },
+      { credentials },
+    );
+    cleanups.push(() => tool.channel.close());
+    const send = (args: Record<string, unknown>) =>
+      tool.channel.dispatch(args, { executionId: null, redispatch: false });
+    await send({ q: 'a&b=c', tags: ['x', 'y'], api_key: 'forged', from: 1 });
+    await send({ q: 'z', from: 1, to: 2, trace: 't-1' });
+    expect(far.seen.map((s) => s.url)).toEqual([
+      '/search?fixed=1&q=a%26b%3Dc&tag=x&tag=y&api_key=key+5%2B1x',
+      '/search?fixed=1&q=z&range=1-2&api_key=key+5%2B1x',
+    ]);
+    expect(far.seen[0]?.headers['x-trace']).toBeUndefined();
+    expect(far.seen[1]?.headers['x-trace']).toBe('t-1');
+    expect(() => tool.channel.check?.({ q: { nested: true } })).toThrow(
+      'must be a string, number or boolean to be placed in the query parameter q',
+    );
+  });
+});

@@ -22,7 +22,14 @@ import {
 import { refusedBeforeSending, statusOutcome } from './outcome.js';
 import type { HttpToolSpec } from './spec.js';
 import { allowedTargets } from './targets.js';
-import { buildBody, buildHeaders, buildUrl, checkTemplateArguments } from './template.js';
+import {
+  buildBody,
+  buildHeaders,
+  buildOptionalHeaders,
+  buildUrl,
+  checkTemplateArguments,
+  withQuery,
+} from './template.js';
 
 export interface HttpChannelOptions {
   credentials: Credentials;
@@ -88,21 +95,27 @@ export class HttpChannel implements ActionChannel {
 
   /** Throws InvalidInputError for an argument the URL or a header needs and the call does not give in a form it can carry. */
   check(args: Record<string, unknown>): void {
-    checkTemplateArguments(this.#spec.url, this.#spec.headers, args);
+    checkTemplateArguments(this.#spec.url, this.#spec.headers, args, {
+      ...(this.#spec.query ? { query: this.#spec.query } : {}),
+      ...(this.#spec.optional_headers ? { optionalHeaders: this.#spec.optional_headers } : {}),
+    });
   }
 
   async dispatch(args: Record<string, unknown>, ctx: ActionDispatch): Promise<ToolResult> {
     const spec = this.#spec;
-    const url = buildUrl(spec.url, args);
+    const url = withQuery(buildUrl(spec.url, args), spec.query, args);
     checkUrl(url, this.allowed);
-    const headers = buildHeaders(spec.headers, args);
+    const headers = {
+      ...buildOptionalHeaders(spec.optional_headers, args),
+      ...buildHeaders(spec.headers, args),
+    };
     let body: string | undefined;
     if (spec.body !== undefined) {
       body = JSON.stringify(buildBody(spec.body, args));
       if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
         headers['content-type'] = 'application/json';
     }
-    const credentialHeader = await this.#credentialHeader();
+    const credentialHeader = await this.#credentialHeader(url);
     // Ours win over a header template of the same name, whatever its case: one value each.
     if (credentialHeader) setHeader(headers, credentialHeader.name, credentialHeader.value);
     if (ctx.executionId) setHeader(headers, spec.idempotency_header, ctx.executionId);
@@ -176,7 +189,8 @@ export class HttpChannel implements ActionChannel {
     await Promise.all(pools.map((p) => p.close().catch(() => {})));
   }
 
-  async #credentialHeader(): Promise<{ name: string; value: string } | undefined> {
+  /** The credential as a header to send; one that goes in the query is set on `url` instead (undefined then). */
+  async #credentialHeader(url: URL): Promise<{ name: string; value: string } | undefined> {
     const use = this.#spec.credential;
     if (!use) return undefined;
     let value: string;
@@ -192,6 +206,14 @@ export class HttpChannel implements ActionChannel {
       // The base64 form does not contain the value: it is a secret of its own.
       this.#options.credentials.registerDerived(encoded);
       return { name: 'authorization', value: `Basic ${encoded}` };
+    }
+    if (use.scheme === 'query') {
+      // Set, not appended: an argument of the same name cannot stand in for (or beside) the key.
+      url.searchParams.set(use.param, value);
+      // Form-encoded in the URL, the value is a secret of its own wherever the URL is quoted back.
+      const encoded = new URLSearchParams({ k: value }).toString().slice(2);
+      if (encoded !== value) this.#options.credentials.registerDerived(encoded);
+      return undefined;
     }
     return { name: use.header, value: `${use.prefix ?? ''}${value}` };
   }

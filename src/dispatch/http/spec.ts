@@ -28,6 +28,14 @@ const CredentialUse = z.union([
     })
     .strict()
     .describe('<header>: <prefix><value>'),
+  z
+    .object({
+      name: z.string().regex(CREDENTIAL_NAME),
+      scheme: z.literal('query'),
+      param: z.string().min(1),
+    })
+    .strict()
+    .describe('?<param>=<value> added to the URL (an API key in the query, as some APIs want it)'),
 ]);
 
 /** One HTTP action tool, as the gateway config declares it under `http_tools:` (docs/channels-http.md). */
@@ -49,6 +57,18 @@ export const HttpToolSpecSchema = z
       .record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/), z.string())
       .optional()
       .describe('Header templates ({name} → the argument as text).'),
+    optional_headers: z
+      .record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/), z.string())
+      .optional()
+      .describe(
+        'Header templates sent only when every argument they name is given (an optional header parameter); otherwise as headers.',
+      ),
+    query: z
+      .record(z.string().min(1), z.string())
+      .optional()
+      .describe(
+        'Query parameters added to the URL, each a template: left out when an argument it names is absent; a value that is exactly "{name}" with an array argument repeats the parameter (a=1&a=2). Percent-encoded.',
+      ),
     body: z
       .json()
       .optional()

@@ -69,10 +69,71 @@ export function checkTemplateArguments(
   url: string,
   headers: Record<string, string> | undefined,
   args: Record<string, unknown>,
+  given: { query?: Record<string, string>; optionalHeaders?: Record<string, string> } = {},
 ): void {
   for (const [, path] of url.matchAll(PLACEHOLDER)) scalarText(args, path as string, 'URL');
   for (const [name, template] of Object.entries(headers ?? {}))
     for (const [, path] of template.matchAll(PLACEHOLDER)) headerArgument(args, path as string, name);
+  for (const [name, template] of Object.entries(given.optionalHeaders ?? {}))
+    if (allGiven(template, args))
+      for (const [, path] of template.matchAll(PLACEHOLDER)) headerArgument(args, path as string, name);
+  for (const [name, template] of Object.entries(given.query ?? {})) queryValues(name, template, args);
+}
+
+/** Whether every argument a template names is given: an optional header or query parameter is sent only then. */
+function allGiven(template: string, args: Record<string, unknown>): boolean {
+  for (const [, path] of template.matchAll(PLACEHOLDER)) {
+    const value = argumentAt(args, path as string);
+    if (value === undefined || value === null) return false;
+  }
+  return true;
+}
+
+/**
+ * The values of one query parameter: none when an argument it names is absent; one per item when
+ * the template is exactly one placeholder and the argument an array of scalars (OpenAPI's default
+ * for a query array, `form` with `explode`); else the template with each argument as text.
+ */
+function queryValues(name: string, template: string, args: Record<string, unknown>): string[] {
+  if (!allGiven(template, args)) return [];
+  const whole = WHOLE.exec(template);
+  const value = whole ? argumentAt(args, whole[1] as string) : undefined;
+  if (whole && Array.isArray(value))
+    return value.map((item, index) => {
+      if (typeof item === 'string' || typeof item === 'number' || typeof item === 'boolean')
+        return String(item);
+      throw new InvalidInputError(
+        'unsafe_argument',
+        `${whole[1]}.${index}`,
+        `query parameter ${name} takes strings, numbers or booleans, one per item`,
+      );
+    });
+  return [
+    template.replace(PLACEHOLDER, (_, path: string) => scalarText(args, path, `query parameter ${name}`)),
+  ];
+}
+
+/**
+ * The URL with the query parameters added (after the template's own). URLSearchParams
+ * percent-encodes each name and value, so a value cannot start another parameter.
+ */
+export function withQuery(
+  url: URL,
+  templates: Record<string, string> | undefined,
+  args: Record<string, unknown>,
+): URL {
+  for (const [name, template] of Object.entries(templates ?? {}))
+    for (const value of queryValues(name, template, args)) url.searchParams.append(name, value);
+  return url;
+}
+
+/** The optional headers whose arguments are all given, built as buildHeaders builds headers. */
+export function buildOptionalHeaders(
+  templates: Record<string, string> | undefined,
+  args: Record<string, unknown>,
+): Record<string, string> {
+  const given = Object.entries(templates ?? {}).filter(([, template]) => allGiven(template, args));
+  return buildHeaders(Object.fromEntries(given), args);
 }
 
 /**

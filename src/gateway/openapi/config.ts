@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { CREDENTIAL_NAME } from '../../credentials/config.js';
+
+/** One OpenAPI document whose operations become HTTP action tools (docs/openapi.md). */
+export const HttpToolsFromEntrySchema = z
+  .object({
+    openapi: z
+      .string()
+      .min(1)
+      .describe(
+        'The OpenAPI 3.0/3.1 document: a file (JSON or YAML; relative to the config file) or an http(s):// URL, fetched at start only because it is written here.',
+      ),
+    include: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'The operations to import: operationIds (as written, or as the tool name), "tag:<name>", or path globs starting with / (* one segment, ** any). Default: every operation.',
+      ),
+    credential: z
+      .string()
+      .regex(CREDENTIAL_NAME)
+      .optional()
+      .describe(
+        "A credential under credentials:, sent as each operation's security scheme says (bearer, basic, an API key in a header or the query). Default: none.",
+      ),
+    username: z.string().optional().describe('The user name of an HTTP basic security scheme.'),
+    server: z
+      .string()
+      .regex(/^https?:\/\//, 'an http:// or https:// base URL')
+      .optional()
+      .describe(
+        "The base URL the operations' paths are appended to, instead of the document's servers (required when those are relative).",
+      ),
+    timeout: z
+      .union([z.string(), z.number().nonnegative()])
+      .optional()
+      .describe(
+        "Every imported tool's timeout: no full answer by then → unknown. Default: the contract's timeout, else 30s.",
+      ),
+    allow: z
+      .object({
+        addresses: z
+          .array(z.union([z.ipv4(), z.ipv6()]))
+          .min(1)
+          .describe(
+            'Private, loopback or link-local addresses the tools may connect to (each named exactly).',
+          ),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const HttpToolsFromSchema = z
+  .array(HttpToolsFromEntrySchema)
+  .min(1)
+  .describe('HTTP action tools imported from OpenAPI documents (docs/openapi.md).');
+
+export type HttpToolsFromEntry = z.output<typeof HttpToolsFromEntrySchema>;

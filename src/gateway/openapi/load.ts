@@ -1,0 +1,63 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { ConfigError } from '../../errors.js';
+import type { OpenApiDocument } from './document.js';
+
+/** Whether a configured `openapi:` is a URL (fetched) rather than a file. */
+export function isUrl(source: string): boolean {
+  return /^https?:\/\//i.test(source);
+}
+
+/**
+ * The document, parsed, validated against the OpenAPI schema and with every `$ref` resolved
+ * (swagger-parser). A file's external references are read from files only: nothing is fetched
+ * that the config does not name as a URL. A document that does not parse or validate stops the
+ * start with a ConfigError naming the file and the JSON pointer of the first problem.
+ */
+export async function loadOpenApi(source: string, where: string): Promise<OpenApiDocument> {
+  let document: unknown;
+  try {
+    document = await SwaggerParser.validate(source, {
+      resolve: { http: isUrl(source) ? { timeout: 30_000, redirects: 0 } : false },
+      dereference: { circular: true },
+    });
+  } catch (error) {
+    throw new ConfigError(`${where}: ${source} ${problemOf(error)}`);
+  }
+  const version = String((document as { openapi?: unknown }).openapi ?? '');
+  if (!/^3\.[01]\./.test(version))
+    throw new ConfigError(
+      `${where}: ${source} is ${(document as { swagger?: string }).swagger ? `Swagger ${(document as { swagger?: string }).swagger}` : 'not OpenAPI 3'}; only OpenAPI 3.0 and 3.1 are imported (convert it first, e.g. with swagger2openapi)`,
+    );
+  return document as OpenApiDocument;
+}
+
+/** The parser's error as one line with the JSON pointer of where it is, when it says. */
+function problemOf(error: unknown): string {
+  const e = error as {
+    message?: string;
+    details?: { instancePath?: string; message?: string }[];
+    parentPath?: string;
+    path?: unknown;
+  };
+  // Schema validation: the first instance path and what is wrong there.
+  const detail = e.details?.[0];
+  if (detail)
+    return `is not a valid OpenAPI document: at #${detail.instancePath ?? ''}: ${detail.message ?? 'invalid'}`;
+  const message = (e.message ?? String(error)).split('\n')[0] as string;
+  // A $ref that points nowhere: where the reference is.
+  if (typeof e.parentPath === 'string')
+    return `does not resolve: at ${readablePointer(e.parentPath)}: ${message}`;
+  if (Array.isArray(e.path) && e.path.length > 0)
+    return `does not resolve: at #/${e.path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}: ${message}`;
+  // A syntax error: the parser's message says the line and column.
+  return `does not parse: ${(e.message ?? String(error)).replace(/\n+/g, ' ').slice(0, 600)}`;
+}
+
+/** A pointer as the parser writes it, a URI fragment (`%7B` for "{"), as the document spells its keys. */
+function readablePointer(fragment: string): string {
+  try {
+    return decodeURIComponent(fragment);
+  } catch {
+    return fragment;
+  }
+}
