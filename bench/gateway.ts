@@ -25,8 +25,8 @@
  * first tools/list is answered, K sessions per path (idem, mcp-proxy, supergateway), one path
  * after another within each round and each session ended (DELETE) before the next; after one
  * warm-up session per path. Every path starts its upstream process(es) its own way: supergateway
- * --stateful one per session, Idem one per session (from a process started ahead: docs/gateway.md;
- * the diagnostic `idem-no-spare`, `upstreams.<name>.spare: false`, starts it at the initialize).
+ * --stateful one per session, Idem one per session (the `idem` series from a process started ahead,
+ * `upstreams.<name>.spare: true`: docs/gateway.md; the diagnostic `idem-no-spare`, the default, at the initialize).
  *
  * Standalone: `npx tsx bench/gateway.ts` (BENCH_CALLS calls per series, default
  * 5,000; K = BENCH_GATEWAY_SESSIONS, default BENCH_CALLS/500 within 3–20; BENCH_GATEWAY_SERIES=idem,supergateway runs only those series;
@@ -108,7 +108,7 @@ function idemTarget(options: {
   store?: Record<string, unknown>;
   /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
   stateless?: boolean;
-  /** `upstreams.<name>.spare: false`: each session starts its upstream process at its initialize. */
+  /** Without `upstreams.<name>.spare: true` (the default): each session starts its upstream process at its initialize. */
   noSpare?: boolean;
   instruments: Instruments;
 }): Target {
@@ -126,7 +126,7 @@ function idemTarget(options: {
           ...(options.store ? { store: options.store } : {}),
           ...(options.stateless ? { listen: { http: { stateless: true } } } : {}),
           upstreams: {
-            trivial: { ...trivialUpstream(), cwd: REPO_ROOT, ...(options.noSpare ? { spare: false } : {}) },
+            trivial: { ...trivialUpstream(), cwd: REPO_ROOT, ...(options.noSpare ? {} : { spare: true }) },
           },
           tools: { echo: options.contract },
           // The default (10,000 receipts held for 10 minutes) refuses every call past the
@@ -301,7 +301,7 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
           // Session starts only: what a session start costs without a process started ahead.
           idemTarget({
             key: 'idem-no-spare',
-            label: 'diagnostic: idem gateway, upstream spare: false',
+            label: 'diagnostic: idem gateway, no spare (the default)',
             dir: join(work, 'idem-no-spare'),
             contract: { replay: 'keyed', scope: { business_key: 'id' } },
             noSpare: true,

@@ -73,6 +73,7 @@ export function actionCall(
         executionId,
         redispatch,
         ...(cancelled ? { signal: cancelled } : {}),
+        ...(taskSignal ? { taskCancelled: taskSignal } : {}),
         ...(upstreamTask ? { upstreamTask } : {}),
         ...(askInput ? { askInput } : {}),
       });

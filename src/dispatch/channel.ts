@@ -12,8 +12,13 @@ export interface ActionDispatch {
   executionId: string | null;
   /** A re-send of an earlier dispatch under the same key (recovery of a `keyed` tool). */
   redispatch: boolean;
-  /** The caller cancelled: the channel may stop waiting (the outcome is then unknown). */
+  /** The caller cancelled, or its task was (tasks/cancel): the channel may stop waiting (the outcome is then unknown). */
   signal?: AbortSignal;
+  /**
+   * Its task's cancel alone (tasks/cancel, by any gateway): what an MCP upstream is told of itself,
+   * while the caller's own cancel reaches it as the client's notification, forwarded.
+   */
+  taskCancelled?: AbortSignal;
   /**
    * The target answered with a task of its own: recorded durably before it is followed. Absent
    * where nothing records it (a read-only call).

@@ -35,7 +35,7 @@ export const StdioUpstreamSchema = z
       .boolean()
       .optional()
       .describe(
-        "Keep one process of this upstream started ahead for the next stateful HTTP session, which then need not wait for the upstream's start; another is started when it is taken (docs/gateway.md). false: each session's process starts with its initialize. Default true; never for share: true.",
+        "Keep one process of this upstream started ahead for the next stateful HTTP session, which then need not wait for the upstream's start; another is started when it is taken (docs/gateway.md). Default false: each session's process starts with its initialize, as a server expects; never for share: true.",
       ),
   })
   .strict();

@@ -53,7 +53,7 @@ export class UpstreamSpares {
   ): UpstreamSpares | undefined {
     const kept = new Set(
       Object.entries(config.upstreams)
-        .filter(([, spec]) => 'command' in spec && !spec.share && spec.spare !== false)
+        .filter(([, spec]) => 'command' in spec && !spec.share && spec.spare === true)
         .map(([name]) => name),
     );
     if (kept.size === 0) return undefined;

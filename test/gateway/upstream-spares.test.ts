@@ -66,7 +66,10 @@ describe('upstream processes started ahead of the session that needs them', () =
     const own = countsDir('spares-own');
     const pooled = countsDir('spares-pooled');
     running = await startHttpGateway({
-      upstreams: { own: countingUpstream(own), pooled: { ...countingUpstream(pooled), share: true } },
+      upstreams: {
+        own: { ...countingUpstream(own), spare: true },
+        pooled: { ...countingUpstream(pooled), share: true, spare: true },
+      },
     });
     // Before any session: one process of `own` is started, and none of the shared upstream.
     await vi.waitFor(() => expect(readStarts(own)).toHaveLength(1), PATIENTLY);
@@ -108,7 +111,7 @@ describe('upstream processes started ahead of the session that needs them', () =
     const dir = countsDir('spares-dying');
     const warnings: string[] = [];
     running = await startHttpGateway(
-      { upstreams: { counter: countingUpstream(dir) } },
+      { upstreams: { counter: { ...countingUpstream(dir), spare: true } } },
       { logger: { warn: (message) => warnings.push(message), error: () => {} } },
     );
     await vi.waitFor(() => expect(readStarts(dir)).toHaveLength(1), PATIENTLY);
@@ -126,9 +129,9 @@ describe('upstream processes started ahead of the session that needs them', () =
     expect(executedBy(dir, 'k')).toBe(replacement);
   }, 90_000);
 
-  it('with spare: false, a session starts its own process when it initializes, and none waits beside it', async () => {
+  it('by default (and with spare: false), a session starts its own process when it initializes, and none waits beside it', async () => {
     const dir = countsDir('spares-off');
-    running = await startHttpGateway({ upstreams: { counter: { ...countingUpstream(dir), spare: false } } });
+    running = await startHttpGateway({ upstreams: { counter: countingUpstream(dir) } });
     expect(upstreamProcesses(dir)).toEqual([]);
     const s = await session(running.url, 'agent');
     await s.client.callTool({ name: 'count', arguments: { key: 'k' } });

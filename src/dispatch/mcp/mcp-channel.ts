@@ -144,7 +144,7 @@ export class McpChannel implements ActionChannel {
     const startedAt = Date.now();
     const asking = this.#taskRequest(upstream);
     const resend: ResendWith = (round) =>
-      this.#send(upstream, args, ctx.executionId, round, asking, ctx.signal);
+      this.#send(upstream, args, ctx.executionId, round, asking, ctx.taskCancelled);
     const first = await resend({});
     let reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
     // The call is a task: what the upstream asks before it acts, the task's client answers.
