@@ -10,6 +10,7 @@ import type {
   ExecutionRecord,
   TaskInput,
   TaskRecord,
+  TaskWatch,
   UpstreamTaskHandle,
 } from './types.js';
 
@@ -204,3 +205,18 @@ export const taskInputColumn = {
     return column === null ? null : (JSON.parse(column) as TaskInput);
   },
 };
+
+/** What ExecutionStore.watchTask reads of an execution, in both SQL stores. */
+export interface TaskWatchColumns {
+  state: string;
+  task_input: string | null;
+  cancel_requested_at: number | null;
+}
+
+/** The watch as a store answers it: an execution's input shows only while it is dispatched. */
+export function taskWatchFromColumns(row: TaskWatchColumns): TaskWatch {
+  return {
+    cancelRequestedAt: row.cancel_requested_at,
+    input: row.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null,
+  };
+}

@@ -2,9 +2,11 @@ import type { ActivityEventInput } from '../../journal/events.js';
 import {
   type TaskColumns,
   type TaskJoinColumns,
+  type TaskWatchColumns,
   taskFromColumns,
   taskFromJoin,
   taskInputColumn,
+  taskWatchFromColumns,
   upstreamTaskColumn,
 } from '../sql-columns.js';
 import { takeAnswers, taskWithoutExecution } from '../tasks.js';
@@ -134,7 +136,7 @@ export async function writeTaskAnswers(
 ): Promise<TaskInput | undefined> {
   for (let round = 0; round < ANSWER_ROUNDS; round++) {
     const row = await readWatch(db, answer.id);
-    const open = row?.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null;
+    const open = row && taskWatchFromColumns(row).input;
     if (!row || !open) return undefined;
     const { input, taken } = takeAnswers(open, answer.answers);
     if (taken.length === 0) return input;
@@ -158,22 +160,11 @@ export async function writeTaskAnswers(
 
 export async function watchTask(db: Connections, id: string): Promise<TaskWatch | undefined> {
   const row = await readWatch(db, id);
-  return (
-    row && {
-      cancelRequestedAt: row.cancel_requested_at,
-      input: row.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null,
-    }
-  );
+  return row && taskWatchFromColumns(row);
 }
 
-interface WatchRow {
-  state: string;
-  task_input: string | null;
-  cancel_requested_at: number | null;
-}
-
-async function readWatch(db: Connections, id: string): Promise<WatchRow | undefined> {
-  return db.use(async (client) => (await query<WatchRow>(TASK_SQL.watch, [id])(client)).rows[0]);
+async function readWatch(db: Connections, id: string): Promise<TaskWatchColumns | undefined> {
+  return db.use(async (client) => (await query<TaskWatchColumns>(TASK_SQL.watch, [id])(client)).rows[0]);
 }
 
 export async function readTask(

@@ -1,5 +1,10 @@
 import type Database from 'better-sqlite3';
-import { TASK_JOIN_COLUMNS, type TaskColumns, type TaskJoinColumns } from '../sql-columns.js';
+import {
+  TASK_JOIN_COLUMNS,
+  type TaskColumns,
+  type TaskJoinColumns,
+  type TaskWatchColumns,
+} from '../sql-columns.js';
 import type { ExecutionRow } from './sql.js';
 
 /** The statements of tasks and of the upstream task an execution follows (ExecutionStore.openTask and the rest). */
@@ -15,13 +20,6 @@ export interface TaskStatements {
   setTaskInput: Database.Statement<{ id: string; token: string; input: string | null; now: number }>;
   updateTaskInput: Database.Statement<{ id: string; input: string; now: number }>;
   watch: Database.Statement<[string], TaskWatchColumns>;
-}
-
-/** What ExecutionStore.watchTask reads of an execution. */
-export interface TaskWatchColumns {
-  state: string;
-  task_input: string | null;
-  cancel_requested_at: number | null;
 }
 
 export function prepareTaskStatements(db: Database.Database): TaskStatements {

@@ -1,6 +1,12 @@
 import type Database from 'better-sqlite3';
 import type { ActivityEventInput } from '../../journal/events.js';
-import { taskFromColumns, taskFromJoin, taskInputColumn, upstreamTaskColumn } from '../sql-columns.js';
+import {
+  taskFromColumns,
+  taskFromJoin,
+  taskInputColumn,
+  taskWatchFromColumns,
+  upstreamTaskColumn,
+} from '../sql-columns.js';
 import { takeAnswers, taskWithoutExecution } from '../tasks.js';
 import type {
   ExecutionRecord,
@@ -142,7 +148,7 @@ function writeTaskAnswers(
   answer: TaskInputAnswer,
 ): TaskInput | undefined {
   const row = taskSql.watch.get(answer.id);
-  const open = row?.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null;
+  const open = row && taskWatchFromColumns(row).input;
   if (!open) return undefined;
   const { input, taken } = takeAnswers(open, answer.answers);
   if (taken.length > 0) {
@@ -154,12 +160,7 @@ function writeTaskAnswers(
 
 export function watchTask(taskSql: TaskStatements, id: string): TaskWatch | undefined {
   const row = taskSql.watch.get(id);
-  return (
-    row && {
-      cancelRequestedAt: row.cancel_requested_at,
-      input: row.state === 'dispatched' ? taskInputColumn.decode(row.task_input) : null,
-    }
-  );
+  return row && taskWatchFromColumns(row);
 }
 
 export function readTask(
