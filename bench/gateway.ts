@@ -78,6 +78,7 @@ interface Target {
     | 'idem-stateless'
     | 'idem-memory'
     | 'idem-passthrough'
+    | 'idem-stateless-passthrough'
     | 'idem-no-spare';
   label: string;
   start(): Promise<ServerProcess>;
@@ -296,6 +297,15 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
             label: 'diagnostic: idem gateway, tool declared read_only (passed through: no execution)',
             dir: join(work, 'idem-passthrough'),
             contract: { replay: 'read_only' },
+            instruments,
+          }),
+          // The stateless front's own cost per POST, without the store: against idem-passthrough.
+          idemTarget({
+            key: 'idem-stateless-passthrough',
+            label: 'diagnostic: idem gateway, stateless front, tool declared read_only (passed through)',
+            dir: join(work, 'idem-stateless-passthrough'),
+            contract: { replay: 'read_only' },
+            stateless: true,
             instruments,
           }),
           // Session starts only: what a session start costs without a process started ahead.
