@@ -6,6 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
+import { fixtureArgs } from './support/compiled-fixtures.js';
 import { askUntilSettled } from './support/until-settled.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -16,7 +17,7 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 async function startServer(hang: boolean) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/hanging-server.ts')],
+    args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/hanging-server.ts'))],
     env: {
       ...process.env,
       IDEM_DATA_DIR: dataDir,

@@ -7,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
+import { fixtureArgs } from './support/compiled-fixtures.js';
 import { askUntilSettled } from './support/until-settled.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -26,7 +27,7 @@ async function startServer() {
   writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/ssh-tool-server.ts')],
+    args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/ssh-tool-server.ts'))],
     env: {
       ...process.env,
       IDEM_DATA_DIR: dataDir,

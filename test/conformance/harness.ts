@@ -15,6 +15,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { node22, packageBin, REPO_ROOT } from '../support/node22.js';
 
 export const FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/fixture-server.ts');
@@ -392,7 +393,7 @@ export interface RunningServer {
 export async function startFixture(
   options: { timeoutMs?: number; args?: string[]; path?: string } = {},
 ): Promise<RunningServer> {
-  const args = ['--import', 'tsx', options.path ?? FIXTURE_PATH, '--port', '0', ...(options.args ?? [])];
+  const args = [...fixtureArgs(options.path ?? FIXTURE_PATH), '--port', '0', ...(options.args ?? [])];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await waitForUrl(child, /^listening (http:\S+)$/m, options.timeoutMs ?? 30_000);
   return { url, process: child, close: () => stopProcess(child) };
@@ -408,7 +409,7 @@ export function fixtureStdioCommand(
 ): { command: string; args: string[]; cwd: string } {
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', path, '--stdio', ...args],
+    args: [...fixtureArgs(path), '--stdio', ...args],
     cwd: REPO_ROOT,
   };
 }

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ConfigError } from '../../src/errors.js';
 import { configJsonSchema, loadConfig } from '../../src/gateway/config.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { runIdem } from '../support/run-cli.js';
 
 const root = join(import.meta.dirname, '../..');
@@ -120,7 +121,7 @@ describe('gateway config', () => {
 describe('idem lint', () => {
   const upstream = {
     command: process.execPath,
-    args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/annotated-server.ts')],
+    args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/annotated-server.ts'))],
     cwd: root,
   };
 

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
@@ -12,7 +13,7 @@ afterAll(removeTemporaries);
 
 const upstream = {
   command: process.execPath,
-  args: ['--import', 'tsx', join(import.meta.dirname, 'fixtures/annotated-server.ts')],
+  args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/annotated-server.ts'))],
   cwd: REPO_ROOT,
 };
 

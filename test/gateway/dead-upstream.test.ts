@@ -8,6 +8,7 @@ import { PaymentProcessor } from '../../src/demo/processor.js';
 import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
@@ -38,7 +39,7 @@ function heldDownUpstream(dir: string) {
   writeFileSync(join(dir, 'refuse-start'), '');
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'), '--dir', dir],
+    args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts')), '--dir', dir],
     cwd: REPO_ROOT,
   };
 }

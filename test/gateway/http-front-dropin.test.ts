@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -106,7 +107,7 @@ function crashingUpstream(dir: string) {
   mkdirSync(dir, { recursive: true });
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'), '--dir', dir],
+    args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts')), '--dir', dir],
     cwd: REPO_ROOT,
     // The last start is the process serving (the tests kill it): none is started ahead for a next session.
     spare: false,

@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport as StreamableHTTPClientTransport110 } fro
 import { CreateMessageRequestSchema } from 'sdk-1-10/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
@@ -147,7 +148,7 @@ describe('a 2025-era client in front of a 2026-07-28 upstream that answers input
   let running: RunningGateway;
   const upstream = {
     command: process.execPath,
-    args: ['--import', 'tsx', COUNTING_2026, '--dir', counts],
+    args: [...fixtureArgs(COUNTING_2026), '--dir', counts],
     cwd: REPO_ROOT,
   };
 
@@ -208,7 +209,7 @@ describe('a 2026-07-28 client in front of a 2026-07-28 upstream (input_required 
       upstreams: {
         counter: {
           command: process.execPath,
-          args: ['--import', 'tsx', COUNTING_2026, '--dir', counts],
+          args: [...fixtureArgs(COUNTING_2026), '--dir', counts],
           cwd: REPO_ROOT,
         },
       },

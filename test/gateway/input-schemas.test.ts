@@ -15,6 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
@@ -44,7 +45,7 @@ describe('input schemas across sessions', () => {
       upstreams: {
         deployer: {
           command: process.execPath,
-          args: ['--import', 'tsx', SCHEMA_ID_SERVER, '--dir', calls],
+          args: [...fixtureArgs(SCHEMA_ID_SERVER), '--dir', calls],
           cwd: REPO_ROOT,
         },
       },

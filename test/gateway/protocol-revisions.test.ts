@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { CLIENT_KINDS, type ClientKind, type ClientTarget, connectClient } from '../support/clients.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
@@ -27,7 +28,7 @@ const COUNTING_2026 = join(REPO_ROOT, 'test/gateway/fixtures/counting-server-202
 function counting2026Upstream(dir: string) {
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', COUNTING_2026, '--dir', dir],
+    args: [...fixtureArgs(COUNTING_2026), '--dir', dir],
     cwd: REPO_ROOT,
   };
 }
@@ -136,7 +137,7 @@ describe('HTTP front in front of a 2026-07-28-only upstream over HTTP', () => {
   it.each(['v2-2026', 'sdk-1.10'] as const)('%s: connects, lists, calls once', async (kind) => {
     const counts = freshDir('revisions-http-up');
     const { spawn } = await import('node:child_process');
-    const upstream = spawn(process.execPath, ['--import', 'tsx', COUNTING_2026, '--dir', counts, '--http'], {
+    const upstream = spawn(process.execPath, [...fixtureArgs(COUNTING_2026), '--dir', counts, '--http'], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { META } from '../../src/executions/answers.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
@@ -37,7 +38,7 @@ afterAll(removeTemporaries);
 async function gatewayWithEcho(): Promise<RunningGateway> {
   const gateway = await startHttpGateway({
     upstreams: {
-      echo: { command: process.execPath, args: ['--import', 'tsx', ECHO_SERVER], cwd: REPO_ROOT },
+      echo: { command: process.execPath, args: [...fixtureArgs(ECHO_SERVER)], cwd: REPO_ROOT },
     },
     tools: { connect: { replay: 'keyed' }, connect_failing: { replay: 'keyed' } },
   });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENVELOPE } from '../../src/protocol/revisions.js';
 import { TASKS_EXTENSION } from '../../src/protocol/tasks.js';
 import { TASKS_UPSTREAM_PATH } from '../conformance/harness.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';
@@ -36,7 +37,7 @@ const NARROW_TASKS_UPSTREAM = {
 /** The tasks scenarios' upstream: no tasks of its own at all. */
 const TASKLESS_UPSTREAM = {
   command: process.execPath,
-  args: ['--import', 'tsx', TASKS_UPSTREAM_PATH, '--stdio'],
+  args: [...fixtureArgs(TASKS_UPSTREAM_PATH), '--stdio'],
   cwd: REPO_ROOT,
 };
 

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -14,7 +15,7 @@ import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
  * them — and never the gateway's own secrets.
  */
 const ENV_SERVER = join(REPO_ROOT, 'test/gateway/fixtures/env-server.ts');
-const envServer = { command: process.execPath, args: ['--import', 'tsx', ENV_SERVER], cwd: REPO_ROOT };
+const envServer = { command: process.execPath, args: [...fixtureArgs(ENV_SERVER)], cwd: REPO_ROOT };
 /** What a client's `env` block gives the gateway, next to the gateway's own variables. */
 const CLIENT_ENV = {
   CLIENT_API_KEY: 'key-the-client-gave',

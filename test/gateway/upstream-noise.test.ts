@@ -5,6 +5,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -18,7 +19,7 @@ import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 const NOISY = join(REPO_ROOT, 'test/gateway/fixtures/noisy-server.ts');
 const noisy = (dir: string) => ({
   command: process.execPath,
-  args: ['--import', 'tsx', NOISY, '--dir', dir],
+  args: [...fixtureArgs(NOISY), '--dir', dir],
 });
 const lines = (dir: string, file: string) =>
   existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').split('\n').filter(Boolean) : [];

@@ -6,6 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { openStore } from '../../src/store/index.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -34,7 +35,7 @@ function crashingUpstream(dir: string) {
   mkdirSync(dir, { recursive: true });
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'), '--dir', dir],
+    args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts')), '--dir', dir],
     cwd: REPO_ROOT,
     // The last start is the process serving (the tests kill it): none is started ahead for a next session.
     spare: false,

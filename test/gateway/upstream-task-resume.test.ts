@@ -15,6 +15,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { ActivityEntry } from '../../src/journal/events.js';
 import { openStore } from '../../src/store/index.js';
 import type { ExecutionRecord, ExecutionStore } from '../../src/store/types.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { createdTaskId, modernTasksClient, untilTaskStatus } from '../support/modern-tasks.js';
 import { REPO_ROOT } from '../support/node22.js';
@@ -179,7 +180,7 @@ describe('following an upstream task again after the gateway was SIGKILLed', { t
       upstreams: {
         tasks: {
           command: process.execPath,
-          args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/task-server.ts'), '--dir', runs],
+          args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/task-server.ts')), '--dir', runs],
           cwd: REPO_ROOT,
         },
       },

@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { ActivityEntry } from '../../src/journal/events.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
@@ -32,7 +33,7 @@ const EVERYTHING = {
 };
 const taskServer = (dir: string) => ({
   command: process.execPath,
-  args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/task-server.ts'), '--dir', dir],
+  args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/task-server.ts')), '--dir', dir],
   cwd: REPO_ROOT,
 });
 

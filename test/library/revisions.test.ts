@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
@@ -24,7 +25,7 @@ describe('library over stdio, a 2026-07-28 client', () => {
       await client.connect(
         new StdioClientTransport({
           command: process.execPath,
-          args: ['--import', 'tsx', 'examples/charge-card.ts'],
+          args: [...fixtureArgs('examples/charge-card.ts')],
           cwd: REPO_ROOT,
           env: { ...(process.env as Record<string, string>), IDEM_DATA_DIR: freshDir('lib-revisions') },
           stderr: 'ignore',

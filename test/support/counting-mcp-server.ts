@@ -19,7 +19,7 @@ import { z } from 'zod';
 export const RECEIVED_LOG = 'received.log';
 const EXECUTION_ID_META = 'io.idem/execution-id';
 
-const isMain = process.argv[1]?.endsWith('counting-mcp-server.ts');
+const isMain = /[/\\]counting-mcp-server\.(ts|mjs)$/.test(process.argv[1] ?? '');
 if (isMain) await serve();
 
 async function serve(): Promise<void> {

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fixtureArgs } from './compiled-fixtures.js';
 import { REPO_ROOT } from './node22.js';
 
 /** The MCP server that counts every execution into a directory (test/gateway/fixtures/counting-server.ts). */
@@ -8,7 +9,7 @@ export const COUNTING_SERVER = join(REPO_ROOT, 'test/gateway/fixtures/counting-s
 export function countingUpstream(dir: string): { command: string; args: string[]; cwd: string } {
   return {
     command: process.execPath,
-    args: ['--import', 'tsx', COUNTING_SERVER, '--dir', dir],
+    args: [...fixtureArgs(COUNTING_SERVER), '--dir', dir],
     cwd: REPO_ROOT,
   };
 }

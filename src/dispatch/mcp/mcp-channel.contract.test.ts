@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fixtureArgs } from '../../../test/support/compiled-fixtures.js';
 import { RECEIVED_LOG } from '../../../test/support/counting-mcp-server.js';
 import { channelContract } from '../channel.contract.js';
 import { McpChannel } from './mcp-channel.js';
@@ -28,7 +29,7 @@ channelContract('MCP', () => {
         {
           name: 'counting',
           command: process.execPath,
-          args: ['--import', 'tsx', SERVER, '--dir', at, '--behaviour', behaviour, '--secret', secret],
+          args: [...fixtureArgs(SERVER), '--dir', at, '--behaviour', behaviour, '--secret', secret],
         },
         { onRequest: async (r) => ({ jsonrpc: '2.0', id: r.id, result: {} }), onNotification: () => {} },
         { stderr: 'ignore' },
