@@ -109,13 +109,6 @@ export interface ForwardedRequest {
 }
 
 /**
- * One client session through the gateway: a front transport on one side, one
- * connection per upstream on the other, and JSON-RPC messages passed between
- * them faithfully — except `tools/call` with effects, which goes through the
- * execution engine, and `tools/list`, which gets honest annotations and the
- * status tool.
-
-/**
  * What one client session holds, shared by the steps that serve it
  * (initialize, tools/list, tools/call, forwarding): the front transport, the
  * upstream connections, the catalog, the requests in flight, and the one way

@@ -38,6 +38,13 @@ export { startSharedUpstreams } from './session-initialize.js';
 export type { SessionContext, SharedUpstreams } from './session-state.js';
 
 /**
+ * The reason every session's `ended` signal gives, the AbortError that abort() would make: made
+ * once, because abort() builds one with its stack per session, and a stateless front closes a
+ * session per POST.
+ */
+const SESSION_ENDED = new DOMException('the client session ended', 'AbortError');
+
+/**
  * One client session through the gateway: a front transport on one side, one
  * connection per upstream on the other, and JSON-RPC messages passed between
  * them faithfully — except `tools/call` with effects, which goes through the
@@ -66,7 +73,7 @@ export class ProxySession {
   async close(): Promise<void> {
     if (this.#s.closed) return;
     this.#s.closed = true;
-    this.#s.ended.abort();
+    this.#s.ended.abort(SESSION_ENDED);
     // Requests to the client (elicitations, an upstream's sampling) will get no reply now: settle them.
     for (const [id, settle] of this.#s.toClient)
       settle({ jsonrpc: '2.0', id, error: { code: -32000, message: 'the client session closed' } });
