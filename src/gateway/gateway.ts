@@ -66,13 +66,12 @@ export interface GatewayOptions {
 }
 
 /**
- * `idem gateway`: an MCP server in front of upstream MCP servers. Every
- * side-effecting tools/call gets receipts, an execution identity and a
- * contract; everything else passes through.
+ * `idem gateway`: an MCP server in front of upstream MCP servers. Every side-effecting tools/call gets
+ * receipts, an execution identity and a contract; everything else passes through.
  */
 export class Gateway {
   readonly store: ExecutionStore;
-  /** This gateway's Prometheus metrics (served by `metrics:`; see docs/console.md). */
+  /** This gateway's Prometheus metrics (served by `metrics:`; see docs/metrics.md). */
   readonly metrics: IdemMetrics;
   readonly engine: ExecutionEngine;
   readonly receipts: ReceiptBook;
@@ -162,6 +161,7 @@ export class Gateway {
     const metrics = await loadMetrics({
       required: config.metrics !== undefined,
       receiptsInUse: () => gateway?.receipts.size ?? 0,
+      store: () => gateway?.store,
     });
     const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
     gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
