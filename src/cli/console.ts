@@ -50,7 +50,7 @@ export function registerConsoleCommand(program: Command): void {
         import('../metrics/store.js'),
       ]);
       // Scrapes (which come once the console listens) read the store as measured, declared next.
-      const metrics = await loadMetrics({ store: () => measured });
+      const metrics = await loadMetrics({ store: () => measured, processMetrics: true });
       const measured = measuredStore(store, metrics);
       // Loaded on use: the web app (Hono, pages) is not needed by the other commands.
       const { startConsole } = await import('../console/server.js');

@@ -162,6 +162,7 @@ export class Gateway {
       required: config.metrics !== undefined,
       receiptsInUse: () => gateway?.receipts.size ?? 0,
       store: () => gateway?.store,
+      processMetrics: config.metrics !== undefined || config.console !== undefined,
     });
     const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
     gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
@@ -289,10 +290,9 @@ export class Gateway {
   }
 
   /**
-   * Stateless fronts and 2026-07-28 clients share one set of upstream
-   * connections per revision family, opened on first use: a 2026-07-28
-   * client's set speaks that revision to every upstream that does, so what
-   * only it can say passes through unchanged.
+   * Stateless fronts and 2026-07-28 clients share one set of upstream connections per revision family,
+   * opened on first use: a 2026-07-28 client's set speaks that revision to every upstream that does, so
+   * what only it can say passes through unchanged.
    */
   readonly #shared = new Map<ProtocolEra, Promise<SharedUpstreams>>();
   #sharedUpstreams(era: ProtocolEra): Promise<SharedUpstreams> {

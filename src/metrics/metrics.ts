@@ -63,6 +63,12 @@ export interface MetricsOptions {
   required?: boolean;
   /** The store whose executions waiting on an operator are read at each scrape (store-state.ts); none: not read. */
   store?: () => ExecutionStore | undefined;
+  /**
+   * The registry is served (a `metrics:` or `console:` section, `idem console`): prom-client's
+   * process_* and nodejs_* too. Not otherwise: they keep an event-loop monitor and a GC observer
+   * running for the life of the process, for nobody to read.
+   */
+  processMetrics?: boolean;
 }
 
 /** The metrics of one process: prom-client's, when it is installed. */
@@ -98,8 +104,8 @@ function createMetrics(promClient: typeof import('prom-client'), options: Metric
   const registry = new Registry();
   const registers = [registry];
   const receiptsInUse = options.receiptsInUse;
-  // process_* and nodejs_* (CPU, memory, file descriptors, event loop lag, GC), on this registry.
-  collectDefaultMetrics({ register: registry });
+  // CPU, memory, file descriptors, event loop lag, GC: on this registry, never the global one.
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
   if (options.store) registerStoreGauges(promClient, registry, options.store);
   return {
     registry,

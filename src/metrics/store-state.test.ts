@@ -43,7 +43,7 @@ async function waiting(metrics: IdemMetrics) {
 
 async function measured(store: ExecutionStore) {
   let measuredOne: ExecutionStore | undefined;
-  const metrics = await loadMetrics({ required: true, store: () => measuredOne });
+  const metrics = await loadMetrics({ required: true, store: () => measuredOne, processMetrics: true });
   measuredOne = measuredStore(store, metrics);
   return { metrics, store: measuredOne };
 }
@@ -178,7 +178,7 @@ describe('what waits on an operator, read from the store at each scrape', () => 
     expect(await waiting(metrics)).toMatchObject({ up: 0, unknown: undefined });
   });
 
-  it('process_* and nodejs_* of prom-client, on the same registry', async () => {
+  it('process_* and nodejs_* of prom-client, on the same registry, when it is served', async () => {
     const { metrics } = await measured(new MemoryStore());
     const names = (await metrics.registry!.getMetricsAsJSON()).map((m) => m.name);
     expect(names).toEqual(
@@ -189,5 +189,9 @@ describe('what waits on an operator, read from the store at each scrape', () => 
       ]),
     );
     expect(names).toContain('nodejs_eventloop_lag_seconds');
+    // A registry nobody serves (a gateway without `metrics:` or `console:`) runs no monitor for them.
+    const unserved = await loadMetrics({ required: true });
+    const unservedNames = (await unserved.registry!.getMetricsAsJSON()).map((m) => m.name);
+    expect(unservedNames.filter((n) => n.startsWith('process_') || n.startsWith('nodejs_'))).toEqual([]);
   });
 });
