@@ -1,11 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { approvalRequest, claimInput } from '../../test/support/claim-input.js';
 import { withFaults } from '../../test/support/faulty-store.js';
+import { tempSqliteDir } from '../../test/support/sqlite-files.js';
 import { expirePending } from '../approval/decide.js';
 import { decideAsOperator } from '../approval/operator-decision.js';
 import { StoreUnavailableError } from '../errors.js';
 import { resolveAsOperator } from '../executions/operator.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
+import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { type IdemMetrics, loadMetrics } from './metrics.js';
 import { measuredStore } from './store.js';
@@ -62,10 +65,31 @@ async function awaitingApproval(store: ExecutionStore, expiresInMs = 60 * MINUTE
   return input.id;
 }
 
-describe('what waits on an operator, read from the store at each scrape', () => {
+/** The stores the exact-value tests run on, each with the clock the test moves. */
+const STORES: [string, (clock: () => number) => Promise<ExecutionStore>][] = [
+  ['memory', async (clock) => new MemoryStore({ clock })],
+  [
+    'SQLite',
+    async (clock) => {
+      const { dir, remove } = tempSqliteDir();
+      const store = await SqliteStore.open({ path: join(dir, 'idem.db'), clock });
+      opened.push(async () => {
+        await store.close();
+        remove();
+      });
+      return store;
+    },
+  ],
+];
+const opened: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of opened.splice(0)) await close();
+});
+
+describe.each(STORES)('what waits on an operator, read from the %s store at each scrape', (_, open) => {
   it('an unknown outcome: counted, its age the store clock since it became unknown; resolved, back to 0', async () => {
     let now = 1_700_000_000_000;
-    const { metrics, store } = await measured(new MemoryStore({ clock: () => now }));
+    const { metrics, store } = await measured(await open(() => now));
     expect(await waiting(metrics)).toEqual({ up: 1, unknown: 0, unknownAge: 0, awaiting: 0, awaitingAge: 0 });
 
     const first = await unknownExecution(store);
@@ -95,7 +119,7 @@ describe('what waits on an operator, read from the store at each scrape', () => 
 
   it('approvals waiting: counted and aged; each decision counted once by decision and channel', async () => {
     let now = 1_700_000_000_000;
-    const { metrics, store } = await measured(new MemoryStore({ clock: () => now }));
+    const { metrics, store } = await measured(await open(() => now));
     // Every series there from the start, at 0: an increase from nothing is one rate() never sees.
     expect(await sample(metrics, 'idem_approval_decisions_total', { decision: 'approved', via: 'cli' })).toBe(
       0,
@@ -131,7 +155,9 @@ describe('what waits on an operator, read from the store at each scrape', () => 
     expect(await decisions('expired', 'expiry')).toBe(1);
     expect(await sample(metrics, 'idem_approval_decisions_total')).toBe(3);
   });
+});
 
+describe('the scrape and the store', () => {
   it('one read of the store per scrape, shared by its gauges', async () => {
     const memory = new MemoryStore();
     let reads = 0;
