@@ -1,8 +1,7 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { MissingPackageError } from '../errors.js';
 import { RESOLUTIONS } from '../executions/operator.js';
-import type { ExecutionStore } from '../store/types.js';
-import { APPROVAL_CHANNELS } from '../store/types.js';
+import { APPROVAL_CHANNELS, type ExecutionStore } from '../store/types.js';
 import { loadPromClient } from '../support/optional-packages.js';
 import { registerStoreGauges } from './store-state.js';
 

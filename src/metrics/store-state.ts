@@ -16,20 +16,31 @@ import type { ExecutionStore, StateCount } from '../store/types.js';
  */
 
 /** The states an operator must act on, and the names their gauges take. */
-const WATCHED: readonly { state: ExecutionState; count: string; age: string; what: string }[] = [
+const WATCHED: readonly { state: ExecutionState; count: Named; age: Named }[] = [
   {
     state: 'unknown',
-    count: 'idem_executions_unknown',
-    age: 'idem_oldest_unknown_age_seconds',
-    what: 'outcome unknown, until an operator (or a status probe) resolves it',
+    count: {
+      name: 'idem_executions_unknown',
+      help: 'Executions whose outcome is unknown, until an operator (or a status probe) resolves them; read from the store',
+    },
+    age: {
+      name: 'idem_oldest_unknown_age_seconds',
+      help: "Seconds since the oldest unknown outcome became unknown, by the store's clock; 0 when there is none",
+    },
   },
   {
     state: 'awaiting_approval',
-    count: 'idem_executions_awaiting_approval',
-    age: 'idem_oldest_awaiting_approval_age_seconds',
-    what: 'awaiting approval, until it is decided or expires',
+    count: {
+      name: 'idem_executions_awaiting_approval',
+      help: 'Executions awaiting approval, until decided or expired; read from the store',
+    },
+    age: {
+      name: 'idem_oldest_awaiting_approval_age_seconds',
+      help: "Seconds the oldest execution awaiting approval has waited, by the store's clock; 0 when there is none",
+    },
   },
 ];
+type Named = { name: string; help: string };
 
 type Read = { up: true; counts: StateCount[]; readAt: number } | { up: false };
 
@@ -58,8 +69,9 @@ export function registerStoreGauges(
     /** This scrape's count and age of the oldest; undefined when the store did not answer. */
     const sampleOf = async (): Promise<{ count: number; ageSeconds: number } | undefined> => {
       const now = await read();
-      const counted = now.up ? now.counts.find((c) => c.state === watched.state) : undefined;
-      if (!now.up || !counted) return undefined;
+      if (!now.up) return undefined;
+      const counted = now.counts.find((c) => c.state === watched.state);
+      if (!counted) return undefined;
       const since = counted.oldestUpdatedAt;
       return {
         count: counted.count,
@@ -67,8 +79,7 @@ export function registerStoreGauges(
       };
     };
     new Gauge({
-      name: watched.count,
-      help: `Executions ${watched.what} (read from the store at each scrape)`,
+      ...watched.count,
       registers,
       async collect() {
         const sample = await sampleOf();
@@ -77,8 +88,7 @@ export function registerStoreGauges(
       },
     });
     new Gauge({
-      name: watched.age,
-      help: `Seconds since the oldest execution ${watched.what} last changed, by the store's clock; 0 when there is none`,
+      ...watched.age,
       registers,
       async collect() {
         const sample = await sampleOf();
