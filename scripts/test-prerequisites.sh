@@ -5,6 +5,8 @@
 #   openssh-server  the SSH action tool tests start their own sshd on a loopback high port
 #   postgresql      the PostgreSQL tests start a throwaway server from its binaries
 #   chromium        the console tests drive it headless (no browser download at install time)
+#   prometheus      for its promtool: docs/alerts.yaml is checked and its rules unit-tested, a real
+#                   scrape is linted (test/alerts.test.ts); the server it also installs is never started
 # As root it installs them; otherwise it names what is missing and stops, since the suite
 # would fail on it. IDEM_PG_URL (a server of your own) and IDEM_CHROMIUM (another browser)
 # skip the matching package.
@@ -17,6 +19,7 @@ if [ -z "${IDEM_PG_URL:-}" ] && ! command -v initdb >/dev/null && ! ls /usr/lib/
   missing+=(postgresql)
 fi
 if [ -z "${IDEM_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
+if ! command -v promtool >/dev/null; then missing+=(prometheus); fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -25,9 +28,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
   fi
   echo "npm test: installing ${missing[*]} (apt-get)" >&2
-  # Installing openssh-server or postgresql must not leave a system sshd on port 22 or a
-  # system cluster running: a policy-rc.d that refuses service starts is in place for the
-  # install when the machine has none.
+  # Installing openssh-server, postgresql or prometheus must not leave a system sshd on port 22,
+  # a system cluster or a Prometheus server on :9090 running: a policy-rc.d that refuses service
+  # starts is in place for the install when the machine has none.
   added_policy=
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && added_policy=1

@@ -29,3 +29,6 @@ export const CONTRACT_DEFAULTS = Object.freeze({
   /** Under `task: optional`, how long a call runs before it is answered as a task. */
   taskAfterMs: 10_000,
 });
+
+/** How long the store has to answer a probe's read (`/readyz`, a metrics scrape) before it counts as unreachable. */
+export const STORE_ANSWER_MS = 2_000;

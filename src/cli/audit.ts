@@ -50,6 +50,8 @@ export interface VerifyFlags extends StoreFlags {
   heads?: string[];
   stream?: JournalStream | 'all';
   json?: boolean;
+  /** Also write the verdict as a Prometheus text file (node_exporter's textfile collector). */
+  metricsFile?: string;
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -83,6 +85,10 @@ export function registerAuditCommands(program: Command): void {
     )
     .option('--stream <stream>', 'activity, sessions or all', 'all')
     .option('--json', 'machine-readable report')
+    .option(
+      '--metrics-file <file.prom>',
+      "also write the verdict for node_exporter's textfile collector (idem_journal_verify_ok, …; docs/metrics.md)",
+    )
     .action(async (flags: VerifyFlags) => {
       process.exitCode = await runVerify(flags);
     });
@@ -215,7 +221,27 @@ export async function verifyFromFlags(flags: VerifyFlags): Promise<VerifyOutcome
   return { source: describe, report, keyNote, streams };
 }
 
+/** `idem audit verify`: the verdict printed, and with --metrics-file written where alerting reads it. */
 async function runVerify(flags: VerifyFlags): Promise<number> {
+  const started = performance.now();
+  const code = await verifyAndPrint(flags);
+  if (!flags.metricsFile) return code;
+  const { writeVerifyMetrics } = await import('../metrics/verify-file.js');
+  try {
+    await writeVerifyMetrics(flags.metricsFile, {
+      ok: code === VERIFY_EXIT.ok,
+      finishedAt: Date.now(),
+      durationSeconds: (performance.now() - started) / 1000,
+    });
+    return code;
+  } catch (error) {
+    // A clean verify whose verdict alerting cannot see is not a clean run: cron should say so.
+    process.stderr.write(`idem audit verify: metrics file not written: ${messageOf(error)}\n`);
+    return code === VERIFY_EXIT.ok ? VERIFY_EXIT.error : code;
+  }
+}
+
+async function verifyAndPrint(flags: VerifyFlags): Promise<number> {
   let outcome: VerifyOutcome;
   try {
     outcome = await verifyFromFlags(flags);

@@ -42,17 +42,20 @@ export function registerConsoleCommand(program: Command): void {
       });
       const { host, port } = splitHostPort(flags.listen ?? section?.listen ?? '127.0.0.1:8788');
       const store = await openLocatedStore(locateStore(flags));
-      // Its own metrics: the store as the console uses it (latency, errors); calls are the gateways'.
+      // Its own metrics: the store as the console uses it (latency, errors, the decisions made here,
+      // what waits on an operator); calls are the gateways'.
       // Loaded on use, with what they load (prom-client, OpenTelemetry) when installed.
       const [{ loadMetrics }, { measuredStore }] = await Promise.all([
         import('../metrics/metrics.js'),
         import('../metrics/store.js'),
       ]);
-      const metrics = await loadMetrics();
+      // Scrapes (which come once the console listens) read the store as measured, declared next.
+      const metrics = await loadMetrics({ store: () => measured, processMetrics: true });
+      const measured = measuredStore(store, metrics);
       // Loaded on use: the web app (Hono, pages) is not needed by the other commands.
       const { startConsole } = await import('../console/server.js');
       const running = await startConsole({
-        store: measuredStore(store, metrics),
+        store: measured,
         ...(metrics.registry ? { metrics: metrics.registry } : {}),
         token,
         host,

@@ -46,7 +46,7 @@ export const MetricsConfigSchema = z
       ),
   })
   .strict()
-  .describe('Serve Prometheus metrics of this gateway process (docs/console.md#metrics).');
+  .describe('Serve Prometheus metrics of this gateway process (docs/metrics.md).');
 
 export type ConsoleConfig = z.output<typeof ConsoleConfigSchema>;
 export type MetricsConfig = z.output<typeof MetricsConfigSchema>;

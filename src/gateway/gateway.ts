@@ -66,13 +66,12 @@ export interface GatewayOptions {
 }
 
 /**
- * `idem gateway`: an MCP server in front of upstream MCP servers. Every
- * side-effecting tools/call gets receipts, an execution identity and a
- * contract; everything else passes through.
+ * `idem gateway`: an MCP server in front of upstream MCP servers. Every side-effecting tools/call gets
+ * receipts, an execution identity and a contract; everything else passes through.
  */
 export class Gateway {
   readonly store: ExecutionStore;
-  /** This gateway's Prometheus metrics (served by `metrics:`; see docs/console.md). */
+  /** This gateway's Prometheus metrics (served by `metrics:`; see docs/metrics.md). */
   readonly metrics: IdemMetrics;
   readonly engine: ExecutionEngine;
   readonly receipts: ReceiptBook;
@@ -165,6 +164,8 @@ export class Gateway {
     const metrics = await loadMetrics({
       required: config.metrics !== undefined,
       receiptsInUse: () => gateway?.receipts.size ?? 0,
+      store: () => gateway?.store,
+      processMetrics: config.metrics !== undefined || config.console !== undefined,
     });
     const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
     gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
@@ -288,10 +289,9 @@ export class Gateway {
   }
 
   /**
-   * Stateless fronts and 2026-07-28 clients share one set of upstream
-   * connections per revision family, opened on first use: a 2026-07-28
-   * client's set speaks that revision to every upstream that does, so what
-   * only it can say passes through unchanged.
+   * Stateless fronts and 2026-07-28 clients share one set of upstream connections per revision family,
+   * opened on first use: a 2026-07-28 client's set speaks that revision to every upstream that does, so
+   * what only it can say passes through unchanged.
    */
   readonly #shared = new Map<ProtocolEra, Promise<SharedUpstreams>>();
   #sharedUpstreams(era: ProtocolEra): Promise<SharedUpstreams> {

@@ -1,9 +1,7 @@
+import { STORE_ANSWER_MS } from '../defaults.js';
 import type { UpstreamConnection } from '../dispatch/mcp/index.js';
 import type { Readiness } from '../front/health.js';
 import type { ExecutionStore } from '../store/types.js';
-
-/** How long the store has to answer a readiness read before it counts as unreachable. */
-const STORE_ANSWER_MS = 2_000;
 
 /**
  * Ready: the store answers a read (within 2 s), and none of the upstream

@@ -1,12 +1,15 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { MissingPackageError } from '../errors.js';
+import { RESOLUTIONS } from '../executions/operator.js';
+import { APPROVAL_CHANNELS, type ExecutionStore } from '../store/types.js';
 import { loadPromClient } from '../support/optional-packages.js';
+import { registerStoreGauges } from './store-state.js';
 
 /**
  * The Prometheus metrics of one gateway (or console) process: one registry per
  * instance, not prom-client's global one, so two gateways in one process (the
  * tests, an embedding program) never add into each other's counts.
- * docs/console.md lists every name and label.
+ * docs/metrics.md lists every name and label.
  *
  * prom-client is an optional peer (docs/adr/0038-optional-peer-packages.md): without it the same
  * metrics exist and count nothing, and there is no registry to serve.
@@ -49,12 +52,22 @@ export interface IdemMetrics {
   readonly receiptsInUse: Pick<Gauge, 'set'>;
   readonly receiptAnswers: Count<'answer'>;
   readonly leasesExpired: Count;
+  readonly approvalDecisions: Count<'decision' | 'via'>;
+  readonly operatorResolutions: Count<'outcome'>;
 }
 
 export interface MetricsOptions {
   receiptsInUse?: () => number;
   /** Metrics were asked for (a `metrics:` section): without prom-client, MissingPackageError instead of counting nothing. */
   required?: boolean;
+  /** The store whose executions waiting on an operator are read at each scrape (store-state.ts); none: not read. */
+  store?: () => ExecutionStore | undefined;
+  /**
+   * The registry is served (a `metrics:` or `console:` section, `idem console`): prom-client's
+   * process_* and nodejs_* too. Not otherwise: they keep an event-loop monitor and a GC observer
+   * running for the life of the process, for nobody to read.
+   */
+  processMetrics?: boolean;
 }
 
 /** The metrics of one process: prom-client's, when it is installed. */
@@ -81,15 +94,18 @@ const UNCOUNTED: IdemMetrics = {
   receiptsInUse: NOTHING,
   receiptAnswers: NOTHING,
   leasesExpired: NOTHING,
+  approvalDecisions: NOTHING,
+  operatorResolutions: NOTHING,
 };
 
-function createMetrics(
-  { Counter, Gauge, Histogram, Registry }: typeof import('prom-client'),
-  options: MetricsOptions,
-): IdemMetrics {
+function createMetrics(promClient: typeof import('prom-client'), options: MetricsOptions): IdemMetrics {
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = promClient;
   const registry = new Registry();
   const registers = [registry];
   const receiptsInUse = options.receiptsInUse;
+  // CPU, memory, file descriptors, event loop lag, GC: on this registry, never the global one.
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
+  if (options.store) registerStoreGauges(promClient, registry, options.store);
   return {
     registry,
     calls: new Counter({
@@ -154,5 +170,38 @@ function createMetrics(
       help: 'Dispatches whose holder is gone (lease or deadline passed), found by the sweeper',
       registers,
     }),
+    approvalDecisions: zeroed(
+      new Counter({
+        name: 'idem_approval_decisions_total',
+        help: 'Approval requests decided by this process: approved or denied (via cli, console, elicitation, api), or expired',
+        labelNames: ['decision', 'via'],
+        registers,
+      }),
+      [
+        ...APPROVAL_CHANNELS.filter((via) => via !== 'expiry').flatMap((via) => [
+          { decision: 'approved', via },
+          { decision: 'denied', via },
+        ]),
+        { decision: 'expired', via: 'expiry' },
+      ],
+    ),
+    operatorResolutions: zeroed(
+      new Counter({
+        name: 'idem_operator_resolutions_total',
+        help: 'Unknown outcomes (or dispatches whose holder is gone) an operator resolved in this process, by outcome',
+        labelNames: ['outcome'],
+        registers,
+      }),
+      RESOLUTIONS.map((outcome) => ({ outcome })),
+    ),
   };
+}
+
+/**
+ * Every label set a counter can take, at 0 from the start: a series that first appears at 1 is
+ * an increase that rate() and increase() never see.
+ */
+function zeroed<L extends string>(counter: Counter<L>, labelSets: Partial<Record<L, string>>[]): Counter<L> {
+  for (const labels of labelSets) counter.inc(labels, 0);
+  return counter;
 }

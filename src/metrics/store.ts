@@ -1,4 +1,11 @@
-import type { ClaimResult, ExecutionStore, SweepResult, TransitionInput } from '../store/types.js';
+import type {
+  ClaimResult,
+  DecideApprovalInput,
+  DecideApprovalResult,
+  ExecutionStore,
+  SweepResult,
+  TransitionInput,
+} from '../store/types.js';
 import type { IdemMetrics } from './metrics.js';
 import { spanForStep } from './tracing.js';
 
@@ -6,7 +13,7 @@ import { spanForStep } from './tracing.js';
  * The store as the gateway uses it, measured at its boundary: every
  * operation's latency and failures, and the events that only the store sees
  * happen — a claim won or lost, an execution becoming `unknown`, a lease found
- * expired. Counting here (one place) instead of at each caller means a new
+ * expired, an approval decided, an outcome resolved by an operator. Counting here (one place) instead of at each caller means a new
  * caller is counted without anyone remembering to.
  */
 export function measuredStore(store: ExecutionStore, metrics: IdemMetrics): ExecutionStore {
@@ -68,9 +75,17 @@ function spanFor(operation: string, args: unknown[]) {
 function observe(metrics: IdemMetrics, operation: string, args: unknown[], result: unknown): void {
   if (operation === 'claim') {
     metrics.claims.inc({ result: (result as ClaimResult).won ? 'won' : 'lost' });
+  } else if (operation === 'decideApproval') {
+    const input = args[0] as DecideApprovalInput;
+    if ((result as DecideApprovalResult).decided)
+      metrics.approvalDecisions.inc({ decision: input.decision, via: input.via });
   } else if (operation === 'transition') {
     const input = args[0] as TransitionInput;
-    if (result === undefined || input.to !== 'unknown') return;
+    if (result === undefined) return;
+    // resolveExecution (executions/operator.ts) journals the operator's resolution with the change.
+    if (input.events?.some((e) => e.kind === 'operator_resolution'))
+      metrics.operatorResolutions.inc({ outcome: input.to });
+    if (input.to !== 'unknown') return;
     const expired = input.events?.some((e) => e.kind === 'lease_expired') ?? false;
     metrics.unknownOutcomes.inc({ cause: expired ? 'lease_expired' : 'no_answer' });
     if (expired) metrics.leasesExpired.inc();

@@ -770,6 +770,35 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect(ids(await store.list({ tool: 'no.such.tool' }))).toEqual([]);
       });
 
+      it('countStates counts each state asked, in order, with its oldest last change and the store clock', async () => {
+        const empty = await store.countStates(['unknown', 'awaiting_approval']);
+        expect(empty.counts).toEqual([
+          { state: 'unknown', count: 0, oldestUpdatedAt: null },
+          { state: 'awaiting_approval', count: 0, oldestUpdatedAt: null },
+        ]);
+        const first = await executionIn('unknown');
+        await elapse(20);
+        const second = await executionIn('unknown');
+        const waiting = await executionIn('awaiting_approval');
+        await executionIn('completed');
+        const before = await store.now();
+        const { counts, readAt } = await store.countStates(['awaiting_approval', 'unknown', 'dispatched']);
+        expect(counts).toEqual([
+          { state: 'awaiting_approval', count: 1, oldestUpdatedAt: waiting.record.updatedAt },
+          { state: 'unknown', count: 2, oldestUpdatedAt: first.record.updatedAt },
+          { state: 'dispatched', count: 0, oldestUpdatedAt: null },
+        ]);
+        expect(first.record.updatedAt).toBeLessThan(second.record.updatedAt);
+        expect(readAt).toBeGreaterThanOrEqual(before);
+        expect(readAt).toBeLessThanOrEqual(await store.now());
+        // Resolved, it is counted no more: the oldest is the next one.
+        await store.transition({ id: first.input.id, from: ['unknown'], to: 'failed', holder: null });
+        expect((await store.countStates(['unknown'])).counts).toEqual([
+          { state: 'unknown', count: 1, oldestUpdatedAt: second.record.updatedAt },
+        ]);
+        expect((await store.countStates([])).counts).toEqual([]);
+      });
+
       it('reads carry readAt, the store clock at the time of the read', async () => {
         const before = await store.now();
         const { input, record } = await claimWon();

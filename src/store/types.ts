@@ -49,10 +49,9 @@ export interface ExecutionRecord {
 }
 
 /**
- * A client's task on an execution (MCP tasks): a random id that maps to one
- * execution and one actor, one row per (execution, actor). What the task shows
- * is derived from the execution; the row keeps only what is the task's own.
- * Trimmed with its execution. Times are the store's clock.
+ * A client's task on an execution (MCP tasks): a random id that maps to one execution and one actor, one row
+ * per (execution, actor). What the task shows is derived from the execution; the row keeps only what is the
+ * task's own. Trimmed with its execution. Times are the store's clock.
  */
 export interface TaskRecord {
   /** `tsk_` + 32 random bytes base64url: unguessable, never a secret (every lookup also compares the actor). */
@@ -171,10 +170,9 @@ export interface ApprovalRequestInput {
 }
 
 /**
- * What an approver is asked about one execution in `awaiting_approval`, and
- * how it was decided. Kept by the store beside the execution (and trimmed
- * with it); the execution's own fields (tool, actor, session, preview,
- * fingerprint) complete the picture.
+ * What an approver is asked about one execution in `awaiting_approval`, and how it was decided. Kept by the
+ * store beside the execution (and trimmed with it); the execution's own fields (tool, actor, session,
+ * preview, fingerprint) complete the picture.
  */
 export interface ApprovalRequest {
   executionId: string;
@@ -194,13 +192,11 @@ export interface ApprovalRequest {
 }
 
 /**
- * One decision on an approval request, applied atomically with one
- * conditional update: the execution must still be `awaiting_approval` and its
- * request undecided, and — for `approved` and `denied` — not yet expired; for
- * `expired`, past its expiry. Approved → `authorized` with no holder (the next
- * caller of the intent dispatches it, once); denied or expired → `denied` with
- * the reason as its note. An approval under the `session` policy also
- * approves the execution's (actor, session, tool) in the same step.
+ * One decision on an approval request, applied atomically with one conditional update: the execution must
+ * still be `awaiting_approval` and its request undecided, and — for `approved` and `denied` — not yet
+ * expired; for `expired`, past its expiry. Approved → `authorized` with no holder (the next caller of the
+ * intent dispatches it, once); denied or expired → `denied` with the reason as its note. An approval under
+ * the `session` policy also approves the execution's (actor, session, tool) in the same step.
  */
 export interface DecideApprovalInput {
   id: string;
@@ -282,6 +278,9 @@ export interface ExecutionFilter {
   limit?: number;
 }
 
+/** One state's executions (ExecutionStore.countStates): how many, and the earliest updatedAt of them (null: none). */
+export type StateCount = { state: ExecutionState; count: number; oldestUpdatedAt: number | null };
+
 export interface SweepResult {
   /** Executions moved from dispatched (expired lease or deadline) to unknown. */
   expired: ExecutionRecord[];
@@ -316,6 +315,8 @@ export interface ExecutionStore extends JournalReader {
   /** The execution a new call with this fingerprint would attach to, if any. */
   findActive(fingerprint: string): Promise<ExecutionRecord | undefined>;
   list(filter?: ExecutionFilter): Promise<ExecutionRecord[]>;
+  /** Each state asked, in order, counted with one bounded read (the (state, updated_at) index); readAt: the store's clock. */
+  countStates(states: readonly ExecutionState[]): Promise<{ counts: StateCount[]; readAt: number }>;
 
   /** Appends events that belong to no state change (`receipt_hit`, `id_reused`; session events to `sessions`). */
   appendEvents(events: ActivityEventInput[], stream?: JournalStream): Promise<void>;

@@ -22,6 +22,7 @@ import type {
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
+import { countRowStates } from './state-counts.js';
 import { MemoryTasks } from './tasks.js';
 
 interface Row extends Omit<ExecutionRecord, 'readAt'> {
@@ -192,6 +193,11 @@ export class MemoryStore implements ExecutionStore {
     out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     return out.slice(0, filter.limit ?? 100);
   }
+
+  readonly countStates: ExecutionStore['countStates'] = async (states) => ({
+    counts: countRowStates(this.#rows.values(), states),
+    readAt: this.#clock(),
+  });
 
   async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
     this.#append(events, this.#clock(), stream);
@@ -391,6 +397,4 @@ export class MemoryStore implements ExecutionStore {
   }
 }
 
-function sessionKey(actor: string, session: string, tool: string): string {
-  return JSON.stringify([actor, session, tool]);
-}
+const sessionKey = (actor: string, session: string, tool: string) => JSON.stringify([actor, session, tool]);

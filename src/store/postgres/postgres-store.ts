@@ -19,6 +19,7 @@ import type {
   ExecutionRecord,
   ExecutionStore,
   OpenTaskInput,
+  StateCount,
   SweepResult,
   TaskInput,
   TaskInputRequest,
@@ -275,6 +276,14 @@ export class PostgresStore implements ExecutionStore {
     return watchTask(this.#db, id);
   }
 
+  async countStates(states: readonly ExecutionState[]): Promise<{ counts: StateCount[]; readAt: number }> {
+    type Row = { read_at: number; state: ExecutionState | null; n: number; oldest: number | null };
+    const { rows } = await this.#db.use(query<Row>(SQL.countStates, [states]));
+    const counts = rows.flatMap(({ state, n, oldest }) =>
+      state === null ? [] : [{ state, count: n, oldestUpdatedAt: oldest }],
+    );
+    return { counts, readAt: rows[0]!.read_at };
+  }
   async now(): Promise<number> {
     return this.#db.use(async (db) => (await query<{ now: number }>(SQL.now, [])(db)).rows[0]!.now);
   }

@@ -192,6 +192,21 @@ export const SQL = {
       WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= ${CLOCK} - $1::bigint`,
   },
   now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
+  /**
+   * Each state asked ($1, in order), its count and oldest updated_at, off the (state, updated_at)
+   * index; one row with a null state when none is asked, so the clock is always read.
+   */
+  countStates: {
+    name: 'idem_count_states',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      s AS (SELECT state, i FROM unnest($1::execution_state[]) WITH ORDINALITY AS s(state, i))
+      SELECT c.now AS read_at, s.state,
+        (SELECT COUNT(*) FROM executions e WHERE e.state = s.state) AS n,
+        (SELECT MIN(e.updated_at) FROM executions e WHERE e.state = s.state) AS oldest
+      FROM c LEFT JOIN s ON true
+      ORDER BY s.i`,
+  },
 } as const;
 
 /** A transition's statement; `sync` says whether its commit waits for the WAL flush (clockFirst). */

@@ -4,9 +4,10 @@ import {
   type SqliteFingerprint,
   sqliteFingerprint,
 } from '../../identity/fingerprint-columns.js';
+import type { ExecutionState } from '../../journal/states.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
-import type { ExecutionRecord } from '../types.js';
+import type { ExecutionRecord, StateCount } from '../types.js';
 
 export interface ExecutionRow extends ExecutionColumns {
   fingerprint: SqliteFingerprint;
@@ -38,6 +39,7 @@ export interface Statements {
   trim: Database.Statement<{ cutoff: number }, { id: string }>;
   wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
   wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
+  countState: Database.Statement<[string], { n: number; oldest: number | null }>;
   journal: Record<'activity' | 'sessions', JournalStatements>;
   journalFor: Database.Statement<[string], JournalRow>;
 }
@@ -101,6 +103,10 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
       SELECT COUNT(*) AS n FROM executions WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+    // Both aggregates read the (state, updated_at) index alone (a covering index): no row is visited.
+    countState: db.prepare<[string], { n: number; oldest: number | null }>(
+      'SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM executions WHERE state = ?',
+    ),
     journal: {
       activity: journalStatements(db, 'activity_journal'),
       sessions: journalStatements(db, 'sessions_journal'),
@@ -166,4 +172,10 @@ export function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
     decodeOptional(sqliteFingerprint, row.request_digest),
     readAt,
   );
+}
+
+/** One state's count and oldest last change (ExecutionStore.countStates). */
+export function stateCount(statements: Statements, state: ExecutionState): StateCount {
+  const { n, oldest } = statements.countState.get(state)!;
+  return { state, count: n, oldestUpdatedAt: oldest };
 }

@@ -45,7 +45,7 @@ import {
   type SqliteSynchronous,
 } from './options.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
-import { type ExecutionRow, prepareStatements, toRecord, wholeMs } from './sql.js';
+import { type ExecutionRow, prepareStatements, stateCount, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
 import { prepareTaskStatements, type TaskStatements } from './task-sql.js';
 import { findTask, listTasks, readTask, taskTransactions, watchTask } from './tasks.js';
@@ -249,6 +249,8 @@ export class SqliteStore implements ExecutionStore {
       return row && approvalFromColumns(row);
     });
   }
+  readonly countStates: ExecutionStore['countStates'] = async (states) =>
+    this.#guard(() => ({ counts: states.map((s) => stateCount(this.#sql, s)), readAt: this.#clock() }));
 
   async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRequest[]> {
     return this.#guard(() =>
