@@ -52,7 +52,9 @@ function bundleOf(program: string): string {
 export function fixtureArgs(program: string): string[] {
   const source = resolve(REPO_ROOT, program);
   if (!(FIXTURE_PROGRAMS as readonly string[]).includes(relative(REPO_ROOT, source)))
-    throw new Error(`${program} is not in FIXTURE_PROGRAMS (test/support/compiled-fixtures.ts): add it there`);
+    throw new Error(
+      `${program} is not in FIXTURE_PROGRAMS (test/support/compiled-fixtures.ts): add it there`,
+    );
   const bundle = bundleOf(source);
   if (existsSync(bundle) && statSync(bundle).mtimeMs >= statSync(source).mtimeMs) return [bundle];
   return ['--import', 'tsx', source];
