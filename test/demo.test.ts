@@ -2,8 +2,13 @@ import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../src/demo/demo.js';
+import type * as Demo from '../src/demo/demo.js';
+import { REPO_ROOT } from './support/node22.js';
 import { runIdem } from './support/run-cli.js';
+
+// The demo as `npx idem demo` runs it, compiled (dist/, built by the suite's setup): its example
+// server then starts as plain node for each agent session, not under tsx (~1 s of CPU a start).
+const { runDemo } = (await import(join(REPO_ROOT, 'dist/demo/demo.js'))) as typeof Demo;
 
 describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
   it('every scenario has the right counts on the embedded SQLite store', async () => {

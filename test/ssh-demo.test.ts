@@ -2,8 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSshDemo } from '../src/demo/ssh-demo.js';
+import type * as SshDemo from '../src/demo/ssh-demo.js';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
+import { REPO_ROOT } from './support/node22.js';
+
+// Compiled, as `npx idem demo` runs it: the example server it starts is then plain node, not tsx.
+const { runSshDemo } = (await import(join(REPO_ROOT, 'dist/demo/ssh-demo.js'))) as typeof SshDemo;
 
 let sshd: TestSshd;
 beforeAll(async () => {
