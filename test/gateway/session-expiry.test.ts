@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { RawMcpHttp } from '../support/raw-mcp-http.js';
 import { PATIENTLY } from '../support/wait.js';
@@ -37,13 +38,7 @@ describe('an idle HTTP session', () => {
         upstreams: {
           up: {
             command: process.execPath,
-            args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'),
-              '--dir',
-              dir,
-            ],
+            args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts')), '--dir', dir],
             cwd: REPO_ROOT,
             // Its first start is the session's process: none is started ahead for a next session.
             spare: false,

@@ -9,6 +9,7 @@ import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { TOO_DEEP } from '../../src/support/json-depth.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { PATIENTLY } from '../support/wait.js';
 
@@ -30,13 +31,7 @@ describe('an upstream that dies', () => {
         upstreams: {
           flaky: {
             command: process.execPath,
-            args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts'),
-              '--dir',
-              dir,
-            ],
+            args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/crashing-server.ts')), '--dir', dir],
             cwd: REPO_ROOT,
             // starts.log counts its restarts: none is started ahead for a next session.
             spare: false,
@@ -99,9 +94,7 @@ describe('an upstream whose answer nests deeper than can be written again', () =
           deep: {
             command: process.execPath,
             args: [
-              '--import',
-              'tsx',
-              join(REPO_ROOT, 'test/gateway/fixtures/deep-result-server.ts'),
+              ...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/deep-result-server.ts')),
               '--dir',
               deepDir,
             ],

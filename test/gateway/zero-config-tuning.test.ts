@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
@@ -19,9 +20,7 @@ import { plainExecutions } from './fixtures/plain-tools-server.js';
 
 const SERVER = [
   process.execPath,
-  '--import',
-  'tsx',
-  join(REPO_ROOT, 'test/gateway/fixtures/plain-tools-server.ts'),
+  ...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/plain-tools-server.ts')),
 ];
 
 const open: Client[] = [];
