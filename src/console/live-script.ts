@@ -26,7 +26,8 @@
  * the browser tab's session, across pages, so a paused page stays paused when
  * the operator opens another to compare.
  *
- * `main[data-refreshes]` counts the refreshes applied (tests wait on it).
+ * `main[data-refreshes]` counts the refreshes applied, `main[data-paused-ticks]`
+ * the ones a pause skipped (tests wait on them).
  */
 export const LIVE_SCRIPT = `
 (() => {
@@ -114,7 +115,9 @@ export const LIVE_SCRIPT = `
     }
   };
 
+  let pausedTicks = 0;
   const refresh = async () => {
+    if (paused) main.dataset.pausedTicks = String(++pausedTicks);
     if (paused || busy() || document.hidden) return;
     const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
     if (response && (response.status === 401 || (response.redirected && new URL(response.url).pathname === '/login'))) {

@@ -32,7 +32,7 @@ export interface Story {
   /** A call whose tool needs approval: returns its ref, waiting. */
   ask(tool: string, actor: string, args: Record<string, unknown>, requestRef?: string): Promise<string>;
   /** A call cancelled by its caller after it was sent: its outcome is unknown. */
-  lose(tool: string, actor: string, args: Record<string, unknown>): Promise<string>;
+  lose(tool: string, actor: string, args: Record<string, unknown>, replay?: 'keyed' | 'review'): Promise<string>;
 }
 
 interface RunOptions {
@@ -44,6 +44,7 @@ interface RunOptions {
 }
 
 const keyed = resolveContract({ replay: 'keyed', attach_window: '1h' }, undefined);
+const reviewed = resolveContract({ replay: 'review', attach_window: '1h' }, undefined);
 const approved = resolveContract(
   { replay: 'status', approval: 'every_call', attach_window: '1h', approval_timeout: '1h' },
   undefined,

@@ -9,7 +9,7 @@ import { callCounts, lifeOf, lifePicture, lifeSummary } from './life.js';
 /** A stored text shown whole: indented when it is JSON. */
 export function jsonBlock(text: string, id?: string): Html {
   const shown = prettyJson(text);
-  return html`<pre class="json" ${id ? html`id="${id}"` : ''} data-json="${shown.json}">${shown.text}</pre>`;
+  return html`<pre class="json" ${id ? html`id="${id}"` : ''} data-json="${String(shown.json)}">${shown.text}</pre>`;
 }
 
 /** A journal entry's detail as key: value lines (a nested value as indented JSON). */

@@ -78,6 +78,8 @@ export async function executionsPage(store: ExecutionStore, filters: ExecutionFi
   ]);
   const page = listed.slice(0, PAGE_SIZE);
   const older = listed.length > PAGE_SIZE ? page.at(-1)?.id : undefined;
+  // Unknown outcomes before approvals (an effect may have happened), each newest first.
+  attention.sort((a, b) => NEEDS_A_HUMAN.indexOf(a.state) - NEEDS_A_HUMAN.indexOf(b.state));
   const onTop = new Set(attention.map((r) => r.id));
   const rest = page.filter((r) => !onTop.has(r.id));
   // Attempts and replays, from each shown execution's journal (indexed by execution): at most a page and the pinned ones.
