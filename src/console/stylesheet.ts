@@ -31,6 +31,8 @@ td.num.some { font-weight:600; }
 div.args { max-width:300px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; font-family: ui-monospace, SFMono-Regular, Menlo, "DejaVu Sans Mono", monospace; font-size:12px; color:#344054; }
 tbody.attention tr:last-child td { border-bottom:2px solid #f0b4b4; }
 tbody.attention td:first-child { box-shadow: inset 3px 0 0 #e03131; }
+div.argbox { max-width:380px; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size:12px; word-break:break-word; background:#f8f9fb; border:1px solid var(--line); border-radius:4px; padding:4px 8px; margin-bottom:2px; }
+#approvals td { vertical-align:middle; }
 pre.json { margin:0; white-space:pre-wrap; word-break:break-word; background:#f8f9fb; border:1px solid var(--line); border-radius:4px; padding:8px 10px; max-height:360px; overflow:auto; }
 dl.kv { display:grid; grid-template-columns:max-content 1fr; gap:0 10px; margin:0; }
 dl.kv dt { color:var(--muted); font-size:12px; } dl.kv dd { margin:0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size:12px; word-break:break-word; }

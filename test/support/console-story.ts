@@ -32,7 +32,12 @@ export interface Story {
   /** A call whose tool needs approval: returns its ref, waiting. */
   ask(tool: string, actor: string, args: Record<string, unknown>, requestRef?: string): Promise<string>;
   /** A call cancelled by its caller after it was sent: its outcome is unknown. */
-  lose(tool: string, actor: string, args: Record<string, unknown>, replay?: 'keyed' | 'review'): Promise<string>;
+  lose(
+    tool: string,
+    actor: string,
+    args: Record<string, unknown>,
+    replay?: 'keyed' | 'review',
+  ): Promise<string>;
 }
 
 interface RunOptions {
