@@ -27,8 +27,10 @@ button.quiet { background:transparent; color:#cfd6e4; border-color:#4a5468; font
 .ago, .muted, small.muted { color:var(--muted); font-size:12px; }
 td .ago { display:block; }
 td.num { text-align:right; font-variant-numeric: tabular-nums; }
-td.num.some { font-weight:600; }
-div.args { max-width:300px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; font-family: ui-monospace, SFMono-Regular, Menlo, "DejaVu Sans Mono", monospace; font-size:12px; color:#344054; }
+td.num .some { font-weight:700; color:var(--fg); }
+td.num { color:var(--muted); white-space:nowrap; }
+td .when { font-size:13px; }
+div.args { max-width:230px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; font-family: ui-monospace, SFMono-Regular, Menlo, "DejaVu Sans Mono", monospace; font-size:12px; color:#344054; }
 tbody.attention tr:last-child td { border-bottom:2px solid #f0b4b4; }
 tbody.attention td:first-child { box-shadow: inset 3px 0 0 #e03131; }
 div.argbox { max-width:380px; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size:12px; word-break:break-word; background:#f8f9fb; border:1px solid var(--line); border-radius:4px; padding:4px 8px; margin-bottom:2px; }

@@ -115,7 +115,7 @@ describe('finding and reading an execution', () => {
 
   it('writes times in UTC to the millisecond with how long ago, by the store clock', async () => {
     await page.goto(`${base}/executions?q=${encodeURIComponent(told.waiting[0] as string)}`);
-    const created = page.locator(`#executions tr[data-ref="${told.waiting[0]}"] td:nth-child(7)`);
+    const created = page.locator(`#executions tr[data-ref="${told.waiting[0]}"] td:nth-child(6)`);
     await expect(created.locator('time').textContent()).resolves.toMatch(
       /^2026-12-03 \d\d:\d\d:\d\d\.\d{3} UTC$/,
     );
@@ -205,6 +205,7 @@ describe('seeing what happened at a glance', () => {
       page.locator(`#executions tr[data-ref="${told.repeated}"] [data-cell=replays]`).textContent(),
     ).resolves.toBe('1');
     // Unknown outcomes (one of a `review` tool among them) on top, each called what the count calls it.
+    expect((await store.get(review))?.replay).toBe('review');
     const top = await page
       .locator('#executions tbody.attention tr')
       .evaluateAll((rows) =>

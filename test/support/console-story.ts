@@ -101,10 +101,10 @@ export function story(store: ExecutionStore, clock: StoryClock): Story {
         throw new Error(`expected a wait for approval, got ${idemCodeOf(answer)}`);
       return answer._meta?.[META.executionId] as string;
     },
-    async lose(tool, actor, args) {
+    async lose(tool, actor, args, replay = 'keyed') {
       const controller = new AbortController();
       const answer = await engine.execute(
-        { ...call(tool, actor, args), signal: controller.signal },
+        { ...call(tool, actor, args, replay === 'review' ? reviewed : keyed), signal: controller.signal },
         async () => {
           clock.advance(2_500);
           // After the engine listens for the cancel (it does once the send has begun).

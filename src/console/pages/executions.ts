@@ -94,8 +94,7 @@ export async function executionsPage(store: ExecutionStore, filters: ExecutionFi
   <td>${copyable(r.id, `/executions/${r.id}`)}</td>
   <td>${badge(r.state)}</td>
   <td>${r.tool}</td><td>${r.actor}</td>
-  <td class="num ${tally.attempts > 1 ? 'some' : ''}" data-cell="attempts">${tally.attempts}</td>
-  <td class="num ${tally.replays > 0 ? 'some' : ''}" data-cell="replays">${tally.replays}</td>
+  <td class="num"><span class="${tally.attempts > 1 ? 'some' : ''}" data-cell="attempts">${tally.attempts}</span> · <span class="${tally.replays > 0 ? 'some' : ''}" data-cell="replays">${tally.replays}</span></td>
   <td>${when(r.createdAt, now)}</td>
   <td><div class="args" title="${r.argumentsPreview}">${r.argumentsPreview}</div></td>
 </tr>`;
@@ -108,7 +107,7 @@ export async function executionsPage(store: ExecutionStore, filters: ExecutionFi
   })}
 </div>
 <form class="search" method="get" action="/executions" role="search">
-  <input type="search" name="q" id="search" value="${filters.q ?? ''}" maxlength="200" aria-label="Search executions" placeholder="Search: a ref or its start, request id, task id, tool, actor, text in the arguments">
+  <input type="search" name="q" id="search" value="${filters.q ?? ''}" maxlength="200" aria-label="Search executions" placeholder="ref (or its start), request id, task id, tool, actor, argument text">
   <button type="submit">Search</button>
   ${filters.q ? html`<a href="${queryOf({ ...filters, q: undefined, before: undefined })}">clear</a>` : ''}
 </form>
@@ -134,7 +133,7 @@ export async function executionsPage(store: ExecutionStore, filters: ExecutionFi
 </form>
 <p class="muted" id="matched">${total} execution${total === 1 ? '' : 's'} match${total === 1 ? 'es' : ''}${filters.q ? html` “${filters.q}”` : ''}${attention.length ? ` · ${attention.length} waiting for a human, on top` : ''}.</p>
 <table id="executions">
-<thead><tr><th>Ref</th><th>State</th><th>Tool</th><th>Actor</th><th title="Sends to the target">Attempts</th><th title="Calls answered from this execution: repeats that attached, receipts replayed">Replays</th><th>Created (UTC)</th><th>Arguments (redacted)</th></tr></thead>
+<thead><tr><th>Ref</th><th>State</th><th>Tool</th><th>Actor</th><th title="Attempts: sends to the target. Replays: calls answered from this execution (repeats that attached, receipts replayed).">Attempts · replays</th><th>Created (UTC)</th><th>Arguments (redacted)</th></tr></thead>
 ${attention.length ? html`<tbody class="attention">${attention.map(row)}</tbody>` : ''}
 <tbody>${rest.map(row)}</tbody>
 </table>
