@@ -77,7 +77,7 @@ function markOf(e: ActivityEntry): Mark | undefined {
       return {
         kind: 'resolution',
         at: e.at,
-        label: `resolved ${String(e.detail.as)} by ${by ?? '?'}`,
+        label: `resolved as ${String(e.detail.as)} by ${by ?? '?'}`,
         detail: String(e.detail.note ?? ''),
       };
     case 'delivered':
@@ -153,11 +153,17 @@ function xOf(at: number, spans: readonly Span[], boxes: readonly { x: number; w:
     const s = spans[i] as Span;
     const box = boxes[i] as { x: number; w: number };
     if (at >= s.from || i === 0) {
-      const share = s.to > s.from ? Math.min(1, Math.max(0, (at - s.from) / (s.to - s.from))) : 0.5;
+      const share = s.to > s.from ? Math.min(1, Math.max(0, (at - s.from) / (s.to - s.from))) : 0;
       return box.x + 6 + share * (box.w - 12);
     }
   }
   return LEFT;
+}
+
+/** Keeps a mark's label inside the picture: about 6 units a character at 11px. */
+function anchorFor(x: number, label: string): 'start' | 'middle' | 'end' {
+  const half = (label.length * 6.2) / 2;
+  return x + half > WIDTH ? 'end' : x - half < 0 ? 'start' : 'middle';
 }
 
 function markShape(kind: MarkKind, x: number): Html {
@@ -208,7 +214,7 @@ export function lifePicture(life: Life): Html {
     rows[row] = x;
     return html`<g data-mark="${m.kind}"><title>${m.label} at ${isoTime(m.at)}${m.detail.trim() ? ` — ${m.detail.trim()}` : ''}</title>
     ${markShape(m.kind, x)}
-    <text x="${x}" y="${MARK_Y + 24 + row * 14}" text-anchor="${x > WIDTH - 60 ? 'end' : x < 60 ? 'start' : 'middle'}">${m.label}</text></g>`;
+    <text x="${x}" y="${MARK_Y + 24 + row * 14}" text-anchor="${anchorFor(x, m.label)}">${m.label}</text></g>`;
   })}`
       : ''
   }
