@@ -1,6 +1,7 @@
 import { html } from 'hono/html';
+import { clockTime, isoTime, relative } from './format.js';
 
-/** The frame of every console page: navigation, who is logged in, the logout form. */
+/** The frame of every console page: navigation, who is logged in, the logout form, the live mark. */
 
 export type Html = ReturnType<typeof html>;
 
@@ -14,6 +15,8 @@ export interface PageFrame {
   live?: boolean;
   /** Live without moving rows: rows on screen stay put, new ones are counted (see live-script.ts). */
   stableRows?: boolean;
+  /** When the page was read (the console's clock): the live mark says it. */
+  renderedAt?: number;
 }
 
 const SECTIONS = [
@@ -33,6 +36,7 @@ export function page(frame: PageFrame, body: Html): Html {
 <title>${frame.title} · Idem console</title>
 <link rel="stylesheet" href="/static/console.css">
 <script src="/static/live.js" defer></script>
+<script src="/static/copy.js" defer></script>
 </head>
 <body>
 <header>
@@ -43,6 +47,7 @@ export function page(frame: PageFrame, body: Html): Html {
           ([key, label]) =>
             html`<a href="/${key}" ${frame.section === key ? html`class="current" aria-current="page"` : ''}>${label}</a>`,
         )}</nav>
+  ${frame.live ? liveMark(frame.renderedAt ?? Date.now()) : ''}
   <form method="post" action="/logout" class="who">
     <span>${frame.operator.name}</span>
     <input type="hidden" name="csrf" value="${frame.operator.csrf}">
@@ -51,11 +56,25 @@ export function page(frame: PageFrame, body: Html): Html {
       : ''
   }
 </header>
-<main ${frame.live ? html`data-live="5000"` : ''} ${frame.stableRows ? html`data-stable-rows` : ''}>
+<main ${frame.live ? html`data-live="5000"` : ''} ${frame.stableRows ? html`data-stable-rows` : ''} data-rendered-at="${frame.renderedAt ?? ''}">
 ${body}
 </main>
 </body>
 </html>`;
+}
+
+/**
+ * Whether the page is live, when it was last brought up to date, and a pause
+ * (live-script.ts keeps all three current). Outside <main>, so a refresh
+ * never replaces it and the pause button never counts as a form being filled.
+ */
+function liveMark(at: number): Html {
+  return html`<div class="live-mark" id="live-mark" data-state="live" role="status">
+    <span class="dot" aria-hidden="true"></span>
+    <span id="live-state">Live</span>
+    <span class="updated">updated <time id="live-updated" datetime="${new Date(at).toISOString()}">${clockTime(at)} UTC</time></span>
+    <button type="button" id="live-pause" class="quiet" aria-pressed="false">Pause</button>
+  </div>`;
 }
 
 /** A hidden CSRF field for a form of this session. */
@@ -63,65 +82,18 @@ export function csrfField(csrf: string): Html {
   return html`<input type="hidden" name="csrf" value="${csrf}">`;
 }
 
-export function time(ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? '–' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+/** A moment: UTC to the millisecond, and how long ago by `now` (the store's clock). */
+export function when(ms: number | null | undefined, now: number): Html {
+  if (ms === null || ms === undefined) return html`<span class="muted">–</span>`;
+  return html`<time class="when" datetime="${new Date(ms).toISOString()}">${isoTime(ms)}</time> <span class="ago">${relative(ms, now)}</span>`;
+}
+
+/** An id in monospace on one line, with a button that copies it (copy-script.ts). */
+export function copyable(id: string, href?: string): Html {
+  return html`<span class="ref">${href ? html`<a class="mono" href="${href}">${id}</a>` : html`<span class="mono">${id}</span>`}<button type="button" class="copy" data-copy="${id}" title="Copy ${id}" aria-label="Copy ${id}">copy</button></span>`;
 }
 
 /** A state as a coloured badge (colour by class in console.css). */
 export function badge(state: string): Html {
-  return html`<span class="badge state-${state}">${state}</span>`;
+  return html`<span class="badge state-${state}">${state.replace('_', ' ')}</span>`;
 }
-
-export const STYLESHEET = `
-:root { --fg:#1d2330; --muted:#667085; --line:#e3e7ee; --bg:#f7f8fa; --accent:#3b5bdb; }
-* { box-sizing: border-box; }
-body { margin:0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg); background:var(--bg); }
-header { display:flex; align-items:center; gap:24px; padding:10px 24px; background:#1d2330; color:#fff; }
-header a { color:#cfd6e4; text-decoration:none; }
-header .brand { font-weight:700; color:#fff; font-size:16px; }
-nav { display:flex; gap:16px; flex:1; }
-nav a.current { color:#fff; border-bottom:2px solid #8fa8ff; }
-.who { display:flex; gap:8px; align-items:center; color:#cfd6e4; }
-main { padding:20px 24px; max-width:1280px; }
-h1 { font-size:20px; margin:0 0 12px; }
-h2 { font-size:16px; margin:20px 0 8px; }
-table { border-collapse:collapse; width:100%; background:#fff; border:1px solid var(--line); }
-th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
-th { background:#eef1f6; font-weight:600; font-size:12px; text-transform:uppercase; color:var(--muted); }
-td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size:12px; word-break:break-all; }
-a { color:var(--accent); }
-.badge { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; background:#e9ecf2; }
-.state-unknown, .state-review { background:#ffe3e3; color:#a61e1e; font-weight:600; }
-.state-awaiting_approval { background:#fff3bf; color:#7a5b00; }
-.state-dispatched, .state-accepted, .state-authorized { background:#e7f0ff; color:#1d4ed8; }
-.state-completed { background:#e6f7ec; color:#146c2e; }
-.state-failed, .state-denied { background:#f1f3f5; color:#495057; }
-.counts { display:flex; gap:10px; flex-wrap:wrap; margin-bottom:14px; }
-.counts a { background:#fff; border:1px solid var(--line); border-radius:6px; padding:6px 12px; text-decoration:none; color:var(--fg); }
-.counts a strong { font-size:18px; display:block; }
-.counts a.attention { border-color:#f08c8c; }
-form.filters { display:flex; gap:8px; flex-wrap:wrap; margin-bottom:12px; align-items:end; }
-form.filters label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); }
-input, select, textarea, button { font:inherit; padding:4px 8px; border:1px solid #c5ccd8; border-radius:4px; }
-button { background:var(--accent); color:#fff; border-color:var(--accent); cursor:pointer; }
-button.deny { background:#c92a2a; border-color:#c92a2a; }
-button:disabled { opacity:.45; cursor:not-allowed; }
-dl.record { display:grid; grid-template-columns: 140px 1fr; gap:4px 12px; background:#fff; border:1px solid var(--line); padding:12px; }
-dl.record dt { color:var(--muted); }
-dl.record dd { margin:0; }
-.panel { background:#fff; border:1px solid var(--line); padding:12px; margin:12px 0; }
-.notice { padding:8px 12px; border-radius:4px; margin:8px 0; background:#e6f7ec; }
-.notice.error { background:#ffe3e3; }
-.ok { color:#146c2e; font-weight:600; } .bad { color:#a61e1e; font-weight:600; }
-.news { height:1.8em; line-height:1.6em; margin:4px 0; padding:0 8px; border-radius:4px; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
-.news:not(:empty) { background:#fff3bf; }
-.live-notice { position:fixed; top:0; left:0; right:0; padding:12px 24px; font-weight:600; z-index:10; }
-.live-notice.ended { background:#a61e1e; color:#fff; }
-.live-notice.ended a { color:#fff; }
-.live-notice.stale { background:#fff3bf; color:#7a5b00; }
-tr[data-state=gone], tr[data-state=approved], tr[data-state=denied], tr[data-state=expired] { opacity:.6; }
-.login { max-width:360px; margin:60px auto; background:#fff; border:1px solid var(--line); padding:24px; }
-.login label { display:block; margin:10px 0 4px; }
-.login input { width:100%; }
-svg text { font: 11px system-ui, sans-serif; fill: #556; }
-`;

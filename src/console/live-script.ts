@@ -19,7 +19,15 @@
  * does not answer, it says the page may be out of date and keeps trying.
  * Both notices are fixed bars over the header, so nothing moves.
  *
- * `main[data-refreshes]` counts the refreshes applied (tests wait on it).
+ * The live mark in the header (layout.ts) says which of these holds — live,
+ * paused, out of date, ended — and when the page was last brought up to date
+ * (the console's time, read from the refreshed page). Its Pause button stops
+ * the refreshes until Resume (which refreshes at once); the choice holds for
+ * the browser tab's session, across pages, so a paused page stays paused when
+ * the operator opens another to compare.
+ *
+ * `main[data-refreshes]` counts the refreshes applied, `main[data-paused-ticks]`
+ * the ones a pause skipped (tests wait on them).
  */
 export const LIVE_SCRIPT = `
 (() => {
@@ -30,6 +38,23 @@ export const LIVE_SCRIPT = `
     (e) => (e.type === 'radio' || e.type === 'checkbox' ? e.checked : e.value)));
   let rendered = fields();
   let refreshes = 0;
+  const mark = document.getElementById('live-mark');
+  const pause = document.getElementById('live-pause');
+  let paused = sessionStorage.getItem('idem-live-paused') === '1';
+  const say = (state, label) => {
+    if (!mark) return;
+    mark.dataset.state = state;
+    const text = document.getElementById('live-state');
+    if (text) text.textContent = label;
+  };
+  const showPause = () => {
+    if (!pause) return;
+    pause.textContent = paused ? 'Resume' : 'Pause';
+    pause.setAttribute('aria-pressed', String(paused));
+    if (paused) say('paused', 'Paused');
+    else if (mark && mark.dataset.state === 'paused') say('live', 'Live');
+  };
+  showPause();
   const busy = () => (main.contains(document.activeElement) && document.activeElement !== main)
     || fields() !== rendered;
 
@@ -90,12 +115,16 @@ export const LIVE_SCRIPT = `
     }
   };
 
-  const timer = setInterval(async () => {
-    if (busy() || document.hidden) return;
+  let pausedTicks = 0;
+  const refresh = async () => {
+    if (paused) main.dataset.pausedTicks = String(++pausedTicks);
+    if (paused || busy() || document.hidden) return;
     const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
     if (response && (response.status === 401 || (response.redirected && new URL(response.url).pathname === '/login'))) {
       clearInterval(timer);
       main.dataset.liveState = 'ended';
+      say('ended', 'Not live');
+      if (pause) pause.disabled = true;
       disable(main);
       bar('ended', 'Your console session has ended: what you see is no longer live, and nothing here can be decided.',
         { href: '/login', text: 'Log in again' });
@@ -103,17 +132,33 @@ export const LIVE_SCRIPT = `
     }
     if (!response || !response.ok) {
       main.dataset.liveState = 'unreachable';
+      say('stale', 'Out of date');
       bar('stale', 'The console did not answer at ' + new Date().toLocaleTimeString() + ': what you see may be out of date. Trying again.');
       return;
     }
-    const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
-    if (!next || busy()) return;
+    const fetched = new DOMParser().parseFromString(await response.text(), 'text/html');
+    const next = fetched.querySelector('main');
+    if (!next || busy() || paused) return;
     if (main.hasAttribute('data-stable-rows')) mergeRows(next);
     else main.innerHTML = next.innerHTML;
     rendered = fields();
     main.dataset.liveState = 'live';
     bar();
+    say('live', 'Live');
+    const updated = document.getElementById('live-updated');
+    const at = fetched.getElementById('live-updated');
+    if (updated && at) {
+      updated.textContent = at.textContent;
+      updated.setAttribute('datetime', at.getAttribute('datetime') || '');
+    }
     main.dataset.refreshes = String(++refreshes);
-  }, every);
+  };
+  const timer = setInterval(refresh, every);
+  pause?.addEventListener('click', () => {
+    paused = !paused;
+    sessionStorage.setItem('idem-live-paused', paused ? '1' : '0');
+    showPause();
+    if (!paused) refresh();
+  });
 })();
 `;

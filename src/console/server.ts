@@ -13,15 +13,19 @@ import { defaultAllowedHosts, hostOriginRefusal, originsOf } from '../front/host
 import type { StoreVerifyReport } from '../journal/verify-store.js';
 import type { ExecutionStore } from '../store/types.js';
 import { OperatorAuth, operatorName, SESSION_COOKIE, SESSION_TTL_MS } from './auth.js';
-import { type Html, page, STYLESHEET } from './layout.js';
+import { COPY_SCRIPT } from './copy-script.js';
+import { type Html, page } from './layout.js';
 import { LIVE_SCRIPT } from './live-script.js';
 import { bearerKeys, LoginThrottle, loginKeys, retryAfterSeconds } from './login-throttle.js';
 import { activityPage } from './pages/activity.js';
 import { approvalsPage, type DecisionNotice } from './pages/approvals.js';
-import { executionFilters, executionPage, executionsPage } from './pages/executions.js';
+import { type Decision, decidePage } from './pages/decide.js';
+import { executionPage } from './pages/execution.js';
+import { executionFilters, executionsPage } from './pages/executions.js';
 import { journalPage } from './pages/journal.js';
 import { loginPage } from './pages/login.js';
 import { sessionPage, sessionsPage } from './pages/sessions.js';
+import { STYLESHEET } from './stylesheet.js';
 
 export interface ConsoleOptions {
   store: ExecutionStore;
@@ -69,6 +73,7 @@ export function consoleApp(
   allowed: () => { hosts: Set<string>; origins: Set<string> },
 ) {
   const { store } = options;
+  const clock = options.clock ?? Date.now;
   const auth = new OperatorAuth(options.token, options.clock);
   const throttle = new LoginThrottle(options.clock);
   const app = new Hono<Env>();
@@ -97,9 +102,13 @@ export function consoleApp(
   app.get('/static/console.css', (c) =>
     c.body(STYLESHEET, 200, { 'content-type': 'text/css; charset=utf-8' }),
   );
-  app.get('/static/live.js', (c) =>
-    c.body(LIVE_SCRIPT, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
-  );
+  for (const [name, script] of [
+    ['live.js', LIVE_SCRIPT],
+    ['copy.js', COPY_SCRIPT],
+  ] as const)
+    app.get(`/static/${name}`, (c) =>
+      c.body(script, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
+    );
 
   app.get('/login', (c) => c.html(page({ title: 'Log in' }, loginPage())));
   app.post('/login', async (c) => {
@@ -193,6 +202,7 @@ export function consoleApp(
           operator: c.get('operator'),
           live: live !== false,
           stableRows: live === 'stable-rows',
+          renderedAt: clock(),
         },
         body,
       ),
@@ -242,11 +252,24 @@ export function consoleApp(
       c,
       'approvals',
       'Approvals',
-      await approvalsPage(store, c.get('operator').csrf, c.req.query('all') === '1'),
+      await approvalsPage(store, c.req.query('all') === '1'),
       200,
       'stable-rows',
     ),
   );
+  // The confirmation: the original record, then the decision (posted below).
+  app.get('/approvals/:ref/decide', async (c) => {
+    const ref = c.req.param('ref');
+    const decision = c.req.query('decision');
+    const digest = c.req.query('digest');
+    const body = await decidePage(store, ref, c.get('operator').csrf, {
+      ...(decision === 'approved' || decision === 'denied' ? { decision: decision as Decision } : {}),
+      ...(digest ? { digest } : {}),
+    });
+    return body
+      ? render(c, 'approvals', `Decide ${ref}`, body)
+      : render(c, 'approvals', 'Not found', notFound(`No approval request for ${ref}`), 404);
+  });
   app.post('/approvals/:ref/decide', async (c) => {
     const ref = c.req.param('ref');
     const form = await c.req.parseBody();
@@ -261,7 +284,7 @@ export function consoleApp(
         c,
         'approvals',
         'Approvals',
-        await approvalsPage(store, operator.csrf, false, {
+        await approvalsPage(store, false, {
           ok: false,
           text: `Nothing was decided: the decision on ${ref} did not name the arguments digest it was shown. Decide from the Approvals page.`,
         }),
@@ -292,7 +315,7 @@ export function consoleApp(
       c,
       'approvals',
       'Approvals',
-      await approvalsPage(store, operator.csrf, false, notice),
+      await approvalsPage(store, false, notice),
       outcome.decided ? 200 : 409,
     );
   });

@@ -799,6 +799,106 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect((await store.countStates([])).counts).toEqual([]);
       });
 
+      it('list pages by `before`, narrows by session, and searches; countByState counts what it narrows to', async () => {
+        const a = await executionIn('completed', {
+          tool: 'mail.send',
+          actor: 'user:alice',
+          session: 'ses_A',
+          argumentsPreview: '{"to":"ops@example.com"}',
+        });
+        const b = await executionIn('unknown', {
+          tool: 'payments.charge',
+          actor: 'user:bob',
+          session: 'ses_B',
+        });
+        const c = await executionIn('awaiting_approval', {
+          tool: 'payments.charge',
+          actor: 'user:alice',
+          session: 'ses_A',
+          argumentsPreview: '{"order":"ORD-77","cents":1200}',
+        });
+        const d = await executionIn('completed', { tool: 'mail.send', actor: 'user:bob', session: null });
+        await store.appendEvents([{ kind: 'attached', executionId: b.input.id, requestRef: 'req:http-9' }]);
+        const taskId = newTaskId();
+        await store.openTask(
+          {
+            taskId,
+            executionId: d.input.id,
+            actor: 'user:bob',
+            generation: 'v2',
+            ttlMs: null,
+            pollIntervalMs: 500,
+          },
+          [],
+        );
+        const ids = (records: ExecutionRecord[]) => records.map((r) => r.id);
+        const newestFirst = (...xs: { input: ClaimInput }[]) =>
+          xs
+            .map((x) => x.input.id)
+            .sort()
+            .reverse();
+        const all = newestFirst(a, b, c, d);
+
+        // Pages: newest first, each from below the last id of the one before.
+        const first = ids(await store.list({ limit: 2 }));
+        expect(first).toEqual(all.slice(0, 2));
+        expect(ids(await store.list({ limit: 2, before: first[1] }))).toEqual(all.slice(2, 4));
+        expect(ids(await store.list({ before: all[3] }))).toEqual([]);
+        expect(ids(await store.list({ state: 'completed', before: all[0] }))).toEqual(
+          newestFirst(a, d).filter((id) => id < (all[0] as string)),
+        );
+        expect(ids(await store.list({ session: 'ses_A' }))).toEqual(newestFirst(a, c));
+
+        // Search: ref prefix, tool, actor, argument text, task id, request id; nothing else.
+        const search = async (text: string) => ids(await store.list({ text }));
+        expect(await search(c.input.id)).toEqual([c.input.id]);
+        expect(await search(c.input.id.slice(0, -3))).toContain(c.input.id);
+        expect(await search('payments.charge')).toEqual(newestFirst(b, c));
+        expect(await search('user:alice')).toEqual(newestFirst(a, c));
+        expect(await search('ORD-77')).toEqual([c.input.id]);
+        expect(await search('ops@example')).toEqual([a.input.id]);
+        expect(await search(taskId)).toEqual([d.input.id]);
+        expect(await search('req:http-9')).toEqual([b.input.id]);
+        expect(await search('no-such-thing')).toEqual([]);
+        expect(await search('payments')).toEqual([]);
+        expect(ids(await store.list({ text: 'payments.charge', state: 'unknown' }))).toEqual([b.input.id]);
+        expect(ids(await store.list({ text: 'user:alice', limit: 1 }))).toEqual(
+          newestFirst(a, c).slice(0, 1),
+        );
+
+        const none = {
+          accepted: 0,
+          awaiting_approval: 0,
+          authorized: 0,
+          dispatched: 0,
+          completed: 0,
+          failed: 0,
+          unknown: 0,
+          denied: 0,
+        };
+        expect(await store.countByState()).toEqual({
+          ...none,
+          completed: 2,
+          unknown: 1,
+          awaiting_approval: 1,
+        });
+        expect(await store.countByState({ actor: 'user:alice' })).toEqual({
+          ...none,
+          completed: 1,
+          awaiting_approval: 1,
+        });
+        expect(await store.countByState({ text: 'payments.charge' })).toEqual({
+          ...none,
+          unknown: 1,
+          awaiting_approval: 1,
+        });
+        expect(await store.countByState({ session: 'ses_B', tool: 'payments.charge' })).toEqual({
+          ...none,
+          unknown: 1,
+        });
+        expect(await store.countByState({ since: d.record.createdAt + LONG_MS })).toEqual(none);
+      });
+
       it('reads carry readAt, the store clock at the time of the read', async () => {
         const before = await store.now();
         const { input, record } = await claimWon();

@@ -2,7 +2,10 @@ import type { ReplayClass } from '../contracts/contract.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../journal/events.js';
 import type { JournalReader } from '../journal/reader.js';
 import type { ExecutionState } from '../journal/states.js';
+import type { ExecutionCountFilter, ExecutionFilter } from './execution-filter.js';
 import type { StoredOutcome } from './outcome.js';
+
+export type { ExecutionCountFilter, ExecutionFilter } from './execution-filter.js';
 
 /**
  * One execution: one accepted attempt to perform one intended action.
@@ -267,17 +270,6 @@ export interface TransitionInput {
   events?: ActivityEventInput[];
 }
 
-export interface ExecutionFilter {
-  state?: ExecutionState | readonly ExecutionState[];
-  tool?: string;
-  actor?: string;
-  /** createdAt >= since */
-  since?: number;
-  /** Only executions that carry an upstream's task (ExecutionRecord.upstreamTask set). */
-  upstreamTask?: boolean;
-  limit?: number;
-}
-
 /** One state's executions (ExecutionStore.countStates): how many, and the earliest updatedAt of them (null: none). */
 export type StateCount = { state: ExecutionState; count: number; oldestUpdatedAt: number | null };
 
@@ -314,9 +306,12 @@ export interface ExecutionStore extends JournalReader {
   get(id: string): Promise<ExecutionRecord | undefined>;
   /** The execution a new call with this fingerprint would attach to, if any. */
   findActive(fingerprint: string): Promise<ExecutionRecord | undefined>;
+  /** Newest first by id, at most `limit` (default 100). */
   list(filter?: ExecutionFilter): Promise<ExecutionRecord[]>;
   /** Each state asked, in order, counted with one bounded read (the (state, updated_at) index); readAt: the store's clock. */
   countStates(states: readonly ExecutionState[]): Promise<{ counts: StateCount[]; readAt: number }>;
+  /** How many executions the filter admits in each state (every state, 0 included), by one aggregate query. */
+  countByState(filter?: ExecutionCountFilter): Promise<Record<ExecutionState, number>>;
 
   /** Appends events that belong to no state change (`receipt_hit`, `id_reused`; session events to `sessions`). */
   appendEvents(events: ActivityEventInput[], stream?: JournalStream): Promise<void>;

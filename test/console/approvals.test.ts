@@ -127,9 +127,13 @@ describe('the Approvals page decides exactly the request the operator was lookin
     const after = await approve.boundingBox();
     await page.screenshot({ path: join(SCREENSHOTS, 'approvals-new-request.png'), fullPage: true });
 
-    // A click where the pointer rests, as a hand would make it.
+    // A click where the pointer rests, as a hand would make it: it opens the older request's confirmation.
     await page.mouse.down();
     await page.mouse.up();
+    await page.waitForURL(`**/approvals/${older}/decide?**`);
+    await expect(page.locator('#confirm-arguments').textContent()).resolves.toContain('A-1');
+    expect(await decisionOf(older)).toBeNull();
+    await page.click('#confirm button[value=approved]');
     await page.waitForURL('**/decide');
     expect(await decisionOf(newer)).toBeNull();
     expect(await decisionOf(older)).toBe('approved');
@@ -190,6 +194,62 @@ describe('the Approvals page decides exactly the request the operator was lookin
     expect(again.status).toBe(409);
     expect(await again.text()).toContain('was already decided: approved by operator:alice via console');
   }, 30_000);
+
+  it("decides from the execution's own page, after a confirmation that shows the original record", async () => {
+    const ref = await ask('F-1');
+    const record = await store.get(ref);
+    await page.goto(`${base}/executions/${ref}`);
+    await page.click('#decide button[value=denied]');
+    await page.waitForURL(`**/approvals/${ref}/decide?**`);
+    // What is decided on: tool, actor, where, the arguments and their digest, first dispatch, known outcome.
+    await expect(page.locator('h1').textContent()).resolves.toBe('Deny this request?');
+    await expect(page.locator('#confirm-tool').textContent()).resolves.toBe('charge_card');
+    await expect(page.locator('#confirm-actor').textContent()).resolves.toContain('token:agent');
+    await expect(page.locator('#original').textContent()).resolves.toContain(
+      'http:payments with credential "payments-key"',
+    );
+    await expect(page.locator('#confirm-arguments').textContent()).resolves.toContain('"order": "F-1"');
+    await expect(page.locator('#confirm-digest .mono').textContent()).resolves.toBe(record?.fingerprint);
+    await expect(page.locator('#confirm-dispatch').textContent()).resolves.toContain('never');
+    await expect(page.locator('#confirm-outcome').textContent()).resolves.toContain('it has not run');
+    // Nothing is decided until it is confirmed.
+    expect(await decisionOf(ref)).toBeNull();
+    await page.fill('#reason', 'no order F-1 in the shop');
+    await page.click('#confirm button[value=denied]');
+    await expect(page.locator('[role=status][data-decided-ref]').getAttribute('data-decision')).resolves.toBe(
+      'denied',
+    );
+    expect(await store.getApproval(ref)).toMatchObject({
+      decision: 'denied',
+      decidedBy: 'operator:alice',
+      decidedVia: 'console',
+      reason: 'no order F-1 in the shop',
+    });
+    const journaled = (await store.journalFor(ref)).find((e) => e.kind === 'denied');
+    expect(journaled?.detail).toMatchObject({ by: 'operator:alice', via: 'console' });
+
+    // Opened from a digest that is not the request's: it says so; decided: no form at all.
+    await page.goto(`${base}/approvals/${ref}/decide?decision=approved&digest=fp_something-else`);
+    await expect(page.locator('#changed').count()).resolves.toBe(1);
+    await expect(page.locator('#decided').textContent()).resolves.toContain('denied by operator:alice');
+    await expect(page.locator('#confirm').count()).resolves.toBe(0);
+    // The confirmation is a page: its POST still needs the session's CSRF token.
+    const cookie = (await context.cookies()).find((c) => c.name === 'idem_console');
+    const other = await ask('F-2');
+    const forged = await fetch(`${base}/approvals/${other}/decide`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `idem_console=${cookie?.value}`,
+      },
+      body: new URLSearchParams({
+        decision: 'approved',
+        digest: (await store.get(other))?.fingerprint as string,
+      }).toString(),
+    });
+    expect(forged.status).toBe(403);
+    expect(await decisionOf(other)).toBeNull();
+  }, 60_000);
 
   it('when the console session ends, the page says it is no longer live and stops', async () => {
     await ask('E-1');

@@ -237,10 +237,14 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
   it('approves the pending approval; the waiting agent gets its result, run once', async () => {
     await page.goto(`${consoleUrl}/approvals`);
     const row = page.locator(`#approvals tr[data-ref="${refs.approval}"]`);
-    await expect(row.locator('td.mono').last().textContent()).resolves.toContain('a1');
+    await expect(row.locator('.argbox').textContent()).resolves.toContain('a1');
     await shot('approvals');
-    await row.locator('input[name=reason]').fill('looked fine');
     await row.locator('button[value=approved]').click();
+    await page.locator('#confirm').waitFor();
+    await expect(page.locator('#confirm-arguments').textContent()).resolves.toContain('"key": "a1"');
+    await page.fill('#reason', 'looked fine');
+    await shot('confirm');
+    await page.click('#confirm button[value=approved]');
     await expect(page.locator('[role=status]').textContent()).resolves.toContain(
       'approved by operator:alice',
     );
@@ -282,13 +286,16 @@ describe('the operator console, in Chromium, over a store real gateway traffic w
     await shot('journal');
     await page.goto(`${consoleUrl}/activity`);
     await expect(page.locator('#activity-chart rect').count()).resolves.toBeGreaterThan(0);
-    // k1, k2, live-1, u1 (resolved as completed) and the approved a1's second call ran; the k1
-    // retry was a replay; a1's first call waited for the approval.
-    const legend = (answer: string) =>
-      page.locator(`#activity-legend strong[data-answer=${answer}]`).textContent();
-    await expect(legend('executed')).resolves.toBe('5');
-    await expect(legend('replayed')).resolves.toBe('1');
-    await expect(legend('in_flight')).resolves.toBe('1');
+    // Events as they happened: u1 went unknown (since resolved), a1 asked and was approved, k1 was repeated.
+    const legend = (series: string) =>
+      page.locator(`#activity-legend strong[data-series=${series}]`).textContent();
+    await expect(legend('unknown')).resolves.toBe('1');
+    await expect(legend('operator_resolution')).resolves.toBe('1');
+    await expect(legend('awaiting_approval')).resolves.toBe('1');
+    await expect(legend('authorized')).resolves.toBe('1');
+    // k1, k2, u1, a1 (once approved) and live-1 were sent.
+    await expect(legend('dispatched')).resolves.toBe('5');
+    await expect(legend('attached')).resolves.toBe('2');
     await shot('activity');
   }, 30_000);
 

@@ -1,159 +1,167 @@
 import { html, raw } from 'hono/html';
-import type { ExecutionState } from '../../executions/states.js';
 import type { ActivityEntry } from '../../journal/events.js';
 import type { ExecutionStore } from '../../store/types.js';
+import { isoTime } from '../format.js';
 import type { Html } from '../layout.js';
 
 /**
- * Calls per minute over the last hour, by how they were answered, drawn as
- * stacked bars (an SVG made here: no chart library, no script). Read from
- * the activity journal, so it covers every gateway on the store: a call that
- * made a new execution (`received`) is counted as that execution stands now
- * (in flight if it had to wait for an approval); a call that attached to one
- * (`attached`) by the state it found — an `authorized` one it then ran.
+ * What happened, hour by hour over the last day: the activity journal's
+ * entries counted by kind in the hour they were written, drawn as stacked
+ * bars (an SVG made here: no chart library, no script). Events, not the
+ * executions' states now: an hour that had an outcome go unknown shows it,
+ * even after an operator resolved it (which shows in its own hour). Read from
+ * the journal, so it covers every gateway on the store.
  */
 
-export const CHART_ANSWERS = [
-  'executed',
-  'replayed',
-  'in_flight',
+export const SERIES = [
+  'received',
+  'attached',
+  'dispatched',
+  'completed',
+  'failed',
   'unknown',
-  'not_executed',
+  'awaiting_approval',
+  'authorized',
   'denied',
+  'operator_resolution',
 ] as const;
-export type ChartAnswer = (typeof CHART_ANSWERS)[number];
+export type Series = (typeof SERIES)[number];
 
-const COLOURS: Record<ChartAnswer, string> = {
-  executed: '#2f9e44',
-  replayed: '#4dabf7',
-  in_flight: '#fab005',
-  unknown: '#e03131',
-  not_executed: '#868e96',
-  denied: '#495057',
+const LABELS: Record<Series, string> = {
+  received: 'calls received',
+  attached: 'repeats attached',
+  dispatched: 'dispatched',
+  completed: 'outcome completed',
+  failed: 'outcome failed',
+  unknown: 'became unknown',
+  awaiting_approval: 'asked for approval',
+  authorized: 'approved',
+  denied: 'denied',
+  operator_resolution: 'resolved by an operator',
 };
 
-const MINUTES = 60;
-/** The journal's tail read for the hour; a busier hour is drawn from its newest rows. */
-const JOURNAL_WINDOW = 100_000;
+const COLOURS: Record<Series, string> = {
+  received: '#ced4da',
+  attached: '#74c0fc',
+  dispatched: '#3b5bdb',
+  completed: '#2f9e44',
+  failed: '#868e96',
+  unknown: '#e03131',
+  awaiting_approval: '#f59f00',
+  authorized: '#fcc419',
+  denied: '#495057',
+  operator_resolution: '#7048e8',
+};
 
-function answerOfState(state: ExecutionState | undefined, attached: boolean): ChartAnswer {
-  switch (state) {
+const HOURS = 24;
+const HOUR = 3_600_000;
+/** The journal's tail read for the day; a busier day is drawn from its newest rows (the page says so). */
+export const JOURNAL_WINDOW = 100_000;
+
+/** The series an entry counts in; undefined for kinds not drawn (accepted, delivered, tasks…: one per call or execution, or bookkeeping). */
+export function seriesOf(entry: Pick<ActivityEntry, 'kind' | 'detail'>): Series | undefined {
+  switch (entry.kind) {
+    case 'received':
+    case 'dispatched':
+    case 'awaiting_approval':
     case 'authorized':
-      return attached ? 'executed' : 'in_flight';
-    case 'completed':
-    case 'failed':
-      return attached ? 'replayed' : 'executed';
-    case 'unknown':
-      return 'unknown';
     case 'denied':
-      return 'denied';
-    case undefined:
-      return 'not_executed';
+    case 'operator_resolution':
+      return entry.kind;
+    case 'attached':
+    case 'receipt_hit':
+      return 'attached';
+    case 'upstream_task_resumed':
+      return 'dispatched';
+    case 'lease_expired':
+      return 'unknown';
+    case 'outcome': {
+      const state = entry.detail.state;
+      return state === 'completed' || state === 'failed' || state === 'unknown' ? state : undefined;
+    }
     default:
-      return 'in_flight';
+      return undefined;
   }
 }
 
 export interface ActivityBuckets {
-  /** Start of the first minute (ms). */
+  /** Start of the first hour (ms). */
   from: number;
-  /** Per minute, oldest first: count per answer. */
-  minutes: Record<ChartAnswer, number>[];
+  /** Per hour, oldest first: count per series. */
+  hours: Record<Series, number>[];
+  /** The window read did not reach back to `from`: older hours are undercounted. */
+  partial: boolean;
 }
 
-/** Counts the last hour's calls per minute and answer, from journal entries and the executions they made. */
 export function bucketActivity(
   entries: readonly ActivityEntry[],
-  stateOf: (executionId: string) => ExecutionState | undefined,
-  /** Executions that waited for an approval: their first call was answered "awaiting approval". */
-  approvalAsked: (executionId: string) => boolean,
   now: number,
+  partial = false,
 ): ActivityBuckets {
-  const from = Math.floor(now / 60_000) * 60_000 - (MINUTES - 1) * 60_000;
-  const minutes = Array.from({ length: MINUTES }, () =>
-    Object.fromEntries(CHART_ANSWERS.map((a) => [a, 0])),
-  ) as Record<ChartAnswer, number>[];
+  const from = Math.floor(now / HOUR) * HOUR - (HOURS - 1) * HOUR;
+  const hours = Array.from({ length: HOURS }, () => Object.fromEntries(SERIES.map((s) => [s, 0]))) as Record<
+    Series,
+    number
+  >[];
   for (const e of entries) {
-    if (e.at < from || (e.kind !== 'received' && e.kind !== 'attached')) continue;
-    const state =
-      e.kind === 'attached'
-        ? (e.detail.state as ExecutionState | undefined)
-        : e.executionId && approvalAsked(e.executionId)
-          ? 'awaiting_approval'
-          : e.executionId
-            ? stateOf(e.executionId)
-            : undefined;
-    const bucket = minutes[Math.min(MINUTES - 1, Math.floor((e.at - from) / 60_000))];
-    if (bucket) bucket[answerOfState(state, e.kind === 'attached')]++;
+    if (e.at < from) continue;
+    const series = seriesOf(e);
+    const bucket = hours[Math.min(HOURS - 1, Math.floor((e.at - from) / HOUR))];
+    if (series && bucket) bucket[series]++;
   }
-  return { from, minutes };
+  const first = entries[0];
+  return { from, hours, partial: partial && first !== undefined && first.at > from };
 }
 
 export async function loadActivity(store: ExecutionStore): Promise<ActivityBuckets> {
-  const now = await store.now();
-  const head = await store.journalHead('activity');
-  const entries = await store.readJournal(Math.max(0, (head?.seq ?? 0) - JOURNAL_WINDOW), JOURNAL_WINDOW);
-  const states = new Map(
-    (await store.list({ since: now - (MINUTES + 1) * 60_000, limit: JOURNAL_WINDOW })).map((r) => [
-      r.id,
-      r.state,
-    ]),
-  );
-  const asked = new Set(
-    (await store.listApprovals({ limit: JOURNAL_WINDOW }))
-      .filter((a) => a.requestedAt >= now - (MINUTES + 1) * 60_000)
-      .map((a) => a.executionId),
-  );
-  return bucketActivity(
-    entries,
-    (id) => states.get(id),
-    (id) => asked.has(id),
-    now,
-  );
+  const [now, head] = await Promise.all([store.now(), store.journalHead('activity')]);
+  const after = Math.max(0, (head?.seq ?? 0) - JOURNAL_WINDOW);
+  return bucketActivity(await store.readJournal(after, JOURNAL_WINDOW), now, after > 0);
 }
 
-/** The chart: stacked bars, one per minute, an axis with the peak and a legend with the hour's totals. */
-export function activityChart({ from, minutes }: ActivityBuckets): Html {
-  const width = 900;
-  const height = 240;
-  const left = 40;
+/** The chart: stacked bars, one per hour, an axis with the peak and a legend with the day's totals. */
+export function activityChart({ from, hours, partial }: ActivityBuckets): Html {
+  const width = 960;
+  const height = 260;
+  const left = 44;
   const bottom = 24;
-  const plotHeight = height - bottom - 10;
-  const barWidth = (width - left) / MINUTES;
-  const peak = Math.max(1, ...minutes.map((m) => CHART_ANSWERS.reduce((sum, a) => sum + m[a], 0)));
+  const plotHeight = height - bottom - 12;
+  const barWidth = (width - left) / HOURS;
+  const peak = Math.max(1, ...hours.map((h) => SERIES.reduce((sum, s) => sum + h[s], 0)));
   const scale = plotHeight / peak;
   const bars: string[] = [];
-  minutes.forEach((m, i) => {
+  hours.forEach((h, i) => {
     let y = height - bottom;
-    for (const answer of CHART_ANSWERS) {
-      if (m[answer] === 0) continue;
-      const h = m[answer] * scale;
-      y -= h;
-      const at = new Date(from + i * 60_000).toISOString().slice(11, 16);
+    const at = new Date(from + i * HOUR).toISOString().slice(11, 16);
+    for (const series of SERIES) {
+      if (h[series] === 0) continue;
+      const size = h[series] * scale;
+      y -= size;
       bars.push(
-        `<rect x="${(left + i * barWidth + 1).toFixed(1)}" y="${y.toFixed(1)}" width="${(barWidth - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLOURS[answer]}" data-answer="${answer}"><title>${at} ${answer}: ${m[answer]}</title></rect>`,
+        `<rect x="${(left + i * barWidth + 2).toFixed(1)}" y="${y.toFixed(1)}" width="${(barWidth - 4).toFixed(1)}" height="${size.toFixed(1)}" fill="${COLOURS[series]}" data-series="${series}" data-hour="${at}"><title>${at}–${String((Number(at.slice(0, 2)) + 1) % 24).padStart(2, '0')}:00 UTC ${LABELS[series]}: ${h[series]}</title></rect>`,
       );
     }
   });
-  const ticks = [0, 15, 30, 45, 59].map((i) => {
+  const ticks = [0, 6, 12, 18, 23].map((i) => {
     const x = left + i * barWidth + barWidth / 2;
-    return `<text x="${x.toFixed(1)}" y="${height - 6}" text-anchor="${i === 59 ? 'end' : 'middle'}">${new Date(from + i * 60_000).toISOString().slice(11, 16)}</text>`;
+    return `<text x="${x.toFixed(1)}" y="${height - 6}" text-anchor="middle">${new Date(from + i * HOUR).toISOString().slice(11, 16)}</text>`;
   });
-  const totals = CHART_ANSWERS.map((a) => [a, minutes.reduce((sum, m) => sum + m[a], 0)] as const);
+  const totals = SERIES.map((s) => [s, hours.reduce((sum, h) => sum + h[s], 0)] as const);
   // Every value in the SVG is a number, an ISO time or a fixed name: nothing from a caller.
-  return html`<svg id="activity-chart" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Calls per minute by answer, last hour">
+  return html`<svg id="activity-chart" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Journal entries per hour by kind, last 24 hours (UTC)">
   <line x1="${left}" y1="${height - bottom}" x2="${width}" y2="${height - bottom}" stroke="#ccd"/>
   <text x="${left - 6}" y="16" text-anchor="end">${peak}</text>
   <text x="${left - 6}" y="${height - bottom}" text-anchor="end">0</text>
   ${raw(bars.join(''))}${raw(ticks.join(''))}
 </svg>
 <ul class="counts" id="activity-legend">${totals.map(
-    ([answer, n]) =>
-      html`<li style="list-style:none"><span style="display:inline-block;width:10px;height:10px;background:${COLOURS[answer]}"></span> ${answer.replace('_', ' ')}: <strong data-answer="${answer}">${n}</strong></li>`,
-  )}</ul>`;
+    ([series, n]) =>
+      html`<li style="list-style:none"><span style="display:inline-block;width:10px;height:10px;background:${COLOURS[series]}"></span> ${LABELS[series]}: <strong data-series="${series}">${n}</strong></li>`,
+  )}</ul>
+${partial ? html`<p class="muted" id="activity-partial">Drawn from the newest ${JOURNAL_WINDOW.toLocaleString('en')} journal entries, which begin after ${isoTime(from)}: the oldest hours are undercounted.</p>` : ''}`;
 }
 
 export async function activityPage(store: ExecutionStore): Promise<Html> {
-  return html`<h1>Activity</h1><p>Calls per minute over the last hour, by answer (from the activity journal, all gateways on this store).</p>
+  return html`<h1>Activity</h1><p>What the activity journal recorded in each hour of the last day (UTC), by kind: events as they happened, not the executions' states now. All gateways on this store.</p>
 <div class="panel">${activityChart(await loadActivity(store))}</div>`;
 }

@@ -2,7 +2,8 @@ import { html } from 'hono/html';
 import { expirePending } from '../../approval/decide.js';
 import { type ApprovalView, approvalView } from '../../approval/view.js';
 import type { ExecutionStore } from '../../store/types.js';
-import { badge, csrfField, type Html, time } from '../layout.js';
+import { relative } from '../format.js';
+import { badge, copyable, type Html, when } from '../layout.js';
 
 /** What a decision said it decided: shown after it, so the operator reads what was approved. */
 export interface DecisionNotice {
@@ -16,16 +17,18 @@ export interface DecisionNotice {
  * The approvals queue: what an approver sees (approval/view.ts), with approve
  * and deny. Each decision form names its request and the arguments digest the
  * row shows; the page refreshes without moving rows (live-script.ts), so the
- * request under the pointer is the one the click decides.
+ * request under the pointer is the one the click opens. A click decides
+ * nothing yet: it opens the confirmation (decide.ts), which shows the whole
+ * record and takes the decision.
  */
 export async function approvalsPage(
   store: ExecutionStore,
-  csrf: string,
   all: boolean,
   notice?: DecisionNotice,
 ): Promise<Html> {
   // As `idem approvals list`: requests past their time are ended first, so they show as what they are.
   await expirePending(store);
+  const now = await store.now();
   const views: ApprovalView[] = [];
   for (const request of await store.listApprovals({ pending: !all, limit: 200 })) {
     const record = await store.get(request.executionId);
@@ -36,28 +39,26 @@ ${notice ? noticeOf(notice) : ''}
 <p>${all ? html`All requests. <a href="/approvals?all=1">Reload</a> · <a href="/approvals">Pending only</a>` : html`Pending requests. <a href="/approvals">Reload</a> · <a href="/approvals?all=1">Show decided ones too</a>`}</p>
 <p class="news" id="approvals-news" data-news="0" aria-live="polite"></p>
 <table id="approvals" data-rows>
-<thead><tr><th>Ref</th><th>Status</th><th>Tool</th><th>Actor</th><th>Target</th><th>Arguments (redacted)</th><th>Requested</th><th>Expires</th><th>Decide</th></tr></thead>
-<tbody>${views.map((v) => row(v, csrf))}</tbody>
+<thead><tr><th>Ref · status</th><th>What · who · where</th><th>Arguments (redacted)</th><th>Requested (UTC)</th><th>Decide</th></tr></thead>
+<tbody>${views.map((v) => row(v, now))}</tbody>
 </table>
 ${views.length === 0 ? html`<p>Nothing is waiting for approval.</p>` : ''}`;
 }
 
-function row(v: ApprovalView, csrf: string): Html {
+function row(v: ApprovalView, now: number): Html {
   return html`<tr data-ref="${v.ref}" data-state="${v.decision ?? 'pending'}" data-digest="${v.argumentsDigest}">
-  <td class="mono"><a href="/executions/${v.ref}">${v.ref}</a>${v.earlier ? html`<br><small>an earlier execution exists (${v.earlier}): approving does not tell whether it ran</small>` : ''}</td>
-  <td data-cell="status">${badge(v.decision ?? 'awaiting_approval')}${v.decidedBy ? html`<br><small>by ${v.decidedBy} via ${v.decidedVia}${v.reason ? ` (${v.reason})` : ''}</small>` : ''}</td>
-  <td>${v.tool}</td><td>${v.actor}</td>
-  <td>${v.channel}:${v.target}${v.credential ? html`<br><small>credential "${v.credential}"</small>` : ''}</td>
-  <td class="mono">${v.arguments}<br><small title="${v.argumentsDigest}">digest ${shortDigest(v.argumentsDigest)}</small></td>
-  <td>${time(v.requestedAt)}</td><td>${time(v.expiresAt)}</td>
+  <td>${copyable(v.ref, `/executions/${v.ref}`)}
+    <div data-cell="status">${badge(v.decision ?? 'awaiting_approval')}${v.decidedBy ? html`<br><small>by ${v.decidedBy} via ${v.decidedVia}${v.reason ? ` (${v.reason})` : ''}</small>` : ''}</div>
+    ${v.earlier ? html`<small>an earlier execution exists (${v.earlier}): approving does not tell whether it ran</small>` : ''}</td>
+  <td><strong>${v.tool}</strong><br>${v.actor}<br><small class="muted">${v.channel}:${v.target}${v.credential ? ` · credential "${v.credential}"` : ''}</small></td>
+  <td><div class="argbox">${v.arguments}</div><small class="muted mono" title="${v.argumentsDigest}">digest ${shortDigest(v.argumentsDigest)}</small></td>
+  <td>${when(v.requestedAt, now)}<br><small class="muted">expires ${relative(v.expiresAt, now)}</small></td>
   <td>${
     v.decision === null
-      ? html`<form method="post" action="/approvals/${v.ref}/decide">
-    ${csrfField(csrf)}
+      ? html`<form method="get" action="/approvals/${v.ref}/decide" class="decide-actions">
     <input type="hidden" name="digest" value="${v.argumentsDigest}">
-    <input type="text" name="reason" placeholder="reason" maxlength="500">
-    <button type="submit" name="decision" value="approved">Approve</button>
-    <button type="submit" name="decision" value="denied" class="deny">Deny</button>
+    <button type="submit" name="decision" value="approved">Approve…</button>
+    <button type="submit" name="decision" value="denied" class="deny">Deny…</button>
   </form>`
       : '–'
   }</td>

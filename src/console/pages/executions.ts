@@ -1,10 +1,15 @@
 import { html } from 'hono/html';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../../executions/states.js';
-import { tasksIn } from '../../journal/task-events.js';
-import type { ExecutionRecord, ExecutionStore } from '../../store/types.js';
-import { badge, csrfField, type Html, time } from '../layout.js';
+import type { ExecutionFilter, ExecutionRecord, ExecutionStore } from '../../store/types.js';
+import { badge, copyable, type Html, when } from '../layout.js';
+import { callCounts } from './life.js';
 
-/** The Executions page: filters, counts per state, the ones needing a human first. */
+/**
+ * The Executions page: counts per state, a search, what needs a human on top,
+ * then every execution newest first, a page at a time. Everything is read in
+ * bounded queries (store.countByState, store.list with a limit and a page
+ * key), so the page costs the same over ten executions or a million.
+ */
 
 export interface ExecutionFilters {
   state?: ExecutionState;
@@ -13,70 +18,101 @@ export interface ExecutionFilters {
   session?: string;
   /** Minutes back from now. */
   sinceMinutes?: number;
+  /** Search text (ExecutionFilter.text). */
+  q?: string;
+  /** The page below this ref (the last ref of the page before). */
+  before?: string;
 }
+
+/** Rows per page. */
+export const PAGE_SIZE = 50;
+/** At most this many unknown and awaiting executions are pinned on top. */
+const ATTENTION_LIMIT = 50;
+/** States that wait for a human: pinned on top of the first page. */
+const NEEDS_A_HUMAN: readonly ExecutionState[] = ['unknown', 'awaiting_approval'];
 
 /** Reads the filters from a query string; anything malformed is dropped, not trusted. */
 export function executionFilters(query: Record<string, string | undefined>): ExecutionFilters {
-  const text = (v: string | undefined) => (v && v.length <= 200 ? v : undefined);
+  const text = (v: string | undefined) => (v && v.trim() !== '' && v.length <= 200 ? v.trim() : undefined);
   const minutes = Number(query.since);
+  const q = text(query.q);
+  const before = text(query.before);
   return {
     ...(isExecutionState(query.state) ? { state: query.state } : {}),
-    ...(text(query.tool) ? { tool: query.tool } : {}),
-    ...(text(query.actor) ? { actor: query.actor } : {}),
-    ...(text(query.session) ? { session: query.session } : {}),
+    ...(text(query.tool) ? { tool: text(query.tool) } : {}),
+    ...(text(query.actor) ? { actor: text(query.actor) } : {}),
+    ...(text(query.session) ? { session: text(query.session) } : {}),
     ...(Number.isInteger(minutes) && minutes > 0 ? { sinceMinutes: minutes } : {}),
+    ...(q ? { q } : {}),
+    ...(before ? { before } : {}),
   };
 }
 
-/** Most a page lists; the filters narrow it. */
-const PAGE_LIMIT = 500;
-
-/** What needs a human comes first: unknown outcomes (reviews among them), then approvals; then newest. */
-const URGENCY: Partial<Record<ExecutionState, number>> = { unknown: 0, awaiting_approval: 1 };
-
-export function byUrgency(a: ExecutionRecord, b: ExecutionRecord): number {
-  const ua = URGENCY[a.state] ?? 2;
-  const ub = URGENCY[b.state] ?? 2;
-  return ua !== ub ? ua - ub : b.createdAt - a.createdAt;
+function queryOf(filters: ExecutionFilters): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(filters)) {
+    if (value !== undefined) query.set(key === 'sinceMinutes' ? 'since' : key, String(value));
+  }
+  return `/executions?${query}`;
 }
 
 export async function executionsPage(store: ExecutionStore, filters: ExecutionFilters): Promise<Html> {
   const now = await store.now();
-  const since = filters.sinceMinutes ? now - filters.sinceMinutes * 60_000 : undefined;
-  const narrowed = {
+  const narrowed: ExecutionFilter = {
     ...(filters.tool ? { tool: filters.tool } : {}),
     ...(filters.actor ? { actor: filters.actor } : {}),
-    ...(since !== undefined ? { since } : {}),
+    ...(filters.session ? { session: filters.session } : {}),
+    ...(filters.sinceMinutes ? { since: now - filters.sinceMinutes * 60_000 } : {}),
+    ...(filters.q ? { text: filters.q } : {}),
   };
-  const counts = await Promise.all(
-    EXECUTION_STATES.map(async (state) => {
-      const records = await store.list({ ...narrowed, state, limit: 10_000 });
-      const n = filters.session
-        ? records.filter((r) => r.session === filters.session).length
-        : records.length;
-      return [state, n] as const;
+  const pinned = !filters.state && !filters.before;
+  const [counts, attention, listed] = await Promise.all([
+    store.countByState(narrowed),
+    pinned ? store.list({ ...narrowed, state: NEEDS_A_HUMAN, limit: ATTENTION_LIMIT }) : [],
+    store.list({
+      ...narrowed,
+      ...(filters.state ? { state: filters.state } : {}),
+      ...(filters.before ? { before: filters.before } : {}),
+      limit: PAGE_SIZE + 1,
     }),
+  ]);
+  const page = listed.slice(0, PAGE_SIZE);
+  const older = listed.length > PAGE_SIZE ? page.at(-1)?.id : undefined;
+  // Unknown outcomes before approvals (an effect may have happened), each newest first.
+  attention.sort((a, b) => NEEDS_A_HUMAN.indexOf(a.state) - NEEDS_A_HUMAN.indexOf(b.state));
+  const onTop = new Set(attention.map((r) => r.id));
+  const rest = page.filter((r) => !onTop.has(r.id));
+  // Attempts and replays, from each shown execution's journal (indexed by execution): at most a page and the pinned ones.
+  const shown = [...attention, ...rest];
+  const tallies = new Map(
+    await Promise.all(shown.map(async (r) => [r.id, callCounts(await store.journalFor(r.id))] as const)),
   );
-  const records = (
-    await store.list({ ...narrowed, ...(filters.state ? { state: filters.state } : {}), limit: PAGE_LIMIT })
-  )
-    .filter((r) => !filters.session || r.session === filters.session)
-    .sort(byUrgency);
-  const link = (state: ExecutionState | undefined) => {
-    const query = new URLSearchParams();
-    for (const [key, value] of Object.entries({ ...filters, state })) {
-      if (value !== undefined) query.set(key === 'sinceMinutes' ? 'since' : key, String(value));
-    }
-    return `/executions?${query}`;
+  const total = EXECUTION_STATES.reduce((sum, s) => sum + counts[s], 0);
+  const row = (r: ExecutionRecord) => {
+    const tally = tallies.get(r.id) ?? { attempts: 0, replays: 0 };
+    return html`<tr data-ref="${r.id}" data-state="${r.state}">
+  <td>${copyable(r.id, `/executions/${r.id}`)}</td>
+  <td>${badge(r.state)}</td>
+  <td>${r.tool}</td><td>${r.actor}</td>
+  <td class="num"><span class="${tally.attempts > 1 ? 'some' : ''}" data-cell="attempts">${tally.attempts}</span> · <span class="${tally.replays > 0 ? 'some' : ''}" data-cell="replays">${tally.replays}</span></td>
+  <td>${when(r.createdAt, now)}</td>
+  <td><div class="args" title="${r.argumentsPreview}">${r.argumentsPreview}</div></td>
+</tr>`;
   };
   return html`<h1>Executions</h1>
 <div class="counts">
-  ${counts.map(
-    ([state, n]) =>
-      html`<a href="${link(state)}" class="${n > 0 && (state === 'unknown' || state === 'awaiting_approval') ? 'attention' : ''}" data-state="${state}"><strong>${n}</strong>${state}</a>`,
-  )}
+  ${EXECUTION_STATES.map((state) => {
+    const n = counts[state];
+    return html`<a href="${queryOf({ ...filters, state, before: undefined })}" class="${n > 0 && NEEDS_A_HUMAN.includes(state) ? 'attention' : ''}" data-state="${state}"><strong>${n}</strong>${state.replace('_', ' ')}</a>`;
+  })}
 </div>
+<form class="search" method="get" action="/executions" role="search">
+  <input type="search" name="q" id="search" value="${filters.q ?? ''}" maxlength="200" aria-label="Search executions" placeholder="ref (or its start), request id, task id, tool, actor, argument text">
+  <button type="submit">Search</button>
+  ${filters.q ? html`<a href="${queryOf({ ...filters, q: undefined, before: undefined })}">clear</a>` : ''}
+</form>
 <form class="filters" method="get" action="/executions">
+  ${filters.q ? html`<input type="hidden" name="q" value="${filters.q}">` : ''}
   <label>State <select name="state"><option value="">any</option>${EXECUTION_STATES.map(
     (s) => html`<option value="${s}" ${filters.state === s ? 'selected' : ''}>${s}</option>`,
   )}</select></label>
@@ -95,93 +131,16 @@ export async function executionsPage(store: ExecutionStore, filters: ExecutionFi
   )}</select></label>
   <button type="submit">Filter</button>
 </form>
+<p class="muted" id="matched">${total} execution${total === 1 ? '' : 's'} match${total === 1 ? 'es' : ''}${filters.q ? html` “${filters.q}”` : ''}${attention.length ? ` · ${attention.length} waiting for a human, on top` : ''}.</p>
 <table id="executions">
-<thead><tr><th>Ref</th><th>State</th><th>Tool</th><th>Actor</th><th>Session</th><th>Created</th><th>Arguments (redacted)</th></tr></thead>
-<tbody>
-${records.map(
-  (r) => html`<tr data-ref="${r.id}">
-  <td class="mono"><a href="/executions/${r.id}">${r.id}</a></td>
-  <td>${badge(r.replay === 'review' && r.state === 'unknown' ? 'review' : r.state)}</td>
-  <td>${r.tool}</td><td>${r.actor}</td>
-  <td class="mono">${r.session ? html`<a href="/sessions/${encodeURIComponent(r.session)}">${r.session.slice(0, 12)}</a>` : '–'}</td>
-  <td>${time(r.createdAt)}</td>
-  <td class="mono">${r.argumentsPreview}</td>
-</tr>`,
-)}
-</tbody>
+<thead><tr><th>Ref</th><th>State</th><th>Tool</th><th>Actor</th><th title="Attempts: sends to the target. Replays: calls answered from this execution (repeats that attached, receipts replayed).">Attempts · replays</th><th>Created (UTC)</th><th>Arguments (redacted)</th></tr></thead>
+${attention.length ? html`<tbody class="attention">${attention.map(row)}</tbody>` : ''}
+<tbody>${rest.map(row)}</tbody>
 </table>
-${records.length === 0 ? html`<p>No executions match.</p>` : ''}`;
-}
-
-/** One execution: its record, where it went, its outcome, the requests that carried it, its timeline. */
-export async function executionPage(
-  store: ExecutionStore,
-  ref: string,
-  csrf: string,
-  notice?: { ok: boolean; text: string },
-): Promise<Html | undefined> {
-  const [record, timeline] = await Promise.all([store.get(ref), store.journalFor(ref)]);
-  if (!record && timeline.length === 0) return undefined;
-  const requests = [...new Set(timeline.map((e) => e.requestRef).filter((r): r is string => r !== null))];
-  const accepted = timeline.find(
-    (e) => e.kind === 'accepted' && typeof e.detail.channel === 'string',
-  )?.detail;
-  const resolvable = record && (record.state === 'unknown' || record.state === 'dispatched');
-  // The MCP tasks it is, beside its ref (docs/tasks.md).
-  const tasks = tasksIn(timeline);
-  return html`<h1>Execution <span class="mono">${ref}</span></h1>
-${notice ? html`<div class="notice ${notice.ok ? '' : 'error'}" role="status">${notice.text}</div>` : ''}
-${
-  record
-    ? html`<dl class="record">
-  <dt>State</dt><dd id="state">${badge(record.state)}</dd>
-  <dt>Tool</dt><dd>${record.tool}</dd>
-  <dt>Where</dt><dd>${accepted ? `${String(accepted.channel)}:${String(accepted.target)}${accepted.credential ? ` with credential "${String(accepted.credential)}"` : ''}` : '–'}</dd>
-  <dt>Actor</dt><dd>${record.actor}</dd>
-  <dt>Session</dt><dd class="mono">${record.session ? html`<a href="/sessions/${encodeURIComponent(record.session)}">${record.session}</a>` : '–'}</dd>
-  <dt>Replay class</dt><dd>${record.replay}</dd>
-  <dt>Created</dt><dd>${time(record.createdAt)}</dd>
-  <dt>Dispatched</dt><dd>${time(record.dispatchedAt)}</dd>
-  <dt>Delivered</dt><dd>${time(record.deliveredAt)}</dd>
-  <dt>Arguments</dt><dd class="mono">${record.argumentsPreview}</dd>
-  <dt>Note</dt><dd>${record.note ?? '–'}</dd>
-  <dt>Fingerprint</dt><dd class="mono">${record.fingerprint}</dd>
-  <dt>MCP tasks</dt><dd class="mono" id="tasks">${tasks.length ? tasks.map((t) => `${t.taskId} (${t.actor ?? '–'})`).join(', ') : '–'}</dd>
-  <dt>Upstream task</dt><dd class="mono">${record.upstreamTask ? `${record.upstreamTask.taskId} of ${record.upstreamTask.upstream}` : '–'}</dd>
-</dl>
-<h2>Outcome</h2>
-<div class="panel mono" id="outcome">${
-        record.outcome
-          ? html`${record.outcome.result.isError ? html`<span class="bad">error result</span> ` : ''}${(
-              record.outcome.result.content ?? []
-            )
-              .map((c) => (c.type === 'text' ? c.text : `[${c.type}]`))
-              .join('\n')}`
-          : 'none yet'
-      }</div>`
-    : html`<p>Trimmed from the store by retention; its journal remains.</p>`
-}
-${
-  resolvable
-    ? html`<h2>Resolve</h2>
-<form method="post" action="/executions/${ref}/resolve" class="panel" id="resolve">
-  ${csrfField(csrf)}
-  <p>Only an unknown outcome (or a dispatch whose holder is gone) can be resolved. Say what you checked.</p>
-  <label><input type="radio" name="as" value="completed" required> it happened (completed)</label>
-  <label><input type="radio" name="as" value="failed"> it did not happen (failed)</label>
-  <p><textarea name="note" rows="2" cols="60" required placeholder="what you checked"></textarea></p>
-  <button type="submit">Resolve</button>
-</form>`
-    : ''
-}
-<h2>${requests.length} request(s) carried it</h2>
-<ul class="mono">${requests.map((r) => html`<li>${r}</li>`)}</ul>
-<h2>Timeline</h2>
-<table id="timeline">
-<thead><tr><th>Seq</th><th>When</th><th>Event</th><th>Actor</th><th>Request</th><th>Detail</th></tr></thead>
-<tbody>${timeline.map(
-    (e) =>
-      html`<tr><td>${e.seq}</td><td>${time(e.at)}</td><td>${e.kind}</td><td>${e.actor ?? '–'}</td><td class="mono">${e.requestRef ?? '–'}</td><td class="mono">${JSON.stringify(e.detail)}</td></tr>`,
-  )}</tbody>
-</table>`;
+${shown.length === 0 ? html`<p>No executions match.</p>` : ''}
+<nav class="pager" aria-label="Pages">
+  ${filters.before ? html`<a href="${queryOf({ ...filters, before: undefined })}" id="newest">← Newest</a>` : ''}
+  <span>${page.length ? `${page.length} shown, newest first` : ''}</span>
+  ${older ? html`<a href="${queryOf({ ...filters, before: older })}" id="older" rel="next">Older →</a>` : ''}
+</nav>`;
 }

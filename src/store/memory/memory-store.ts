@@ -13,6 +13,7 @@ import type {
   ClaimResult,
   DecideApprovalInput,
   DecideApprovalResult,
+  ExecutionCountFilter,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
@@ -22,6 +23,7 @@ import type {
   TransitionInput,
   UpstreamTaskHandle,
 } from '../types.js';
+import { MemoryExecutionList } from './execution-list.js';
 import { countRowStates } from './state-counts.js';
 import { MemoryTasks } from './tasks.js';
 
@@ -53,6 +55,11 @@ export class MemoryStore implements ExecutionStore {
   readonly #approvedSessions = new Map<string, number>();
   readonly #tasks = new MemoryTasks();
   readonly #clock: () => number;
+  readonly #list = new MemoryExecutionList(
+    () => this.#rows.values(),
+    () => this.#journals.activity,
+    (taskId) => this.#tasks.get(taskId)?.executionId,
+  );
 
   constructor(options: { clock?: () => number } = {}) {
     this.#clock = options.clock ?? Date.now;
@@ -180,18 +187,11 @@ export class MemoryStore implements ExecutionStore {
 
   async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
     const now = this.#clock();
-    const states = filter.state === undefined ? undefined : ([] as ExecutionState[]).concat(filter.state);
-    const out: ExecutionRecord[] = [];
-    for (const row of this.#rows.values()) {
-      if (states && !states.includes(row.state)) continue;
-      if (filter.tool !== undefined && row.tool !== filter.tool) continue;
-      if (filter.actor !== undefined && row.actor !== filter.actor) continue;
-      if (filter.since !== undefined && row.createdAt < filter.since) continue;
-      if (filter.upstreamTask && row.upstreamTask === null) continue;
-      out.push(this.#view(row, now));
-    }
-    out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-    return out.slice(0, filter.limit ?? 100);
+    return this.#list.list(filter).map((row) => this.#view(row as Row, now));
+  }
+
+  async countByState(filter: ExecutionCountFilter = {}): Promise<Record<ExecutionState, number>> {
+    return this.#list.countByState(filter);
   }
 
   readonly countStates: ExecutionStore['countStates'] = async (states) => ({

@@ -15,6 +15,7 @@ import type {
   ClaimResult,
   DecideApprovalInput,
   DecideApprovalResult,
+  ExecutionCountFilter,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
@@ -33,6 +34,7 @@ import { APPROVAL_SQL } from './approval-sql.js';
 import { connectionConfig, MIGRATION_TIMEOUT_MS, poolConfig } from './connection.js';
 import { pgDriver } from './driver.js';
 import { ignore, toStoreError } from './errors.js';
+import { countParams, countsOf, LIST_SQL, listParams } from './execution-list.js';
 import { writeClaim, writeTransition } from './execution-writes.js';
 import { JournalChains } from './journal-chains.js';
 import { migrate } from './migrations.js';
@@ -142,17 +144,19 @@ export class PostgresStore implements ExecutionStore {
   }
 
   async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
-    const states = filter.state === undefined ? null : ([] as ExecutionState[]).concat(filter.state);
     return this.#db.use(async (db) => {
-      const { rows } = await db.query<ExecutionRow>(SQL.list, [
-        states,
-        filter.tool ?? null,
-        filter.actor ?? null,
-        filter.since ?? null,
-        filter.limit ?? 100,
-        filter.upstreamTask === true,
-      ]);
+      const { rows } = await db.query<ExecutionRow>(LIST_SQL.list, listParams(filter));
       return rows.map(toRecord);
+    });
+  }
+
+  async countByState(filter: ExecutionCountFilter = {}): Promise<Record<ExecutionState, number>> {
+    return this.#db.use(async (db) => {
+      const { rows } = await db.query<{ state: ExecutionState; n: number }>(
+        LIST_SQL.counts,
+        countParams(filter),
+      );
+      return countsOf(rows);
     });
   }
 

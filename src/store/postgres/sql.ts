@@ -120,17 +120,6 @@ export const SQL = {
       ${journalAfter('upd', 3)}
       SELECT upd.read_at, ${JOURNALED} FROM upd`,
   },
-  // Not a named statement: a plan cached for one filter would be a poor plan for the next.
-  list: `
-    WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
-    SELECT ${COLUMNS}, c.now AS read_at FROM executions, c
-    WHERE ($1::execution_state[] IS NULL OR state = ANY($1::execution_state[]))
-      AND ($2::text IS NULL OR tool = $2)
-      AND ($3::text IS NULL OR actor = $3)
-      AND ($4::bigint IS NULL OR created_at >= $4::bigint)
-      AND (NOT $6::boolean OR upstream_task IS NOT NULL)
-    ORDER BY id DESC
-    LIMIT $5`,
   /**
    * Events appended ($1 the stream, $2 the chain, then the arrays), at the database's time. Lazy
    * on their own (appendEvents); inside a transaction whose commit must be synced (a decision, the

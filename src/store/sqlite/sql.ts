@@ -34,7 +34,6 @@ export interface Statements {
   transitionReleasing: Database.Statement<Record<string, unknown>>;
   renewLease: Database.Statement<{ id: string; token: string; leaseMs: number; now: number }>;
   markDelivered: Database.Statement<{ id: string; now: number }>;
-  list: Database.Statement<Record<string, unknown>, ExecutionRow>;
   expire: Database.Statement<{ now: number }, ExecutionRow>;
   trim: Database.Statement<{ cutoff: number }, { id: string }>;
   wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
@@ -81,15 +80,6 @@ export function prepareStatements(db: Database.Database): Statements {
     markDelivered: db.prepare<{ id: string; now: number }>(
       'UPDATE executions SET delivered_at = @now WHERE id = @id AND delivered_at IS NULL',
     ),
-    list: db.prepare<Record<string, unknown>, ExecutionRow>(`
-      SELECT * FROM executions
-      WHERE (@states IS NULL OR state IN (SELECT value FROM json_each(@states)))
-        AND (@tool IS NULL OR tool = @tool)
-        AND (@actor IS NULL OR actor = @actor)
-        AND (@since IS NULL OR created_at >= @since)
-        AND (@upstreamTask = 0 OR upstream_task IS NOT NULL)
-      ORDER BY id DESC
-      LIMIT @limit`),
     expire: db.prepare<{ now: number }, ExecutionRow>(`
       UPDATE executions SET state = 'unknown', updated_at = @now
       WHERE state = 'dispatched' AND ${STALE}

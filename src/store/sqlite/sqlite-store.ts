@@ -18,6 +18,7 @@ import type {
   ClaimResult,
   DecideApprovalInput,
   DecideApprovalResult,
+  ExecutionCountFilter,
   ExecutionFilter,
   ExecutionRecord,
   ExecutionStore,
@@ -31,6 +32,7 @@ import { writeDecision } from './approval-decision.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
 import { Checkpointer, type CheckpointStats } from './checkpointer.js';
 import { DAMAGE, toStoreError } from './errors.js';
+import { countByState, type ListStatements, listParams, prepareListStatements } from './execution-list.js';
 import { writeClaim, writeTransition } from './execution-writes.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
@@ -64,6 +66,7 @@ export class SqliteStore implements ExecutionStore {
   readonly #sql;
   readonly #approvalSql: ApprovalStatements;
   readonly #taskSql: TaskStatements;
+  readonly #listSql: ListStatements;
   readonly #claim;
   readonly #decideApproval;
   readonly #transition;
@@ -134,6 +137,7 @@ export class SqliteStore implements ExecutionStore {
     this.#sql = prepareStatements(db);
     this.#approvalSql = prepareApprovalStatements(db);
     this.#taskSql = prepareTaskStatements(db);
+    this.#listSql = prepareListStatements(db);
     this.#decideApproval = db.transaction((input: DecideApprovalInput) =>
       writeDecision(this.#sql, this.#approvalSql, this.#clock(), input),
     );
@@ -197,18 +201,14 @@ export class SqliteStore implements ExecutionStore {
 
   async list(filter: ExecutionFilter = {}): Promise<ExecutionRecord[]> {
     return this.#guard(() => {
-      const rows = this.#sql.list.all({
-        states:
-          filter.state === undefined ? null : JSON.stringify(([] as ExecutionState[]).concat(filter.state)),
-        tool: filter.tool ?? null,
-        actor: filter.actor ?? null,
-        since: filter.since ?? null,
-        upstreamTask: filter.upstreamTask ? 1 : 0,
-        limit: filter.limit ?? 100,
-      });
+      const rows = this.#listSql.list.all(listParams(filter));
       const now = this.#clock();
       return rows.map((row) => toRecord(row, now));
     });
+  }
+
+  async countByState(filter: ExecutionCountFilter = {}): Promise<Record<ExecutionState, number>> {
+    return this.#guard(() => countByState(this.#listSql, filter));
   }
 
   async appendEvents(events: ActivityEventInput[], stream: JournalStream = 'activity'): Promise<void> {
