@@ -16,7 +16,9 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../../src/executions/answers.js';
 import { executionsOf } from '../gateway/fixtures/counting-server.js';
+import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
+import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { rawRequest } from '../support/raw-http.js';
 import { runIdem } from '../support/run-cli.js';
@@ -34,7 +36,7 @@ mkdirSync(dataDir);
 
 const upstream = {
   command: process.execPath,
-  args: ['--import', 'tsx', join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts'), '--dir', counts],
+  args: [...fixtureArgs(join(REPO_ROOT, 'test/gateway/fixtures/counting-server.ts')), '--dir', counts],
   cwd: REPO_ROOT,
 };
 const config = {
@@ -78,15 +80,11 @@ async function agent(name: string): Promise<Client> {
 
 /** `idem console` as an operator runs it; resolves with the URL it prints. */
 async function startConsoleProcess(): Promise<string> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts'), 'console', '--db', db, '--listen', '127.0.0.1:0'],
-    {
-      cwd: REPO_ROOT,
-      env: { ...process.env, IDEM_CONSOLE_TOKEN: TOKEN },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [IDEM_CLI, 'console', '--db', db, '--listen', '127.0.0.1:0'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, IDEM_CONSOLE_TOKEN: TOKEN },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   consoleProcess = child;
   let stderr = '';
   return new Promise<string>((resolve, reject) => {
