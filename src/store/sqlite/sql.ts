@@ -39,7 +39,11 @@ export interface Statements {
   wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
   wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
   journal: Record<'activity' | 'sessions', JournalStatements>;
-  journalFor: Database.Statement<[string], JournalRow>;
+  journalFor: Database.Statement<{ id: string }, JournalRow>;
+  /** Adds seqs (comma-separated) to an execution row's journal_seqs; changes nothing if there is no row. */
+  noteJournalSeqs: Database.Statement<{ id: string; seqs: string }>;
+  /** An entry of an execution no row names (journalFor reads it from here). */
+  journalRef: Database.Statement<[string, number]>;
 }
 
 /** One hash-chained journal table's statements. */
@@ -105,8 +109,20 @@ export function prepareStatements(db: Database.Database): Statements {
       activity: journalStatements(db, 'activity_journal'),
       sessions: journalStatements(db, 'sessions_journal'),
     },
-    journalFor: db.prepare<[string], JournalRow>(
-      'SELECT * FROM activity_journal WHERE execution_id = ? ORDER BY seq',
+    // By seq, from the row's list and from journal_refs (migration 7); execution_id is checked
+    // as well, so a list that names another execution's entry shows nothing of it.
+    journalFor: db.prepare<{ id: string }, JournalRow>(`
+      SELECT * FROM activity_journal
+      WHERE seq IN (
+          SELECT value FROM json_each('[' || (SELECT journal_seqs FROM executions WHERE id = @id) || ']')
+          UNION SELECT seq FROM journal_refs WHERE execution_id = @id)
+        AND execution_id = @id
+      ORDER BY seq`),
+    noteJournalSeqs: db.prepare<{ id: string; seqs: string }>(`
+      UPDATE executions SET journal_seqs = CASE WHEN journal_seqs IS NULL THEN @seqs ELSE journal_seqs || ',' || @seqs END
+      WHERE id = @id`),
+    journalRef: db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO journal_refs (execution_id, seq) VALUES (?, ?)',
     ),
   };
 }
