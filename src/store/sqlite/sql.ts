@@ -17,6 +17,10 @@ export interface ExecutionRow extends ExecutionColumns {
 
 export type JournalRow = JournalColumns;
 
+/** journal_seqs with `@journalSeqs` (comma-separated, or NULL for none) added at its end. */
+const APPEND_SEQS = `CASE WHEN @journalSeqs IS NULL THEN journal_seqs WHEN journal_seqs IS NULL THEN @journalSeqs
+          ELSE journal_seqs || ',' || @journalSeqs END`;
+
 /** The holder is gone, by the store's clock (see lease.ts). */
 const STALE = holderGoneSql('@now');
 
@@ -29,6 +33,8 @@ export interface Statements {
   retire: Database.Statement<[string, SqliteFingerprint]>;
   get: Database.Statement<[string], ExecutionRow>;
   findActive: Database.Statement<[SqliteFingerprint], ExecutionRow>;
+  /** The rowid of the active execution of a fingerprint, read from the claim's index alone. */
+  activeRowid: Database.Statement<[SqliteFingerprint], number>;
   transition: Database.Statement<Record<string, unknown>>;
   transitionReleasing: Database.Statement<Record<string, unknown>>;
   renewLease: Database.Statement<{ id: string; token: string; leaseMs: number; now: number }>;
@@ -41,7 +47,7 @@ export interface Statements {
   journal: Record<'activity' | 'sessions', JournalStatements>;
   journalFor: Database.Statement<{ id: string }, JournalRow>;
   /** Adds seqs (comma-separated) to an execution row's journal_seqs; changes nothing if there is no row. */
-  noteJournalSeqs: Database.Statement<{ id: string; seqs: string }>;
+  noteJournalSeqs: Database.Statement<{ id: string; journalSeqs: string }>;
   /** An entry of an execution no row names (journalFor reads it from here). */
   journalRef: Database.Statement<[string, number]>;
 }
@@ -49,9 +55,28 @@ export interface Statements {
 /** One hash-chained journal table's statements. */
 export interface JournalStatements {
   head: Database.Statement<[], { seq: number; hash: string }>;
-  append: Database.Statement<Record<string, unknown>>;
+  /** An INSERT of `count` rows (1 to rowsPerInsert), values in JOURNAL_COLUMNS order; prepared once per count. */
+  insertRows(count: number): Database.Statement<unknown[]>;
+  rowsPerInsert: number;
   read: Database.Statement<[number, number], JournalRow>;
 }
+
+/** A journal row's columns, in the order journal-append.ts lays out their values. */
+export const JOURNAL_COLUMNS = [
+  'seq',
+  'at',
+  'kind',
+  'execution_id',
+  'actor',
+  'tool',
+  'request_ref',
+  'detail',
+  'prev_hash',
+  'hash',
+] as const;
+
+/** A transaction's entries go in one INSERT up to this many (a claim writes 3, an outcome 2). */
+const JOURNAL_ROWS_PER_INSERT = 8;
 
 /*
  * The claim's INSERT and the transition's UPDATE return no rows: the store reads the row
@@ -63,10 +88,10 @@ export function prepareStatements(db: Database.Database): Statements {
     insert: db.prepare<Record<string, unknown>>(`
       INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
         attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview,
-        request_digest)
+        request_digest, journal_seqs)
       VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
         @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
-        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
+        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest, @journalSeqs)
       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`),
     retire: db.prepare<[string, SqliteFingerprint]>(
       'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
@@ -75,6 +100,11 @@ export function prepareStatements(db: Database.Database): Statements {
     findActive: db.prepare<[SqliteFingerprint], ExecutionRow>(
       'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
     ),
+    activeRowid: db
+      .prepare<[SqliteFingerprint], number>(
+        'SELECT rowid FROM executions WHERE fingerprint = ? AND active = 1',
+      )
+      .pluck(),
     transition: db.prepare<Record<string, unknown>>(transitionSql({ releases: false })),
     transitionReleasing: db.prepare<Record<string, unknown>>(transitionSql({ releases: true })),
     renewLease: db.prepare<{ id: string; token: string; leaseMs: number; now: number }>(`
@@ -118,9 +148,9 @@ export function prepareStatements(db: Database.Database): Statements {
           UNION SELECT seq FROM journal_refs WHERE execution_id = @id)
         AND execution_id = @id
       ORDER BY seq`),
-    noteJournalSeqs: db.prepare<{ id: string; seqs: string }>(`
-      UPDATE executions SET journal_seqs = CASE WHEN journal_seqs IS NULL THEN @seqs ELSE journal_seqs || ',' || @seqs END
-      WHERE id = @id`),
+    noteJournalSeqs: db.prepare<{ id: string; journalSeqs: string }>(
+      `UPDATE executions SET journal_seqs = ${APPEND_SEQS} WHERE id = @id`,
+    ),
     journalRef: db.prepare<[string, number]>(
       'INSERT OR IGNORE INTO journal_refs (execution_id, seq) VALUES (?, ?)',
     ),
@@ -146,7 +176,8 @@ function transitionSql(options: { releases: boolean }): string {
         deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
         outcome = COALESCE(@outcome, outcome),
         delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
-${options.releases ? '        active = 0,\n' : ''}        note = COALESCE(@note, note)
+${options.releases ? '        active = 0,\n' : ''}        note = COALESCE(@note, note),
+        journal_seqs = ${APPEND_SEQS}
       WHERE id = @id
         AND state IN (SELECT value FROM json_each(@from))
         AND (@token IS NULL OR claim_token = @token)
@@ -159,13 +190,20 @@ function journalStatements(
   db: Database.Database,
   table: 'activity_journal' | 'sessions_journal',
 ): JournalStatements {
+  // One statement per entry cost a statement's overhead per entry; several rows in one VALUES do not.
+  const inserts: Database.Statement<unknown[]>[] = [];
+  const row = `(${JOURNAL_COLUMNS.map(() => '?').join(', ')})`;
   return {
     head: db.prepare<[], { seq: number; hash: string }>(
       `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
     ),
-    append: db.prepare<Record<string, unknown>>(`
-      INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-      VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
+    insertRows(count: number) {
+      inserts[count] ??= db.prepare<unknown[]>(
+        `INSERT INTO ${table} (${JOURNAL_COLUMNS.join(', ')}) VALUES ${Array(count).fill(row).join(', ')}`,
+      );
+      return inserts[count];
+    },
+    rowsPerInsert: JOURNAL_ROWS_PER_INSERT,
     read: db.prepare<[number, number], JournalRow>(
       `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
     ),
