@@ -194,8 +194,10 @@ export const MIGRATIONS: readonly Migration[] = [
         seq          INTEGER NOT NULL,
         PRIMARY KEY (execution_id, seq)
       ) STRICT, WITHOUT ROWID;
+      -- Read from the index in its order, which is journal_refs's: appended, not inserted at random.
       INSERT INTO journal_refs (execution_id, seq)
-        SELECT execution_id, seq FROM activity_journal WHERE execution_id IS NOT NULL;
+        SELECT execution_id, seq FROM activity_journal INDEXED BY activity_journal_execution
+        WHERE execution_id IS NOT NULL ORDER BY execution_id, seq;
       DROP INDEX activity_journal_execution;
 
       -- A trimmed execution's timeline stays readable (\`idem executions show\`).
