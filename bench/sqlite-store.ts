@@ -383,7 +383,7 @@ function queryPlans(path: string): string[] {
        ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`,
     ],
     [
-      'claim read-back / attach (findActive)',
+      'claim read-back (its rowid, activeRowid) / attach (findActive)',
       `SELECT * FROM executions WHERE fingerprint = x'00' AND active = 1`,
     ],
     [
