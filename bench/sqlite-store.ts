@@ -383,7 +383,7 @@ function queryPlans(path: string): string[] {
        ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`,
     ],
     [
-      'claim read-back / attach (findActive)',
+      'claim read-back (its rowid, activeRowid) / attach (findActive)',
       `SELECT * FROM executions WHERE fingerprint = x'00' AND active = 1`,
     ],
     [
@@ -391,7 +391,15 @@ function queryPlans(path: string): string[] {
       `UPDATE executions SET state = 'completed' WHERE id = 'x' AND state IN ('dispatched')`,
     ],
     ['journal head', 'SELECT seq, hash FROM activity_journal ORDER BY seq DESC LIMIT 1'],
-    ["one execution's journal", `SELECT * FROM activity_journal WHERE execution_id = 'x' ORDER BY seq`],
+    [
+      "one execution's journal (journalFor: the row's seqs and journal_refs)",
+      `SELECT * FROM activity_journal
+       WHERE seq IN (
+           SELECT value FROM json_each('[' || (SELECT journal_seqs FROM executions WHERE id = 'x') || ']')
+           UNION SELECT seq FROM journal_refs WHERE execution_id = 'x')
+         AND execution_id = 'x'
+       ORDER BY seq`,
+    ],
     [
       'sweep: expired dispatches',
       `SELECT * FROM executions WHERE state = 'dispatched' AND lease_expires_at <= 0`,

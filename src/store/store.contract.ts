@@ -1327,6 +1327,27 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         await store.sweep({ retentionMs: 0 });
         expect(await store.readJournal()).toHaveLength(3);
       });
+
+      it("a trimmed execution's timeline is still read (`idem executions show`), and no other's with it", async () => {
+        const id = newId();
+        const { input } = await claimWon({ id }, [{ kind: 'accepted', executionId: id }]);
+        await store.appendEvents([{ kind: 'attached', executionId: id, requestRef: 'r2' }]);
+        await store.transition({
+          id,
+          from: ['accepted'],
+          to: 'denied',
+          events: [{ kind: 'denied', executionId: id }],
+        });
+        const other = await claimWon({}, [{ kind: 'accepted', executionId: 'exe_other' }]);
+        const before = await store.journalFor(id);
+        expect(before.map((e) => e.kind)).toEqual(['accepted', 'attached', 'denied']);
+        await elapse(5);
+        expect((await store.sweep({ retentionMs: 0 })).trimmed).toBe(1);
+        expect(await store.get(input.id)).toBeUndefined();
+        expect(await store.journalFor(id)).toEqual(before);
+        expect((await store.journalFor('exe_other')).map((e) => e.kind)).toEqual(['accepted']);
+        expect(other.record.id).not.toBe(id);
+      });
     });
 
     describe('approvals', () => {

@@ -123,6 +123,44 @@ describe('SqliteStore', () => {
       expect(after.prepare('SELECT COUNT(*) AS n FROM tasks').get()).toEqual({ n: 0 });
     });
 
+    it("bring a file from before journal_seqs (schema 6) up to date: its executions' timelines read as before, without the index", async () => {
+      const db = new Database(files.path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 6),
+      );
+      db.prepare(`
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, arguments_preview)
+        VALUES ('exe_old', 'fp_old', 1, 'a', 't', NULL, 'keyed', 'completed', 1, 1, 2, '{}')`).run();
+      const row = db.prepare(`
+        INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
+        VALUES (?, 1, ?, ?, NULL, NULL, NULL, '{}', 'p', 'h')`);
+      row.run(1, 'accepted', 'exe_old');
+      row.run(2, 'accepted', 'exe_gone');
+      row.run(3, 'outcome', 'exe_old');
+      db.close();
+
+      const store = await SqliteStore.open({ path: files.path });
+      try {
+        expect((await store.journalFor('exe_old')).map((e) => e.seq)).toEqual([1, 3]);
+        expect((await store.journalFor('exe_gone')).map((e) => e.seq)).toEqual([2]);
+        // Entries journaled after the upgrade join the same timeline.
+        await store.appendEvents([{ kind: 'delivered', executionId: 'exe_old' }]);
+        expect((await store.journalFor('exe_old')).map((e) => e.seq)).toEqual([1, 3, 4]);
+      } finally {
+        await store.close();
+      }
+      const after = new Database(files.path, { readonly: true });
+      opened.push(after);
+      expect(
+        after.prepare("SELECT name FROM sqlite_schema WHERE name = 'activity_journal_execution'").get(),
+      ).toBeUndefined();
+      expect(after.prepare("SELECT journal_seqs FROM executions WHERE id = 'exe_old'").get()).toEqual({
+        journal_seqs: '4',
+      });
+    });
+
     it('refuse a file whose schema is newer than this code knows', async () => {
       await (await SqliteStore.open({ path: files.path })).close();
       const db = new Database(files.path);

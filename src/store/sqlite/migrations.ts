@@ -178,6 +178,37 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE executions ADD COLUMN task_input TEXT;
     `,
   },
+  {
+    version: 7,
+    name: "an execution's journal entries named on its row, not by an index",
+    sql: `
+      -- The seqs of the execution's activity journal entries, comma-separated, in order: written
+      -- by the transaction that writes the row anyway, so the timeline costs no page of its own
+      -- in the WAL (the index on activity_journal.execution_id cost one per transaction).
+      ALTER TABLE executions ADD COLUMN journal_seqs TEXT;
+
+      -- The entries no row names: those of executions that are gone (trimmed), of ids that never
+      -- had a row, and every entry journaled before this version.
+      CREATE TABLE journal_refs (
+        execution_id TEXT NOT NULL,
+        seq          INTEGER NOT NULL,
+        PRIMARY KEY (execution_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      -- Read from the index in its order, which is journal_refs's: appended, not inserted at random.
+      INSERT INTO journal_refs (execution_id, seq)
+        SELECT execution_id, seq FROM activity_journal INDEXED BY activity_journal_execution
+        WHERE execution_id IS NOT NULL ORDER BY execution_id, seq;
+      DROP INDEX activity_journal_execution;
+
+      -- A trimmed execution's timeline stays readable (\`idem executions show\`).
+      CREATE TRIGGER executions_keep_journal_refs AFTER DELETE ON executions
+        WHEN OLD.journal_seqs IS NOT NULL
+        BEGIN
+          INSERT OR IGNORE INTO journal_refs (execution_id, seq)
+            SELECT OLD.id, value FROM json_each('[' || OLD.journal_seqs || ']');
+        END;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -65,6 +65,7 @@ export function bytesPerExecutionRow(
         SUM(${TABLE_ROW_OVERHEAD} + ${bytes('id')} + ${bytes('fingerprint')} + ${bytes('actor')} + ${bytes('tool')}
           + ${bytes('session')} + ${bytes('replay')} + ${bytes('state')} + ${bytes('claim_token')}
           + ${bytes('lease_owner')} + ${bytes('arguments_preview')} + ${bytes('note')} + ${bytes('request_digest')}
+          + ${bytes('journal_seqs')}
           + ${INTEGER_COLUMNS.map(integerBytes).join(' + ')}) AS "table",
         SUM(${INDEX_ENTRY_OVERHEAD} + ${bytes('id')}
           + ${INDEX_ENTRY_OVERHEAD} + ${bytes('state')} + ${integerBytes('updated_at')}

@@ -18,6 +18,10 @@ export interface ExecutionRow extends ExecutionColumns {
 
 export type JournalRow = JournalColumns;
 
+/** journal_seqs with `@journalSeqs` (comma-separated, or NULL for none) added at its end. */
+const APPEND_SEQS = `CASE WHEN @journalSeqs IS NULL THEN journal_seqs WHEN journal_seqs IS NULL THEN @journalSeqs
+          ELSE journal_seqs || ',' || @journalSeqs END`;
+
 /** The holder is gone, by the store's clock (see lease.ts). */
 const STALE = holderGoneSql('@now');
 
@@ -30,6 +34,8 @@ export interface Statements {
   retire: Database.Statement<[string, SqliteFingerprint]>;
   get: Database.Statement<[string], ExecutionRow>;
   findActive: Database.Statement<[SqliteFingerprint], ExecutionRow>;
+  /** The rowid of the active execution of a fingerprint, read from the claim's index alone. */
+  activeRowid: Database.Statement<[SqliteFingerprint], number>;
   transition: Database.Statement<Record<string, unknown>>;
   transitionReleasing: Database.Statement<Record<string, unknown>>;
   renewLease: Database.Statement<{ id: string; token: string; leaseMs: number; now: number }>;
@@ -40,15 +46,38 @@ export interface Statements {
   wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
   countState: Database.Statement<[string], { n: number; oldest: number | null }>;
   journal: Record<'activity' | 'sessions', JournalStatements>;
-  journalFor: Database.Statement<[string], JournalRow>;
+  journalFor: Database.Statement<{ id: string }, JournalRow>;
+  /** Adds seqs (comma-separated) to an execution row's journal_seqs; changes nothing if there is no row. */
+  noteJournalSeqs: Database.Statement<{ id: string; journalSeqs: string }>;
+  /** An entry of an execution no row names (journalFor reads it from here). */
+  journalRef: Database.Statement<[string, number]>;
 }
 
 /** One hash-chained journal table's statements. */
 export interface JournalStatements {
   head: Database.Statement<[], { seq: number; hash: string }>;
-  append: Database.Statement<Record<string, unknown>>;
+  /** An INSERT of `count` rows (1 to rowsPerInsert), values in JOURNAL_COLUMNS order; prepared once per count. */
+  insertRows(count: number): Database.Statement<unknown[]>;
+  rowsPerInsert: number;
   read: Database.Statement<[number, number], JournalRow>;
 }
+
+/** A journal row's columns, in the order journal-append.ts lays out their values. */
+export const JOURNAL_COLUMNS = [
+  'seq',
+  'at',
+  'kind',
+  'execution_id',
+  'actor',
+  'tool',
+  'request_ref',
+  'detail',
+  'prev_hash',
+  'hash',
+] as const;
+
+/** A transaction's entries go in one INSERT up to this many (a claim writes 3, an outcome 2). */
+const JOURNAL_ROWS_PER_INSERT = 8;
 
 /*
  * The claim's INSERT and the transition's UPDATE return no rows: the store reads the row
@@ -60,10 +89,10 @@ export function prepareStatements(db: Database.Database): Statements {
     insert: db.prepare<Record<string, unknown>>(`
       INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
         attach_until, dispatched_at, deadline_at, claim_token, lease_owner, lease_expires_at, arguments_preview,
-        request_digest)
+        request_digest, journal_seqs)
       VALUES (@id, @fingerprint, 1, @actor, @tool, @session, @replay, @state, @now, @now,
         @attachUntil, CASE WHEN @deadlineAt IS NULL THEN NULL ELSE @now END, @deadlineAt,
-        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest)
+        @claimToken, @leaseOwner, @leaseExpiresAt, @argumentsPreview, @requestDigest, @journalSeqs)
       ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`),
     retire: db.prepare<[string, SqliteFingerprint]>(
       'UPDATE executions SET active = 0 WHERE id = ? AND fingerprint = ? AND active = 1',
@@ -72,6 +101,11 @@ export function prepareStatements(db: Database.Database): Statements {
     findActive: db.prepare<[SqliteFingerprint], ExecutionRow>(
       'SELECT * FROM executions WHERE fingerprint = ? AND active = 1',
     ),
+    activeRowid: db
+      .prepare<[SqliteFingerprint], number>(
+        'SELECT rowid FROM executions WHERE fingerprint = ? AND active = 1',
+      )
+      .pluck(),
     transition: db.prepare<Record<string, unknown>>(transitionSql({ releases: false })),
     transitionReleasing: db.prepare<Record<string, unknown>>(transitionSql({ releases: true })),
     renewLease: db.prepare<{ id: string; token: string; leaseMs: number; now: number }>(`
@@ -101,8 +135,20 @@ export function prepareStatements(db: Database.Database): Statements {
       activity: journalStatements(db, 'activity_journal'),
       sessions: journalStatements(db, 'sessions_journal'),
     },
-    journalFor: db.prepare<[string], JournalRow>(
-      'SELECT * FROM activity_journal WHERE execution_id = ? ORDER BY seq',
+    // By seq, from the row's list and from journal_refs (migration 7); execution_id is checked
+    // as well, so a list that names another execution's entry shows nothing of it.
+    journalFor: db.prepare<{ id: string }, JournalRow>(`
+      SELECT * FROM activity_journal
+      WHERE seq IN (
+          SELECT value FROM json_each('[' || (SELECT journal_seqs FROM executions WHERE id = @id) || ']')
+          UNION SELECT seq FROM journal_refs WHERE execution_id = @id)
+        AND execution_id = @id
+      ORDER BY seq`),
+    noteJournalSeqs: db.prepare<{ id: string; journalSeqs: string }>(
+      `UPDATE executions SET journal_seqs = ${APPEND_SEQS} WHERE id = @id`,
+    ),
+    journalRef: db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO journal_refs (execution_id, seq) VALUES (?, ?)',
     ),
   };
 }
@@ -126,7 +172,8 @@ function transitionSql(options: { releases: boolean }): string {
         deadline_at = CASE WHEN @dispatchTimeoutMs IS NULL THEN deadline_at ELSE @now + @dispatchTimeoutMs END,
         outcome = COALESCE(@outcome, outcome),
         delivered_at = CASE WHEN @delivered = 1 THEN COALESCE(delivered_at, @now) ELSE delivered_at END,
-${options.releases ? '        active = 0,\n' : ''}        note = COALESCE(@note, note)
+${options.releases ? '        active = 0,\n' : ''}        note = COALESCE(@note, note),
+        journal_seqs = ${APPEND_SEQS}
       WHERE id = @id
         AND state IN (SELECT value FROM json_each(@from))
         AND (@token IS NULL OR claim_token = @token)
@@ -139,13 +186,20 @@ function journalStatements(
   db: Database.Database,
   table: 'activity_journal' | 'sessions_journal',
 ): JournalStatements {
+  // One statement per entry cost a statement's overhead per entry; several rows in one VALUES do not.
+  const inserts: Database.Statement<unknown[]>[] = [];
+  const row = `(${JOURNAL_COLUMNS.map(() => '?').join(', ')})`;
   return {
     head: db.prepare<[], { seq: number; hash: string }>(
       `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
     ),
-    append: db.prepare<Record<string, unknown>>(`
-      INSERT INTO ${table} (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-      VALUES (@seq, @at, @kind, @executionId, @actor, @tool, @requestRef, @detail, @prevHash, @hash)`),
+    insertRows(count: number) {
+      inserts[count] ??= db.prepare<unknown[]>(
+        `INSERT INTO ${table} (${JOURNAL_COLUMNS.join(', ')}) VALUES ${Array(count).fill(row).join(', ')}`,
+      );
+      return inserts[count];
+    },
+    rowsPerInsert: JOURNAL_ROWS_PER_INSERT,
     read: db.prepare<[number, number], JournalRow>(
       `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
     ),

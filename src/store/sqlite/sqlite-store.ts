@@ -229,7 +229,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journalFor.all(executionId).map(entryFromColumns));
+    return this.#guard(() => this.#sql.journalFor.all({ id: executionId }).map(entryFromColumns));
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
