@@ -72,7 +72,13 @@ const CLAIM_TIMES = 'created_at, updated_at, attach_until, dispatched_at, deadli
 
 export type ClaimedRow = Pick<
   ExecutionRow,
-  'created_at' | 'updated_at' | 'attach_until' | 'dispatched_at' | 'deadline_at' | 'lease_expires_at' | 'read_at'
+  | 'created_at'
+  | 'updated_at'
+  | 'attach_until'
+  | 'dispatched_at'
+  | 'deadline_at'
+  | 'lease_expires_at'
+  | 'read_at'
 >;
 
 /** The holder is gone, by the database's clock (see lease.ts). */
