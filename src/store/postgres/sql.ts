@@ -283,8 +283,9 @@ export function claimedRecord(
   stored: { fingerprint: Buffer; requestDigest: Buffer | null },
   row: ClaimedRow,
 ): ExecutionRecord {
+  // Every column by name, not `...row`: spreading the driver's row and adding the rest costs
+  // V8 tens of µs per object here, more than the columns it saves.
   return toRecord({
-    ...row,
     id: input.id,
     fingerprint: stored.fingerprint,
     request_digest: stored.requestDigest,
@@ -293,12 +294,19 @@ export function claimedRecord(
     session: input.session,
     replay: input.replay,
     state: input.state,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    attach_until: row.attach_until,
+    dispatched_at: row.dispatched_at,
+    deadline_at: row.deadline_at,
     lease_owner: input.leaseOwner,
-    arguments_preview: input.argumentsPreview,
+    lease_expires_at: row.lease_expires_at,
     outcome: null,
     delivered_at: null,
+    arguments_preview: input.argumentsPreview,
     note: null,
     upstream_task: null,
+    read_at: row.read_at,
   });
 }
 
