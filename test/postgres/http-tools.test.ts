@@ -82,7 +82,14 @@ describe('HTTP action tools on several gateways sharing PostgreSQL', () => {
     const call = (client: Client) =>
       client.callTool({ name: 'charge', arguments: args }) as Promise<CallToolResult>;
     const pending = clients.map(call);
+    // The processor holds the one request until release: every other caller has answered by
+    // then. Released earlier, a caller that a loaded machine had not yet let reach its gateway
+    // would find the execution completed and replay its result — a second answer without error.
+    let answered = 0;
+    const count = () => answered++;
+    for (const p of pending) void p.then(count, count);
     await expect.poll(() => processor.requests, { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => answered, { timeout: 60_000 }).toBe(clients.length - 1);
     release();
     const answers = await Promise.all(pending);
     const ref = processor.keys[0];

@@ -6,7 +6,7 @@ import { holderChange } from '../lease.js';
 import type { ClaimInput, ClaimOptions, ClaimResult, ExecutionRecord, TransitionInput } from '../types.js';
 import { APPROVAL_SQL } from './approval-sql.js';
 import type { JournalChains } from './journal-chains.js';
-import { type ExecutionRow, SQL, toRecord, wholeMs } from './sql.js';
+import { type ClaimedRow, claimedRecord, type ExecutionRow, SQL, toRecord, wholeMs } from './sql.js';
 import { type Connections, last, query } from './transactions.js';
 
 // The claim and the transition of an execution. Each holds a journal chain while it has
@@ -20,9 +20,14 @@ export async function writeClaim(
 ): Promise<ClaimResult> {
   const events = withTrimJournaled(input.id, options.events) ?? [];
   const fingerprint = postgresFingerprint.encode(input.fingerprint);
+  const requestDigest = encodeOptional(postgresFingerprint, input.requestDigest);
+  const won = (row: ClaimedRow): ClaimResult => ({
+    won: true,
+    record: claimedRecord(input, { fingerprint, requestDigest }, row),
+  });
   const approval = input.state === 'awaiting_approval' ? input.approval : undefined;
   return chains.withEvents(events, async (journal) => {
-    const claim = query<ExecutionRow>(SQL.claim, [
+    const claim = query<ClaimedRow>(SQL.claim, [
       events.length > 0,
       wholeMs(input.attachWindowMs),
       input.state === 'dispatched' ? wholeMs(input.dispatchTimeoutMs ?? 0) : null,
@@ -37,7 +42,7 @@ export async function writeClaim(
       input.claimToken,
       input.leaseOwner,
       input.argumentsPreview,
-      encodeOptional(postgresFingerprint, input.requestDigest),
+      requestDigest,
       ...journal,
     ]);
     const holder = query<ExecutionRow>(SQL.findActive, [fingerprint]);
@@ -48,7 +53,7 @@ export async function writeClaim(
     if (options.replacing === undefined && approval === undefined) {
       return db.connection(async (client) => {
         const [row] = (await claim(client)).rows;
-        if (row) return { won: true, record: toRecord(row) };
+        if (row) return won(row);
         const [active] = (await holder(client)).rows;
         return { won: false, record: active && toRecord(active) };
       });
@@ -78,7 +83,7 @@ export async function writeClaim(
           ])(tx.db),
         );
       }
-      return { won: true, record: toRecord(row) };
+      return won(row);
     });
   });
 }

@@ -268,6 +268,54 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE executions ADD COLUMN task_input text;
     `,
   },
+  {
+    version: 7,
+    name: 'journal_append moves the head without locking it first',
+    sql: `
+      -- Version 4's, less two costs of every journaled write (bench/NOTES.md, issue 30): the head
+      -- is read without FOR UPDATE (its lock, a WAL record) and moved only if still where it was
+      -- read; a chain has one writer (journal-chains.ts), so a move by another fails, never forks.
+      -- And each entry's sequence is named, not looked up by its name.
+      CREATE OR REPLACE FUNCTION journal_append(p_stream text, p_chain integer, p_now bigint, p_kind text[],
+        p_execution_id text[], p_actor text[], p_tool text[], p_request_ref text[], p_detail text[],
+        p_tail text[]) RETURNS bigint LANGUAGE plpgsql AS $$
+      DECLARE
+        v_read bigint; v_seq bigint; v_prev text; v_hash text; v_at bigint;
+      BEGIN
+        SELECT seq, hash, greatest(at, coalesce(p_now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint))
+          INTO v_read, v_hash, v_at FROM journal_head WHERE stream = p_stream AND chain = p_chain;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'journal chain % of % is not registered', p_chain, p_stream;
+        END IF;
+        v_seq := v_read;
+        FOR i IN 1 .. coalesce(cardinality(p_kind), 0) LOOP
+          v_seq := CASE p_stream WHEN 'activity' THEN nextval('activity_journal_seq')
+            ELSE nextval('sessions_journal_seq') END;
+          v_prev := v_hash;
+          v_hash := encode(sha256(convert_to(
+            v_prev || E'\\n[' || v_seq || ',' || v_at || ',' || p_tail[i] || E'\\n' || p_detail[i], 'UTF8')), 'hex');
+          IF p_stream = 'activity' THEN
+            INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash,
+              hash, chain)
+            VALUES (v_seq, v_at, p_kind[i], p_execution_id[i], p_actor[i], p_tool[i], p_request_ref[i], p_detail[i],
+              v_prev, v_hash, p_chain);
+          ELSE
+            INSERT INTO sessions_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash,
+              hash, chain)
+            VALUES (v_seq, v_at, p_kind[i], p_execution_id[i], p_actor[i], p_tool[i], p_request_ref[i], p_detail[i],
+              v_prev, v_hash, p_chain);
+          END IF;
+        END LOOP;
+        UPDATE journal_head SET seq = v_seq, hash = v_hash, at = v_at
+          WHERE stream = p_stream AND chain = p_chain AND seq = v_read;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'journal chain % of % was moved by another writer', p_chain, p_stream;
+        END IF;
+        RETURN v_seq;
+      END
+      $$;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -1,8 +1,14 @@
 import pgDriver from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalRequest, claimInput, deadDispatch } from '../../../test/support/claim-input.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
 import { postgresForTests, type TestPostgres } from '../../../test/support/postgres.js';
-import { claimEvents, until, usePostgresSchemas } from '../../../test/support/postgres-schemas.js';
+import {
+  claimEvents,
+  until,
+  usePostgresSchemas,
+  wholeJournal,
+} from '../../../test/support/postgres-schemas.js';
 import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEventInput } from '../../journal/events.js';
 import type { TransitionInput } from '../types.js';
@@ -171,6 +177,60 @@ describe('PostgresStore', () => {
         expect((await store.readJournal()).map((e) => e.kind)).toEqual(['attached']);
       } finally {
         await raw.end();
+      }
+    });
+  });
+
+  describe("a journal chain's head (journal_append, migration 7)", () => {
+    it('moved by another writer after an append read it: that append fails and leaves nothing; the chain does not fork', async () => {
+      const url = await pg.freshDatabase();
+      const store = await PostgresStore.open({ url });
+      opened.push(store);
+      const [a, b] = [
+        new pgDriver.Client({ connectionString: url }),
+        new pgDriver.Client({ connectionString: url }),
+      ];
+      await a.connect();
+      await b.connect();
+      try {
+        const { rows } = await a.query<{ chain: number }>(SQL.registerChain.text);
+        const chain = rows[0]!.chain;
+        const events: ActivityEventInput[] = [{ kind: 'attached', executionId: 'exe_1' }];
+        const values = [
+          'activity',
+          chain,
+          ['attached'],
+          ['exe_1'],
+          [null],
+          [null],
+          [null],
+          events.map(eventDetailText),
+          events.map(envelopeTail),
+        ];
+        // b appends to the chain and holds its commit; a reads the head as it was before.
+        await b.query('BEGIN');
+        await b.query(SQL.append.sync.text, values);
+        const appended = a.query(SQL.append.sync.text, values).then(
+          () => 'appended',
+          (error: Error) => error.message,
+        );
+        const database = new URL(url).pathname.slice(1);
+        await until(async () => {
+          const waiting = await pg
+            .admin()
+            .query(`SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'`, [
+              database,
+            ]);
+          return waiting.rows.length > 0;
+        }, 10_000);
+        await b.query('COMMIT');
+        expect(await appended).toMatch(/moved by another writer/);
+        const entries = await a.query('SELECT seq FROM activity_journal WHERE chain = $1', [chain]);
+        expect(entries.rows).toHaveLength(1);
+        expect(chainProblems(await wholeJournal(store))).toEqual([]);
+      } finally {
+        await a.end();
+        await b.end();
       }
     });
   });
