@@ -97,6 +97,16 @@ export function sqliteJournalCount(path: string, stream: JournalStream = 'activi
   }
 }
 
+/**
+ * One page of a PostgreSQL journal after seq $1, at most $2 rows. ORDER BY names the table's seq:
+ * a bare `seq` is the float8 output column, which no index serves, so every page sorted all the
+ * rows left and a full verify grew with the square of the journal.
+ */
+export function postgresJournalPageSql(stream: JournalStream, chain: '' | ', chain'): string {
+  return `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${chain}
+               FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY ${TABLES[stream]}.seq LIMIT $2`;
+}
+
 /** The journal rows of a PostgreSQL store, in pages of `pageSize`, by seq. */
 export async function* postgresJournalRows(
   url: string,
@@ -110,8 +120,7 @@ export async function* postgresJournalRows(
     let after = -1;
     for (;;) {
       const { rows } = await client.query<RawRow>({
-        text: `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${chain}
-               FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+        text: postgresJournalPageSql(stream, chain),
         values: [after, pageSize],
         rowMode: 'array',
       });
