@@ -8,10 +8,11 @@ import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import {
   isInitializeRequest,
-  isJSONRPCRequest,
+  type JSONRPCMessage,
   JSONRPCMessageSchema,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isRequest } from '../protocol/message-kind.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
@@ -224,7 +225,13 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     if (existing) busyUntilDone(existing, res);
     if (existing && requestsBeyondHandshake(body)) existing.used = true;
     let admitted: Session | undefined;
-    if (!existing && !options.stateless && isInitializeRequest(body)) {
+    // The schema only for what names itself an initialize: every other body would fail it anyway.
+    if (
+      !existing &&
+      !options.stateless &&
+      (body as { method?: unknown }).method === 'initialize' &&
+      isInitializeRequest(body)
+    ) {
       // Counted before anything starts (a gateway's upstream processes), so a cap holds.
       const clientName = body.params.clientInfo?.name;
       admitted = newSession(owner, options.sessionActorOf?.(req.auth, clientName) ?? owner);
@@ -234,15 +241,17 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
         return;
       }
     }
-    if (existing && !Array.isArray(body) && isJSONRPCRequest(body)) {
-      const admission = await existing.receipts.admit(body, req.auth ? { authInfo: req.auth } : undefined);
+    // `invalidRequest` applied the schema: from here on its shape tells a message's kind.
+    const request = Array.isArray(body) ? undefined : (body as JSONRPCMessage);
+    if (existing && request && isRequest(request)) {
+      const admission = await existing.receipts.admit(request, req.auth ? { authInfo: req.auth } : undefined);
       if (admission.kind === 'answer') {
         sendJson(res, 200, admission.reply, existing.http.sessionId);
         return;
       }
       // Refused by the SDK transport (Accept, Content-Type, protocol version) or cut off before
       // it reached the server: nothing ran, so the receipt must not wait for a reply.
-      res.once('close', () => existing.receipts.abandon(body.id));
+      res.once('close', () => existing.receipts.abandon(request.id));
     }
     const session = existing ?? (await openSession(owner, admitted));
     if (!existing) busyUntilDone(session, res);
@@ -310,7 +319,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 /** Whether a POST body holds a request other than the handshake: the session is in use. */
 function requestsBeyondHandshake(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some(
-    (m) => isJSONRPCRequest(m) && (m as { method: string }).method !== 'initialize',
+    (m) => isRequest(m as JSONRPCMessage) && (m as { method: string }).method !== 'initialize',
   );
 }
 

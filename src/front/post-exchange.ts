@@ -1,14 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type JSONRPCRequest,
-  type MessageExtraInfo,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import { isErrorResponse, isNotification, isResponse } from '../protocol/message-kind.js';
 import { HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY } from '../protocol/revisions.js';
 
 /**
@@ -67,7 +61,7 @@ export class ModernExchange implements Transport {
 
   async send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
     if (this.#answered || this.#res.writableEnded || this.#res.destroyed) return;
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+    if (isResponse(message)) {
       // Only this request's answer can come back on this POST.
       if ((message as { id?: unknown }).id !== this.#request.id) return;
       this.#answered = true;
@@ -80,7 +74,7 @@ export class ModernExchange implements Transport {
     }
     // Notifications that belong to the request ride its stream; a client that takes only JSON
     // asked not to get them. Requests to the client have no channel in this revision.
-    if (!isJSONRPCNotification(message) || !this.#streams) return;
+    if (!isNotification(message) || !this.#streams) return;
     if (!this.#streaming) {
       this.#streaming = true;
       this.#res.writeHead(200, {
@@ -119,7 +113,7 @@ export class ModernExchange implements Transport {
  * (An answer on an open stream keeps the 200 the stream began with.)
  */
 function httpStatusOf(message: JSONRPCMessage): number {
-  if (!isJSONRPCErrorResponse(message)) return 200;
+  if (!isErrorResponse(message)) return 200;
   if (message.error.code === -32601) return 404;
   if (message.error.code === MISSING_REQUIRED_CLIENT_CAPABILITY || message.error.code === HEADER_MISMATCH)
     return 400;

@@ -1,5 +1,6 @@
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
+import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import { encodeHeaderValue } from '../protocol/param-headers.js';
 import { ENVELOPE, HEADER_MISMATCH } from '../protocol/revisions.js';
@@ -84,4 +85,62 @@ describe('Mcp-Name on tasks/* (SEP-2663): the task id', () => {
     const read = request('resources/read', { uri: 'file:///a' });
     expect(classifyEra(post(headersFor('resources/read', 'file:///a')), read).kind).toBe('modern');
   });
+});
+
+describe("the era of a body told without the SDK's classifier agrees with it (issue 30)", () => {
+  const claim = { [ENVELOPE.protocolVersion]: 7 };
+  const bodies: [string, unknown][] = [
+    ['a call', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: {} } }],
+    [
+      'a call with other _meta',
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'e', _meta: { progressToken: 1 } } },
+    ],
+    [
+      'a call with a claim that is not a version',
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'e', _meta: claim } },
+    ],
+    ['a modern call', request('tools/call', { name: 'echo' })],
+    ['a notification', { jsonrpc: '2.0', method: 'notifications/initialized' }],
+    [
+      'a modern notification',
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: envelope } },
+    ],
+    [
+      'an initialize',
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' } },
+      },
+    ],
+    ['a result', { jsonrpc: '2.0', id: 3, result: {} }],
+    ['an error', { jsonrpc: '2.0', id: 3, error: { code: 1, message: 'no' } }],
+    ['a batch', [{ jsonrpc: '2.0', id: 1, method: 'ping' }]],
+  ];
+  const headerSets: [string, Record<string, string>][] = [
+    ['no headers', {}],
+    ['a legacy version header', { 'mcp-protocol-version': '2025-06-18' }],
+    ['a modern version header', { 'mcp-protocol-version': '2026-07-28' }],
+    ['a modern version header in whitespace', { 'mcp-protocol-version': ' \t2026-07-28 ' }],
+    ['all three modern headers', headersFor('tools/call', 'echo')],
+  ];
+  for (const [bodyName, body] of bodies)
+    for (const [headerName, headers] of headerSets)
+      it(`${bodyName}, ${headerName}`, () => {
+        const req = post(headers);
+        const sdk = classifyInboundRequest({
+          httpMethod: 'POST',
+          body,
+          ...(headers['mcp-protocol-version']
+            ? { protocolVersionHeader: headers['mcp-protocol-version'] }
+            : {}),
+          ...(headers['mcp-method'] ? { mcpMethodHeader: headers['mcp-method'] } : {}),
+          ...(headers['mcp-name'] ? { mcpNameHeader: headers['mcp-name'] } : {}),
+        });
+        const ours = classifyEra(req, body);
+        // Legacy exactly when the SDK says so; a modern or refused request keeps the SDK's verdict's kind.
+        expect(ours.kind === 'legacy').toBe(sdk.kind === 'legacy');
+        if (sdk.kind === 'reject') expect(ours.kind).toBe('reject');
+      });
 });

@@ -6,8 +6,10 @@ import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import { messageOf } from '../errors.js';
 import { decodeHeaderValue } from '../protocol/param-headers.js';
 import {
+  ENVELOPE,
   envelopeOf,
   HEADER_MISMATCH,
+  isModernVersion,
   MODERN_VERSIONS,
   UNSUPPORTED_PROTOCOL_VERSION,
   unsupportedVersionError,
@@ -35,6 +37,7 @@ export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
   const protocolVersionHeader = header('mcp-protocol-version');
   const mcpMethodHeader = header('mcp-method');
   const mcpNameHeader = header('mcp-name');
+  if (plainlyLegacy(body, protocolVersionHeader)) return { kind: 'legacy' };
   const outcome = classifyInboundRequest({
     httpMethod: 'POST',
     body,
@@ -91,6 +94,32 @@ export function classifyEra(req: IncomingMessage, body: unknown): EraOfRequest {
     };
   }
   return { kind: 'modern', message };
+}
+
+/**
+ * What the SDK's classifier answers `legacy` for, told without it: a response, or a request or
+ * notification other than `initialize` whose params claim no envelope (the protocol-version key in
+ * `_meta`, whatever its value) under no modern `MCP-Protocol-Version` header. The classifier
+ * runs a zod schema per message kind it tries (~50 µs a call, issue 30), and almost every POST
+ * is one of these; everything else (batches, initialize, a claim, a modern header) still goes to it.
+ * `body` has passed the front's `JSONRPCMessageSchema` check, so its members tell its kind.
+ */
+function plainlyLegacy(body: unknown, protocolVersionHeader: string | undefined): boolean {
+  if (Array.isArray(body) || body === null || typeof body !== 'object') return false;
+  if (!('method' in body)) return true;
+  if (body.method === 'initialize') return false;
+  const params = (body as { params?: unknown }).params;
+  const meta = isPlainObject(params) ? params._meta : undefined;
+  if (isPlainObject(meta) && ENVELOPE.protocolVersion in meta) return false;
+  // The classifier strips HTTP's optional whitespace (spaces and tabs) before it compares.
+  return (
+    protocolVersionHeader === undefined ||
+    !isModernVersion(protocolVersionHeader.replace(/^[ \t]+|[ \t]+$/g, ''))
+  );
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

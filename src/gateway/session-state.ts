@@ -1,12 +1,6 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type ClientCapabilities,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type {
   StdioUpstreamTransport,
   UpstreamConnection,
@@ -19,6 +13,7 @@ import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
+import { isErrorResponse, isResponse, isResultResponse } from '../protocol/message-kind.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/revisions.js';
 import type { ToolCatalog } from './catalog.js';
 import type { InputRound } from './revision-bridge/input-round.js';
@@ -248,9 +243,7 @@ export class SessionState {
     if (this.closed) return;
     message = this.#forClientEra(message);
     const id = (message as { id?: RequestId }).id;
-    const related =
-      relatedRequestId ??
-      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? id : undefined);
+    const related = relatedRequestId ?? (isResponse(message) ? id : undefined);
     try {
       await this.front.send(message, related !== undefined ? { relatedRequestId: related } : undefined);
     } catch (error) {
@@ -264,11 +257,11 @@ export class SessionState {
    * meet them (its upstream may speak 2026-07-28).
    */
   #forClientEra(message: JSONRPCMessage): JSONRPCMessage {
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return message;
+    if (!isResultResponse(message) && !isErrorResponse(message)) return message;
     const key = renderRequestId(message.id as RequestId);
     const method = this.awaitingReply.get(key);
     this.awaitingReply.delete(key);
-    if (!isJSONRPCResultResponse(message)) return message;
+    if (!isResultResponse(message)) return message;
     const result = message.result as Record<string, unknown>;
     if (this.era === 'modern') return { ...message, result: modernResult(method, result) } as JSONRPCMessage;
     return { ...message, result: legacyResult(result) } as JSONRPCMessage;

@@ -1,18 +1,15 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type CallToolResult,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type JSONRPCNotification,
-  type JSONRPCRequest,
-  type MessageExtraInfo,
-  type RequestId,
+import type {
+  CallToolResult,
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  MessageExtraInfo,
+  RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection, UpstreamReply } from '../dispatch/mcp/index.js';
 import { renderRequestId } from '../identity/request-key.js';
+import { isNotification, isRequest, isResponse } from '../protocol/message-kind.js';
 import {
   envelopeOf,
   isModernVersion,
@@ -89,9 +86,9 @@ export class ProxySession {
 
   async #receive(message: JSONRPCMessage, extra?: MessageExtraInfo): Promise<void> {
     if (extra?.authInfo) this.#s.clientInfo = { ...this.#s.clientInfo, authInfo: extra.authInfo };
-    if (isJSONRPCRequest(message)) return this.#answer(message, extra);
-    if (isJSONRPCNotification(message)) return this.#onNotification(message);
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+    if (isRequest(message)) return this.#answer(message, extra);
+    if (isNotification(message)) return this.#onNotification(message);
+    if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
       const waiting = id === undefined ? undefined : this.#s.toClient.get(id);
       if (waiting && id !== undefined) {

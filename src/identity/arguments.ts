@@ -29,8 +29,28 @@ const SECRET_WORDS = new Set([
   'pin',
 ]);
 
-/** Splits `apiKey`, `api_key`, `API-KEY` into words and checks words and adjacent pairs, so `compass` or `passenger` do not match. */
+/**
+ * What `looksSecret` said of names already met: a tool's member names repeat on every call, and
+ * the split below (two regular expressions) cost ~15 µs a call (issue 30). Short names only, and
+ * emptied when full, so names a client makes up cannot make it hold much.
+ */
+const LOOKS_SECRET = new Map<string, boolean>();
+const LOOKS_SECRET_MAX = 4096;
+const LOOKS_SECRET_NAME_MAX = 64;
+
 function looksSecret(name: string): boolean {
+  if (name.length > LOOKS_SECRET_NAME_MAX) return nameLooksSecret(name);
+  let secret = LOOKS_SECRET.get(name);
+  if (secret === undefined) {
+    if (LOOKS_SECRET.size >= LOOKS_SECRET_MAX) LOOKS_SECRET.clear();
+    secret = nameLooksSecret(name);
+    LOOKS_SECRET.set(name, secret);
+  }
+  return secret;
+}
+
+/** Splits `apiKey`, `api_key`, `API-KEY` into words and checks words and adjacent pairs, so `compass` or `passenger` do not match. */
+function nameLooksSecret(name: string): boolean {
   const words = name
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .toLowerCase()

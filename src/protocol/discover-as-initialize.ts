@@ -1,13 +1,7 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type InitializeResult,
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { InitializeResult, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { WrappedTransport } from '../support/wrapped-transport.js';
+import { isRequest, isResponse, isResultResponse } from './message-kind.js';
 import {
   ENVELOPE,
   envelopeOf,
@@ -61,7 +55,7 @@ export class ModernBridge extends WrappedTransport {
     inner.onclose = () => this.onclose?.();
     inner.onerror = (error) => this.onerror?.(error);
     inner.onmessage = (message, extra) => {
-      if (!isJSONRPCRequest(message) || !hasEnvelope(message.params)) {
+      if (!isRequest(message) || !hasEnvelope(message.params)) {
         this.onmessage?.(message, extra);
         return;
       }
@@ -93,10 +87,9 @@ export class ModernBridge extends WrappedTransport {
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const id = (message as { id?: RequestId }).id;
     const method = id === undefined ? undefined : this.#modern.get(id);
-    if (method === undefined || !(isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)))
-      return this.inner.send(message, options);
+    if (method === undefined || !isResponse(message)) return this.inner.send(message, options);
     this.#modern.delete(id as RequestId);
-    if (!isJSONRPCResultResponse(message)) return this.inner.send(message, options);
+    if (!isResultResponse(message)) return this.inner.send(message, options);
     const result =
       method === 'server/discover'
         ? this.#discoverResult(message.result as InitializeResult)

@@ -1,21 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type MessageExtraInfo,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import { type CallerInfo, tokenRefOf } from '../identity/actor.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
+import { isNotification, isRequest, isResponse, isResultResponse } from '../protocol/message-kind.js';
 import { envelopeOf } from '../protocol/revisions.js';
 import { WrappedTransport } from '../support/wrapped-transport.js';
 import type { ReceiptBook, ReceiptDecision, RequestDigest } from './receipt-book.js';
@@ -133,9 +126,9 @@ export class ReceiptTransport extends WrappedTransport {
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+    if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
-      if (this.#initialize && id === this.#initialize.id && isJSONRPCResultResponse(message)) {
+      if (this.#initialize && id === this.#initialize.id && isResultResponse(message)) {
         this.#started = true;
         this.#sessionActor = this.#actorNow();
         const token = tokenRefOf(this.#initialize.authInfo ? { authInfo: this.#initialize.authInfo } : {});
@@ -179,7 +172,7 @@ export class ReceiptTransport extends WrappedTransport {
     // Only the first initialize names the client: a second one is refused by the server, and
     // must not change who the calls on this connection belong to.
     if (
-      isJSONRPCRequest(message) &&
+      isRequest(message) &&
       message.method === 'initialize' &&
       this.#clientName === undefined &&
       !this.#started
@@ -196,11 +189,11 @@ export class ReceiptTransport extends WrappedTransport {
         ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
       };
     }
-    if (isJSONRPCRequest(message) && this.#admitted.delete(renderRequestId(message.id))) {
+    if (isRequest(message) && this.#admitted.delete(renderRequestId(message.id))) {
       this.onmessage?.(message, extra);
       return;
     }
-    if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
+    if (isNotification(message) && message.method === 'notifications/cancelled') {
       this.#releaseCancelled(message.params);
     }
     this.#pass(message, extra);
@@ -269,7 +262,7 @@ export class ReceiptTransport extends WrappedTransport {
   }
 
   #decide(message: JSONRPCMessage, extra?: MessageExtraInfo): Decision {
-    if (this.#closed || !isJSONRPCRequest(message) || !this.#methods.has(message.method))
+    if (this.#closed || !isRequest(message) || !this.#methods.has(message.method))
       return { kind: 'forward', registered: false };
     const params = (message.params ?? {}) as { name?: unknown; _meta?: unknown };
     const tool = typeof params.name === 'string' ? params.name : '';

@@ -1,3 +1,4 @@
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { LineTooLongError, type SkippedLine, StdoutLines } from './stdout-lines.js';
 
@@ -43,5 +44,34 @@ describe('StdoutLines (an upstream stdout as JSON-RPC messages)', () => {
     expect(read(lines)).toEqual([]);
     lines.append(Buffer.from('\n'));
     expect(read(lines)).toHaveLength(1);
+  });
+});
+
+describe('StdoutLines reads a plain result without the schema, and only what the schema accepts unchanged (issue 30)', () => {
+  const lines = [
+    '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}',
+    '{"jsonrpc":"2.0","id":"a","result":{}}',
+    '{"jsonrpc":"2.0","id":1,"result":{"_meta":{"progressToken":1},"content":[]}}',
+    '{"jsonrpc":"2.0","id":1.5,"result":{}}',
+    '{"jsonrpc":"2.0","id":null,"result":{}}',
+    '{"jsonrpc":"1.0","id":1,"result":{}}',
+    '{"jsonrpc":"2.0","id":1,"result":[]}',
+    '{"jsonrpc":"2.0","id":1,"result":null}',
+    '{"jsonrpc":"2.0","id":1,"result":{},"extra":1}',
+    '{"jsonrpc":"2.0","id":9007199254740993,"result":{}}',
+  ];
+  it.each(lines)('%s: read as the schema reads it', (line) => {
+    const skipped: SkippedLine[] = [];
+    const reader = new StdoutLines((s) => skipped.push(s));
+    reader.append(Buffer.from(`${line}\n`));
+    const parsed = JSONRPCMessageSchema.safeParse(JSON.parse(line));
+    const message = reader.readMessage();
+    if (parsed.success) {
+      expect(message).toEqual(parsed.data);
+      expect(skipped).toEqual([]);
+    } else {
+      expect(message).toBeNull();
+      expect(skipped.map((s) => s.reason)).toEqual(['not_jsonrpc']);
+    }
   });
 });

@@ -5,16 +5,12 @@
 // each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type InitializeResult,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type JSONRPCNotification,
-  type JSONRPCRequest,
-  type RequestId,
+import type {
+  InitializeResult,
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
   messageOf,
@@ -22,6 +18,7 @@ import {
   UpstreamInvalidReplyError,
   UpstreamUnavailableError,
 } from '../../errors.js';
+import { isNotification, isRequest, isResponse } from '../../protocol/message-kind.js';
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
@@ -304,7 +301,7 @@ export class UpstreamConnection {
 
   #receive(transport: Transport, message: JSONRPCMessage): void {
     if (transport !== this.#transport) return;
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+    if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
       return;
@@ -312,7 +309,7 @@ export class UpstreamConnection {
     // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
     const related =
       takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
-    if (isJSONRPCRequest(message)) {
+    if (isRequest(message)) {
       const upstreamId = message.id;
       void this.#handlers
         .onRequest(message, related)
@@ -327,7 +324,7 @@ export class UpstreamConnection {
         .catch(() => {});
       return;
     }
-    if (isJSONRPCNotification(message)) this.#handlers.onNotification(message, related);
+    if (isNotification(message)) this.#handlers.onNotification(message, related);
   }
 
   #lost(transport: Transport, error: Error | undefined): void {
