@@ -9,7 +9,10 @@ import { verifyJournal } from './verify.js';
 import { verifySqliteJournal } from './verify-parallel.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-verify-parallel-'));
-const N = 240_000;
+// Four chunks of 16,384 rowids, with workers started below their usual threshold: every range
+// case (first, last, a boundary) on a file that builds in seconds.
+const N = 65_536;
+const PARALLEL = { workers: 2, parallelFrom: 0 };
 let path: string;
 beforeAll(async () => {
   path = await buildJournalFile(dir, N);
@@ -28,7 +31,7 @@ function tampered(name: string, sql: string): string {
 
 describe('verifySqliteJournal (rowid ranges on every core)', () => {
   it('an intact journal: the same verdict as the sequential scan', async () => {
-    const parallel = await verifySqliteJournal(path, 'activity', { workers: 2 });
+    const parallel = await verifySqliteJournal(path, 'activity', PARALLEL);
     expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(path)));
     expect(parallel).toMatchObject({ ok: true, entries: N, lastSeq: N });
   });
@@ -72,7 +75,7 @@ describe('verifySqliteJournal (rowid ranges on every core)', () => {
     '%s: exactly the sequential report',
     async (name, sql, seq, problem) => {
       const copy = tampered(name.replaceAll(' ', '-'), sql);
-      const parallel = await verifySqliteJournal(copy, 'activity', { workers: 2 });
+      const parallel = await verifySqliteJournal(copy, 'activity', PARALLEL);
       expect(parallel.firstBad).toMatchObject({ seq, problem });
       expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));
     },
@@ -83,7 +86,7 @@ describe('verifySqliteJournal (rowid ranges on every core)', () => {
       'respelled',
       `UPDATE activity_journal SET detail = ' ' || detail WHERE seq = 1 OR seq = ${N - 1}`,
     );
-    const parallel = await verifySqliteJournal(copy, 'activity', { workers: 2 });
+    const parallel = await verifySqliteJournal(copy, 'activity', PARALLEL);
     expect(parallel).toMatchObject({ ok: false, firstBad: { seq: 1, problem: 'edited' } });
     expect(parallel.firstBad?.message).toMatch(/not in canonical form/);
     expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));

@@ -33,6 +33,8 @@ export async function verifySqliteJournal(
   stream: JournalStream,
   options: SignedHeadOptions & {
     workers?: number;
+    /** Rowids from which workers start (default PARALLEL_THRESHOLD): tests lower it to cover them on a small file. */
+    parallelFrom?: number;
     onProgress?: (entries: number) => void;
   } = {},
 ): Promise<VerifyReport> {
@@ -61,9 +63,11 @@ export async function verifySqliteJournal(
     shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     signedSeqs: headsOf(options).map((h) => h.seq),
   };
-  const workers = Array.from({ length: rowids < PARALLEL_THRESHOLD ? 0 : threads - 1 }, () =>
-    // A worker that fails leaves its chunks unchecked, which sends the verdict to the sequential scan.
-    runWorker(plan).catch((): ChunkResult[] => []),
+  const workers = Array.from(
+    { length: rowids < (options.parallelFrom ?? PARALLEL_THRESHOLD) ? 0 : threads - 1 },
+    () =>
+      // A worker that fails leaves its chunks unchecked, which sends the verdict to the sequential scan.
+      runWorker(plan).catch((): ChunkResult[] => []),
   );
   const results = [...(await checkChunksYielding(plan)), ...(await Promise.all(workers)).flat()].sort(
     (a, b) => a.index - b.index,
