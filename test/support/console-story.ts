@@ -14,6 +14,7 @@ import type { ToolCall } from '../../src/executions/call.js';
 import { ExecutionEngine } from '../../src/executions/engine.js';
 import { resolveAsOperator } from '../../src/executions/operator.js';
 import { Fingerprinter } from '../../src/identity/fingerprint.js';
+import type { ToolResult } from '../../src/store/outcome.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 
 /** A clock the story moves: the store's, the engine's and the console's. */
@@ -200,31 +201,9 @@ export async function afternoon(store: ExecutionStore, clock: StoryClock, plain 
   });
   clock.advance(9_000);
   const args = { charge: 'ch_3QZP77x', amount_cents: 25_000, reason: 'customer request' };
-  const again = await s.engine.execute(
-    {
-      tool: 'payments.refund',
-      channel: 'mcp',
-      target: 'payments',
-      credentialRef: 'stripe-live',
-      method: 'tools/call',
-      arguments: args,
-      contract: approved,
-      caller: {
-        actor: 'token:billing-agent',
-        session: 'mcp-session-7f3a',
-        requestRef: 'req:refund-25000-retry',
-      },
-    },
-    async () => {
-      clock.advance(1_240);
-      return { content: [{ type: 'text', text: '{"refund":"re_3QZP77","status":"succeeded"}' }] };
-    },
-  );
-  if (again._meta?.[META.executionId] !== approvedAndRepeated)
-    throw new Error('the approved call did not run as its execution');
-  for (const wait of [14_000, 52_000]) {
-    clock.advance(wait);
-    await s.engine.execute(
+  // The approved refund sent again under other request ids: the first runs it, the later ones replay it.
+  const refund = (requestRef: string, run: () => Promise<ToolResult>) =>
+    s.engine.execute(
       {
         tool: 'payments.refund',
         channel: 'mcp',
@@ -233,14 +212,21 @@ export async function afternoon(store: ExecutionStore, clock: StoryClock, plain 
         method: 'tools/call',
         arguments: args,
         contract: approved,
-        caller: {
-          actor: 'token:billing-agent',
-          session: 'mcp-session-7f3a',
-          requestRef: `req:retry-${wait}`,
-        },
+        caller: { actor: 'token:billing-agent', session: 'mcp-session-7f3a', requestRef },
       },
-      async () => ({ content: [{ type: 'text', text: 'must not run again' }] }),
+      run,
     );
+  const again = await refund('req:refund-25000-retry', async () => {
+    clock.advance(1_240);
+    return { content: [{ type: 'text', text: '{"refund":"re_3QZP77","status":"succeeded"}' }] };
+  });
+  if (again._meta?.[META.executionId] !== approvedAndRepeated)
+    throw new Error('the approved call did not run as its execution');
+  for (const wait of [14_000, 52_000]) {
+    clock.advance(wait);
+    await refund(`req:retry-${wait}`, async () => ({
+      content: [{ type: 'text', text: 'must not run again' }],
+    }));
   }
   clock.advance(70_000);
   const unknown = await s.lose('github.create_issue', 'user:alice@example.com', {
