@@ -325,7 +325,8 @@ export class Gateway {
     const closed = transport.onclose;
     transport.onclose = () => {
       closed?.();
-      this.#sessions.delete(session);
+      // Kept until its upstreams are closed (up to 4 s for one that outlives its stdin): a closing gateway waits.
+      void session.close().finally(() => this.#sessions.delete(session));
     };
     await session.start();
     return session;

@@ -67,8 +67,15 @@ export class ProxySession {
     await this.#s.front.start();
   }
 
-  async close(): Promise<void> {
-    if (this.#s.closed) return;
+  /** Every caller gets the one close under way, settled once the session's own upstreams are closed. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  #closing: Promise<void> | undefined;
+
+  async #close(): Promise<void> {
     this.#s.closed = true;
     this.#s.ended.abort(SESSION_ENDED);
     // Requests to the client (elicitations, an upstream's sampling) will get no reply now: settle them.
