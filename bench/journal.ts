@@ -17,6 +17,7 @@ import { sqliteJournalRows } from '../src/journal/sources.js';
 import { verifyJournal } from '../src/journal/verify.js';
 import { verifySqliteJournal } from '../src/journal/verify-parallel.js';
 import type { ToolResult } from '../src/store/outcome.js';
+import { journalColumnValues } from '../src/store/sqlite/sql.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
 
@@ -49,18 +50,7 @@ export async function buildJournalFile(dir: string, entries: number): Promise<st
               : {},
       };
       const { entry, detailText } = buildEntry(event, seq, 1_764_000_000_000 + seq, prev);
-      insert.run(
-        seq,
-        entry.at,
-        entry.kind,
-        entry.executionId,
-        entry.actor,
-        entry.tool,
-        entry.requestRef,
-        detailText,
-        prev,
-        entry.hash,
-      );
+      insert.run(...journalColumnValues(entry, detailText));
       prev = entry.hash;
     }
     return prev;

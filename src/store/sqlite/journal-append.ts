@@ -1,6 +1,6 @@
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEventInput, JournalStream } from '../../journal/events.js';
-import { JOURNAL_COLUMNS, type Statements } from './sql.js';
+import { JOURNAL_COLUMNS, journalColumnValues, type Statements } from './sql.js';
 
 /**
  * A transaction's new journal entries, hashed onto the chain's head as read inside the
@@ -44,18 +44,7 @@ export function buildJournal(
   for (const event of events) {
     // The detail is stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
     const { entry, detailText } = buildEntry(event, ++seq, now, prevHash);
-    values.push(
-      entry.seq,
-      entry.at,
-      entry.kind,
-      entry.executionId,
-      entry.actor,
-      entry.tool,
-      entry.requestRef,
-      detailText,
-      entry.prevHash,
-      entry.hash,
-    );
+    values.push(...journalColumnValues(entry, detailText));
     prevHash = entry.hash;
     if (stream === 'activity' && entry.executionId !== null) {
       const seqs = timelines.get(entry.executionId);

@@ -4,6 +4,7 @@ import {
   type SqliteFingerprint,
   sqliteFingerprint,
 } from '../../identity/fingerprint-columns.js';
+import type { ActivityEntry } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
@@ -75,6 +76,12 @@ export const JOURNAL_COLUMNS = [
   'prev_hash',
   'hash',
 ] as const;
+
+/** An entry's values in JOURNAL_COLUMNS order, `detailText` being the canonical text its hash covers. */
+export function journalColumnValues(entry: ActivityEntry, detailText: string): unknown[] {
+  const { seq, at, kind, executionId, actor, tool, requestRef, prevHash, hash } = entry;
+  return [seq, at, kind, executionId, actor, tool, requestRef, detailText, prevHash, hash];
+}
 
 /** A transaction's entries go in one INSERT up to this many (a claim writes 3, an outcome 2). */
 const JOURNAL_ROWS_PER_INSERT = 8;
