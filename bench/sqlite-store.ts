@@ -192,7 +192,7 @@ async function storeAlone(store: SqliteStore): Promise<void> {
  * no fingerprint, no group commit). Two write transactions on a WAL database
  * with synchronous=NORMAL; with 'full', an fdatasync of the WAL after the first,
  * as Idem's claim waits for one (wal-sync.ts). The engine's target is judged
- * against this floor in bench/NOTES.md.
+ * against this floor in bench/results/NOTES.md.
  */
 async function sqliteFloor(path: string, synchronous: SqliteSynchronous, calls: number, warmup: number) {
   const floor = floorDatabase(path);

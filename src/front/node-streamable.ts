@@ -19,7 +19,7 @@ type NodeRequest = IncomingMessage & { auth?: AuthInfo };
  * not it waits on `setTimeout` (≥ 1 ms in Node) for it. With an event store,
  * the SDK enqueues a priming event the moment a POST's stream opens, so every
  * call through a stateful front waited that timer after the upstream had
- * already answered (bench/NOTES.md §4). Marked chunked, the adapter would
+ * already answered (bench/results/NOTES.md §4). Marked chunked, the adapter would
  * skip the probe but send the headers, each event and the end as separate
  * writes. Here each event is written the moment it is ready, with no timer:
  * the headers go out with the first event when it is ready at once (else

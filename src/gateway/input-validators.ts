@@ -18,7 +18,7 @@ export const MAX_INPUT_VALIDATORS = 1_000;
  * and every listing is a new object. Keyed by object, each listing compiled
  * every schema again (about 1.5 ms each), and Ajv kept every schema it had
  * compiled, with its code, for the life of the process: a few KiB per tool
- * per listing that never came back (bench/NOTES.md §8). Worse, a schema
+ * per listing that never came back (bench/results/NOTES.md §8). Worse, a schema
  * with an `$id` compiled once only: the next compile threw "schema with key or
  * id already exists", so later sessions validated nothing and filled in no
  * defaults, and the same call got another identity there than in the first.

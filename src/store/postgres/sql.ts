@@ -280,7 +280,7 @@ export const wholeMs = Math.round;
  * The record of a claim that won: its row holds exactly what the INSERT wrote — the claim's
  * own values, the times `row` returns, and nothing else yet. Reading the claim's strings back
  * would cost a column each way on the wire and in node-postgres, for values the caller sent
- * (bench/NOTES.md, issue 30). The fingerprints are decoded from the bytes stored, as a read does.
+ * (bench/results/NOTES.md, issue 30). The fingerprints are decoded from the bytes stored, as a read does.
  */
 export function claimedRecord(
   input: ClaimInput,

@@ -88,7 +88,7 @@ const JOURNAL_ROWS_PER_INSERT = 8;
 
 /*
  * The claim's INSERT and the transition's UPDATE return no rows: the store reads the row
- * back by index instead. RETURNING * cost 20–25 µs a statement here (bench/NOTES.md §7,
+ * back by index instead. RETURNING * cost 20–25 µs a statement here (bench/results/NOTES.md §7,
  * "Afternoon"), more than the SELECT that the claim makes anyway to check its row can be found again.
  */
 export function prepareStatements(db: Database.Database): Statements {

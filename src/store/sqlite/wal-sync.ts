@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
  * Run on libuv's thread pool instead (fs.fdatasync), it freed the loop during
  * the disk's work but cost 60–170 µs per claim at one call in flight (the hop
  * to a pool thread and back) and gained nothing at 16 in flight on this VM
- * (bench/NOTES.md §7).
+ * (bench/results/NOTES.md §7).
  */
 export class WalSync {
   readonly #path: string;
