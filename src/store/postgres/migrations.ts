@@ -272,7 +272,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: 'journal_append moves the head without locking it first',
     sql: `
-      -- Version 4's, less two costs of every journaled write (bench/results/NOTES.md, issue 30): the head
+      -- Version 4's, less two costs of every journaled write (bench/NOTES.md, issue 30): the head
       -- is read without FOR UPDATE (its lock, a WAL record) and moved only if still where it was
       -- read; a chain has one writer (journal-chains.ts), so a move by another fails, never forks.
       -- And each entry's sequence is named, not looked up by its name.
