@@ -23,26 +23,54 @@ const SLOTS = 100;
 /** Idle time before each sync, ms: back to back, then the pace of a busy and a quiet gateway. */
 const GAPS_MS = [0, 1, 4, 10];
 
-export async function benchDiskSync(syncs: number, dir = tmpdir()): Promise<string[]> {
-  const work = mkdtempSync(join(dir, 'idem-bench-disk-'));
-  const fd = openSync(join(work, 'wal'), 'w');
-  const block = Buffer.alloc(WRITE_BYTES, 0x5a);
-  try {
-    for (let slot = 0; slot < SLOTS; slot++) writeSync(fd, block, 0, WRITE_BYTES, slot * WRITE_BYTES);
-    fdatasyncSync(fd);
-    const p50: number[] = [];
-    for (const gap of GAPS_MS) {
-      const samples: number[] = [];
-      for (let i = 0; i < syncs; i++) {
-        if (gap > 0) await sleep(gap);
-        writeSync(fd, block, 0, WRITE_BYTES, (i % SLOTS) * WRITE_BYTES);
-        const started = process.hrtime.bigint();
-        fdatasyncSync(fd);
-        samples.push(Number(process.hrtime.bigint() - started) / 1000);
-      }
-      samples.sort((a, b) => a - b);
-      p50.push(samples[Math.floor(samples.length / 2)] as number);
+/**
+ * A file of SLOTS blocks under `dir`, written and synced once, in which `timeSyncs` overwrites a
+ * block and syncs; `close` removes it.
+ */
+export class SyncProbe {
+  readonly #work: string;
+  readonly #fd: number;
+  readonly #block = Buffer.alloc(WRITE_BYTES, 0x5a);
+  #next = 0;
+
+  constructor(dir: string) {
+    this.#work = mkdtempSync(join(dir, 'idem-bench-disk-'));
+    this.#fd = openSync(join(this.#work, 'wal'), 'w');
+    for (let slot = 0; slot < SLOTS; slot++)
+      writeSync(this.#fd, this.#block, 0, WRITE_BYTES, slot * WRITE_BYTES);
+    fdatasyncSync(this.#fd);
+  }
+
+  /** µs of each of `syncs` fdatasyncs, each after `idleMs` of idle and an overwrite of one block. */
+  async timeSyncs(syncs: number, idleMs: number): Promise<number[]> {
+    const samples: number[] = [];
+    for (let i = 0; i < syncs; i++) {
+      if (idleMs > 0) await sleep(idleMs);
+      writeSync(this.#fd, this.#block, 0, WRITE_BYTES, (this.#next++ % SLOTS) * WRITE_BYTES);
+      const started = process.hrtime.bigint();
+      fdatasyncSync(this.#fd);
+      samples.push(Number(process.hrtime.bigint() - started) / 1000);
     }
+    return samples;
+  }
+
+  close(): void {
+    closeSync(this.#fd);
+    rmSync(this.#work, { recursive: true, force: true });
+  }
+}
+
+/** The median of `samples` (sorted in place). */
+export function median(samples: number[]): number {
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)] as number;
+}
+
+export async function benchDiskSync(syncs: number, dir = tmpdir()): Promise<string[]> {
+  const probe = new SyncProbe(dir);
+  try {
+    const p50: number[] = [];
+    for (const gap of GAPS_MS) p50.push(median(await probe.timeSyncs(syncs, gap)));
     const base = p50[0] as number;
     return [
       `${syncs.toLocaleString('en')} syncs per series, each after an overwrite of ${WRITE_BYTES.toLocaleString('en')} bytes, under ${dir}.`,
@@ -55,8 +83,7 @@ export async function benchDiskSync(syncs: number, dir = tmpdir()): Promise<stri
       ),
     ];
   } finally {
-    closeSync(fd);
-    rmSync(work, { recursive: true, force: true });
+    probe.close();
   }
 }
 

@@ -44,6 +44,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Database from 'better-sqlite3';
+import { median, SyncProbe } from './disk-sync.js';
 import {
   builtCli,
   connectClient,
@@ -353,6 +354,52 @@ function tableRows(
   });
 }
 
+/** Syncs timed after each round, at the pace of that round's Idem calls. */
+const SYNCS_PER_ROUND = 100;
+
+/** The time from one Idem call to the next in a round, ms, whole (what a timer can wait). */
+function callIntervalMs(load: Load): number {
+  return Math.max(1, Math.round((load.seconds * 1000) / load.samples.length));
+}
+
+/**
+ * Idem's gap to the fastest bridge in this run, as a multiple of one fdatasync at the pace of
+ * Idem's calls, timed between the rounds on the disk under Idem's store (issue 30: a durable
+ * call's floor is one sync, so the gap is read in syncs). At p50 with one call in flight, and
+ * per call of wall time from calls/s (1/Idem's − 1/the bridge's).
+ */
+function gapInSyncs(
+  inFlight: number,
+  results: Map<Target['key'], Summary | string>,
+  running: Running[],
+  syncs: number[],
+  idemRounds: Load[],
+): string[] {
+  const idem = results.get('idem');
+  const bridges = running
+    .filter(({ target }) => target.key === 'mcp-proxy' || target.key === 'supergateway')
+    .map(({ target }) => ({ label: target.label, summary: results.get(target.key) }))
+    .filter((b): b is { label: string; summary: Summary } => typeof b.summary === 'object');
+  if (typeof idem !== 'object' || bridges.length === 0) return [];
+  const sync = median(syncs);
+  const idle = idemRounds.map(callIntervalMs).join(', ');
+  const fastest = bridges.reduce((a, b) => (b.summary.p50 < a.summary.p50 ? b : a));
+  const busiest = bridges.reduce((a, b) => (b.summary.perSecond > a.summary.perSecond ? b : a));
+  const p50Gap = idem.p50 - fastest.summary.p50;
+  const wallGap = 1e6 / idem.perSecond - 1e6 / busiest.summary.perSecond;
+  const inSyncs = (gap: number) =>
+    gap <= 0 ? `none: Idem is ${us(-gap)} µs ahead` : `+${us(gap)} µs, ${(gap / sync).toFixed(2)} syncs`;
+  // With calls queued (more than one in flight) a p50 is mostly waiting: only the wall time per call says.
+  const gaps = [
+    ...(inFlight === 1 ? [`at p50 to the fastest bridge here (${fastest.label}) ${inSyncs(p50Gap)}`] : []),
+    `per call of wall time, from calls/s, to ${busiest.label} ${inSyncs(wallGap)}`,
+  ];
+  return [
+    `${inFlight} in flight: one fdatasync at Idem's call pace (${syncs.length} syncs between the rounds, each after ${idle} ms idle, ` +
+      `under Idem's data directory) takes ${us(sync)} µs p50. Idem's gap ${gaps.join('; ')}.`,
+  ];
+}
+
 const SESSION_START = 'session-start';
 const SESSION_START_PATHS: Target['key'][] = ['idem', 'mcp-proxy', 'supergateway', 'idem-no-spare'];
 /** Series that run the session starts only. */
@@ -489,6 +536,7 @@ export async function benchGateway(options: {
   const sessionCount = options.sessions ?? Math.min(20, Math.max(3, Math.round(options.calls / 500)));
   const lines: string[] = [];
   const callsIssued = { idem: 0 };
+  const probe = new SyncProbe(work);
   try {
     for (const entry of running) {
       try {
@@ -510,6 +558,7 @@ export async function benchGateway(options: {
         '| series | in flight | calls | p50 µs | p99 µs | calls/s | Idem p50 ÷ this | Idem calls/s ÷ this |',
         '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
       );
+      const gaps: string[] = [];
       for (const inFlight of options.concurrency) {
         const sessions = new Map<Target['key'], Client>();
         const loads = new Map<Target['key'], Load[]>();
@@ -544,6 +593,7 @@ export async function benchGateway(options: {
             results.set(target.key, reason(error));
           }
         }
+        const syncs: number[] = [];
         for (let round = 0; round < ROUNDS; round++) {
           const order = [...loads.keys()];
           // Rotate the order each round: no series always runs first (or last).
@@ -558,15 +608,23 @@ export async function benchGateway(options: {
             });
             loads.get(key)?.push(load);
           }
+          // One sync at the pace of this round's Idem calls, on the disk under Idem's store.
+          const idemRound = loads.get('idem')?.at(-1);
+          if (idemRound && idemRound.samples.length > 0)
+            syncs.push(...(await probe.timeSyncs(SYNCS_PER_ROUND, callIntervalMs(idemRound))));
         }
         for (const [key, series] of loads) results.set(key, summarize(series));
         for (const client of sessions.values()) await client.close().catch(() => {});
         lines.push(...tableRows(inFlight, results, calling));
+        if (syncs.length > 0)
+          gaps.push(...gapInSyncs(inFlight, results, calling, syncs, loads.get('idem') ?? []));
       }
+      if (gaps.length > 0) lines.push('', ...gaps);
     }
     if (sessionCount > 0)
       lines.push(...(onlySessionStarts ? [] : ['']), ...(await sessionStarts(running, sessionCount)));
   } finally {
+    probe.close();
     for (const { server } of running) await server?.stop().catch(() => {});
   }
   try {
