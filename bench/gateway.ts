@@ -48,6 +48,7 @@ import { median, SyncProbe } from './disk-sync.js';
 import {
   builtCli,
   connectClient,
+  cpuQuiet,
   drive,
   freePort,
   type Load,
@@ -430,16 +431,29 @@ async function sessionStart(url: string): Promise<number> {
  * per path, then `k` each, one path after another in each round (the order rotated every round),
  * p50 and max, and Idem's p50 ÷ each bridge's.
  */
+/** Idem's default (no process started ahead) against each bridge, when both were measured. */
+function withoutSpare(p50: (key: Target['key']) => number): string[] {
+  const idem = p50('idem-no-spare');
+  const against = (['supergateway', 'mcp-proxy'] as const)
+    .filter((key) => Number.isFinite(p50(key)) && Number.isFinite(idem))
+    .map((key) => `${ratio(idem / p50(key))} ${key}'s`);
+  return against.length > 0
+    ? ['', `Without a spare (the default), Idem's session start p50 is ${against.join(' and ')}.`]
+    : [];
+}
+
 async function sessionStarts(running: Running[], k: number): Promise<string[]> {
   const paths = running.filter(({ target }) => SESSION_START_PATHS.includes(target.key));
   const samples = new Map<Target['key'], number[]>();
   const failed = new Map<Target['key'], string>();
+  const groups = paths.flatMap(({ server }) => (server ? [server.pid] : []));
   for (const { target, server, unavailable } of paths) {
     if (!server) {
       failed.set(target.key, unavailable ?? 'did not start');
       continue;
     }
     try {
+      await cpuQuiet(groups);
       await sessionStart(server.url);
       samples.set(target.key, []);
     } catch (error) {
@@ -452,6 +466,9 @@ async function sessionStarts(running: Running[], k: number): Promise<string[]> {
     for (const key of order) {
       const server = paths.find((p) => p.target.key === key)?.server as ServerProcess;
       try {
+        // What the last session left running (its upstream exiting, Idem's spare being replaced)
+        // must not land in this one's time.
+        await cpuQuiet(groups);
         samples.get(key)?.push(await sessionStart(server.url));
       } catch (error) {
         if (!failed.has(key)) failed.set(key, reason(error));
@@ -466,7 +483,8 @@ async function sessionStarts(running: Running[], k: number): Promise<string[]> {
   const idem = p50('idem');
   return [
     `Session start: a new SDK client's connect (initialize) until its first tools/list is answered, ` +
-      `${k} sessions per path, the paths alternating (one session each in turn), each session ended before the next; ` +
+      `${k} sessions per path, the paths alternating (one session each in turn), each session ended before the next ` +
+      'and the servers left to go idle (no CPU for 200 ms) before the next; ' +
       "after one warm-up session per path. Ratio: Idem p50 ÷ the row's (≤ 1.00: Idem starts a session no slower).",
     '',
     '| path | sessions | p50 ms | max ms | Idem p50 ÷ this |',
@@ -478,6 +496,7 @@ async function sessionStarts(running: Running[], k: number): Promise<string[]> {
       const note = error ? ` (${k - measured.length} failed: ${error})` : '';
       return `| ${target.label} | ${measured.length}${note} | ${ms(p50(target.key))} | ${ms(Math.max(...measured))} | ${target.key === 'idem' ? '—' : ratio(idem / p50(target.key))} |`;
     }),
+    ...withoutSpare(p50),
   ];
 }
 

@@ -4,6 +4,7 @@
  * driver with a fixed number of calls in flight, and latency statistics.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -146,6 +147,69 @@ export async function startServerProcess(options: {
 }
 
 /** Resolves once something accepts TCP connections on 127.0.0.1:`port`. */
+/**
+ * Waits until these processes and all their descendants (the servers started by
+ * startServerProcess, with everything they started, in whatever process group) use no CPU for
+ * `windowMs`: at most one clock tick in the window. Used between session starts, so that a
+ * process one path started after the last session (a gateway's spare being replaced, an upstream
+ * shutting down) is not timed as the next path's. Gives up after `timeoutMs`; returns how long it
+ * waited, ms; without /proc it returns at once.
+ */
+export async function cpuQuiet(
+  roots: number[],
+  options: { windowMs?: number; timeoutMs?: number } = {},
+): Promise<number> {
+  const windowMs = options.windowMs ?? 200;
+  const started = performance.now();
+  const deadline = started + (options.timeoutMs ?? 15_000);
+  let last = treeTicks(roots);
+  if (last === undefined) return 0;
+  while (performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const now = treeTicks(roots) as number;
+    if (now - last <= 1) break;
+    last = now;
+  }
+  return performance.now() - started;
+}
+
+/** CPU clock ticks (user + system) used so far by `roots`, their descendants and the descendants gone; undefined without /proc. */
+function treeTicks(roots: number[]): number | undefined {
+  let names: string[];
+  try {
+    names = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  const parentOf = new Map<number, number>();
+  const ticksOf = new Map<number, number>();
+  for (const name of names) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // After the command's closing parenthesis: state, ppid, … utime, stime, cutime, cstime (the
+      // 14th to 17th fields). A child that exited and was waited for moves its time into its
+      // parent's cutime and cstime: counted without them, an upstream exiting would hide the time
+      // of one starting.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parentOf.set(Number(name), Number(fields[1]));
+      ticksOf.set(
+        Number(name),
+        fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0),
+      );
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid; p !== undefined && p > 1; p = parentOf.get(p))
+      if (roots.includes(p)) return true;
+    return false;
+  };
+  let sum = 0;
+  for (const [pid, ticks] of ticksOf) if (inTree(pid)) sum += ticks;
+  return sum;
+}
+
 export async function waitForPort(port: number, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
