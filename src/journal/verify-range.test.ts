@@ -90,6 +90,9 @@ describe('the fast path (SQL_HASHED_ROW and the reader) confirms only what the e
     ['a real detail', 'detail', '5.0'],
     ['a NULL detail', 'detail', 'NULL'],
     ['a blob detail', 'detail', `CAST('{}' AS BLOB)`],
+    // concat() joins the text as || does: bytes after a NUL, and invalid UTF-8, are hashed as the exact scan reads them.
+    ['a NUL inside the detail', 'detail', `'{}' || CAST(x'00' AS TEXT) || 'x'`],
+    ['invalid UTF-8 in the detail', 'detail', `CAST(x'7b7dff' AS TEXT)`],
     ['a blob prev_hash', 'prev_hash', 'CAST(prev_hash AS BLOB)'],
     ['a 64-byte prev_hash of 63 characters', 'prev_hash', nonAscii64],
     ['a prev_hash of 65 characters', 'prev_hash', `prev_hash || '0'`],
