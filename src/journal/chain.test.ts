@@ -334,7 +334,7 @@ describe('SQL_ENTRY_BODY: the hashed text, spelled by SQLite', () => {
     expect(rows().map((r) => r[9])).toEqual([null, null, null, null, null, null]);
   });
 
-  it('SQL_HASHED_ROW is the hash then that text, and NULL unless hash and prev_hash are 64-character texts', () => {
+  it('SQL_HASHED_ROW is the hash then that text, and NULL unless hash and prev_hash are 64-byte texts (the reader checks the rest: verify-range.test.ts)', () => {
     db.exec('DELETE FROM j');
     const h = 'a'.repeat(64);
     const p = 'b'.repeat(64);
@@ -342,7 +342,11 @@ describe('SQL_ENTRY_BODY: the hashed text, spelled by SQLite', () => {
     insert.run(2, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', `${p}\nx`, h);
     insert.run(3, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, `${h}0`);
     insert.run(4, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, Buffer.from(h));
-    insert.run(5, 1.5, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, h);
+    insert.run(5, AT, 'received', 'ex_1', null, 'tool', 'ref', '{}', Buffer.from(p), h);
+    insert.run(6, AT, Buffer.from('received'), 'ex_1', null, 'tool', 'ref', '{}', p, h);
+    insert.run(7, AT, 'received', 'ex_1', null, 'tool', Buffer.from('ref'), '{}', p, h);
+    insert.run(8, AT, 'received', 'ex_1', null, 'tool', 'ref', null, p, h);
+    insert.run(9, 2 ** 60, 'received', 'ex_1', null, 'tool', 'ref', '{}', p, h);
     const texts = db
       .prepare(`SELECT ${SQL_HASHED_ROW}, ${SQL_ENTRY_BODY} FROM j ORDER BY seq`)
       .raw(true)
@@ -351,6 +355,6 @@ describe('SQL_ENTRY_BODY: the hashed text, spelled by SQLite', () => {
       `${h}${texts[0]?.[1]}`,
       `${p}\n[1,${AT},"received","ex_1",null,"tool","ref"]\n{}`,
     ]);
-    expect(texts.slice(1).map((t) => t[0])).toEqual([null, null, null, null]);
+    expect(texts.slice(1).map((t) => t[0])).toEqual(Array(8).fill(null));
   });
 });

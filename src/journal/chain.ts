@@ -113,14 +113,45 @@ export const HASH_CHARS = 64;
  * One text per row for the verifier's fast path: the stored hash, then the
  * SQL_ENTRY_BODY it must be the hash of — `hash ‖ prev_hash ‖ "\n" ‖
  * envelope ‖ "\n" ‖ detail`. One value per row is read far faster than
- * several (better-sqlite3 builds no row array). It is NULL unless hash is a
- * text and hash and prev_hash are 64 characters each, so both are read at fixed offsets and a
- * prev_hash that runs on past 64 characters cannot pass for the one before.
+ * several (better-sqlite3 builds no row array).
+ *
+ * Its guard is SQL_ENTRY_BODY's split in two, because SQLite's part of it
+ * was a third of the verifier's time (a typeof() call costs as much as
+ * loading the column): SQLite keeps only what the text cannot show, and the
+ * reader (verify-range.ts) checks the rest on the text. Together they admit
+ * exactly the rows sqlSpellable admits:
+ * - seq and at are within 2^53 — which also excludes a text, a blob and
+ *   NULL; a real within it passes here, but json_array always spells a real
+ *   with a decimal point (`5.0`, `1.0e+20`), and the reader takes seq and at
+ *   only as plain digits;
+ * - the five texts of the envelope are texts or NULL: for values, every
+ *   number sorts below '' and every blob at or above x'';
+ * - detail is a text, by the same comparisons;
+ * - hash and prev_hash are texts of 64 bytes (octet_length reads no
+ *   content), so neither runs on past 64 characters. The reader wants hex in
+ *   both of its first two 64-character spans — the stored hash equal to a
+ *   digest, prev_hash equal to the hash before it — and the "\n" at 128: a
+ *   64-byte text with a non-ASCII character is shorter in characters, moves
+ *   that "\n" (the envelope holds none unescaped) into a span, and fails.
+ * A row it rejects is NULL, and the verifier takes the exact path.
  */
-export const SQL_HASHED_ROW = `CASE WHEN ${sqlSpellable()}
-    AND typeof(hash) = 'text' AND length(hash) = ${HASH_CHARS} AND length(prev_hash) = ${HASH_CHARS}
-  THEN hash || prev_hash || char(10) || json_array(seq, at, kind, execution_id, actor, tool, request_ref) || char(10) || detail
+export const SQL_HASHED_ROW = `CASE WHEN ${sqlHashedRowGuard()}
+  THEN concat(hash, prev_hash, char(10), json_array(seq, at, kind, execution_id, actor, tool, request_ref), char(10), detail)
   END`;
+
+function sqlHashedRowGuard(): string {
+  const safe = 'BETWEEN -9007199254740991 AND 9007199254740991';
+  const textOrNull = (c: string) => `ifnull(${c}, '') >= '' AND ifnull(${c}, '') < x''`;
+  const hex = (c: string) => `octet_length(${c}) = ${HASH_CHARS} AND ${c} < x''`;
+  return [
+    `seq ${safe}`,
+    `at ${safe}`,
+    ...['kind', 'execution_id', 'actor', 'tool', 'request_ref'].map(textOrNull),
+    `detail >= '' AND detail < x''`,
+    hex('hash'),
+    hex('prev_hash'),
+  ].join('\n    AND ');
+}
 
 /** The hash of a row whose SQL_ENTRY_BODY is `body`: chainHash's, with the prefix already in the text. */
 export function sqlEntryBodyHash(body: string): string {
