@@ -1,6 +1,6 @@
 /**
  * Same-process A/B of two builds of the SQLite journal verifier, for a
- * machine whose absolute times drift (bench/NOTES.md §2, issue 30): copy
+ * machine whose absolute times drift (bench/results/NOTES.md §2, issue 30): copy
  * dist/ aside before a change (`cp -r dist /tmp/dist-a`), `npm run build`
  * after it, then
  *
