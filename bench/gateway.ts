@@ -64,6 +64,7 @@ import {
   trivialUpstream,
   us,
 } from './harness.js';
+import { judge } from './targets.js';
 
 const ROUNDS = 3;
 /** Receipts an Idem gateway may hold in the benchmarks (see the config below). */
@@ -355,6 +356,18 @@ function tableRows(
   });
 }
 
+/** The stateless front against the stateful one, when both ran. */
+function judgeStateless(inFlight: number, results: Map<Target['key'], Summary | string>): void {
+  const stateful = results.get('idem');
+  const stateless = results.get('idem-stateless');
+  if (typeof stateful !== 'object' || typeof stateless !== 'object') return;
+  judge(
+    `stateless front no slower than stateful (p50, ${inFlight} in flight)`,
+    ratio(stateless.p50 / stateful.p50),
+    stateless.p50 <= stateful.p50,
+  );
+}
+
 /** Syncs timed after each round, at the pace of that round's Idem calls. */
 const SYNCS_PER_ROUND = 100;
 
@@ -391,6 +404,18 @@ function gapInSyncs(
   const inSyncs = (gap: number) =>
     gap <= 0 ? `none: Idem is ${us(-gap)} µs ahead` : `+${us(gap)} µs, ${(gap / sync).toFixed(2)} syncs`;
   // With calls queued (more than one in flight) a p50 is mostly waiting: only the wall time per call says.
+  if (inFlight === 1)
+    judge(
+      'gateway p50 ≤ 1.0× the fastest bridge (durable default, 1 in flight)',
+      `${ratio(idem.p50 / fastest.summary.p50)} ${fastest.label}; the gap ${(p50Gap / sync).toFixed(2)} syncs at call pace`,
+      idem.p50 <= fastest.summary.p50,
+    );
+  else
+    judge(
+      `gateway calls/s ≥ 1.0× the busiest bridge (durable default, ${inFlight} in flight)`,
+      `${ratio(idem.perSecond / busiest.summary.perSecond)} ${busiest.label}; the gap ${(wallGap / sync).toFixed(2)} syncs per call`,
+      idem.perSecond >= busiest.summary.perSecond,
+    );
   const gaps = [
     ...(inFlight === 1 ? [`at p50 to the fastest bridge here (${fastest.label}) ${inSyncs(p50Gap)}`] : []),
     `per call of wall time, from calls/s, to ${busiest.label} ${inSyncs(wallGap)}`,
@@ -434,6 +459,12 @@ async function sessionStart(url: string): Promise<number> {
 /** Idem's default (no process started ahead) against each bridge, when both were measured. */
 function withoutSpare(p50: (key: Target['key']) => number): string[] {
   const idem = p50('idem-no-spare');
+  if (Number.isFinite(idem) && Number.isFinite(p50('supergateway')))
+    judge(
+      'session start ≤ 1.0× supergateway (the default: no spare)',
+      `${ratio(idem / p50('supergateway'))} (${idem.toFixed(0)} / ${p50('supergateway').toFixed(0)} ms)`,
+      idem <= p50('supergateway'),
+    );
   const against = (['supergateway', 'mcp-proxy'] as const)
     .filter((key) => Number.isFinite(p50(key)) && Number.isFinite(idem))
     .map((key) => `${ratio(idem / p50(key))} ${key}'s`);
@@ -635,6 +666,7 @@ export async function benchGateway(options: {
         for (const [key, series] of loads) results.set(key, summarize(series));
         for (const client of sessions.values()) await client.close().catch(() => {});
         lines.push(...tableRows(inFlight, results, calling));
+        judgeStateless(inFlight, results);
         if (syncs.length > 0)
           gaps.push(...gapInSyncs(inFlight, results, calling, syncs, loads.get('idem') ?? []));
       }

@@ -20,6 +20,7 @@ import type { ToolResult } from '../src/store/outcome.js';
 import { journalColumnValues } from '../src/store/sqlite/sql.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { ExecutionStore } from '../src/store/types.js';
+import { judge } from './targets.js';
 
 const KINDS: ActivityEventInput['kind'][] = ['received', 'accepted', 'dispatched', 'outcome', 'delivered'];
 
@@ -79,6 +80,12 @@ export async function benchVerify(entries: number): Promise<string[]> {
       lines.push(
         `| audit verify, ${label}, SQLite file, ${entries.toLocaleString('en')} entries | ${seconds.toFixed(2)} s | ${Math.round(entries / seconds).toLocaleString('en')} entries/s |`,
       );
+      if (label !== 'sequential scan')
+        judge(
+          'journal verify ≥ 1,000,000 entries/s (SQLite, every core)',
+          `${Math.round(entries / seconds).toLocaleString('en')} entries/s over ${entries.toLocaleString('en')}`,
+          entries / seconds >= 1_000_000,
+        );
     }
     return lines;
   } finally {

@@ -32,6 +32,7 @@ import { verifyJournal } from '../src/journal/verify.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import type { ClaimInput } from '../src/store/types.js';
 import { PG_URL_VARIABLE, startThrowawayPostgres } from '../test/support/postgres.js';
+import { judge } from './targets.js';
 
 const nextUlid = monotonicFactory();
 
@@ -211,6 +212,11 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
     const outcomes = await measure(calls, warmup, (i) => outcomeOnly(store, i));
     const fmt = (n: number) => n.toFixed(0);
     const row = (label: string, s: Stats) => `| ${label} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.mean)} |`;
+    judge(
+      'PostgreSQL claim ≤ one commit (a round trip and one WAL flush) + 0.1 ms',
+      `+${fmt(claims.p50 - flush.p50)} µs over the commit; its flush ${fmt(flush.p50 - noFlush.p50)} µs`,
+      claims.p50 - flush.p50 <= 100,
+    );
     return [
       `PostgreSQL ${version} (fsync=${fsync}, synchronous_commit=${sync}), node ${process.version}, ` +
         `one connection at a time from a pool, statements of a transaction pipelined; ` +

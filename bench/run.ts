@@ -60,6 +60,7 @@ import {
   benchSqliteOverhead,
   benchSqliteThroughput,
 } from './sqlite-store.js';
+import { targetLines } from './targets.js';
 
 const N = Number(process.env.BENCH_CALLS ?? 20_000);
 const WARMUP = Math.min(2_000, Math.floor(N / 10));
@@ -299,6 +300,7 @@ try {
       ...(await benchGatewayMemory(Number(process.env.BENCH_SOAK_CALLS ?? N * 5))),
     ]);
   }
+  await section("issue 30's targets, as this run measured them", async () => targetLines());
 } finally {
   rmSync(dir, { recursive: true, force: true });
   await (await postgres?.catch(() => undefined))?.dispose();

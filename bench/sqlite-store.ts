@@ -24,6 +24,7 @@ import { WalSync } from '../src/store/sqlite/wal-sync.js';
 import { claimInput } from '../test/support/claim-input.js';
 import { libraryCall } from '../test/support/engine-setup.js';
 import { drive, type Load, perSec, ratio, summarize, us } from './harness.js';
+import { judge } from './targets.js';
 
 const handler = async (): Promise<ToolResult> => ({ content: [{ type: 'text', text: 'ok' }] });
 const contract = { replay: 'keyed', scope: { business_key: 'order_id' } } as const;
@@ -85,6 +86,11 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
       againstFloor.push(
         `| ${synchronous} | ${(alone.p50 / floor.p50).toFixed(2)}× | ${(whole.p50 / floor.p50).toFixed(2)}× |`,
       );
+      judge(
+        `SQLite store ≤ 2× its floor (${synchronous === 'full' ? 'durable default' : 'synchronous: normal'})`,
+        `${(alone.p50 / floor.p50).toFixed(2)}× (${us1(alone.p50)} ÷ ${us1(floor.p50)} µs)`,
+        alone.p50 / floor.p50 <= 2,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -129,10 +135,14 @@ export async function benchSqliteFrames(): Promise<string[]> {
     };
     try {
       await sequential(200, 0, (i) => engine.execute(callFor('fw', i), handler));
-      row(
-        'engine, 1 in flight',
-        50,
-        await framesOf(() => sequential(50, 0, (i) => engine.execute(callFor('f1', i), handler))),
+      const oneInFlight = await framesOf(() =>
+        sequential(50, 0, (i) => engine.execute(callFor('f1', i), handler)),
+      );
+      row('engine, 1 in flight', 50, oneInFlight);
+      judge(
+        'WAL frames per call ≤ 4 (engine, 1 in flight)',
+        (oneInFlight / 50).toFixed(2),
+        oneInFlight / 50 <= 4,
       );
       row(
         'engine, 16 in flight',
