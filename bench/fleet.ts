@@ -77,8 +77,8 @@ async function startFleet(options: {
         store: { kind: 'postgres', url: options.url, schema: options.schema },
         upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
         tools: { echo: { replay: 'keyed', scope: { business_key: 'id' } } },
-        // As in bench/gateway.ts: the default refuses calls past 10,000 in 10 minutes.
-        receipts: { max: BENCH_RECEIPTS_MAX },
+        // As in bench/gateway.ts: the defaults refuse one actor's calls past 10,000 in 2 minutes.
+        receipts: { max: BENCH_RECEIPTS_MAX, max_per_actor: BENCH_RECEIPTS_MAX },
       }),
     );
     return startServerProcess({
