@@ -11,8 +11,11 @@ import {
 
 /** SQLite's own default: the commit that takes the log past this many pages checkpoints it. */
 export const DEFAULT_AUTOCHECKPOINT_PAGES = 1_000;
-/** While the worker runs, the store's connection checkpoints only if the log outgrows this: a backstop. */
-export const BACKSTOP_AUTOCHECKPOINT_PAGES = 10_000;
+/**
+ * While the worker runs, the store's connection checkpoints only if the log outgrows this: a
+ * backstop (80 MiB of 4 KiB pages), for a worker held up or a writer faster than it.
+ */
+export const BACKSTOP_AUTOCHECKPOINT_PAGES = 20_000;
 
 export interface CheckpointerOptions {
   /**
@@ -27,7 +30,14 @@ export interface CheckpointerOptions {
 }
 
 const DEFAULT_START_AFTER_COMMITS = 250;
-const DEFAULT_INTERVAL_MS = 100;
+/**
+ * A checkpoint syncs the WAL and then the file: two syncs on the disk the claims sync on. Once a
+ * second rather than every 100 ms, the gateway served 3–11 % more calls/s at 16 in flight and
+ * answered 4–12 % sooner at one (three same-run comparisons, bench/results/NOTES.md, issue 30
+ * round 3). The log then holds up to a second of commits, ~4,000 pages at this machine's pace at
+ * one call in flight: below the backstop, which a much faster writer would reach first.
+ */
+const DEFAULT_INTERVAL_MS = 1_000;
 const WORKER_BUSY_TIMEOUT_MS = 50;
 
 /**
