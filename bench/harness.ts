@@ -146,7 +146,6 @@ export async function startServerProcess(options: {
   return { name: options.name, url, pid: child.pid as number, output: () => output, stop };
 }
 
-/** Resolves once something accepts TCP connections on 127.0.0.1:`port`. */
 /**
  * Waits until these processes and all their descendants (the servers started by
  * startServerProcess, with everything they started, in whatever process group) use no CPU for
@@ -210,6 +209,7 @@ function treeTicks(roots: number[]): number | undefined {
   return sum;
 }
 
+/** Resolves once something accepts TCP connections on 127.0.0.1:`port`. */
 export async function waitForPort(port: number, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
