@@ -78,24 +78,21 @@ export function registerStoreGauges(
         ageSeconds: since === null ? 0 : Math.max(0, now.readAt - since) / 1000,
       };
     };
-    new Gauge({
-      ...watched.count,
-      registers,
-      async collect() {
-        const sample = await sampleOf();
-        if (sample) this.set(sample.count);
-        else this.remove();
-      },
-    });
-    new Gauge({
-      ...watched.age,
-      registers,
-      async collect() {
-        const sample = await sampleOf();
-        if (sample) this.set(sample.ageSeconds);
-        else this.remove();
-      },
-    });
+    // Both read the same sample; with no sample (store down, state not counted) each drops its value.
+    for (const [config, pick] of [
+      [watched.count, (sample: { count: number }) => sample.count],
+      [watched.age, (sample: { ageSeconds: number }) => sample.ageSeconds],
+    ] as const) {
+      new Gauge({
+        ...config,
+        registers,
+        async collect() {
+          const sample = await sampleOf();
+          if (sample) this.set(pick(sample));
+          else this.remove();
+        },
+      });
+    }
   }
 }
 

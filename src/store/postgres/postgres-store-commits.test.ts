@@ -17,6 +17,22 @@ import { SQL } from './sql.js';
 
 const LONG_MS = 10 * 60_000;
 
+/** journal_append's parameters (SQL.append) for one `attached` event of exe_1 on `chain`. */
+function attachedAppend(chain: number): unknown[] {
+  const events: ActivityEventInput[] = [{ kind: 'attached', executionId: 'exe_1' }];
+  return [
+    'activity',
+    chain,
+    ['attached'],
+    ['exe_1'],
+    [null],
+    [null],
+    [null],
+    events.map(eventDetailText),
+    events.map(envelopeTail),
+  ];
+}
+
 let pg: TestPostgres;
 beforeAll(async () => {
   pg = await postgresForTests();
@@ -146,18 +162,7 @@ describe('PostgresStore', () => {
       const { store, raw } = await durableStore();
       try {
         const { rows } = await raw.query<{ chain: number }>(SQL.registerChain.text);
-        const events: ActivityEventInput[] = [{ kind: 'attached', executionId: 'exe_1' }];
-        const values = [
-          'activity',
-          rows[0]!.chain,
-          ['attached'],
-          ['exe_1'],
-          [null],
-          [null],
-          [null],
-          events.map(eventDetailText),
-          events.map(envelopeTail),
-        ];
+        const values = attachedAppend(rows[0]!.chain);
         const show = async () =>
           (await raw.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!
             .synchronous_commit;
@@ -195,18 +200,7 @@ describe('PostgresStore', () => {
       try {
         const { rows } = await a.query<{ chain: number }>(SQL.registerChain.text);
         const chain = rows[0]!.chain;
-        const events: ActivityEventInput[] = [{ kind: 'attached', executionId: 'exe_1' }];
-        const values = [
-          'activity',
-          chain,
-          ['attached'],
-          ['exe_1'],
-          [null],
-          [null],
-          [null],
-          events.map(eventDetailText),
-          events.map(envelopeTail),
-        ];
+        const values = attachedAppend(chain);
         // b appends to the chain and holds its commit; a reads the head as it was before.
         await b.query('BEGIN');
         await b.query(SQL.append.sync.text, values);
