@@ -69,7 +69,7 @@ describe('Idem library: replays that say so, and a deliberate repeat', () => {
     });
   });
 
-  it('a replay appends the note (structuredContent untouched); action "repeat" runs the handler again as a new execution', async () => {
+  it('a replay says so, first to the session that already had it (structuredContent untouched); action "repeat" runs the handler again as a new execution', async () => {
     const { idem, client, connect, runs } = await clockServer();
     const params = { name: 'read_clock', arguments: { zone: 'UTC' } };
     const first = (await client.callTool(params)) as CallToolResult;
@@ -77,8 +77,8 @@ describe('Idem library: replays that say so, and a deliberate repeat', () => {
     const ref = first._meta?.['io.idem/execution-id'] as string;
     expect(runs.count).toBe(1);
     expect(again.structuredContent).toEqual({ tick: 1, zone: 'UTC' });
-    expect(text(again, 0)).toBe('tick 1 in UTC');
-    expect(text(again, -1)).toContain(`{"ref":"${ref}","action":"repeat"}`);
+    expect(text(again, -1)).toBe('tick 1 in UTC');
+    expect(text(again, 0)).toContain(`{"ref":"${ref}","action":"repeat"}`);
     expect(again._meta).toMatchObject({ 'io.idem/replayed': true, 'io.idem/execution-id': ref });
 
     const repeat = { name: 'idem_execution_status', arguments: { ref, action: 'repeat' } };

@@ -18,7 +18,7 @@ import { type RunningGateway, startHttpGateway } from '../support/http-gateway.j
 import { type LostResponse, losingFetch, lostResult } from '../support/losing-fetch.js';
 import { packageBin } from '../support/node22.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { textOf } from '../support/tool-results.js';
+import { storedContentOf, textOf } from '../support/tool-results.js';
 
 const SERVER = packageBin('@modelcontextprotocol/server-filesystem', 'mcp-server-filesystem');
 const EFFECT_TOOLS = ['write_file', 'edit_file', 'move_file'];
@@ -96,7 +96,8 @@ function expectEachOnce(files: ReturnType<typeof prepare>) {
 /** The filesystem server's own success answer for each operation. */
 function expectRealResult(tool: string, result: CallToolResult, files: ReturnType<typeof prepare>) {
   expect(result.isError ?? false).toBe(false);
-  const text = textOf(result);
+  // What the tool answered, wherever Idem's replay note stands.
+  const text = textOf({ content: storedContentOf(result) });
   if (tool === 'write_file') expect(text).toBe(`Successfully wrote to ${files.report}`);
   if (tool === 'edit_file') expect(text).toContain('+line two');
   if (tool === 'move_file') expect(text).toBe(`Successfully moved ${files.draft} to ${files.archived}`);
@@ -198,8 +199,10 @@ describe('server-filesystem behind idem gateway: lost responses, each file opera
         // The stored result of the one execution, marked as a replay.
         expect(result._meta?.['io.idem/replayed']).toBe(true);
         const lost = lostResult(losing.lost.find((l) => l.tool === op.name) as LostResponse);
-        // The original content as it was, then the note that says it is a replay.
-        expect(result.content.slice(0, -1)).toEqual(lost.content);
+        // The original content as it was, and the note that says it is a replay: first where this
+        // session had the answer already (the gateway wrote it; the loss was on the way), else after.
+        expect(storedContentOf(result)).toEqual(lost.content);
+        expect(result.content).toHaveLength(lost.content.length + 1);
         expect(result._meta?.['io.idem/execution-id']).toBe(lost._meta?.['io.idem/execution-id']);
       }
       expectEachOnce(files);
