@@ -138,13 +138,13 @@ describe('server-filesystem behind idem gateway: lost responses, each file opera
     const byName = new Map(tools.map((t) => [t.name, t]));
     for (const name of ['read_text_file', 'list_directory', ...EFFECT_TOOLS, 'idem_execution_status'])
       expect(byName.has(name), name).toBe(true);
-    // write_file claims idempotentHint: true upstream; with the declared replay contract the claim holds.
+    // Each keeps its own idempotentHint (docs/contracts.md, one rule), declared contract or not.
     expect(byName.get('write_file')?.annotations).toMatchObject({
       readOnlyHint: false,
       idempotentHint: true,
     });
-    // create_directory claims it too, without a contract to back it: withdrawn.
-    expect(byName.get('create_directory')?.annotations).toMatchObject({ idempotentHint: false });
+    expect(byName.get('edit_file')?.annotations).toMatchObject({ idempotentHint: false });
+    expect(byName.get('create_directory')?.annotations).toMatchObject({ idempotentHint: true });
     expect(byName.get('read_text_file')?.annotations).toMatchObject({ readOnlyHint: true });
   });
 
