@@ -1979,6 +1979,60 @@ export function describeStoreContract(name: string, open: () => Promise<OpenedSt
         expect(journaled.map((e) => e.detail.by)).toEqual([kept.by]);
       });
 
+      it('requests added by the holder join the open input, keeping what was asked and answered; anyone else adds nothing', async () => {
+        const { input: claim, record } = await executionIn('dispatched');
+        const later = { third: { method: 'sampling/createMessage', params: { maxTokens: 5 } } };
+        expect(await store.addTaskInput(record.id, newToken(), ASKED)).toBe(false);
+        expect((await store.watchTask(record.id))?.input).toBeNull();
+        // None open: added, it opens it.
+        expect(
+          await store.addTaskInput(record.id, claim.claimToken, ASKED, [
+            taskInputAskedEvent(subject(record), Object.keys(ASKED)),
+          ]),
+        ).toBe(true);
+        const opened = (await store.watchTask(record.id))?.input;
+        expect(opened).toEqual({ requests: ASKED, answers: {}, askedAt: expect.any(Number) });
+        await store.answerTaskInput(record.id, { confirm: { action: 'accept' } });
+        // A key asked already keeps its request and its answer; a new one joins.
+        expect(
+          await store.addTaskInput(record.id, claim.claimToken, {
+            ...later,
+            confirm: { method: 'elicitation/create', params: { message: 'replaced?' } },
+          }),
+        ).toBe(true);
+        expect((await store.watchTask(record.id))?.input).toEqual({
+          requests: { ...ASKED, ...later },
+          answers: { confirm: { action: 'accept' } },
+          askedAt: opened?.askedAt,
+        });
+        expect((await kinds('task_input')).filter((e) => e.executionId === record.id)).toHaveLength(1);
+        // Concurrent answers and additions: every answer stays taken, every request asked.
+        const more = Array.from({ length: 6 }, (_, i) => `more${i}`);
+        await Promise.all([
+          ...more.map((key) =>
+            store.addTaskInput(record.id, claim.claimToken, { [key]: { method: 'elicitation/create' } }),
+          ),
+          store.answerTaskInput(record.id, { region: { action: 'decline' } }),
+          store.answerTaskInput(record.id, { third: { role: 'assistant' } }),
+        ]);
+        const all = (await store.watchTask(record.id))?.input;
+        expect(Object.keys(all?.requests ?? {}).sort()).toEqual(
+          ['confirm', 'region', 'third', ...more].sort(),
+        );
+        expect(all?.answers).toEqual({
+          confirm: { action: 'accept' },
+          region: { action: 'decline' },
+          third: { role: 'assistant' },
+        });
+        await store.transition({
+          id: record.id,
+          from: ['dispatched'],
+          to: 'unknown',
+          token: claim.claimToken,
+        });
+        expect(await store.addTaskInput(record.id, claim.claimToken, later)).toBe(false);
+      });
+
       it("watchTask reads the first cancel of any of the execution's tasks", async () => {
         const { record } = await executionIn('dispatched');
         const alice = await store.openTask(taskInput(record.id));

@@ -1,4 +1,4 @@
-import type { TaskInput, UpstreamTaskHandle } from './types.js';
+import type { TaskInput, TaskInputRequest, UpstreamTaskHandle } from './types.js';
 
 /**
  * What every store keeps to for MCP tasks (ExecutionStore.openTask and the rest), beside
@@ -47,6 +47,19 @@ export function takeAnswers(
   const answers = { ...input.answers };
   for (const key of taken) answers[key] = offered[key];
   return { input: { ...input, answers }, taken };
+}
+
+/**
+ * A task's input once `requests` are added (ExecutionStore.addTaskInput), the one rule every store
+ * applies: a key not asked yet joins; one asked already is left as it is, with any answer it has.
+ */
+export function addedRequests(
+  input: TaskInput | null,
+  requests: Record<string, TaskInputRequest>,
+  now: number,
+): TaskInput {
+  if (!input) return { requests: { ...requests }, answers: {}, askedAt: now };
+  return { ...input, requests: { ...requests, ...input.requests } };
 }
 
 /** The keys of a task's input that are not answered yet. */

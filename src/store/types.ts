@@ -374,6 +374,19 @@ export interface ExecutionStore extends JournalReader {
     events?: ActivityEventInput[],
   ): Promise<boolean>;
   /**
+   * The holder of a dispatched execution (its claim token) adds to what its target asked for: the
+   * requests join the open input, each key not yet asked (one asked already is left as it is,
+   * with its answer), or open it; `events` written with it. One atomic write, so that a client's
+   * answer taken meanwhile is never lost. False, and nothing written, for anyone else or an
+   * execution no longer dispatched.
+   */
+  addTaskInput(
+    id: string,
+    token: string,
+    requests: Record<string, TaskInputRequest>,
+    events?: ActivityEventInput[],
+  ): Promise<boolean>;
+  /**
    * A client's answers to the open input of a dispatched execution, taken in one atomic write:
    * a key that was asked and not answered yet, with an object as its answer; anything else is
    * ignored. `events` are written only when a key was taken. The input as it stands after;

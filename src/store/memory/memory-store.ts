@@ -21,7 +21,6 @@ import type {
   SweepResult,
   TaskRecord,
   TransitionInput,
-  UpstreamTaskHandle,
 } from '../types.js';
 import { MemoryExecutionList } from './execution-list.js';
 import { countRowStates } from './state-counts.js';
@@ -337,30 +336,16 @@ export class MemoryStore implements ExecutionStore {
     return task;
   }
 
-  async setUpstreamTask(
-    id: string,
-    token: string,
-    handle: UpstreamTaskHandle,
-    events?: ActivityEventInput[],
-  ): Promise<boolean> {
-    const now = this.#clock();
-    const row = this.#rows.get(id);
-    if (!row || row.claimToken !== token || row.state !== 'dispatched') return false;
-    row.upstreamTask = keptUpstreamTask(handle);
-    row.updatedAt = now;
-    this.#append(events, now);
-    return true;
-  }
+  readonly setUpstreamTask: ExecutionStore['setUpstreamTask'] = async (id, token, handle, events) =>
+    this.#byHolder(id, token, events, (row, now) =>
+      Object.assign(row, { upstreamTask: keptUpstreamTask(handle), updatedAt: now }),
+    );
 
   // A task's input, answered by any caller (task-watch.ts): the rows in MemoryTasks.
-  readonly setTaskInput: ExecutionStore['setTaskInput'] = async (id, token, requests, events) => {
-    const now = this.#clock();
-    const row = this.#rows.get(id);
-    if (!row || row.claimToken !== token || row.state !== 'dispatched') return false;
-    this.#tasks.setInput(id, requests, now);
-    this.#append(events, now);
-    return true;
-  };
+  readonly setTaskInput: ExecutionStore['setTaskInput'] = async (id, token, requests, events) =>
+    this.#byHolder(id, token, events, (_row, now) => this.#tasks.setInput(id, requests, now));
+  readonly addTaskInput: ExecutionStore['addTaskInput'] = async (id, token, requests, events) =>
+    this.#byHolder(id, token, events, (_row, now) => this.#tasks.addInput(id, requests, now));
   readonly answerTaskInput: ExecutionStore['answerTaskInput'] = async (id, answers, events) => {
     const answered = this.#tasks.answer(id, answers, this.#rows.get(id)?.state === 'dispatched');
     if (answered && answered.taken.length > 0) this.#append(events, this.#clock());
@@ -376,6 +361,21 @@ export class MemoryStore implements ExecutionStore {
   }
 
   async close(): Promise<void> {}
+
+  /** A write only the holder of a dispatched execution may make (its claim token): false for anyone else. */
+  #byHolder(
+    id: string,
+    token: string,
+    events: ActivityEventInput[] | undefined,
+    write: (row: Row, now: number) => void,
+  ): boolean {
+    const now = this.#clock();
+    const row = this.#rows.get(id);
+    if (!row || row.claimToken !== token || row.state !== 'dispatched') return false;
+    write(row, now);
+    this.#append(events, now);
+    return true;
+  }
 
   #append(events: ActivityEventInput[] | undefined, now: number, stream: JournalStream = 'activity'): void {
     const journal = this.#journals[stream];

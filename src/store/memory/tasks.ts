@@ -1,4 +1,4 @@
-import { takeAnswers } from '../tasks.js';
+import { addedRequests, takeAnswers } from '../tasks.js';
 import type { OpenTaskInput, TaskInput, TaskInputRequest, TaskRecord, TaskWatch } from '../types.js';
 
 /**
@@ -70,6 +70,12 @@ export class MemoryTasks {
   setInput(executionId: string, requests: Record<string, TaskInputRequest> | null, now: number): void {
     if (requests === null) this.#inputs.delete(executionId);
     else this.#inputs.set(executionId, { requests: structuredClone(requests), answers: {}, askedAt: now });
+  }
+
+  /** The holder's further requests, by the one rule (addedRequests); the store checks the holder. */
+  addInput(executionId: string, requests: Record<string, TaskInputRequest>, now: number): void {
+    const open = this.#inputs.get(executionId) ?? null;
+    this.#inputs.set(executionId, addedRequests(open, structuredClone(requests), now));
   }
 
   /** Answers taken by the one rule (takeAnswers); undefined while none is open (or not `dispatched`). */

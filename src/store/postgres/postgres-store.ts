@@ -43,6 +43,7 @@ import { bytesPerExecutionRow, type PostgresRowBytes } from './row-bytes.js';
 import { type ExecutionRow, type JournalRow, SQL, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
 import {
+  addTaskInput,
   findTask,
   listTasks,
   readTask,
@@ -266,6 +267,15 @@ export class PostgresStore implements ExecutionStore {
     events?: ActivityEventInput[],
   ): Promise<boolean> {
     return writeTaskInput(this.#db, this.#chains, { id, token, requests, ...(events ? { events } : {}) });
+  }
+
+  async addTaskInput(
+    id: string,
+    token: string,
+    requests: Record<string, TaskInputRequest>,
+    events?: ActivityEventInput[],
+  ): Promise<boolean> {
+    return addTaskInput(this.#db, this.#chains, { id, token, requests, ...(events ? { events } : {}) });
   }
 
   async answerTaskInput(

@@ -89,6 +89,26 @@ export const TASK_SQL = {
       SELECT upd.read_at, ${JOURNALED} FROM upd`,
   },
   /**
+   * $1 journal?, $2 execution id, $3 claim token, $4 the requests' JSON, then the journal's ($5…):
+   * one statement on the locked row, so an answer taken meanwhile is never lost. A key asked
+   * already keeps its request (the right side of `||` wins), as addedRequests says.
+   */
+  addTaskInput: {
+    name: 'idem_add_task_input',
+    text: `
+      WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
+      upd AS (
+        UPDATE executions SET updated_at = c.now, task_input = CASE WHEN task_input IS NULL
+          THEN json_build_object('requests', $4::json, 'answers', '{}'::json, 'askedAt', c.now)::text
+          ELSE jsonb_set(task_input::jsonb, '{requests}', $4::jsonb || (task_input::jsonb -> 'requests'))::text END
+        FROM c
+        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        RETURNING c.now AS read_at
+      ),
+      ${journalAfter('upd', 5)}
+      SELECT upd.read_at, ${JOURNALED} FROM upd`,
+  },
+  /**
    * $1 journal?, $2 execution id, $3 the input as read, $4 the input with the answers taken, then
    * the journal's ($5…): a compare-and-set, so that of two answers read together only one lands
    * and the other reads again (tasks.ts).

@@ -122,6 +122,31 @@ export async function writeTaskInput(
   );
 }
 
+export async function addTaskInput(
+  db: Connections,
+  chains: JournalChains,
+  write: {
+    id: string;
+    token: string;
+    requests: Record<string, TaskInputRequest>;
+    events?: ActivityEventInput[];
+  },
+): Promise<boolean> {
+  const events = write.events ?? [];
+  return chains.withEvents(events, (journal) =>
+    db.use(async (client) => {
+      const { rows } = await query(TASK_SQL.addTaskInput, [
+        events.length > 0,
+        write.id,
+        write.token,
+        JSON.stringify(write.requests),
+        ...journal,
+      ])(client);
+      return rows.length === 1;
+    }),
+  );
+}
+
 /** Enough for any number of answers that race: each lost round means another answer landed. */
 const ANSWER_ROUNDS = 16;
 

@@ -26,7 +26,6 @@ import type {
   SweepResult,
   TaskRecord,
   TransitionInput,
-  UpstreamTaskHandle,
 } from '../types.js';
 import { writeDecision } from './approval-decision.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
@@ -290,18 +289,14 @@ export class SqliteStore implements ExecutionStore {
     return this.#writes.run(this.#tasks.requestCancel, 'sync', taskId, events);
   }
 
-  async setUpstreamTask(
-    id: string,
-    token: string,
-    handle: UpstreamTaskHandle,
-    events?: ActivityEventInput[],
-  ): Promise<boolean> {
-    return this.#writes.run(this.#tasks.setUpstreamTask, 'sync', { id, token, handle, events });
-  }
+  readonly setUpstreamTask: ExecutionStore['setUpstreamTask'] = (id, token, handle, events) =>
+    this.#writes.run(this.#tasks.setUpstreamTask, 'sync', { id, token, handle, events });
 
   // A task's input, answered by any process (task-watch.ts); writes sync, as every task write.
   readonly setTaskInput: ExecutionStore['setTaskInput'] = (id, token, requests, events) =>
     this.#writes.run(this.#tasks.setTaskInput, 'sync', { id, token, requests, events });
+  readonly addTaskInput: ExecutionStore['addTaskInput'] = (id, token, requests, events) =>
+    this.#writes.run(this.#tasks.addTaskInput, 'sync', { id, token, requests, events });
   readonly answerTaskInput: ExecutionStore['answerTaskInput'] = (id, answers, events) =>
     this.#writes.run(this.#tasks.answerTaskInput, 'sync', { id, answers, events });
   readonly watchTask: ExecutionStore['watchTask'] = async (id) =>

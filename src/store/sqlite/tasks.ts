@@ -7,7 +7,7 @@ import {
   taskWatchFromColumns,
   upstreamTaskColumn,
 } from '../sql-columns.js';
-import { takeAnswers, taskWithoutExecution } from '../tasks.js';
+import { addedRequests, takeAnswers, taskWithoutExecution } from '../tasks.js';
 import type {
   ExecutionRecord,
   OpenTaskInput,
@@ -33,6 +33,7 @@ export interface TaskTransactions {
   >;
   setUpstreamTask: Database.Transaction<(write: UpstreamTaskWrite) => boolean>;
   setTaskInput: Database.Transaction<(write: TaskInputWrite) => boolean>;
+  addTaskInput: Database.Transaction<(write: TaskInputAddition) => boolean>;
   answerTaskInput: Database.Transaction<(answer: TaskInputAnswer) => TaskInput | undefined>;
 }
 
@@ -40,6 +41,13 @@ export interface TaskInputWrite {
   id: string;
   token: string;
   requests: Record<string, TaskInputRequest> | null;
+  events: ActivityEventInput[] | undefined;
+}
+
+export interface TaskInputAddition {
+  id: string;
+  token: string;
+  requests: Record<string, TaskInputRequest>;
   events: ActivityEventInput[] | undefined;
 }
 
@@ -66,6 +74,7 @@ export function taskTransactions(
       writeUpstreamTask(sql, taskSql, clock(), write),
     ),
     setTaskInput: db.transaction((write: TaskInputWrite) => writeTaskInput(sql, taskSql, clock(), write)),
+    addTaskInput: db.transaction((write: TaskInputAddition) => addTaskInput(sql, taskSql, clock(), write)),
     answerTaskInput: db.transaction((answer: TaskInputAnswer) =>
       writeTaskAnswers(sql, taskSql, clock(), answer),
     ),
@@ -136,6 +145,21 @@ function writeTaskInput(
     write.requests === null
       ? null
       : taskInputColumn.encode({ requests: write.requests, answers: {}, askedAt: now });
+  if (taskSql.setTaskInput.run({ id: write.id, token: write.token, input, now }).changes === 0) return false;
+  appendJournal(sql, write.events, now);
+  return true;
+}
+
+/** Read and written in one IMMEDIATE transaction: an answer taken meanwhile cannot be lost. */
+function addTaskInput(
+  sql: Statements,
+  taskSql: TaskStatements,
+  now: number,
+  write: TaskInputAddition,
+): boolean {
+  const row = taskSql.watch.get(write.id);
+  const open = row ? taskWatchFromColumns(row).input : null;
+  const input = taskInputColumn.encode(addedRequests(open, write.requests, now));
   if (taskSql.setTaskInput.run({ id: write.id, token: write.token, input, now }).changes === 0) return false;
   appendJournal(sql, write.events, now);
   return true;
