@@ -165,10 +165,10 @@ function apply(
     const decision = kind === 'authorized' ? 'approved' : detail.via === 'expiry' ? 'expired' : 'denied';
     known.decision = { decision, by, seq };
   }
-  if (recordsOutcome(kind, detail.state)) {
-    const digest = detail[OUTCOME_DIGEST_FIELD];
-    known.outcome = typeof digest === 'string' ? digest : null;
-  }
+  const digest = detail[OUTCOME_DIGEST_FIELD];
+  if (recordsOutcome(kind, detail.state)) known.outcome = typeof digest === 'string' ? digest : null;
+  // An unknown outcome that stored what the target answered says so with its digest; one without stored nothing.
+  else if (kind === 'outcome' && typeof digest === 'string') known.outcome = digest;
 }
 
 const STATE_KINDS: ReadonlySet<string> = new Set([

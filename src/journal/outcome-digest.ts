@@ -33,11 +33,22 @@ export function storedOutcomeDigest(text: string | null): string | null {
   return text === null ? null : outcomeDigest(JSON.parse(text));
 }
 
-/** Events that record an outcome being stored: the target's answer, a status probe's, an operator's. */
+/**
+ * Events that record an outcome being stored: the target's answer, a status probe's, an operator's.
+ * A journal older than digests recorded these without one.
+ */
 export function recordsOutcome(kind: string, state: unknown): boolean {
   return (
     kind === 'operator_resolution' || (kind === 'outcome' && (state === 'completed' || state === 'failed'))
   );
+}
+
+/**
+ * An `unknown` outcome may store what the target answered all the same (its JSON-RPC error, kept
+ * for whoever reviews it): that event carries the digest too, and only when something was stored.
+ */
+function mayRecordOutcome(kind: string, state: unknown): boolean {
+  return recordsOutcome(kind, state) || (kind === 'outcome' && state === 'unknown');
 }
 
 /**
@@ -54,7 +65,7 @@ export function withOutcomeDigest(
   if (outcome === undefined || !events) return events;
   let digest: string | undefined;
   return events.map((event) => {
-    if (event.executionId !== id || !recordsOutcome(event.kind, event.detail?.state ?? 'completed'))
+    if (event.executionId !== id || !mayRecordOutcome(event.kind, event.detail?.state ?? 'completed'))
       return event;
     digest ??= outcomeDigest(outcome);
     return { ...event, detail: { ...event.detail, [OUTCOME_DIGEST_FIELD]: digest } };
