@@ -24,6 +24,7 @@ describe('resolveContract: no contract declared', () => {
         attachWindowMs: 15 * 60_000,
         afterCompletion: 'new_if_moved_on',
         afterFailure: 'new',
+        jsonrpcErrors: 'unknown',
         argumentRules: { ignore: [], secrets: [], defaults: {} },
         timeoutMs: DEFAULTS.timeoutMs,
         leaseMs: DEFAULTS.leaseMs,

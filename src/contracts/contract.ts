@@ -47,6 +47,10 @@ export type AfterCompletion = (typeof AFTER_COMPLETION)[number];
 export const AFTER_FAILURE = ['new', 'replay'] as const;
 export type AfterFailure = (typeof AFTER_FAILURE)[number];
 
+/** What a JSON-RPC error an upstream answers after it took the call means (docs/contracts.md). */
+export const JSONRPC_ERRORS = ['unknown', 'failed'] as const;
+export type JsonRpcErrors = (typeof JSONRPC_ERRORS)[number];
+
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const path = z.string().min(1);
 /** A default as a user writes it back ("15m", "30s"), for the descriptions below. */
@@ -104,6 +108,12 @@ export const ToolContractSchema = z
       .optional()
       .describe(
         'What a new request gets after the target answered the same intent with a failure. new (default): nothing took effect, so it is a new attempt, linked to the failed one; the same request re-sent (the same id) still gets the stored failure. replay: the stored failure, for tools whose failures can hide a partial effect.',
+      ),
+    jsonrpc_errors: z
+      .enum(JSONRPC_ERRORS)
+      .optional()
+      .describe(
+        "What a JSON-RPC error from an upstream MCP tool means, other than one that refuses the request before it runs (-32600, -32601, -32602: always the target's failure). unknown (default): the upstream took the call and may have acted before it failed, so the outcome is unknown and its task stays working. failed: this tool answers one only before it acts, so it is the target's failure: recorded failed (after_failure applies) and its task ends failed with the error.",
       ),
     fingerprint: z
       .object({
@@ -190,6 +200,8 @@ export interface ResolvedContract {
   attachWindowMs: number;
   afterCompletion: AfterCompletion;
   afterFailure: AfterFailure;
+  /** A JSON-RPC error the upstream answers after it took the call: unknown (default), or the target's failure. */
+  jsonrpcErrors: JsonRpcErrors;
   argumentRules: ArgumentRules;
   /** When an unanswered dispatch becomes `unknown` (the caller is told so; the work may still finish). */
   timeoutMs: number;
@@ -271,6 +283,7 @@ export function resolveContract(
     attachWindowMs,
     afterCompletion: parsed?.after_completion ?? defaultAfterCompletion(scope),
     afterFailure: parsed?.after_failure ?? 'new',
+    jsonrpcErrors: parsed?.jsonrpc_errors ?? 'unknown',
     argumentRules: {
       ignore: parsed?.fingerprint?.ignore ?? [],
       secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],

@@ -43,18 +43,6 @@ export function taskView(
           : `Cancelled at your request after it was sent: whether it took effect is not known (${record.id}; ${statusTool} tells when it is).`,
     };
   }
-  // The target answered with a JSON-RPC error after it took the call: the request failed, and the
-  // effect is still unknown (the execution says so, and waits for review).
-  const answeredWith =
-    record.state === 'unknown' ? record.outcome?.result._meta?.[META.jsonrpcError] : undefined;
-  if (answeredWith) {
-    return {
-      ...base,
-      status: 'failed',
-      error: answeredWith as NonNullable<TaskView['error']>,
-      statusMessage: `The target answered with an error; whether it acted first is not known (${record.id}: ${inFlightMessage(record, statusTool)})`,
-    };
-  }
   if (finished && answer) {
     const error = answer._meta?.[META.jsonrpcError] as TaskView['error'] | undefined;
     if (error) return { ...base, status: 'failed', error };
@@ -89,16 +77,35 @@ function inFlightMessage(record: ExecutionRecord, statusTool: string): string {
     case 'awaiting_approval':
       return `Waiting for approval (an operator decides: idem approvals approve ${record.id}).`;
     case 'dispatched':
+      // The upstream's own task id stays Idem's to follow (journaled for operators): never a client's to see.
       return record.upstreamTask
-        ? `Running as the upstream's task ${record.upstreamTask.taskId}.`
+        ? `Sent; running as a task of the upstream "${record.upstreamTask.upstream}", which Idem follows to its end.`
         : 'Sent; waiting for the target to answer.';
     case 'unknown':
-      return record.replay === 'review'
-        ? `Whether it took effect is not known: an operator must review it (idem executions resolve ${record.id} completed|failed). It will not be sent again.`
-        : record.replay === 'status'
-          ? `Whether it took effect is not known: the target is being asked (status probe); ${statusTool} tells when it is known.`
-          : `Whether it took effect is not known: calling it again re-sends it under the same key (${record.id}), which the target deduplicates.`;
+      return `${answeredWith(record)}${whatUnknownNeeds(record, statusTool)}`;
     default:
       return `In state ${record.state}.`;
   }
+}
+
+/**
+ * An unknown execution whose target answered with a JSON-RPC error after it took the call (kept
+ * with the outcome): the task says what the target said, and stays working — the effect may have
+ * happened, and a `failed` task would invite a retry (docs/tasks.md).
+ */
+function answeredWith(record: ExecutionRecord): string {
+  const error = record.outcome?.result._meta?.[META.jsonrpcError] as
+    | { code?: unknown; message?: unknown }
+    | undefined;
+  if (!error) return '';
+  return `The target answered with JSON-RPC error ${String(error.code)} (${String(error.message)}) after it took the call. `;
+}
+
+/** What an unknown outcome waits for, by the tool's replay class. */
+function whatUnknownNeeds(record: ExecutionRecord, statusTool: string): string {
+  if (record.replay === 'review')
+    return `Whether it took effect is not known: an operator must review it (idem executions resolve ${record.id} completed|failed). It will not be sent again.`;
+  if (record.replay === 'status')
+    return `Whether it took effect is not known: the target is being asked (status probe); ${statusTool} tells when it is known.`;
+  return `Whether it took effect is not known: calling it again re-sends it under the same key (${record.id}), which the target deduplicates.`;
 }

@@ -30,7 +30,7 @@ export function recordedTaskFollower(upstream: UpstreamConnection): UpstreamTask
         ...(inputDeadlineAt !== undefined ? { inputDeadlineAt } : {}),
         ...(meta ? { meta } : {}),
       });
-      return taskEndResult(end, handle.taskId);
+      return taskEndResult(end);
     },
   };
 }

@@ -146,24 +146,24 @@ describe('taskResultEnd (a v1 tasks/result answer)', () => {
 
   it('the tool result, without the related-task mark the upstream MUST put on it (other _meta stays)', () => {
     expect(
-      taskResultEnd(result({ ...report, _meta: { [RELATED]: { taskId: 't' }, other: 1 } }), 'completed', 't'),
+      taskResultEnd(result({ ...report, _meta: { [RELATED]: { taskId: 't' }, other: 1 } }), 'completed'),
     ).toEqual({ result: { ...report, _meta: { other: 1 } } });
-    expect(taskResultEnd(result({ isError: true, content: [] }), 'failed', 't')).toEqual({
+    expect(taskResultEnd(result({ isError: true, content: [] }), 'failed')).toEqual({
       result: { isError: true, content: [] },
     });
   });
 
   it("the request's JSON-RPC error; a task not found, or cancelled without a result, is unknown", () => {
-    expect(taskResultEnd(error(-32603, 'boom'), 'failed', 't')).toEqual({
+    expect(taskResultEnd(error(-32603, 'boom'), 'failed')).toEqual({
       error: { code: -32603, message: 'boom' },
     });
-    expect(taskResultEnd(error(-32602, 'Task not found'), 'completed', 't')).toEqual({
-      unknown: expect.stringContaining('the upstream no longer knows its task t'),
+    expect(taskResultEnd(error(-32602, 'Task not found'), 'completed')).toEqual({
+      unknown: expect.stringContaining('the upstream no longer knows its task ('),
     });
-    expect(taskResultEnd(error(-32603, 'no result stored'), 'cancelled', 't')).toEqual({
-      unknown: expect.stringContaining('cancelled its task t'),
+    expect(taskResultEnd(error(-32603, 'no result stored'), 'cancelled')).toEqual({
+      unknown: expect.stringContaining('cancelled its task;'),
     });
-    expect(taskResultEnd(result(report), 'cancelled', 't')).toEqual({ result: report });
+    expect(taskResultEnd(result(report), 'cancelled')).toEqual({ result: report });
   });
 
   it('withoutRelatedTask leaves a result without the mark as it is', () => {
@@ -179,7 +179,7 @@ function scriptedUpstream(
   const sent: { method: string; params: Record<string, unknown>; headers?: Record<string, string> }[] = [];
   const link: TaskLink = {
     name: 'up',
-    request: async (method, params, _signal, _onId, headers) => {
+    request: async (method, params, { headers } = {}) => {
       const p = (params ?? {}) as Record<string, unknown>;
       sent.push({ method, params: p, ...(headers ? { headers } : {}) });
       const reply = answer(method, p);
@@ -229,7 +229,7 @@ describe('followUpstreamTask', () => {
     }));
     await expect(followUpstreamTask(link, v1Task)).rejects.toThrow(
       new OutcomeUnknownError(
-        'the upstream no longer knows its task t (it restarted, or dropped the task); whether it acted is unknown',
+        'the upstream no longer knows its task (it restarted, or dropped the task); whether it acted is unknown',
       ),
     );
   });
@@ -255,7 +255,7 @@ describe('followUpstreamTask', () => {
       return ok({ taskId: 't', status: cancelled ? 'cancelled' : 'working', pollInterval: 1 });
     });
     await expect(followUpstreamTask(link, v1Task, { signal: cancelling.signal })).rejects.toThrow(
-      /cancelled its task t; whether it acted first is unknown/,
+      /cancelled its task; whether it acted first is unknown/,
     );
     expect(sent.filter((s) => s.method === 'tasks/cancel')).toHaveLength(1);
   });

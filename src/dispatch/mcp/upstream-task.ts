@@ -116,12 +116,11 @@ export function taskStepOf(generation: UpstreamTaskGeneration, task: unknown, po
 export function taskResultEnd(
   reply: UpstreamReply,
   status: 'completed' | 'failed' | 'cancelled',
-  taskId: string,
 ): TaskEnd | { unknown: string } {
   if ('result' in reply) return { result: withoutRelatedTask(reply.result as Record<string, unknown>) };
-  if (reply.error.code === TASK_NOT_FOUND) return { unknown: forgotten(taskId) };
+  if (reply.error.code === TASK_NOT_FOUND) return { unknown: FORGOTTEN };
   if (status === 'cancelled')
-    return { unknown: `the upstream cancelled its task ${taskId}; whether it acted first is unknown` };
+    return { unknown: 'the upstream cancelled its task; whether it acted first is unknown' };
   return { error: reply.error };
 }
 
@@ -129,10 +128,10 @@ export function taskResultEnd(
  * How the upstream's task ended, as the dispatch's result. A JSON-RPC error after the task was
  * made is no refusal: the upstream took the call, so whether it acted is unknown.
  */
-export function taskEndResult(end: TaskEnd, taskId: string): ToolResult {
+export function taskEndResult(end: TaskEnd): ToolResult {
   if ('result' in end) return end.result as ToolResult;
   throw new OutcomeUnknownError(
-    `the upstream's task ${taskId} ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
+    `the upstream's task ended with JSON-RPC error ${end.error.code}: ${end.error.message}; whether it acted first is unknown`,
     end.error,
   );
 }
@@ -185,7 +184,7 @@ export async function followUpstreamTask(
   const params = { taskId, ...(meta ? { _meta: meta } : {}) };
   // A 2026-07-28 HTTP upstream checks the task id against `Mcp-Name` (standard headers).
   const headers = generation === 'v2' ? { 'mcp-name': taskId } : undefined;
-  const ask = (method: string) => requestOrLost(link, method, params, headers, taskId);
+  const ask = (method: string) => requestOrLost(link, method, params, headers);
   let pollMs = clampPoll(task.pollIntervalMs ?? DEFAULT_POLL_MS);
   let cancelAsked = false;
   const cancelOnce = () => {
@@ -199,7 +198,7 @@ export async function followUpstreamTask(
     if (signal?.aborted) cancelOnce();
     for (;;) {
       const reply = await ask('tasks/get');
-      if ('error' in reply) throw new OutcomeUnknownError(lookupFailed(reply.error, taskId, link.name));
+      if ('error' in reply) throw new OutcomeUnknownError(lookupFailed(reply.error, link.name));
       const step = taskStepOf(generation, reply.result, pollMs);
       switch (step.next) {
         case 'poll':
@@ -209,13 +208,13 @@ export async function followUpstreamTask(
             Date.now() >= inputDeadlineAt
           )
             throw new OutcomeUnknownError(
-              `the upstream's task ${taskId} waits for input, which Idem does not relay to it yet; whether it acted is unknown`,
+              "the upstream's task waits for input, which Idem does not relay to it yet; whether it acted is unknown",
             );
           pollMs = clampPoll(step.afterMs);
           await pause(pollMs, signal);
           continue;
         case 'result': {
-          const end = taskResultEnd(await ask('tasks/result'), step.status, taskId);
+          const end = taskResultEnd(await ask('tasks/result'), step.status);
           if ('unknown' in end) throw new OutcomeUnknownError(end.unknown);
           return end;
         }
@@ -235,27 +234,30 @@ async function requestOrLost(
   method: string,
   params: Record<string, unknown>,
   headers: Record<string, string> | undefined,
-  taskId: string,
 ): Promise<UpstreamReply> {
   try {
-    return await link.request(method, params, undefined, undefined, headers);
+    return await link.request(method, params, headers ? { headers } : {});
   } catch (error) {
     if (error instanceof UpstreamClosedError || error instanceof UpstreamUnavailableError)
       throw new OutcomeUnknownError(
-        `the connection to upstream ${link.name} was lost while its task ${taskId} ran (${error.message}); whether it acted is unknown`,
+        `the connection to upstream ${link.name} was lost while its task ran (${error.message}); whether it acted is unknown`,
       );
     throw error;
   }
 }
 
-function lookupFailed(error: { code: number; message: string }, taskId: string, upstream: string): string {
-  if (error.code === TASK_NOT_FOUND) return forgotten(taskId);
-  return `upstream ${upstream} answered tasks/get for its task ${taskId} with JSON-RPC error ${error.code}: ${error.message}; whether it acted is unknown`;
+function lookupFailed(error: { code: number; message: string }, upstream: string): string {
+  if (error.code === TASK_NOT_FOUND) return FORGOTTEN;
+  return `upstream ${upstream} answered tasks/get for its task with JSON-RPC error ${error.code}: ${error.message}; whether it acted is unknown`;
 }
 
-function forgotten(taskId: string): string {
-  return `the upstream no longer knows its task ${taskId} (it restarted, or dropped the task); whether it acted is unknown`;
-}
+/**
+ * Said of an upstream task that cannot be read to its end. These texts reach the caller (its
+ * unknown answer's detail): the upstream's task id is not in them — it is Idem's to follow, and
+ * the journal's `upstream_task` entry names it for an operator.
+ */
+const FORGOTTEN =
+  'the upstream no longer knows its task (it restarted, or dropped the task); whether it acted is unknown';
 
 function pollIntervalOf(
   task: Record<string, unknown>,
