@@ -12,6 +12,9 @@ import type { StepContext } from './step-context.js';
  * by another is read at the task's poll interval.
  */
 
+/** Why a dispatch is aborted by its task's cancel: what the target is told (`notifications/cancelled`). */
+export const TASK_CANCELLED = 'the task was cancelled (tasks/cancel)';
+
 /**
  * Until the next poll, or sooner when `onWake`'s wake is called or `signal` aborts. The timer does
  * not hold the process open.
@@ -52,7 +55,7 @@ export function watchTaskCancel(ctx: StepContext, executionId: string, cancel: A
         const watch = await ctx.store.watchTask(executionId);
         failing = false;
         if (watch?.cancelRequestedAt != null) {
-          cancel.abort();
+          cancel.abort(TASK_CANCELLED);
           return;
         }
       } catch (error) {

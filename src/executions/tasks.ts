@@ -10,8 +10,8 @@ import { answerOfRecord, delivered } from './record-answer.js';
 import { current } from './status.js';
 import type { StepContext } from './step-context.js';
 import { answerApprovalInput, approvalDecided, approvalInput } from './task-approval.js';
-
 import { taskView } from './task-status.js';
+import { TASK_CANCELLED } from './task-watch.js';
 
 /**
  * An execution as an MCP task (docs/tasks.md): one task per execution and actor, answered from
@@ -214,8 +214,9 @@ export async function cancelTask(
       );
     approvalDecided(ctx, record.id);
   }
-  // Dispatched here: aborted now; by another gateway, which reads the cancel at its poll interval (task-watch.ts).
-  if (record.state === 'dispatched') ctx.taskCancels.get(record.id)?.abort();
+  // Dispatched here (also just now, by the holder of an approval it raced): aborted now; by another
+  // gateway, which reads the cancel at its poll interval (task-watch.ts).
+  ctx.taskCancels.get(record.id)?.abort(TASK_CANCELLED);
   ctx.taskChanges.changed(record.id);
   return getTask(ctx, taskId, actor, false);
 }

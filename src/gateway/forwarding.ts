@@ -8,6 +8,7 @@ import type { UpstreamLifecycle, UpstreamReply, UpstreamRestart } from '../dispa
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import { messageOf } from '../errors.js';
 import { renderRequestId } from '../identity/request-key.js';
+import { forUpstream } from '../protocol/upstream-params.js';
 import { roundAsking } from './revision-bridge/input-rounds.js';
 import { unprefixed } from './routing.js';
 import type { ForwardedRequest, SessionContext, SessionState, SharedUpstreams } from './session-state.js';
@@ -28,14 +29,16 @@ export async function forward(
   try {
     const params = unprefixed(s.prefixed, request);
     const { upstreamMeta } = forwarded;
+    // Nothing the gateway answers itself goes on (a client's task, Idem's own _meta): protocol/upstream-params.ts.
     const reply = await upstream.request(
       request.method,
-      upstreamMeta === meta ? params : { ...params, _meta: upstreamMeta },
-      undefined,
-      (upstreamId) => {
-        forwarded.upstreamId = upstreamId;
+      forUpstream(upstreamMeta === meta ? params : { ...params, _meta: upstreamMeta }),
+      {
+        onId: (upstreamId) => {
+          forwarded.upstreamId = upstreamId;
+        },
+        ...(headers ? { headers } : {}),
       },
-      headers,
     );
     return s.send({ ...reply, id: request.id } as JSONRPCMessage);
   } catch (error) {

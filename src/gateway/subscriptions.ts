@@ -128,8 +128,13 @@ export async function listen(s: SessionState, request: JSONRPCRequest): Promise<
         subscription.upstreamAcknowledged.set(upstream.name, resolve),
       );
       const listening = upstream
-        .request('subscriptions/listen', { notifications: filter }, ended.signal, (upstreamId) =>
-          subscription.upstreamIds.set(upstream.name, upstreamId),
+        .request(
+          'subscriptions/listen',
+          { notifications: filter },
+          {
+            signal: ended.signal,
+            onId: (upstreamId) => subscription.upstreamIds.set(upstream.name, upstreamId),
+          },
         )
         // It ended on its own (closed gracefully, refused, or the upstream restarted): the other upstreams go on.
         .then(() => subscription.upstreamIds.delete(upstream.name))

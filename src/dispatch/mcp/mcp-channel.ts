@@ -1,4 +1,5 @@
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { CONTRACT_DEFAULTS } from '../../defaults.js';
 import {
   NotDispatchedError,
   OutcomeUnknownError,
@@ -16,7 +17,7 @@ import {
 import type { ToolResult } from '../../store/outcome.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import type { UpstreamConnection } from './upstream.js';
-import type { UpstreamReply } from './upstream-spec.js';
+import type { RequestOptions, UpstreamReply } from './upstream-spec.js';
 import {
   type CreatedTask,
   createdTaskOf,
@@ -143,8 +144,7 @@ export class McpChannel implements ActionChannel {
     }
     const startedAt = Date.now();
     const asking = this.#taskRequest(upstream);
-    const resend: ResendWith = (round) =>
-      this.#send(upstream, args, ctx.executionId, round, asking, ctx.taskCancelled);
+    const resend: ResendWith = (round) => this.#send(upstream, args, round, asking, ctx);
     const first = await resend({});
     let reply = this.#call.answerRounds ? await this.#call.answerRounds(first, resend) : first;
     // The call is a task: what the upstream asks before it acts, the task's client answers.
@@ -211,17 +211,15 @@ export class McpChannel implements ActionChannel {
       ...(timeoutMs !== undefined ? { inputDeadlineAt: startedAt + timeoutMs } : {}),
       ...(meta ? { meta } : {}),
     });
-    return taskEndResult(end, task.taskId);
+    return taskEndResult(end);
   }
 
   async #send(
     upstream: UpstreamConnection,
     args: Record<string, unknown>,
-    executionId: string | null,
     round: Record<string, unknown>,
     asking: { params?: Record<string, unknown>; meta?: Record<string, unknown> } | undefined,
-    /** The call's task was cancelled (tasks/cancel, in any gateway of the fleet): the upstream is told. */
-    taskCancelled: AbortSignal | undefined,
+    ctx: ActionDispatch,
   ): Promise<UpstreamReply> {
     const call = this.#call;
     const { task: _clientsTask, ...passed } = call.params;
@@ -234,13 +232,14 @@ export class McpChannel implements ActionChannel {
           ...round,
           name: call.upstreamTool,
           arguments: args,
-          _meta: { ...call.meta, ...asking?.meta, [META.executionId]: executionId },
+          _meta: { ...call.meta, ...asking?.meta, [META.executionId]: ctx.executionId },
         },
-        // The caller's cancellation reaches the upstream through `onSent`'s id, as any request's does;
-        // its task's, through this signal (notifications/cancelled, and the answer is not awaited).
-        taskCancelled,
-        call.onSent,
-        call.headers,
+        {
+          // The caller's cancellation reaches the upstream through `onSent`'s id, as any request's does.
+          ...(call.onSent ? { onId: call.onSent } : {}),
+          ...(call.headers ? { headers: call.headers } : {}),
+          ...taskRequestOptions(ctx, call.timeoutMs),
+        },
       );
     } catch (error) {
       // Could not send: nothing reached the upstream. Sent, then the upstream went away: it may have acted.
@@ -275,4 +274,30 @@ export class McpChannel implements ActionChannel {
     }
     return reply.result as ToolResult;
   }
+}
+
+/**
+ * What the call's task adds to its request (docs/tasks.md). Its cancel (tasks/cancel, by any
+ * gateway of the fleet) is passed on as `notifications/cancelled`, and an answer the upstream
+ * sends all the same is still the target's answer, awaited for the contract's timeout: it may
+ * have acted, and the answer says how (over 2026-07-28 HTTP the cancel closes the request's
+ * stream, and nothing can come: UpstreamConnection.request). Once the call is a 2026-07-28 task,
+ * what the upstream asks while it runs (a 2025-era server pushing `elicitation/create`) is carried
+ * into the task as its input.
+ */
+function taskRequestOptions(ctx: ActionDispatch, timeoutMs: number | undefined): RequestOptions {
+  const { taskCancelled, askPushed } = ctx;
+  return {
+    ...(taskCancelled
+      ? { signal: taskCancelled, answerWithinMs: timeoutMs ?? CONTRACT_DEFAULTS.timeoutMs }
+      : {}),
+    ...(askPushed
+      ? {
+          asks: (request) =>
+            askPushed({ method: request.method, params: request.params })?.then(
+              (reply): UpstreamReply => ({ jsonrpc: '2.0', id: request.id, ...reply }) as UpstreamReply,
+            ),
+        }
+      : {}),
+  };
 }

@@ -1,6 +1,7 @@
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamClosedError } from '../../errors.js';
 import type { PerRequestHttp } from '../../protocol/standard-headers.js';
-import type { UpstreamReply } from './upstream-spec.js';
+import type { UpstreamAsks, UpstreamReply } from './upstream-spec.js';
 
 interface Pending {
   resolve(reply: UpstreamReply): void;
@@ -9,23 +10,34 @@ interface Pending {
 
 /**
  * The requests a connection sent and still awaits an answer to, under the ids
- * it numbered them with (its own space, not the client's), and what each adds
- * to its own HTTP POST (its `Mcp-Param-*` headers, its stream's abort).
+ * it numbered them with (its own space, not the client's), what each adds to
+ * its own HTTP POST (its `Mcp-Param-*` headers, its stream's abort), and who
+ * answers what the upstream asks while it runs (UpstreamAsks).
  */
 export class PendingRequests {
   #nextId = 1;
   readonly #pending = new Map<RequestId, Pending>();
   readonly #http = new Map<RequestId, PerRequestHttp>();
+  readonly #asks = new Map<RequestId, UpstreamAsks>();
+  /** Requests the upstream was told are cancelled, still awaiting the answer it may send all the same. */
+  readonly #told = new Set<RequestId>();
 
   /** A new id and the promise of its answer, settled by `answer`, `fail` or `failAll`. */
-  open(http: PerRequestHttp | undefined): { id: number; reply: Promise<UpstreamReply> } {
+  open(http: PerRequestHttp | undefined, asks?: UpstreamAsks): { id: number; reply: Promise<UpstreamReply> } {
     const id = this.#nextId++;
     const reply = new Promise<UpstreamReply>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     // The upstream may go away while the request is still being written: then `reply` is rejected
     // before anyone awaits it, and an unobserved rejection would end the gateway process.
     reply.catch(() => {});
     if (http) this.#http.set(id, http);
-    void reply.finally(() => this.#http.delete(id)).catch(() => {});
+    if (asks) this.#asks.set(id, asks);
+    void reply
+      .finally(() => {
+        this.#http.delete(id);
+        this.#asks.delete(id);
+        this.#told.delete(id);
+      })
+      .catch(() => {});
     return { id, reply };
   }
 
@@ -33,26 +45,68 @@ export class PendingRequests {
   forget(id: RequestId): void {
     this.#pending.delete(id);
     this.#http.delete(id);
+    this.#asks.delete(id);
   }
 
   httpOf(id: RequestId): PerRequestHttp | undefined {
     return this.#http.get(id);
   }
 
-  /** Settles request `id` with `reply`; false when no such request waits (answered, cancelled, or not ours). */
   /**
-   * Once `signal` aborts, request `id` is answered "cancelled" here (-32800: no answer is awaited
-   * any more), after `tell` has told the upstream why.
+   * Once `signal` aborts, `tell` tells the upstream why. Then, by default, no answer is awaited
+   * any more: request `id` ends here with UpstreamClosedError — never with an answer made up here,
+   * which a caller would take for the upstream's. With `answerWithinMs`, an answer the upstream
+   * sends all the same within that time is still the request's (a call it took may have acted, and
+   * its answer says how); past it, the request ends the same way.
    */
-  cancelOnAbort(id: RequestId, signal: AbortSignal, tell: (reason: string) => void): void {
+  cancelOnAbort(
+    id: RequestId,
+    signal: AbortSignal,
+    tell: (reason: string) => void,
+    answerWithinMs?: number,
+  ): void {
     const cancel = () => {
       tell(String(signal.reason ?? 'cancelled'));
-      this.answer(id, { jsonrpc: '2.0', id, error: { code: -32800, message: 'Request cancelled' } });
+      const stop = () =>
+        this.fail(
+          id,
+          new UpstreamClosedError('the request was cancelled, and no answer is awaited any more'),
+        );
+      if (answerWithinMs === undefined) return stop();
+      this.#told.add(id);
+      const timer = setTimeout(
+        () =>
+          this.fail(
+            id,
+            new UpstreamClosedError(
+              `the request was cancelled, and the upstream did not answer within ${answerWithinMs} ms`,
+            ),
+          ),
+        answerWithinMs,
+      );
+      timer.unref();
     };
     if (signal.aborted) cancel();
     else signal.addEventListener('abort', cancel, { once: true });
   }
 
+  /**
+   * What the upstream asks on behalf of one of these requests, answered by that request's own
+   * asker when it takes it (a reply), else undefined: routed as any. Which request: the one whose
+   * response stream carried it (`related`), or — where nothing can say (stdio) — the one request
+   * still running here, if there is exactly one (one told of its cancel no longer asks anything).
+   */
+  asked(request: JSONRPCRequest, related: RequestId | null | undefined): Promise<UpstreamReply> | undefined {
+    if (this.#asks.size === 0 || related === null) return undefined;
+    let owner = related;
+    if (owner === undefined) {
+      const running = [...this.#pending.keys()].filter((id) => !this.#told.has(id));
+      owner = running.length === 1 ? running[0] : undefined;
+    }
+    return owner === undefined ? undefined : this.#asks.get(owner)?.(request);
+  }
+
+  /** Settles request `id` with `reply`; false when no such request waits (answered, cancelled, or not ours). */
   answer(id: RequestId, reply: UpstreamReply): boolean {
     const pending = this.#pending.get(id);
     if (!pending) return false;

@@ -24,6 +24,34 @@ export type UpstreamSpec =
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 
 /**
+ * Who answers what the upstream asks (elicitation, sampling, roots) while one request of the
+ * gateway's runs: the reply, or undefined to leave it to the connection's handlers (onRequest).
+ */
+export type UpstreamAsks = (request: JSONRPCRequest) => Promise<UpstreamReply> | undefined;
+
+/** How one request to the upstream is sent, beside its method and params (UpstreamConnection.request). */
+export interface RequestOptions {
+  /**
+   * Aborted: the upstream is told (`notifications/cancelled`; over 2026-07-28 HTTP its request
+   * stream is closed too, which is how such a server hears it). Then no answer is awaited any more
+   * (UpstreamClosedError) — unless `answerWithinMs` says how long one is still awaited.
+   */
+  signal?: AbortSignal;
+  /** Once `signal` aborts, how long an answer the upstream sends all the same is still awaited. */
+  answerWithinMs?: number;
+  /**
+   * Called with the upstream-side id as the request goes out, before it is written: what the
+   * upstream sends about it (tied to this id) may arrive before the write returns, and a
+   * client's cancellation is passed on under it.
+   */
+  onId?: (upstreamId: RequestId) => void;
+  /** Headers of this request's own POST, for an HTTP upstream (SEP-2243 `Mcp-Param-*`). */
+  headers?: Record<string, string>;
+  /** What the upstream asks while this request runs, answered first by this (see UpstreamAsks). */
+  asks?: UpstreamAsks;
+}
+
+/**
  * What the upstream sends of its own. `related` is the id (this connection's)
  * of the request whose response stream carried it: the upstream's own word
  * that it concerns that request (protocol/related-streams.ts). Null: the

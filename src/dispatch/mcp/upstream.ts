@@ -27,6 +27,7 @@ import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation }
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 import type {
+  RequestOptions,
   UpstreamHandlers,
   UpstreamLifecycle,
   UpstreamOptions,
@@ -146,28 +147,29 @@ export class UpstreamConnection {
    * Sends a request and resolves with the upstream's reply (result or error).
    * Throws UpstreamUnavailableError if it could not be sent (nothing
    * happened), UpstreamClosedError if the upstream went away before replying
-   * (it may have acted).
+   * (it may have acted), or its cancel ended the wait (RequestOptions).
    */
   async request(
     method: string,
     params: JSONRPCRequest['params'],
-    signal?: AbortSignal,
-    /**
-     * Called with the upstream-side id as the request goes out, before it is written: what the
-     * upstream sends about it (tied to this id) may arrive before the write returns, and a
-     * client's cancellation is passed on under it.
-     */
-    onId?: (upstreamId: RequestId) => void,
-    /** Headers of this request's own POST, for an HTTP upstream (SEP-2243 `Mcp-Param-*`). */
-    headers?: Record<string, string>,
+    { signal, answerWithinMs, onId, headers, asks }: RequestOptions = {},
   ): Promise<UpstreamReply> {
     const transport = this.#transport;
     const handshake = isHandshake(method);
     const allowed = this.available || (this.#initializing && this.#available && handshake);
     if (!allowed || !transport) throw new UpstreamUnavailableError(`upstream ${this.name} is down`);
     params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.client);
+    // Over 2026-07-28 HTTP the cancel closes the request's stream (how such a server hears it), and
+    // nothing can come after it; elsewhere an answer may still come, when the caller awaits one.
+    const closesStream =
+      this.#revision.era === 'modern' && transport instanceof StreamableHTTPClientTransport;
+    const waitMs = closesStream ? undefined : answerWithinMs;
+    const closes = signal && waitMs === undefined ? signal : undefined;
     const { id, reply } = this.#pending.open(
-      headers || signal ? { ...(headers ? { headers } : {}), ...(signal ? { signal } : {}) } : undefined,
+      headers || closes
+        ? { ...(headers ? { headers } : {}), ...(closes ? { signal: closes } : {}) }
+        : undefined,
+      asks,
     );
     onId?.(id);
     try {
@@ -180,10 +182,8 @@ export class UpstreamConnection {
         `upstream ${this.name} failed while the request was being delivered: ${messageOf(error)}`,
       );
     }
-    // Cancelled: the upstream is told (over HTTP its request stream is closed too, which is how a
-    // 2026-07-28 server hears it), and no answer is awaited any more.
     const tell = (reason: string) => void this.notify('notifications/cancelled', { requestId: id, reason });
-    if (signal) this.#pending.cancelOnAbort(id, signal, tell);
+    if (signal) this.#pending.cancelOnAbort(id, signal, tell, waitMs);
     return reply;
   }
 
@@ -311,8 +311,8 @@ export class UpstreamConnection {
       takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
     if (isRequest(message)) {
       const upstreamId = message.id;
-      void this.#handlers
-        .onRequest(message, related)
+      // A request of ours that asks for itself (a task's input) answers first; the rest is the handlers'.
+      void (this.#pending.asked(message, related) ?? this.#handlers.onRequest(message, related))
         .catch(
           (error: unknown): UpstreamReply => ({
             jsonrpc: '2.0',
