@@ -66,7 +66,7 @@ export function actionCall(
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
     },
-    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput }) => {
+    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput, askPushed }) => {
       // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
       const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
       return channel.dispatch(args, {
@@ -76,6 +76,7 @@ export function actionCall(
         ...(taskSignal ? { taskCancelled: taskSignal } : {}),
         ...(upstreamTask ? { upstreamTask } : {}),
         ...(askInput ? { askInput } : {}),
+        ...(askPushed ? { askPushed } : {}),
       });
     },
   };

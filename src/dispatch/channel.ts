@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { StatusProbe, ToolContract } from '../contracts/contract.js';
+import type { PushedReply, PushedRequest } from '../executions/call.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { UpstreamTaskHandle } from '../store/types.js';
 
@@ -34,6 +35,14 @@ export interface ActionDispatch {
   askInput?(
     requests: Record<string, { method: string; params?: unknown }>,
   ): Promise<Record<string, unknown> | undefined>;
+  /**
+   * Present while the call may become a 2026-07-28 MCP task: a request the target pushes while it
+   * works (a 2025-era upstream's `elicitation/create`, `sampling/createMessage`, `roots/list`),
+   * carried into the task as its input once the call is one, and answered by the task's client
+   * (`tasks/update`): resolves with the reply's result or error. Undefined while the call is not
+   * (yet) a task, or for another method: the request is then routed as any.
+   */
+  askPushed?(request: PushedRequest): Promise<PushedReply> | undefined;
 }
 
 /**

@@ -69,7 +69,28 @@ export interface ToolCall {
 export interface TaskRequest {
   generation: TaskGeneration;
   ttlMs?: number;
+  /**
+   * Held while the caller's client holds questions it was asked in the call's own answer (the
+   * gateway's input round, a 2026-07-28 client meeting a 2025-era upstream): the call is not
+   * answered as a task meanwhile — its client will call again with the answers, and hears the
+   * task then.
+   */
+  hold?: TaskHold;
 }
+
+/** See TaskRequest.hold: `then` runs once nothing holds the call (at once when nothing does). */
+export interface TaskHold {
+  whenFree(then: () => void): void;
+}
+
+/** A request a target pushes while it works (DispatchContext.askPushed). */
+export interface PushedRequest {
+  method: string;
+  params?: unknown;
+}
+
+/** What the target is answered: the client's result, or an error. */
+export type PushedReply = { result: Record<string, unknown> } | { error: { code: number; message: string } };
 
 export interface DispatchContext {
   /** The execution id: pass it on as the target's idempotency key. null for read-only tools. */
@@ -87,6 +108,8 @@ export interface DispatchContext {
   askInput?(
     requests: Record<string, { method: string; params?: unknown }>,
   ): Promise<Record<string, unknown> | undefined>;
+  /** Once the call is a 2026-07-28 task: a request the target pushes while it works, carried into the task (ActionDispatch.askPushed). */
+  askPushed?(request: PushedRequest): Promise<PushedReply> | undefined;
 }
 
 /**

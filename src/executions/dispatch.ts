@@ -11,7 +11,8 @@ import type { ToolResult } from '../store/outcome.js';
 import type { UpstreamTaskHandle } from '../store/types.js';
 import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer, META } from './answers.js';
-import type { Dispatch, ToolCall } from './call.js';
+import type { Dispatch, PushedRequest, ToolCall } from './call.js';
+import { PushedInput } from './pushed-input.js';
 import type { Next, StepContext } from './step-context.js';
 import { waitForInput, watchTaskCancel } from './task-watch.js';
 
@@ -92,6 +93,12 @@ export async function send(
     taskCancel &&
     ((requests: Record<string, { method: string; params?: unknown }>) =>
       isTask ? waitForInput(ctx, subject, token, requests, taskCancel.signal) : Promise.resolve(undefined));
+  // What the target pushes while it works, once the call is a 2026-07-28 task, is the task's input.
+  const pushed =
+    taskCancel && call.task?.generation === 'v2'
+      ? new PushedInput(ctx, subject, token, taskCancel.signal)
+      : undefined;
+  const askPushed = pushed && ((request: PushedRequest) => (isTask ? pushed.ask(request) : undefined));
   const work = (async (): Promise<Done> => {
     try {
       const sending = {
@@ -100,6 +107,7 @@ export async function send(
         upstreamTask,
         ...(taskCancel ? { signal: taskCancel.signal } : {}),
         ...(askInput ? { askInput } : {}),
+        ...(askPushed ? { askPushed } : {}),
       };
       const result = received(ctx, call, await dispatch(sending));
       return { outcome: result.isError ? 'failed' : 'completed', result };
@@ -112,13 +120,15 @@ export async function send(
       if (error instanceof OutcomeUnknownError) {
         if (following && ctx.closing.value)
           return { outcome: 'unknown', detail: scrub(error.message), left: true };
-        // The target's JSON-RPC error, when it answered with one, is kept with the unknown outcome.
+        // The target's JSON-RPC error, when it answered with one, is kept with the unknown outcome —
+        // or is the target's failure, where the contract says the tool answers one only before it acts.
         const answered = error.answeredWith && scrub(error.answeredWith);
         const result: ToolResult | undefined = answered && {
           isError: true,
           content: [{ type: 'text', text: answered.message }],
           _meta: { [META.jsonrpcError]: answered },
         };
+        if (result && call.contract.jsonrpcErrors === 'failed') return { outcome: 'failed', result };
         return { outcome: 'unknown', detail: scrub(error.message), ...(result ? { result } : {}) };
       }
       if (isAbort(error)) return { outcome: 'unknown' };
@@ -130,6 +140,7 @@ export async function send(
   })().finally(() => {
     clearInterval(renewal);
     stopWatching();
+    pushed?.end();
     if (taskCancel) ctx.taskCancels.delete(record.id);
   });
 
@@ -151,7 +162,12 @@ export async function send(
     : taskAfterMs === 0
       ? Promise.resolve('task' as const)
       : new Promise<'task'>((resolve) => {
-          taskTimer = setTimeout(() => resolve('task'), taskAfterMs);
+          // Not while the caller's client holds questions it was asked in this call's answer (call.ts, TaskHold).
+          const hold = call.task?.hold;
+          taskTimer = setTimeout(
+            () => (hold ? hold.whenFree(() => resolve('task')) : resolve('task')),
+            taskAfterMs,
+          );
           taskTimer.unref();
         });
   const first = await Promise.race(becomesTask ? [work, deadline, becomesTask] : [work, deadline]);

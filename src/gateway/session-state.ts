@@ -10,6 +10,7 @@ import type {
   UpstreamSpec,
 } from '../dispatch/mcp/index.js';
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
+import type { TaskHold } from '../executions/call.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
@@ -101,6 +102,8 @@ export interface ForwardedRequest {
   inputRequired?: Record<string, unknown>;
   /** Aborted when the client cancels: the engine then records the outcome as unknown. */
   cancelled?: AbortController;
+  /** Held while the client holds questions an input round asked in this call's answer (revision-bridge/input-round.ts). */
+  inputHold?: TaskHold;
 }
 
 /**

@@ -58,8 +58,9 @@ export function addedRequests(
   requests: Record<string, TaskInputRequest>,
   now: number,
 ): TaskInput {
-  if (!input) return { requests: { ...requests }, answers: {}, askedAt: now };
-  return { ...input, requests: { ...requests, ...input.requests } };
+  const added = Object.entries(requests).filter(([key]) => !input || !Object.hasOwn(input.requests, key));
+  if (!input) return { requests: Object.fromEntries(added), answers: {}, askedAt: now };
+  return { ...input, requests: { ...input.requests, ...Object.fromEntries(added) } };
 }
 
 /** The keys of a task's input that are not answered yet. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamReply } from '../../dispatch/mcp/index.js';
+import type { TaskHold } from '../../executions/call.js';
 
 // One input round (input-rounds.ts says what rounds are and serves them): what a 2025-era
 // upstream asked in the middle of a 2026-07-28 client's call, held until the client answers.
@@ -23,6 +24,26 @@ export const ROUND_STATE_PREFIX = 'idem-round:';
 type Next = { final: CallToolResult } | { inputRequired: Record<string, unknown> };
 
 /**
+ * Held while a round holds questions: its client gets them as the call's answer and calls again
+ * with the answers, so the call must not turn into a task meanwhile (TaskHold, executions/call.ts)
+ * — a task made then would reach no one, and drop the questions.
+ */
+export class RoundHold implements TaskHold {
+  #held = false;
+  #free: (() => void)[] = [];
+
+  set held(held: boolean) {
+    this.#held = held;
+    if (!held) for (const then of this.#free.splice(0)) then();
+  }
+
+  whenFree(then: () => void): void {
+    if (this.#held) this.#free.push(then);
+    else then();
+  }
+}
+
+/**
  * One call of a 2026-07-28 client to a 2025-era upstream, open while its
  * execution runs: what the upstream asked and the client has not answered.
  */
@@ -37,6 +58,8 @@ export class InputRound {
   #wake: (() => void) | undefined;
   #ended = false;
   #execution: Promise<CallToolResult> | undefined;
+  /** The call is not answered as a task while questions are held (RoundHold). */
+  readonly hold = new RoundHold();
 
   constructor(
     /** The open rounds of the shared connections, by token: this one is among them until it ends. */
@@ -82,6 +105,7 @@ export class InputRound {
         request: { method: request.method, params: request.params ?? {} },
         settle: (reply) => resolve({ ...reply, id: request.id } as UpstreamReply),
       });
+      this.hold.held = true;
       this.#wake?.();
     });
   }
@@ -95,6 +119,7 @@ export class InputRound {
       this.#asks.delete(key);
       ask.settle({ jsonrpc: '2.0', id: 0, result: result as Record<string, unknown> });
     }
+    this.hold.held = this.#asks.size > 0;
   }
 
   /** What the client's call gets now: the execution's result, or the questions still open. */
@@ -121,6 +146,7 @@ export class InputRound {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.hold.held = false;
     this.rounds.delete(this.token);
     for (const [key, ask] of this.#asks) {
       this.#asks.delete(key);

@@ -43,7 +43,7 @@ export function openRound(
 ): InputRound | undefined {
   if (s.era !== 'modern' || !s.shared || !upstream || upstream.era !== 'legacy') return undefined;
   const capabilities = envelopeOf({ _meta: meta }).clientCapabilities ?? {};
-  return new InputRound(
+  const round = new InputRound(
     s.shared.rounds,
     s.actor(),
     tool,
@@ -59,6 +59,8 @@ export function openRound(
         });
     },
   );
+  forwarded.inputHold = round.hold;
+  return round;
 }
 
 type AnswerOf = (result: CallToolResult, forwarded: ForwardedRequest) => ToolCallAnswer;

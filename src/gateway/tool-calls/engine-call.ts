@@ -4,6 +4,7 @@ import { McpChannel, type McpToolCall, type UpstreamConnection } from '../../dis
 import type { TaskRequest } from '../../executions/call.js';
 import type { CallerInfo } from '../../identity/actor.js';
 import { renderRequestId } from '../../identity/request-key.js';
+import { metaForUpstream } from '../../protocol/upstream-params.js';
 import type { CatalogEntry } from '../catalog.js';
 import { approverFor } from '../elicitation.js';
 import type { ForwardedRequest, SessionState } from '../session-state.js';
@@ -53,9 +54,12 @@ export async function executeCall(
       callerOf(parts),
       forwarded.cancelled?.signal,
     );
+    // An input round the bridge opened holds the call from becoming a task while its client holds the questions.
+    const taskRequest =
+      task.task && forwarded.inputHold ? { task: { ...task.task, hold: forwarded.inputHold } } : task;
     // Awaited here: the request stays in flight (cancellable) until it is answered.
     return await answered(
-      s.ctx.engine.execute({ ...prepared.call, ...approver, ...task }, prepared.dispatch),
+      s.ctx.engine.execute({ ...prepared.call, ...approver, ...taskRequest }, prepared.dispatch),
     );
   } finally {
     s.inFlight.delete(renderRequestId(call.id));
@@ -99,7 +103,8 @@ export function upstreamChannel(
     params,
     upstreamTaskSupport: taskSupportOf(entry),
     timeoutMs: entry.contract.timeoutMs,
-    meta: forwarded.upstreamMeta,
+    // Nothing the gateway answers itself goes on: protocol/upstream-params.ts.
+    meta: metaForUpstream(forwarded.upstreamMeta),
     headers,
     waitMs: s.ctx.upstreamWaitMs,
     onSent: (upstreamId) => {
