@@ -266,7 +266,6 @@ export class Gateway {
       fingerprinter: this.#fingerprinter,
       actorOf: defaultActorOf,
       idScope,
-      // The receipt layer cannot see contracts; the status tool is the one call it knows is read-only.
       // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools whose contract is read-only.
       hasEffects: (tool) => tool !== this.#config.status_tool && !this.#readOnlyTools.has(tool),
       onEvent: (event) => {
@@ -386,8 +385,9 @@ export class Gateway {
           actionTools: this.actionTools,
           statusTool: this.#config.status_tool,
           onAdd: (entries) => {
-            // Contracts come from the config and the upstream's annotations, the same for every session.
+            // The same for every session; the engine reads them for what answers without a call (a task's approval).
             for (const entry of entries) {
+              this.engine.registerContract(entry.name, entry.contract);
               if (entry.contract.replay === 'read_only') this.#readOnlyTools.add(entry.name);
               else this.#readOnlyTools.delete(entry.name);
             }
