@@ -21,6 +21,8 @@ import { node22, packageBin, REPO_ROOT } from '../support/node22.js';
 export const FIXTURE_PATH = join(REPO_ROOT, 'test/conformance/fixture-server.ts');
 /** A plain upstream with the tools the tasks scenarios name and no tasks (tasks-upstream.ts). */
 export const TASKS_UPSTREAM_PATH = join(REPO_ROOT, 'test/conformance/tasks-upstream.ts');
+/** The same upstream on the v1 SDK's low-level `Server`, 2025-era only: pushed elicitation, JSON-RPC errors. */
+export const TASKS_UPSTREAM_V1_PATH = join(REPO_ROOT, 'test/conformance/tasks-upstream-v1.ts');
 
 /**
  * The 0.2 suite's tasks extension scenarios (SEP-2663), which it runs at

@@ -23,6 +23,13 @@
  * argument) or until `release_file` exists, and stops when its call is
  * cancelled. `failing_job` reports its failure after `seconds` (default 1, as
  * the scenarios describe it).
+ *
+ * With `--dir <dir>`, the effect tools the tasks tests race on, as tasks-upstream-v1.ts has them
+ * (charges.ts says what they record): `charge`, `charge_then_fail`, `ask_then_charge` (its
+ * question the 2026-07-28 way: an `input_required` round) and `echo_request`. A cancel of an
+ * effect tool's call is recorded and changes nothing: it answers all the same.
+ *
+ *   node --import tsx test/conformance/tasks-upstream.ts --stdio --dir <dir>
  */
 import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -40,6 +47,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
+import { keyOf, recordAsked, recordCancel, recordCharge, released } from './charges.js';
 
 type ToolOutcome = CallToolResult | InputRequiredResult;
 
@@ -208,13 +216,63 @@ const TOOLS = {
   }),
 } satisfies Record<string, FixtureTool<z.ZodType>>;
 
-type ToolName = keyof typeof TOOLS;
+/** The effect tools (charges.ts), with --dir: the key of each call in flight, by request id. */
+function effectTools(dir: string): Record<string, FixtureTool<z.ZodType>> {
+  const keyed = z.object({ key: z.string(), release_file: z.string().optional() });
+  return {
+    charge: tool({
+      description: 'Charges `key`, then answers once `release_file` exists (at once without one).',
+      args: keyed,
+      run: async ({ key, release_file }) => {
+        recordCharge(dir, key);
+        await released(dir, release_file);
+        return text(`charged ${key}`);
+      },
+    }),
+    charge_then_fail: tool({
+      description:
+        'Charges `key`, then fails with a plain error: the upstream acted, then answered an error.',
+      args: z.object({ key: z.string() }),
+      run: async ({ key }) => {
+        recordCharge(dir, key);
+        throw new Error(`charged ${key}, then the receipt could not be written`);
+      },
+    }),
+    ask_then_charge: tool({
+      description: 'Asks `confirm` first; accepted, charges `key` and answers once `release_file` exists.',
+      args: keyed,
+      run: async ({ key, release_file }, ctx) => {
+        const answer = elicited(ctx.mcpReq.inputResponses, 'confirm');
+        if (!answer) {
+          recordAsked(dir, key);
+          return inputRequired({
+            inputRequests: { confirm: askForm(`Charge ${key}?`, { confirm: { type: 'boolean' } }) },
+          });
+        }
+        if (answer.action !== 'accept' || answer.content.confirm === false)
+          return text(`not charged ${key} (${answer.action})`);
+        recordCharge(dir, key);
+        await released(dir, release_file);
+        return text(`charged ${key}`);
+      },
+    }),
+    echo_request: tool({
+      description: 'Answers with what its request carried besides the arguments (its _meta and envelope).',
+      args: z.object({}),
+      annotations: { readOnlyHint: true },
+      run: async (_args, ctx) =>
+        text(JSON.stringify({ meta: ctx.mcpReq._meta ?? null, envelope: ctx.mcpReq.envelope ?? null })),
+    }),
+  };
+}
 
-const isToolName = (name: unknown): name is ToolName =>
-  typeof name === 'string' && Object.hasOwn(TOOLS, name);
+const EFFECT_TOOLS = new Set(['charge', 'charge_then_fail', 'ask_then_charge']);
 
 /** One server instance: stdio builds one per connection, HTTP one per request. */
-export function createTasksUpstream(): Server {
+export function createTasksUpstream(dir?: string): Server {
+  const tools: Record<string, FixtureTool<z.ZodType>> = { ...TOOLS, ...(dir ? effectTools(dir) : {}) };
+  const isToolName = (name: unknown): name is string =>
+    typeof name === 'string' && Object.hasOwn(tools, name);
   const server = new Server(
     { name: 'idem-tasks-upstream', version: '1.0.0' },
     {
@@ -222,8 +280,21 @@ export function createTasksUpstream(): Server {
       instructions: 'A plain upstream with the tools the tasks conformance scenarios name, and no tasks.',
     },
   );
+  /** Calls of effect tools in flight, by request id: a cancel of one is recorded and changes nothing. */
+  const effects = new Map<string | number, string>();
+  // Any other call is cancelled as the SDK does it: its own handler, which this one replaces, is private.
+  const sdkCancel = (server as unknown as { _oncancel(n: unknown): Promise<void> })._oncancel.bind(server);
+  server.setNotificationHandler('notifications/cancelled', async (notification) => {
+    // A cancel read with its call (one chunk) comes before the call's handler has begun: after this
+    // turn it has, and says whether it is an effect tool's.
+    await new Promise((resolve) => setImmediate(resolve));
+    const { requestId } = notification.params;
+    const key = requestId === undefined ? undefined : effects.get(requestId);
+    if (key !== undefined && dir) return recordCancel(dir, key);
+    await sdkCancel(notification);
+  });
   server.setRequestHandler('tools/list', () => ({
-    tools: Object.entries(TOOLS).map(([name, definition]) => ({
+    tools: Object.entries(tools).map(([name, definition]) => ({
       name,
       description: definition.description,
       inputSchema: z.toJSONSchema(definition.args, { io: 'input' }) as Tool['inputSchema'],
@@ -233,21 +304,28 @@ export function createTasksUpstream(): Server {
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
     if (!isToolName(name)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    const definition: FixtureTool<z.ZodType> = TOOLS[name];
+    const definition = tools[name] as FixtureTool<z.ZodType>;
     const parsed = definition.args.safeParse(args ?? {});
     if (!parsed.success)
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
         `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`,
       );
-    return definition.run(parsed.data, ctx);
+    if (EFFECT_TOOLS.has(name)) effects.set(ctx.mcpReq.id, keyOf(parsed.data));
+    try {
+      return await definition.run(parsed.data, ctx);
+    } finally {
+      effects.delete(ctx.mcpReq.id);
+    }
   });
   return server;
 }
 
 async function main(argv: string[]): Promise<void> {
+  const dirIndex = argv.indexOf('--dir');
+  const dir = dirIndex >= 0 ? argv[dirIndex + 1] : undefined;
   if (argv.includes('--stdio')) {
-    serveStdio(() => createTasksUpstream());
+    serveStdio(() => createTasksUpstream(dir));
     return;
   }
   const portIndex = argv.indexOf('--port');
@@ -262,7 +340,7 @@ async function main(argv: string[]): Promise<void> {
     import('@modelcontextprotocol/node'),
     import('@modelcontextprotocol/server'),
   ]);
-  const handler = toNodeHandler(createMcpHandler(() => createTasksUpstream()));
+  const handler = toNodeHandler(createMcpHandler(() => createTasksUpstream(dir)));
   const http = createServer((req, res) => {
     if (new URL(req.url ?? '/', 'http://127.0.0.1').pathname !== '/mcp') {
       res.writeHead(404).end();

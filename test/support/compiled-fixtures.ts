@@ -33,6 +33,7 @@ export const FIXTURE_PROGRAMS = [
   'test/support/counting-mcp-server.ts',
   'test/conformance/fixture-server.ts',
   'test/conformance/tasks-upstream.ts',
+  'test/conformance/tasks-upstream-v1.ts',
   'examples/charge-card.ts',
 ] as const;
 

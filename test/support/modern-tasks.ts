@@ -22,16 +22,24 @@ export interface ModernTasksClient {
    * `tools/call`; `tasks: false` leaves the extension undeclared (a client that cannot take a task);
    * `elicitation` declares form elicitation (a client whose user can be asked).
    */
-  call(
-    id: string,
-    tool: string,
-    args: Record<string, unknown>,
-    options?: { tasks?: boolean; elicitation?: boolean },
-  ): Promise<Reply>;
+  call(id: string, tool: string, args: Record<string, unknown>, options?: CallOptions): Promise<Reply>;
   get(taskId: string): Promise<Reply>;
   cancel(taskId: string): Promise<Reply>;
   /** `tasks/update` with the answers to what the task asks, by key. */
   update(taskId: string, inputResponses: Record<string, unknown>): Promise<Reply>;
+}
+
+/**
+ * How a `tools/call` is made: `tasks: false` leaves the extension undeclared (a client that cannot
+ * take a task); `elicitation` declares form elicitation (a client whose user can be asked);
+ * `params` and `meta` add members to the request's params and its `_meta` (what a client may send
+ * besides: a legacy `task`, a key of Idem's own).
+ */
+export interface CallOptions {
+  tasks?: boolean;
+  elicitation?: boolean;
+  params?: Record<string, unknown>;
+  meta?: Record<string, unknown>;
 }
 
 export function modernTasksClient(
@@ -46,8 +54,10 @@ export function modernTasksClient(
     params: Record<string, unknown>,
     tasks: boolean,
     elicitation = false,
+    extraMeta: Record<string, unknown> = {},
   ): Promise<Reply> => {
     const meta = {
+      ...extraMeta,
       [ENVELOPE.protocolVersion]: '2026-07-28',
       [ENVELOPE.clientInfo]: { name: clientName, version: '1.0.0' },
       [ENVELOPE.clientCapabilities]: {
@@ -72,8 +82,8 @@ export function modernTasksClient(
   const taskRequest = (method: string, taskId: string, more: Record<string, unknown> = {}) =>
     send(`${method}-${++requests}`, method, taskId, { taskId, ...more }, true);
   return {
-    call: (id, tool, args, { tasks = true, elicitation = false } = {}) =>
-      send(id, 'tools/call', tool, { name: tool, arguments: args }, tasks, elicitation),
+    call: (id, tool, args, { tasks = true, elicitation = false, params = {}, meta = {} } = {}) =>
+      send(id, 'tools/call', tool, { ...params, name: tool, arguments: args }, tasks, elicitation, meta),
     get: (taskId) => taskRequest('tasks/get', taskId),
     cancel: (taskId) => taskRequest('tasks/cancel', taskId),
     update: (taskId, inputResponses) => taskRequest('tasks/update', taskId, { inputResponses }),
