@@ -17,9 +17,11 @@
  *                               (2025-11-25, 2026-07-28 or all; repeatable)
  *   --scenario <name>           this scenario only (of the suite, or at the given revision); repeatable
  *   --tasks                     the 0.2 suite's tasks extension scenarios (SEP-2663) only, at 2026-07-28,
- *                               against tasks-upstream.ts: a plain upstream with the tools they name and
- *                               no tasks. Directly it is a baseline (it cannot pass them, and that does
- *                               not fail the run); through --via every check must pass.
+ *                               against a plain upstream with the tools they name and no tasks, of each SDK
+ *                               generation: tasks-upstream.ts (v2, 2026-07-28) and tasks-upstream-v1.ts (the
+ *                               v1 SDK's low-level Server: pushed elicitation, JSON-RPC errors). Directly
+ *                               each is a baseline (it cannot pass them, and that does not fail the run);
+ *                               through --via every check must pass, in front of each.
  *   --scenario-timeout <ms>     per-scenario timeout of the 0.2 suite (default 30000)
  *   --url <url>                 test this server instead of starting a fixture
  *   --via "<shell command>"     also run each suite through a proxy started by this command
@@ -28,6 +30,9 @@
  *                                 {upstream}        the direct server's URL
  *                                 {upstream_stdio}  the command line (words) that runs the fixture over stdio
  *                                 {port}            a free loopback port for the proxy to listen on
+ *                                 {tasks_config}    (--tasks) a gateway config file: this run's upstream
+ *                                                   over stdio, its tools' contracts (TASKS_CONTRACTS),
+ *                                                   a fresh data directory
  *                               The proxy's URL is http://127.0.0.1:{port}/mcp when {port} is used,
  *                               otherwise the first http(s) URL the command prints on stdout.
  *   --json                      print the runs as JSON instead of text
@@ -36,11 +41,15 @@
  *   npm run conformance -- --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  *   npm run conformance -- --requirements 2026-07-28 --via "npx tsx src/cli/main.ts gateway --listen 127.0.0.1:{port} -- {upstream_stdio}"
  * The stateless front needs a config file with listen.http.stateless: true (see docs/protocol.md, Conformance).
- * The tasks scenarios, through a gateway whose config gives the tools their contracts:
- *   npm run conformance -- --tasks --via "npx tsx src/cli/main.ts gateway --config <file> --listen 127.0.0.1:{port}"
+ * The tasks scenarios, through a gateway whose config gives the tools their contracts, in front of
+ * each generation's upstream in turn:
+ *   npm run conformance -- --tasks --via "npx tsx src/cli/main.ts gateway --config {tasks_config} --listen 127.0.0.1:{port}"
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type ConformanceRun,
@@ -58,8 +67,10 @@ import {
   type Suite,
   startFixture,
   stopProcess,
+  TASKS_CONTRACTS,
   TASKS_SCENARIOS,
   TASKS_UPSTREAM_PATH,
+  TASKS_UPSTREAM_V1_PATH,
   waitForUrl,
 } from '../test/conformance/harness.js';
 import { REPO_ROOT } from '../test/support/node22.js';
@@ -105,7 +116,8 @@ async function startVia(template: string, upstream: string, fixturePath: string)
   const command = template
     .replaceAll('{upstream_stdio}', [stdio.command, ...stdio.args].map(shellWord).join(' '))
     .replaceAll('{upstream}', shellWord(upstream))
-    .replaceAll('{port}', String(port));
+    .replaceAll('{port}', String(port))
+    .replaceAll('{tasks_config}', () => shellWord(tasksConfigFile(stdio)));
   const child = spawn(command, {
     shell: true,
     cwd: REPO_ROOT,
@@ -135,6 +147,18 @@ async function startVia(template: string, upstream: string, fixturePath: string)
     await close();
     throw error;
   }
+}
+
+/**
+ * A gateway config (JSON is YAML) with the fixture as its one stdio upstream, the tasks contracts,
+ * and a data directory of its own: a run is never answered from another run's executions.
+ */
+function tasksConfigFile(stdio: ReturnType<typeof fixtureStdioCommand>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'idem-conformance-tasks-'));
+  const path = join(dir, 'tasks.json');
+  const config = { data_dir: join(dir, 'data'), upstreams: { tasks: stdio }, tools: TASKS_CONTRACTS };
+  writeFileSync(path, JSON.stringify(config, null, 2));
+  return path;
 }
 
 function report(run: ConformanceRun, json: boolean, known?: readonly KnownNonSuccess[]): boolean {
@@ -177,16 +201,19 @@ function plans(suiteFlag: string | undefined, requirementsFlags: string[], tasks
     if (!isRevision(revision))
       throw new Error(`unknown revision ${revision} (known: ${REVISIONS.join(', ')}, all)`);
   const tasksPlan: Plan[] = tasks
-    ? [
-        {
-          label: '0.2 suite, tasks extension scenarios at 2026-07-28',
-          fixturePath: TASKS_UPSTREAM_PATH,
-          requirements: '2026-07-28',
-          scenarios: TASKS_SCENARIOS,
-          known: [],
-          baseline: true,
-        },
-      ]
+    ? (
+        [
+          ['v2-SDK', TASKS_UPSTREAM_PATH],
+          ['v1-SDK', TASKS_UPSTREAM_V1_PATH],
+        ] as const
+      ).map(([sdk, fixturePath]) => ({
+        label: `0.2 suite, tasks extension scenarios at 2026-07-28, ${sdk} upstream`,
+        fixturePath,
+        requirements: '2026-07-28',
+        scenarios: TASKS_SCENARIOS,
+        known: [],
+        baseline: true,
+      }))
     : [];
   if (suiteFlag === undefined && revisions.length === 0)
     return tasks ? tasksPlan : [bySuite('active'), ...REVISIONS.map(byRevision)];

@@ -42,6 +42,22 @@ export const TASKS_SCENARIOS = [
   'tasks-mrtr-composition',
 ] as const;
 
+/**
+ * The contracts the tasks scenarios' tools get through the gateway (docs/tasks.md shows the same
+ * config): test/gateway/conformance-tasks.test.ts, and `npm run conformance -- --tasks`'s
+ * `{tasks_config}`.
+ */
+export const TASKS_CONTRACTS = {
+  greet: { replay: 'read_only' },
+  slow_compute: { replay: 'keyed', task: 'optional', task_after: '0s', timeout: '10m' },
+  failing_job: { replay: 'review', task: 'required' },
+  // It fails at the protocol level only before it acts: its JSON-RPC error is its failure (a failed task).
+  protocol_error_job: { replay: 'review', task: 'optional', task_after: '0s', jsonrpc_errors: 'failed' },
+  confirm_delete: { replay: 'review', task: 'optional', task_after: '0s' },
+  multi_input: { replay: 'review', task: 'optional', task_after: '0s' },
+  test_tool_with_task: { replay: 'review', task: 'required', task_after: '5s' },
+} as const;
+
 /** The one tasks scenario the suite reports as SKIPPED (its notifications harness awaits a rewrite). */
 const SKIPPED_TASKS_SCENARIO = 'tasks-status-notifications';
 

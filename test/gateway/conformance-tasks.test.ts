@@ -8,32 +8,34 @@ import {
   type ConformanceRun,
   fixtureStdioCommand,
   runConformance,
+  TASKS_CONTRACTS,
   TASKS_SCENARIOS,
   TASKS_UPSTREAM_PATH,
+  TASKS_UPSTREAM_V1_PATH,
 } from '../conformance/harness.js';
 
 /**
  * The 0.2 conformance suite's tasks extension scenarios (SEP-2663) through `idem gateway`, in
- * front of an upstream that implements no tasks (test/conformance/tasks-upstream.ts): the tasks
- * the suite meets are Idem's own, made from the contracts below (docs/tasks.md). On each HTTP
- * front every check must pass, but those named here with their reason (docs/protocol.md names
- * them too); the suite itself skips tasks-status-notifications.
+ * front of an upstream that implements no tasks, of each SDK generation: the v2 one the suite
+ * pairs with (test/conformance/tasks-upstream.ts: 2026-07-28, `input_required` rounds) and one
+ * written as most published servers are (tasks-upstream-v1.ts: the v1 SDK's low-level `Server`,
+ * 2025-era, pushed elicitation, JSON-RPC errors). The tasks the suite meets are Idem's own, made
+ * from the contracts below (docs/tasks.md). On each HTTP front, in front of each, every check must
+ * pass, but those named here with their reason (docs/protocol.md names them too); the suite
+ * itself skips tasks-status-notifications.
  */
 const FRONTS = ['stateful', 'stateless'] as const;
+const UPSTREAMS = { v2: TASKS_UPSTREAM_PATH, v1: TASKS_UPSTREAM_V1_PATH } as const;
+const RUNS = FRONTS.flatMap((front) =>
+  (Object.keys(UPSTREAMS) as (keyof typeof UPSTREAMS)[]).map((sdk) => ({
+    front,
+    sdk,
+    label: `${front} × ${sdk}`,
+  })),
+);
 
 /** Checks that cannot pass through a plain upstream yet, each with its reason: exact both ways. */
 const KNOWN_FAILURES: Record<string, string> = {};
-
-/** The contracts the scenarios' tools get (docs/tasks.md shows the same config). */
-const TOOLS = {
-  greet: { replay: 'read_only' },
-  slow_compute: { replay: 'keyed', task: 'optional', task_after: '0s', timeout: '10m' },
-  failing_job: { replay: 'review', task: 'required' },
-  protocol_error_job: { replay: 'review', task: 'optional', task_after: '0s' },
-  confirm_delete: { replay: 'review', task: 'optional', task_after: '0s' },
-  multi_input: { replay: 'review', task: 'optional', task_after: '0s' },
-  test_tool_with_task: { replay: 'review', task: 'required', task_after: '5s' },
-};
 
 function failures(run: ConformanceRun): Record<string, string> {
   const failed: Record<string, string> = {};
@@ -43,22 +45,22 @@ function failures(run: ConformanceRun): Record<string, string> {
   return failed;
 }
 
-describe('tasks extension scenarios through idem gateway, in front of a task-less upstream', () => {
+describe('tasks extension scenarios through idem gateway, in front of task-less upstreams of both SDK generations', () => {
   const dataDirs: string[] = [];
   const gateways: Gateway[] = [];
   const runs = new Map<string, Promise<ConformanceRun>>();
 
   beforeAll(async () => {
     let chain: Promise<unknown> = Promise.resolve();
-    for (const front of FRONTS) {
-      const dataDir = mkdtempSync(join(tmpdir(), `idem-gw-tasks-${front}-`));
+    for (const { front, sdk, label } of RUNS) {
+      const dataDir = mkdtempSync(join(tmpdir(), `idem-gw-tasks-${front}-${sdk}-`));
       dataDirs.push(dataDir);
       const gateway = await Gateway.start(
         GatewayConfigSchema.parse({
           data_dir: dataDir,
           listen: { http: { host: '127.0.0.1', port: 0, stateless: front === 'stateless' } },
-          upstreams: { tasks: fixtureStdioCommand([], TASKS_UPSTREAM_PATH) },
-          tools: TOOLS,
+          upstreams: { tasks: fixtureStdioCommand([], UPSTREAMS[sdk]) },
+          tools: TASKS_CONTRACTS,
         }),
         { version: 'test', upstreamStderr: 'ignore' },
       );
@@ -67,7 +69,7 @@ describe('tasks extension scenarios through idem gateway, in front of a task-les
       // One after another: the scenarios poll with 10 s budgets, and two at once starve on a loaded machine.
       const run = () => runConformance({ url, requirements: '2026-07-28', scenario: TASKS_SCENARIOS });
       const started = chain.then(run, run);
-      runs.set(front, started);
+      runs.set(label, started);
       chain = started;
       started.catch(() => {});
     }
@@ -79,12 +81,12 @@ describe('tasks extension scenarios through idem gateway, in front of a task-les
     for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const front of FRONTS) {
-    it(`${front} front: every check passes, but the known ones`, async () => {
-      const run = await (runs.get(front) as Promise<ConformanceRun>);
+  for (const { front, sdk, label } of RUNS) {
+    it(`${front} front, ${sdk}-SDK upstream: every check passes, but the known ones`, async () => {
+      const run = await (runs.get(label) as Promise<ConformanceRun>);
       const failed = failures(run);
       console.log(
-        `tasks × ${front}: ${run.passed} passed, ${Object.keys(failed).length} failed` +
+        `tasks × ${label}: ${run.passed} passed, ${Object.keys(failed).length} failed` +
           Object.entries(failed)
             .map(([check, why]) => `\n  FAILED${check in KNOWN_FAILURES ? ' (known)' : ''} ${check}: ${why}`)
             .join(''),
