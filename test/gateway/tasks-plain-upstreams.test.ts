@@ -81,6 +81,18 @@ function plainUpstreamSuite(generation: Generation): void {
       expect(task.statusMessage).toContain('ended completed all the same');
     });
 
+    it("1. an upstream that drops its answer once cancelled (as the SDKs do): unknown after the contract's timeout, nothing stored", async () => {
+      const taskId = createdTaskId(await g.client.call('drop-1', 'plain__slow_compute', { seconds: 60 }));
+      await taskWhen(g, taskId, (t) => t.status === 'working', 'working');
+      resultOf(await g.client.cancel(taskId));
+      const record = await settled(g, taskId);
+      expect(record.state).toBe('unknown');
+      expect(record.outcome).toBeNull();
+      const task = resultOf(await g.client.get(taskId));
+      expect(task.status).toBe('cancelled');
+      expect(task.statusMessage).toContain('whether it took effect is not known');
+    });
+
     it('3. an upstream that acted, then answered a JSON-RPC error: unknown, its error kept — and the task working, never failed', async () => {
       const taskId = createdTaskId(
         await g.client.call('fail-1', 'plain__charge_then_fail', { key: key('fail-1') }),

@@ -39,6 +39,8 @@ export const PLAIN_TOOLS: Record<string, GatewayToolContractConfig> = {
   plain__charge_then_fail: TASK_AT_ONCE,
   plain__ask_then_charge: TASK_AT_ONCE,
   plain__multi_input: TASK_AT_ONCE,
+  // Cancelled, it drops its answer (as both SDKs do): unknown once this timeout has passed.
+  plain__slow_compute: { ...TASK_AT_ONCE, timeout: '1s' },
   approved__charge: { replay: 'review', approval: 'every_call', task: 'required' },
 };
 

@@ -6,9 +6,9 @@
  * - cancel vs answer: the upstream has the call (charged), and is released to answer while the
  *   client cancels the task;
  * - approve vs cancel: the task waits for approval (`input_required`), and the client approves
- *   and cancels it at once;
+ *   and cancels it;
  * - cancel vs input: the upstream asked a question (the task is `input_required`), and the client
- *   answers and cancels at once.
+ *   answers and cancels it.
  *
  * Each round's execution, once settled, is one of: the target's own answer stored, `unknown`
  * (nothing stored, or only what the target answered), or retired as not executed (nothing sent,
@@ -18,7 +18,7 @@
  */
 import { META } from '../../src/executions/answers.js';
 import type { ExecutionRecord } from '../../src/store/types.js';
-import { chargesOf } from '../conformance/charges.js';
+import { cancelsOf, chargesOf } from '../conformance/charges.js';
 import { createdTaskId } from './modern-tasks.js';
 import {
   askedKeys,
@@ -50,7 +50,7 @@ export async function runRace(gateway: PlainTasksGateway, race: Race, rounds: nu
   const tally: Tally = { rounds: 0, target: 0, unknown: 0, notExecuted: 0, violations: [] };
   for (let round = 1; round <= rounds; round++) {
     const key = `${gateway.generation}-${race}-${round}`;
-    const { record, problem } = await ROUNDS[race](gateway, key);
+    const { record, problem } = await ROUNDS[race](gateway, key, round % 2 === 0);
     const judged = judge(gateway, key, record);
     tally.rounds++;
     if (problem ?? judged.problem) tally.violations.push(`${key}: ${problem ?? judged.problem}`);
@@ -61,44 +61,83 @@ export async function runRace(gateway: PlainTasksGateway, race: Race, rounds: nu
   return tally;
 }
 
-type Round = (g: PlainTasksGateway, key: string) => Promise<{ record: ExecutionRecord; problem?: string }>;
+/**
+ * One round: `key` names it; `together` sends the two contenders at once (even rounds), else the
+ * second goes once a condition shows the first has landed (odd rounds) — so each race also meets
+ * the order it would take on a slow network, decided by a condition, not a delay.
+ */
+type Round = (
+  g: PlainTasksGateway,
+  key: string,
+  together: boolean,
+) => Promise<{ record: ExecutionRecord; problem?: string }>;
 
 const ROUNDS: Record<Race, Round> = {
-  async cancel_vs_answer(g, key) {
+  async cancel_vs_answer(g, key, together) {
     const go = `${key}.go`;
     const taskId = createdTaskId(
       await g.client.call(`${key}-call`, 'plain__charge', { key, release_file: go }),
     );
     await waitUntil(`${key} charged`, () => chargesOf(g.counts, key) === 1);
-    const [cancelled] = await Promise.all([g.client.cancel(taskId), Promise.resolve(release(g, go))]);
-    resultOf(cancelled);
+    if (together) {
+      const [cancelled] = await Promise.all([g.client.cancel(taskId), Promise.resolve(release(g, go))]);
+      resultOf(cancelled);
+    } else {
+      // The cancel first, heard by the upstream; then it answers all the same.
+      resultOf(await g.client.cancel(taskId));
+      await waitUntil(`${key}: the upstream told`, () => cancelsOf(g.counts, key) === 1);
+      release(g, go);
+    }
     return { record: await settled(g, taskId) };
   },
-  async approve_vs_cancel(g, key) {
-    const taskId = createdTaskId(await g.client.call(`${key}-call`, 'approved__charge', { key }));
-    await taskWhen(g, taskId, (t) => t.status === 'input_required', 'the approval asked');
-    const [approved, cancelled] = await Promise.all([
-      g.client.update(taskId, { 'io.idem/approval': { action: 'accept' } }),
-      g.client.cancel(taskId),
-    ]);
-    resultOf(approved);
-    resultOf(cancelled);
-    return { record: await settled(g, taskId) };
-  },
-  async cancel_vs_input(g, key) {
+  async approve_vs_cancel(g, key, together) {
+    const go = `${key}.go`;
     const taskId = createdTaskId(
-      await g.client.call(`${key}-call`, 'plain__ask_then_charge', { key }, { elicitation: true }),
+      await g.client.call(`${key}-call`, 'approved__charge', { key, release_file: go }),
+    );
+    await taskWhen(g, taskId, (t) => t.status === 'input_required', 'the approval asked');
+    const approve = () => g.client.update(taskId, { 'io.idem/approval': { action: 'accept' } });
+    if (together) {
+      const [approved, cancelled] = await Promise.all([approve(), g.client.cancel(taskId)]);
+      resultOf(approved);
+      resultOf(cancelled);
+    } else {
+      // Approved and sent (the upstream has the call), then cancelled before it answers.
+      resultOf(await approve());
+      await waitUntil(`${key} charged`, () => chargesOf(g.counts, key) === 1);
+      resultOf(await g.client.cancel(taskId));
+    }
+    release(g, go);
+    return { record: await settled(g, taskId) };
+  },
+  async cancel_vs_input(g, key, together) {
+    const go = `${key}.go`;
+    const taskId = createdTaskId(
+      await g.client.call(
+        `${key}-call`,
+        'plain__ask_then_charge',
+        { key, release_file: go },
+        { elicitation: true },
+      ),
     );
     const asked = await taskWhen(g, taskId, (t) => t.status === 'input_required', 'the question asked');
     const answers = Object.fromEntries(
       askedKeys(asked).map((k) => [k, { action: 'accept', content: { confirm: true } }]),
     );
-    const [answered, cancelled] = await Promise.all([
-      g.client.update(taskId, answers),
-      g.client.cancel(taskId),
-    ]);
-    resultOf(answered);
-    resultOf(cancelled);
+    if (together) {
+      const [answered, cancelled] = await Promise.all([
+        g.client.update(taskId, answers),
+        g.client.cancel(taskId),
+      ]);
+      resultOf(answered);
+      resultOf(cancelled);
+    } else {
+      // Answered, and the upstream goes on (charged), then cancelled before it answers.
+      resultOf(await g.client.update(taskId, answers));
+      await waitUntil(`${key} charged`, () => chargesOf(g.counts, key) === 1);
+      resultOf(await g.client.cancel(taskId));
+    }
+    release(g, go);
     return { record: await settled(g, taskId) };
   },
 };
