@@ -99,6 +99,14 @@ export interface TaskInput {
   askedAt: number;
 }
 
+/** A write only the holder of a dispatched execution (its claim token) makes: false, and nothing written, for anyone else. */
+export type HolderWrite<T> = (
+  id: string,
+  token: string,
+  value: T,
+  events?: ActivityEventInput[],
+) => Promise<boolean>;
+
 /** What the holder of a task's dispatch watches for (ExecutionStore.watchTask). */
 export interface TaskWatch {
   /** The first tasks/cancel of any of the execution's tasks; null if none. */
@@ -355,37 +363,19 @@ export interface ExecutionStore extends JournalReader {
    * The holder of a dispatched execution (its claim token) records the upstream's task, with
    * `events`; false, and nothing written, for anyone else or an execution no longer dispatched.
    */
-  setUpstreamTask(
-    id: string,
-    token: string,
-    handle: UpstreamTaskHandle,
-    events?: ActivityEventInput[],
-  ): Promise<boolean>;
+  setUpstreamTask: HolderWrite<UpstreamTaskHandle>;
 
   /**
    * The holder of a dispatched execution (its claim token) records what its target asked for
    * (answers start empty), or clears it (null), with `events`; false, and nothing written, for
    * anyone else or an execution no longer dispatched.
    */
-  setTaskInput(
-    id: string,
-    token: string,
-    requests: Record<string, TaskInputRequest> | null,
-    events?: ActivityEventInput[],
-  ): Promise<boolean>;
+  setTaskInput: HolderWrite<Record<string, TaskInputRequest> | null>;
   /**
-   * The holder of a dispatched execution (its claim token) adds to what its target asked for: the
-   * requests join the open input, each key not yet asked (one asked already is left as it is,
-   * with its answer), or open it; `events` written with it. One atomic write, so that a client's
-   * answer taken meanwhile is never lost. False, and nothing written, for anyone else or an
-   * execution no longer dispatched.
+   * As setTaskInput, but the requests join the open input (a key asked already keeps its request
+   * and answer), in one atomic write: an answer taken meanwhile is never lost (addedRequests).
    */
-  addTaskInput(
-    id: string,
-    token: string,
-    requests: Record<string, TaskInputRequest>,
-    events?: ActivityEventInput[],
-  ): Promise<boolean>;
+  addTaskInput: HolderWrite<Record<string, TaskInputRequest>>;
   /**
    * A client's answers to the open input of a dispatched execution, taken in one atomic write:
    * a key that was asked and not answered yet, with an object as its answer; anything else is
