@@ -28,7 +28,7 @@ function dirWith(...files: string[]): string {
 const here = dirWith();
 const identity = (upstream: UpstreamDescription, cwd = here) =>
   upstreamIdentity(fingerprinter, upstream, { cwd });
-const memory = (env: Record<string, string> = {}, version = ''): UpstreamDescription => ({
+const memory = (env: Record<string, string> = {}, version = '') => ({
   command: 'npx',
   args: ['-y', `@modelcontextprotocol/server-memory${version}`],
   env: { PATH: '/usr/bin', HOME: '/home/me', MEMORY_FILE_PATH: '/srv/a.json', ...env },
@@ -38,7 +38,7 @@ describe('upstreamIdentity: one identity per server', () => {
   it('is a keyed digest, srv_…, the same for the same server (key order aside)', () => {
     expect(identity(memory())).toMatch(/^srv_[A-Za-z0-9_-]{43}$/);
     expect(identity(memory())).toBe(identity(memory()));
-    const reordered = { ...memory(), env: Object.fromEntries(Object.entries(memory().env ?? {}).reverse()) };
+    const reordered = { ...memory(), env: Object.fromEntries(Object.entries(memory().env).reverse()) };
     expect(identity(reordered)).toBe(identity(memory()));
     // Keyed: another installation's key gives another digest, and no value is readable in it.
     expect(upstreamIdentity(new Fingerprinter(randomBytes(32)), memory(), { cwd: here })).not.toBe(
