@@ -22,6 +22,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
+import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
 
@@ -102,6 +103,25 @@ describe('two different servers started by one interpreter, two gateways on one 
     expect(entitiesIn(fileB)).toEqual(['Ada']);
     // And each server, asked, holds its own.
     expect(textOf(await callB('read_graph', {}))).toContain('Ada');
+
+    // One handle (named after what runs), two servers: `idem executions show` says both.
+    const actionOf = async (result: CallToolResult) => {
+      const ref = result._meta?.['io.idem/execution-id'] as string;
+      const shown = await runIdem(['executions', 'show', ref, '--json'], { dataDir });
+      return (JSON.parse(shown.stdout) as { action: { target: string; server: string } }).action;
+    };
+    const [actionA, actionB] = [await actionOf(first), await actionOf(second)];
+    expect(actionA).toMatchObject({
+      channel: 'mcp',
+      target: 'server-memory',
+      server: expect.stringMatching(/^srv_/),
+    });
+    expect(actionB).toMatchObject({
+      channel: 'mcp',
+      target: 'server-memory',
+      server: expect.stringMatching(/^srv_/),
+    });
+    expect(actionB.server).not.toBe(actionA.server);
   });
 
   it('node a.mjs and node b.mjs, the same tool and arguments: each server runs its own call', async () => {
