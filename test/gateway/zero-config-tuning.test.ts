@@ -108,7 +108,10 @@ describe('idem gateway --config FILE -- <command>', () => {
         '',
       ].join('\n'),
     );
-    const { client, call } = await gateway(['--config', config, '--tool', 'plain-tools-server__list_notes=review'], counts);
+    const { client, call } = await gateway(
+      ['--config', config, '--tool', 'plain-tools-server__list_notes=review'],
+      counts,
+    );
     const names = (await client.listTools()).tools.map((tool) => tool.name);
     expect(names).toEqual(expect.arrayContaining(['plain-tools-server__get_time', 'other__get_time']));
     await call('plain-tools-server__get_time');
