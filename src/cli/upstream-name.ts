@@ -150,69 +150,15 @@ function lastSegment(spec: string): string {
 }
 
 /** Docker run's options that take a value as the next argument. */
-const DOCKER_VALUED = new Set([
-  '-e',
-  '--env',
-  '--env-file',
-  '-v',
-  '--volume',
-  '--mount',
-  '-p',
-  '--publish',
-  '--name',
-  '--network',
-  '--net',
-  '-w',
-  '--workdir',
-  '-u',
-  '--user',
-  '--entrypoint',
-  '-l',
-  '--label',
-  '--label-file',
-  '--platform',
-  '--pull',
-  '-h',
-  '--hostname',
-  '--add-host',
-  '--cpus',
-  '-m',
-  '--memory',
-  '--cap-add',
-  '--cap-drop',
-  '--device',
-  '--dns',
-  '--restart',
-  '--runtime',
-  '--security-opt',
-  '--shm-size',
-  '--ulimit',
-  '--tmpfs',
-  '--log-driver',
-  '--log-opt',
-  '-a',
-  '--attach',
-  '--cidfile',
-  '--gpus',
-  '--ipc',
-  '--pid',
-  '--stop-signal',
-  '--stop-timeout',
-  '--health-cmd',
-  '--health-interval',
-  '--health-retries',
-  '--health-timeout',
-  '--group-add',
-  '--link',
-  '--memory-swap',
-  '--cpu-shares',
-  '-c',
-  '--userns',
-  '--uts',
-  '--cgroupns',
-  '--volumes-from',
-  '--expose',
-]);
+const DOCKER_VALUED = words(
+  '-e --env --env-file -v --volume --mount -p --publish --name --network --net -w --workdir -u',
+  '--user --entrypoint -l --label --label-file --platform --pull -h --hostname --add-host',
+  '--cpus -m --memory --cap-add --cap-drop --device --dns --restart --runtime --security-opt',
+  '--shm-size --ulimit --tmpfs --log-driver --log-opt -a --attach --cidfile --gpus --ipc --pid',
+  '--stop-signal --stop-timeout --health-cmd --health-interval --health-retries',
+  '--health-timeout --group-add --link --memory-swap --cpu-shares -c --userns --uts --cgroupns',
+  '--volumes-from --expose',
+);
 
 /** `docker run [options] image[:tag|@digest] …` (or `docker container run`) → the image's name. */
 function imageOf(args: readonly string[]): string | undefined {
@@ -223,4 +169,9 @@ function imageOf(args: readonly string[]): string | undefined {
   if (image === undefined) return undefined;
   const name = image.split('@')[0]?.split('/').pop() ?? image;
   return name.replace(/:[^:]*$/, '') || undefined;
+}
+
+/** The options in `lines`, each a space-separated group. */
+function words(...lines: string[]): Set<string> {
+  return new Set(lines.flatMap((line) => line.split(' ')));
 }

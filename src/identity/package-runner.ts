@@ -37,59 +37,19 @@ interface Runner {
   packageOptions: ReadonlySet<string>;
 }
 
-const NPM_VALUED = new Set([
-  '-p',
-  '--package',
-  '-c',
-  '--call',
-  '--registry',
-  '--cache',
-  '--userconfig',
-  '-w',
-  '--workspace',
-  '--prefix',
+const NPM_VALUED = words(
+  '-p --package -c --call --registry --cache --userconfig -w --workspace --prefix',
   '--node-options',
-]);
+);
 const NPM_PACKAGE = new Set(['-p', '--package']);
-const UV_VALUED = new Set([
-  '--from',
-  '--with',
-  '--with-editable',
-  '--with-requirements',
-  '-p',
-  '--python',
-  '--index',
-  '--default-index',
-  '--index-url',
-  '--extra-index-url',
-  '-f',
-  '--find-links',
-  '--refresh-package',
-  '-P',
-  '--upgrade-package',
-  '--reinstall-package',
-  '-c',
-  '--constraints',
-  '--overrides',
-  '-b',
-  '--build-constraints',
-  '--env-file',
-  '--config-file',
-  '--directory',
-  '--project',
-  '--cache-dir',
-  '--python-preference',
-  '--color',
-  '--index-strategy',
-  '--keyring-provider',
-  '--resolution',
-  '--prerelease',
-  '--exclude-newer',
-  '--link-mode',
-  '-C',
-  '--config-setting',
-  '--allow-insecure-host',
-]);
+const UV_VALUED = words(
+  '--from --with --with-editable --with-requirements -p --python --index --default-index',
+  '--index-url --extra-index-url -f --find-links --refresh-package -P --upgrade-package',
+  '--reinstall-package -c --constraints --overrides -b --build-constraints --env-file',
+  '--config-file --directory --project --cache-dir --python-preference --color',
+  '--index-strategy --keyring-provider --resolution --prerelease --exclude-newer --link-mode',
+  '-C --config-setting --allow-insecure-host',
+);
 
 const RUNNERS: Record<string, readonly Runner[]> = {
   npx: [{ ecosystem: 'npm', words: [], valued: NPM_VALUED, packageOptions: NPM_PACKAGE }],
@@ -122,6 +82,11 @@ const RUNNERS: Record<string, readonly Runner[]> = {
     },
   ],
 };
+
+/** The options in `lines`, each a space-separated group. */
+function words(...lines: string[]): Set<string> {
+  return new Set(lines.flatMap((line) => line.split(' ')));
+}
 
 /** The program a command runs, without its directory or a Windows extension: `/usr/bin/npx.cmd` → `npx`. */
 export function programName(command: string): string {
