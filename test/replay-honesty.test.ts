@@ -17,6 +17,7 @@ import {
   fsEditAfterEnoent,
   fsTrapA,
   fsTrapB,
+  fsTrapBStdio,
   fsWriteBack,
   memCreateDeleteCreate,
 } from './support/replay-honesty/gateway-scenarios.js';
@@ -102,6 +103,14 @@ describe('no lost answer runs an action twice: the traps', () => {
       missing: 0,
     });
     expect(result.replays, saw).toBe(2);
+  });
+
+  it('(b) over stdio, as a desktop client runs it: the agent dies as Y is answered, its restart starts a new gateway process; each once', async () => {
+    const { result, saw } = await cell(zeroConfig, fsTrapBStdio);
+    expect({ duplicates: result.duplicates, missing: result.missing }, saw).toEqual({
+      duplicates: 0,
+      missing: 0,
+    });
   });
 });
 

@@ -12,6 +12,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -65,8 +66,18 @@ type Args = Record<string, unknown>;
 interface Loss {
   tool: string;
   args: Args;
-  mode: 'lose' | 'resend';
+  /** lose: the fetch fails; resend: the same POST again; die (stdio): the answer is dropped, the agent then ends. */
+  mode: 'lose' | 'resend' | 'die';
   beforeResend: () => void | Promise<void>;
+  /** die: called when the answer arrived and was dropped. */
+  dropped?: () => void;
+}
+
+/** A stdio server for the agent to start (over stdio, the agent's session is that process). */
+export interface StdioCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
 }
 
 export class Agent {
@@ -86,6 +97,38 @@ export class Agent {
     const client = new Client({ name: AGENT_NAME, version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: losingFetch(losses) }));
     return new Agent(client, log, losses);
+  }
+
+  /**
+   * A new session over stdio: the agent starts `server` (an `idem gateway` on stdio) and speaks to
+   * it; closing the agent ends that process, as a client that dies does.
+   */
+  static async connectStdio(server: StdioCommand, log: AnswerLog): Promise<Agent> {
+    const losses: Loss[] = [];
+    const client = new Client({ name: AGENT_NAME, version: '1.0.0' });
+    const transport = new StdioClientTransport({ ...server, stderr: 'ignore' });
+    await client.connect(transport);
+    dropAnswers(transport, losses);
+    return new Agent(client, log, losses);
+  }
+
+  /**
+   * Over stdio: calls a tool, and the agent dies as its answer arrives (the answer was written by
+   * the server and is never read). Resolves once the agent (and with it its stdio server) has ended.
+   */
+  async callDyingOnAnswer(tool: string, args: Args = {}): Promise<void> {
+    const answered = new Promise<void>((resolve) =>
+      this.#losses.push({ tool, args, mode: 'die', beforeResend: () => {}, dropped: resolve }),
+    );
+    const call = this.call(tool, args).then(
+      () => 'answered',
+      (error: unknown) => String(error),
+    );
+    await answered;
+    await this.close();
+    const outcome = await call;
+    if (outcome === 'answered') throw new Error(`the answer to ${tool} was not lost`);
+    this.#log.note(`${tool}: the agent died as the answer arrived`);
   }
 
   /** Calls a tool and waits for its answer. */
@@ -130,18 +173,42 @@ export class Agent {
   }
 }
 
+/** The planned loss a tools/call request matches, taken off the list (undefined: none). */
+function takeLoss(losses: Loss[], message: unknown): Loss | undefined {
+  const rpc = message as { method?: string; params?: { name?: unknown; arguments?: unknown } } | undefined;
+  if (rpc?.method !== 'tools/call') return undefined;
+  const at = losses.findIndex(
+    (l) => l.tool === rpc.params?.name && isDeepStrictEqual(l.args, rpc.params?.arguments ?? {}),
+  );
+  return at < 0 ? undefined : losses.splice(at, 1)[0];
+}
+
+/** Over stdio: the answer to a call with a planned loss is dropped before the client reads it. */
+function dropAnswers(transport: StdioClientTransport, losses: Loss[]): void {
+  const doomed = new Map<unknown, Loss>();
+  const send = transport.send.bind(transport);
+  transport.send = async (message) => {
+    const loss = takeLoss(losses, message);
+    if (loss && 'id' in message) doomed.set(message.id, loss);
+    return send(message);
+  };
+  const deliver = transport.onmessage;
+  transport.onmessage = (message) => {
+    const loss = 'id' in message ? doomed.get(message.id) : undefined;
+    if (loss && ('result' in message || 'error' in message)) {
+      doomed.delete((message as { id: unknown }).id);
+      loss.dropped?.();
+      return;
+    }
+    deliver?.(message);
+  };
+}
+
 /** The fetch of one session: loses the answer of the next call that matches a planned loss. */
 function losingFetch(losses: Loss[]): FetchLike {
   return async (url, init) => {
-    const rpc = rpcOf(init);
-    const at =
-      rpc?.method === 'tools/call'
-        ? losses.findIndex(
-            (l) => l.tool === rpc.params?.name && isDeepStrictEqual(l.args, rpc.params?.arguments ?? {}),
-          )
-        : -1;
-    if (at < 0) return fetch(url, init);
-    const [loss] = losses.splice(at, 1) as [Loss];
+    const loss = takeLoss(losses, rpcOf(init));
+    if (!loss) return fetch(url, init);
     const first = await fetch(url, init);
     await first.text();
     if (loss.mode === 'lose') throw new TypeError(`fetch failed: the response to ${loss.tool} was lost`);

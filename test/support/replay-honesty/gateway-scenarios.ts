@@ -23,6 +23,8 @@ export interface GatewayScenario {
   id: string;
   suite: Suite;
   world: ServerKind;
+  /** stdio: each agent session starts its own `idem gateway` on stdio (default: one gateway on HTTP). */
+  front?: 'stdio';
   name: string;
   /** Set where no signal the gateway observes can tell this case from its twin: the rule's known limit. */
   limit?: string;
@@ -163,6 +165,28 @@ export const fsTrapB = lostRow(
     await restarted.close();
   },
 );
+
+/**
+ * Trap (b) as a desktop client lives it: the gateway on stdio, started by the agent; the agent dies
+ * as Y's answer arrives, and its restart starts a new gateway process on the same data directory.
+ */
+export const fsTrapBStdio: GatewayScenario = {
+  ...lostRow(
+    'gw-fs-trap-b-stdio',
+    'trap (b) over stdio: X answered, agent dies as Y is answered; restarted (new gateway process), X, Y',
+    ['x', 'y'],
+    async (w, log) => {
+      const first = await Agent.connectStdio(w.stdio, log);
+      await first.call('edit_file', appendLine(w, 'x'));
+      await first.callDyingOnAnswer('edit_file', appendLine(w, 'y'));
+      const restarted = await Agent.connectStdio(w.stdio, log);
+      await restarted.call('edit_file', appendLine(w, 'x'));
+      await restarted.call('edit_file', appendLine(w, 'y'));
+      await restarted.close();
+    },
+  ),
+  front: 'stdio',
+};
 
 export const fsTrapC = lostRow(
   'gw-fs-trap-c',
@@ -319,6 +343,7 @@ export const GATEWAY_SCENARIOS: readonly GatewayScenario[] = [
   fsTrapA,
   fsTrapANewFirst,
   fsTrapB,
+  fsTrapBStdio,
   fsTrapC,
   fsEditAfterEnoent,
   fsWriteBack,

@@ -13,7 +13,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type GatewayProcess, startGatewayCli } from '../gateway-process.js';
+import { IDEM_CLI } from '../idem-cli.js';
 import { packageBin } from '../node22.js';
+import type { StdioCommand } from './agent.js';
 import type { RuleAsBuilt } from './rules.js';
 
 export type ServerKind = 'filesystem' | 'memory';
@@ -44,16 +46,29 @@ const SERVERS: Record<ServerKind, ServerSpec> = {
 
 export interface GatewayWorld {
   kind: ServerKind;
+  /** The HTTP front's URL ('' on stdio: each agent starts its own gateway, `stdio`). */
   url: string;
+  /** The gateway on stdio, as a desktop client starts it: one process per agent session, one data directory. */
+  stdio: StdioCommand;
   /** filesystem: the allowed directory the scenarios work in. */
   root: string;
   /** memory: the server's graph file (JSON lines). */
   memoryFile: string;
-  gateway: GatewayProcess;
+  /** The gateway process of the HTTP front (undefined on stdio). */
+  gateway: GatewayProcess | undefined;
   close(): Promise<void>;
 }
 
-export async function openGatewayWorld(kind: ServerKind, rule: RuleAsBuilt): Promise<GatewayWorld> {
+/**
+ * The world of one cell. `front: 'http'` starts one gateway process that every agent connects to;
+ * `front: 'stdio'` starts none: each agent session starts `idem gateway` on stdio itself (the
+ * README's pattern for a desktop client), all on the one data directory.
+ */
+export async function openGatewayWorld(
+  kind: ServerKind,
+  rule: RuleAsBuilt,
+  front: 'http' | 'stdio' = 'http',
+): Promise<GatewayWorld> {
   const dir = mkdtempSync(join(tmpdir(), `idem-honesty-${kind}-`));
   const root = join(dir, 'root');
   const dataDir = join(dir, 'data');
@@ -61,10 +76,11 @@ export async function openGatewayWorld(kind: ServerKind, rule: RuleAsBuilt): Pro
   for (const d of [root, dataDir]) mkdirSync(d);
   const spec = SERVERS[kind];
   const serverArgs = kind === 'filesystem' ? [spec.bin, root] : [spec.bin];
+  const listen = front === 'http' ? ['--listen', '127.0.0.1:0'] : [];
   let args: string[];
   if (rule.contract === undefined) {
     // What a user who declares nothing runs: the README's zero-config pattern.
-    args = ['--listen', '127.0.0.1:0', '--', process.execPath, ...serverArgs];
+    args = [...listen, '--', process.execPath, ...serverArgs];
   } else {
     const configPath = join(dir, 'idem.yaml');
     const config = {
@@ -72,23 +88,35 @@ export async function openGatewayWorld(kind: ServerKind, rule: RuleAsBuilt): Pro
       tools: Object.fromEntries(spec.effectTools.map((tool) => [tool, rule.contract])),
     };
     writeFileSync(configPath, JSON.stringify(config, null, 2)); // JSON is YAML
-    args = ['--config', configPath, '--listen', '127.0.0.1:0'];
+    args = ['--config', configPath, ...listen];
   }
-  const gateway = await startGatewayCli(args, {
-    // The stdio upstream inherits the gateway's environment (the memory server reads its file from it).
-    env: { IDEM_DATA_DIR: dataDir, ...(kind === 'memory' ? { MEMORY_FILE_PATH: memoryFile } : {}) },
-  });
+  // The stdio upstream inherits the gateway's environment (the memory server reads its file from it).
+  const env = { IDEM_DATA_DIR: dataDir, ...(kind === 'memory' ? { MEMORY_FILE_PATH: memoryFile } : {}) };
+  const stdio: StdioCommand = {
+    command: process.execPath,
+    args: [IDEM_CLI, 'gateway', ...args],
+    env: { ...definedEnv(), ...env },
+  };
+  const gateway = front === 'http' ? await startGatewayCli(args, { env }) : undefined;
   return {
     kind,
-    url: gateway.url,
+    url: gateway?.url ?? '',
+    stdio,
     root,
     memoryFile,
     gateway,
     close: async () => {
-      await gateway.kill();
+      await gateway?.kill();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** This process's environment without unset entries (a child's `env` takes strings only). */
+function definedEnv(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 /** The entity names in server-memory's graph file (empty when it has none yet). */

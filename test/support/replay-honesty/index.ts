@@ -53,11 +53,13 @@ export async function runCell(rule: RuleAsBuilt, scenario: Scenario): Promise<Ce
       await world.close();
     }
   }
-  const world = await openGatewayWorld(scenario.world, rule);
+  const world = await openGatewayWorld(scenario.world, rule, scenario.front ?? 'http');
   try {
     return judge(await scenario.run(world, log), log, Date.now() - started);
   } catch (error) {
-    throw new Error(`${scenario.id}: ${String(error)}\ngateway stderr:\n${world.gateway.stderr()}`);
+    throw new Error(
+      `${scenario.id}: ${String(error)}\ngateway stderr:\n${world.gateway?.stderr() ?? '(stdio: ignored)'}`,
+    );
   } finally {
     await world.close();
   }
