@@ -2,6 +2,7 @@ import { userInfo } from 'node:os';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { RESOLUTIONS, type Resolution, resolveAsOperator } from '../executions/operator.js';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
+import type { ActivityEntry } from '../journal/events.js';
 import { tasksIn } from '../journal/task-events.js';
 import { parseLimit } from './exit-codes.js';
 import { parseSince, printJson, printTable, time } from './format.js';
@@ -125,6 +126,8 @@ export function registerExecutionCommands(program: Command): void {
             ['delivered', time(record.deliveredAt)],
             ['arguments', record.argumentsPreview],
             ['note', record.note ?? '-'],
+            ['repeat of', linked(timeline, 'repeat_of')],
+            ['repeated by', linked(timeline, 'repeated_by')],
             ['tasks', tasks.length ? tasks.map((t) => `${t.taskId} (${t.actor ?? '-'})`).join(', ') : '-'],
             [
               'upstream',
@@ -179,4 +182,17 @@ export function registerExecutionCommands(program: Command): void {
         await store.close();
       }
     });
+}
+
+/**
+ * The executions `repeat` events link this one to (docs/contracts.md, "Retry, repeat, new
+ * action"): the one it repeats, or the ones that repeated it, each with why.
+ */
+function linked(timeline: ActivityEntry[], side: 'repeat_of' | 'repeated_by'): string {
+  const links = timeline.flatMap((e) => {
+    const ref = e.kind === 'repeat' ? e.detail[side] : undefined;
+    if (typeof ref !== 'string') return [];
+    return [`${ref} (${typeof e.detail.reason === 'string' ? e.detail.reason : 'status tool'})`];
+  });
+  return links.length > 0 ? links.join(', ') : '-';
 }

@@ -8,7 +8,7 @@ export function registerLintCommand(program: Command, version: string): void {
   program
     .command('lint')
     .description(
-      'List every tool annotation the contracts do not back (e.g. idempotentHint without a contract), every tool with neither annotations nor a contract (with the config line that settles it), and for action tools (http_tools, ssh_tools): a missing contract, a credential that cannot be resolved now, an upstream tool one hides; exit 0 if none, 1 if any, 2 if it could not check',
+      'List every tool whose upstream annotations the contracts contradict (e.g. readOnlyHint: true under an effectful contract, with the line that settles it), every tool with neither annotations nor a contract (with the config line that settles it), and for action tools (http_tools, ssh_tools): a missing contract, a credential that cannot be resolved now, an upstream tool one hides; exit 0 if none, 1 if any, 2 if it could not check',
     )
     .requiredOption('-c, --config <file>', 'the gateway config')
     .option('--json', 'machine-readable')
@@ -32,7 +32,7 @@ export function registerLintCommand(program: Command, version: string): void {
           );
         if (problems.length === 0)
           process.stdout.write(
-            'OK: every annotation is backed by a contract, and every tool has one or the other.\n',
+            "OK: no contract contradicts an upstream's annotations, and every tool has one or the other.\n",
           );
       }
       process.exitCode = problems.length === 0 ? CHECK_EXIT.clean : CHECK_EXIT.found;

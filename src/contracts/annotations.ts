@@ -2,23 +2,18 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { ResolvedContract } from './contract.js';
 
 /**
- * Annotations follow the code (docs/contracts.md), one rule for the gateway and the
- * library: `idempotentHint: true` only where a declared contract makes a
- * repeat harmless (a repeat after a result replays it). A claim without such a
- * contract is withdrawn: the cautious default still runs a call again once its
- * attach window has passed, and `after_completion: new` makes every repeat a
- * deliberate new action. A tool that only reads keeps what it was given.
+ * The annotations Idem publishes for a tool: one rule for the gateway, the library and `idem lint`
+ * (docs/contracts.md, "Published annotations: one rule"), a function of what the tool says of itself
+ * and its contract's `replay` only — never of where the contract came from or of `after_completion`.
+ * A tool that only reads keeps what it was given. Any other is published `readOnlyHint: false`, and
+ * `idempotentHint` is the tool's own, said explicitly: Idem's deduplication covers the retries of one
+ * intended call, but a deliberate repeat runs the tool again, so whether a repeat with the same
+ * arguments has an additional effect is the tool's nature, which only its author knows.
  */
 export function honestAnnotations(
   given: ToolAnnotations | undefined,
-  contract: ResolvedContract,
-  // Without the option (the public export's old two-argument form): declared unless resolved from nothing.
-  { contractDeclared = !contract.defaulted }: { contractDeclared?: boolean } = {},
+  contract: Pick<ResolvedContract, 'replay'>,
 ): ToolAnnotations | undefined {
   if (contract.replay === 'read_only') return given;
-  return {
-    ...given,
-    readOnlyHint: false,
-    idempotentHint: contractDeclared && contract.afterCompletion === 'replay',
-  };
+  return { ...given, readOnlyHint: false, idempotentHint: given?.idempotentHint === true };
 }

@@ -22,7 +22,8 @@ describe('resolveContract: no contract declared', () => {
         replay: 'review',
         scope: { kind: 'actor' },
         attachWindowMs: 15 * 60_000,
-        afterCompletion: 'replay',
+        afterCompletion: 'new_if_moved_on',
+        afterFailure: 'new',
         argumentRules: { ignore: [], secrets: [], defaults: {} },
         timeoutMs: DEFAULTS.timeoutMs,
         leaseMs: DEFAULTS.leaseMs,
@@ -57,6 +58,21 @@ describe('resolveContract: declared contracts', () => {
     expect(resolveContract({ replay: 'review' }, { readOnlyHint: true }).replay).toBe('review');
     expect(resolveContract({ replay: 'read_only' }, undefined).replay).toBe('read_only');
     expect(resolveContract({ replay: 'status' }, undefined).replay).toBe('status');
+  });
+
+  it('after_completion: new_if_moved_on unless a business key or a window names the action; after_failure: new', () => {
+    const of = (contract: Parameters<typeof resolveContract>[0]) => resolveContract(contract, undefined);
+    expect(of({ replay: 'keyed' }).afterCompletion).toBe('new_if_moved_on');
+    expect(of({ replay: 'keyed', scope: 'session' }).afterCompletion).toBe('new_if_moved_on');
+    expect(of({ replay: 'keyed', scope: { business_key: 'order_id' } }).afterCompletion).toBe('replay');
+    expect(of({ replay: 'review', scope: { window: '5m' } }).afterCompletion).toBe('replay');
+    expect(of({ replay: 'review', scope: { window: '5m' }, after_completion: 'new' }).afterCompletion).toBe(
+      'new',
+    );
+    expect(of({ replay: 'review', after_completion: 'replay' }).afterCompletion).toBe('replay');
+    expect(of({ replay: 'review' }).afterFailure).toBe('new');
+    expect(of({ replay: 'review', after_failure: 'replay' }).afterFailure).toBe('replay');
+    expect(() => of({ replay: 'review', after_failure: 'retry' as never })).toThrow();
   });
 
   it('resolves each scope', () => {

@@ -39,6 +39,14 @@ export type ProbeAnswer =
 
 export type StatusProbe = (execution: { executionId: string; tool: string }) => Promise<ProbeAnswer>;
 
+/** What a repeat of a completed call gets (docs/contracts.md, "Retry, repeat, new action"). */
+export const AFTER_COMPLETION = ['new_if_moved_on', 'replay', 'new'] as const;
+export type AfterCompletion = (typeof AFTER_COMPLETION)[number];
+
+/** What a new request of a failed intent gets: a new attempt, or the stored failure. */
+export const AFTER_FAILURE = ['new', 'replay'] as const;
+export type AfterFailure = (typeof AFTER_FAILURE)[number];
+
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const path = z.string().min(1);
 /** A default as a user writes it back ("15m", "30s"), for the descriptions below. */
@@ -86,10 +94,16 @@ export const ToolContractSchema = z
         `How long after its creation an execution can be attached to (a repeat gets its answer). Default ${written(CONTRACT_DEFAULTS.attachWindowMs)}; under scope: { window }, the window's length.`,
       ),
     after_completion: z
-      .enum(['replay', 'new'])
+      .enum(AFTER_COMPLETION)
       .optional()
       .describe(
-        'replay (default): a repeat inside the window gets the stored result. new: a repeat after a delivered result is a deliberate new action; a completed but undelivered result is still replayed.',
+        'What a repeat of a completed call inside the window gets (docs/contracts.md, "Retry, repeat, new action"). new_if_moved_on (default, except under a business key or a window scope): the stored result, unless in the same session another call with effects started after that result was answered and completed before the repeat: then the repeat is a new action. replay (default under a business key or a window scope): always the stored result. new: a repeat after a delivered result is a new action. A completed but undelivered result is replayed under all three.',
+      ),
+    after_failure: z
+      .enum(AFTER_FAILURE)
+      .optional()
+      .describe(
+        'What a new request gets after the target answered the same intent with a failure. new (default): nothing took effect, so it is a new attempt, linked to the failed one; the same request re-sent (the same id) still gets the stored failure. replay: the stored failure, for tools whose failures can hide a partial effect.',
       ),
     fingerprint: z
       .object({
@@ -174,7 +188,8 @@ export interface ResolvedContract {
   replay: ReplayClass;
   scope: IntentScope;
   attachWindowMs: number;
-  afterCompletion: 'replay' | 'new';
+  afterCompletion: AfterCompletion;
+  afterFailure: AfterFailure;
   argumentRules: ArgumentRules;
   /** When an unanswered dispatch becomes `unknown` (the caller is told so; the work may still finish). */
   timeoutMs: number;
@@ -254,7 +269,8 @@ export function resolveContract(
     replay,
     scope,
     attachWindowMs,
-    afterCompletion: parsed?.after_completion ?? 'replay',
+    afterCompletion: parsed?.after_completion ?? defaultAfterCompletion(scope),
+    afterFailure: parsed?.after_failure ?? 'new',
     argumentRules: {
       ignore: parsed?.fingerprint?.ignore ?? [],
       secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],
@@ -304,6 +320,14 @@ function resolveTask(
       `task_after must not be longer than timeout (${String(parsed?.task_after)} > ${formatMinutes(timeoutMs)}): past the timeout the call is unknown, not a task to wait for`,
     );
   return { task, taskAfterMs };
+}
+
+/**
+ * A business key or a time bucket says what one action is, so a repeat under it is that
+ * action again: replayed. Without either, a repeat once the session has moved on is a new one.
+ */
+function defaultAfterCompletion(scope: IntentScope): AfterCompletion {
+  return scope.kind === 'business_key' || scope.kind === 'window' ? 'replay' : 'new_if_moved_on';
 }
 
 /** A window in minutes, as a user would write it back into the config ("15m"; "90s" below a minute). */

@@ -174,6 +174,16 @@ export function idemCodeOf(result: ToolResult): IdemCode | undefined {
   return idem?.code;
 }
 
+/**
+ * A completed execution's result — fresh or replayed, not a failure the target reported, not
+ * an Idem answer, not a task to poll — of `ref` when given: what a session counts as answered.
+ */
+export function isResultOf(result: ToolResult, ref?: string): boolean {
+  if (result.isError || idemCodeOf(result) !== undefined || result._meta?.[META.task] !== undefined)
+    return false;
+  return ref === undefined || result._meta?.[META.executionId] === ref;
+}
+
 /** What a replayed result says about where it came from. */
 export interface ReplayInfo {
   ref: string;
@@ -182,25 +192,40 @@ export interface ReplayInfo {
   /** The store's clock now, for "how long ago". */
   now: number;
   statusTool: string;
+  /**
+   * The caller's session was already answered with this result, and nothing it ran since moved
+   * it on: the call repeats what the model already has, which no signal tells from a deliberate
+   * repeat (a toggle pressed twice). The note then comes FIRST, so that the text read first is
+   * not a stored success taken for a fresh one (measured: docs/contracts.md, "Retry, repeat, new action").
+   */
+  answeredBefore?: boolean;
 }
 
 /**
  * A stored result as handed back again. A model cannot tell a stored answer
- * from a fresh one unless it is told: a text item goes AFTER the original
- * content (which, like `structuredContent`, stays as it was, so clients that
- * parse it still can) saying when it ran, that nothing ran now, and how to
- * run it again on purpose; `_meta` says the same for programs.
+ * from a fresh one unless it is told: a text item saying when it ran, that
+ * nothing ran now, and how to run it again on purpose; `_meta` says the same
+ * for programs. The original content and `structuredContent` stay as they
+ * were, so clients that parse them still can. The note goes after the content
+ * when the caller never got this result (a retry of a lost answer: the result
+ * is what it waits for), before it when its session already had it.
  */
 export function markReplayed(result: ToolResult, info: ReplayInfo): ToolResult {
   const repeat = { tool: info.statusTool, arguments: { ref: info.ref, action: 'repeat' } };
   const at = new Date(info.executedAt).toISOString();
-  const note =
-    `[idem] Replayed: this is the stored result of execution ${info.ref}, which ran at ${at} ` +
-    `(${ago(info.now - info.executedAt)}). Nothing was run again now. If you need a fresh result, ` +
-    `or the action done again, call ${info.statusTool} with ${JSON.stringify(repeat.arguments)}.`;
+  const when = `${at} (${ago(info.now - info.executedAt)})`;
+  const again = `call ${info.statusTool} with ${JSON.stringify(repeat.arguments)}`;
+  const note = info.answeredBefore
+    ? `[idem] Replayed, NOT a fresh result: this session already received the result below, the stored result of execution ${info.ref}, which ran at ${when}. ` +
+      'Nothing was run again now: nothing with effects ran in this session since, so this call was taken for a retry. ' +
+      `To do the action again now, ${again}.`
+    : `[idem] Replayed: this is the stored result of execution ${info.ref}, which ran at ${when}. ` +
+      `Nothing was run again now. If you need a fresh result, or the action done again, ${again}.`;
+  const content = result.content ?? [];
+  const noteItem = { type: 'text' as const, text: note };
   return {
     ...result,
-    content: [...(result.content ?? []), { type: 'text', text: note }],
+    content: info.answeredBefore ? [noteItem, ...content] : [...content, noteItem],
     _meta: {
       ...result._meta,
       [META.executionId]: info.ref,

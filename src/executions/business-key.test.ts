@@ -157,7 +157,7 @@ describe('business key: the key names the action', () => {
     await first;
   });
 
-  it('a failed original frees the key for a corrected request; the identical one gets the same failure', async () => {
+  it('a failed original frees the key: the identical request and a corrected one are each a new attempt', async () => {
     const { engine } = setup();
     const declined = new CountingTarget({
       respond: () => ({ isError: true, content: [{ type: 'text', text: 'card declined' }] }),
@@ -166,13 +166,14 @@ describe('business key: the key names the action', () => {
     expect(first.isError).toBe(true);
     const same = await engine.execute(call(perActor, order), declined.dispatch);
     expect(text(same)).toBe('card declined');
-    expect(same._meta?.[META.replayed]).toBe(true);
-    expect(declined.invocations).toBe(1);
+    expect(same._meta?.[META.replayed]).toBeUndefined();
+    expect(refOf(same)).not.toBe(refOf(first));
+    expect(declined.invocations).toBe(2);
 
     const target = new CountingTarget();
     const corrected = await engine.execute(call(perActor, { ...order, card: 'tok_amex' }), target.dispatch);
     expect(corrected.isError).toBeFalsy();
-    expect(refOf(corrected)).not.toBe(refOf(first));
+    expect(refOf(corrected)).not.toBe(refOf(same));
     expect(target.invocations).toBe(1);
     // Now the corrected one holds the key.
     const late = await engine.execute(call(perActor, order), target.dispatch);

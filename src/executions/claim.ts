@@ -1,5 +1,4 @@
 import type { LadderVerdict } from '../approval/ladder.js';
-import type { ResolvedContract } from '../contracts/contract.js';
 import { IDEM_CODES } from '../errors.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord } from '../store/types.js';
@@ -8,12 +7,14 @@ import type { Approvals } from './approval.js';
 import type { CallIdentity, ToolCall } from './call.js';
 import { newToken } from './ids.js';
 import { isStale } from './leases.js';
+import type { SessionView } from './session-order.js';
 import {
   actionRecord,
   type ClaimPlan,
   callEvent,
   journal,
   type Next,
+  type ReplaceReason,
   type StepContext,
 } from './step-context.js';
 
@@ -30,7 +31,7 @@ export async function claim(
   identity: CallIdentity,
   verdict: LadderVerdict,
   id: string,
-  replacing: string | undefined,
+  replacing: { id: string; reason?: ReplaceReason } | undefined,
   plan: ClaimPlan,
 ): Promise<{ next: Next; won?: string }> {
   const contract = call.contract;
@@ -54,10 +55,10 @@ export async function claim(
       leaseOwner: ctx.owner,
       leaseMs: contract.leaseMs,
       argumentsPreview: identity.preview,
-      ...(needsApproval ? { approval: approvals.request(call, verdict, replacing ?? null) } : {}),
+      ...(needsApproval ? { approval: approvals.request(call, verdict, replacing?.id ?? null) } : {}),
     },
     {
-      ...(replacing ? { replacing } : {}),
+      ...(replacing ? { replacing: replacing.id } : {}),
       events: [
         callEvent('received', call, id, { preview: identity.preview }),
         // The fingerprint lets verify catch a replaced one (it decides what a retry attaches to).
@@ -66,6 +67,7 @@ export async function claim(
           ladder: verdict.step,
           fingerprint: identity.fingerprint,
         }),
+        ...(replacing?.reason ? replaced(call, id, replacing.id, replacing.reason) : []),
         ...(plan.events?.(id) ?? []),
         callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
       ],
@@ -84,18 +86,30 @@ export async function claim(
   }
   plan.seen.record = claimed.record;
   if (!claimed.record) return { next: { step: 'retry' } };
-  return { next: withHolder(claimed.record, call, identity) };
+  return { next: withHolder(claimed.record, call, identity, plan) };
+}
+
+/**
+ * The link between a new execution and the one it replaces, journaled with the claim on both
+ * (`idem executions show` of either names the other; the status tool's repeat follows it).
+ */
+function replaced(call: ToolCall, id: string, prior: string, reason: ReplaceReason) {
+  return [
+    callEvent('repeat', call, id, { repeat_of: prior, reason }),
+    callEvent('repeat', call, prior, { repeated_by: id, reason }),
+  ];
 }
 
 /** The step for the execution that holds the call's fingerprint: attach, replace, or conflict. */
-function withHolder(prior: ExecutionRecord, call: ToolCall, identity: CallIdentity): Next {
-  switch (match(prior, call, identity)) {
+function withHolder(prior: ExecutionRecord, call: ToolCall, identity: CallIdentity, plan: ClaimPlan): Next {
+  const matched = match(prior, call, identity, plan.session);
+  switch (matched) {
     case 'attach':
       return attach(prior, call);
-    case 'replace':
-      return { step: 'replace', id: prior.id };
     case 'conflict':
       return { step: 'conflict', record: prior };
+    default:
+      return { step: 'replace', id: prior.id, reason: matched.replace };
   }
 }
 
@@ -108,15 +122,39 @@ export function match(
   prior: ExecutionRecord,
   call: ToolCall,
   identity: CallIdentity,
-): 'attach' | 'replace' | 'conflict' {
-  if (!attachable(prior, call.contract)) return 'replace';
+  session?: SessionView,
+): 'attach' | 'conflict' | { replace: ReplaceReason } {
+  const notAttachable = replaceReason(prior, call, session);
+  if (notAttachable) return { replace: notAttachable };
   // The request digest covers the actor too: under a shared key, another actor's call is
   // never "the same request", so it is never handed the original's result.
   if (identity.requestDigest === null || prior.requestDigest === identity.requestDigest) return 'attach';
-  // The target said no, so nothing took effect: a corrected call is a new attempt of the
-  // action (docs/lifecycle.md, step 7, row "failed"), not a second one.
-  if (prior.state === 'failed') return 'replace';
+  // Another request under the key (a failed holder was replaced above, unless failures are kept).
   return 'conflict';
+}
+
+/**
+ * Why `prior` is not attached to by this call, if it is not (docs/contracts.md, "Retry, repeat,
+ * new action"): the one home of the rule that tells a retry from a new action.
+ */
+export function replaceReason(
+  prior: ExecutionRecord,
+  call: ToolCall,
+  session?: SessionView,
+): ReplaceReason | undefined {
+  const contract = call.contract;
+  if (prior.readAt >= prior.attachUntil) return 'window_passed';
+  // A key the caller named (a gateway in front sends its execution id) is that one action, always.
+  if (call.idempotencyKey !== undefined) return undefined;
+  // The target said no, so nothing took effect, and every call that reaches the engine is a new
+  // request (a resent one is answered by its receipt): a new attempt, not a second action. Under a
+  // business key too, with the same arguments or corrected ones.
+  if (prior.state === 'failed' && contract.afterFailure === 'new') return 'after_failure';
+  if (prior.state !== 'completed' || prior.deliveredAt === null) return undefined;
+  // A repeat after a delivered result is a deliberate new action for such tools (e.g. deploy again).
+  if (contract.afterCompletion === 'new') return 'after_delivery';
+  if (contract.afterCompletion === 'new_if_moved_on' && session?.movedOnSince(prior.id)) return 'moved_on';
+  return undefined;
 }
 
 /** The key already names an execution of another request: say so, with its ref, and send nothing. */
@@ -140,14 +178,6 @@ export async function keyConflict(
       ? 'The key was used by another caller; only that caller (and an operator) can read its outcome.'
       : 'The key was used with other arguments.',
   });
-}
-
-export function attachable(prior: ExecutionRecord, contract: ResolvedContract): boolean {
-  if (prior.readAt >= prior.attachUntil) return false;
-  // A repeat after a delivered result is a deliberate new action for such tools (e.g. deploy again).
-  if (contract.afterCompletion === 'new' && prior.state === 'completed' && prior.deliveredAt !== null)
-    return false;
-  return true;
 }
 
 /** A matching prior execution exists: the table in docs/lifecycle.md, step 7, row by row. */

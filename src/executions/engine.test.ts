@@ -314,7 +314,8 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     const first = await engine.execute(call(keyed, order), target.dispatch);
     const id = first._meta?.[META.executionId] as string;
     expect((await store.get(id))?.deliveredAt).not.toBeNull();
-    const again = await engine.execute(call(keyed, order), target.dispatch);
+    // Another session (a reconnected agent, whose answer was lost): the result it waits for.
+    const again = await engine.execute(call(keyed, order, { ...alice, session: 's2' }), target.dispatch);
     expect(again._meta?.[META.replayed]).toBe(true);
     // The original content first, as it was; then the note that tells the model it is a replay.
     expect(again.content.slice(0, -1)).toEqual(first.content);
@@ -325,21 +326,63 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     expect(target.invocations).toBe(1);
   });
 
-  it('failed (the target answered with a failure): the same failure; a corrected call is a new intent', async () => {
+  it('completed, asked again by the session that already got it: the note comes first', async () => {
     const { engine } = setup();
+    const target = new CountingTarget();
+    const first = await engine.execute(call(keyed, order), target.dispatch);
+    const again = await engine.execute(call(keyed, order), target.dispatch);
+    expect(again._meta?.[META.replayed]).toBe(true);
+    expect(again.content.slice(1)).toEqual(first.content);
+    expect(text(again)).toMatch(/^\[idem\] Replayed, NOT a fresh result: this session already received/);
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('failed (the target answered with a failure): a new request is a new attempt, linked to the failed one', async () => {
+    const { engine, store } = setup();
     const target = new CountingTarget({
-      respond: (n) => ({ isError: true, content: [{ type: 'text', text: `card declined #${n}` }] }),
+      respond: (n) =>
+        n === 1
+          ? { isError: true, content: [{ type: 'text', text: `card declined #${n}` }] }
+          : { content: [{ type: 'text', text: `charged #${n}` }] },
     });
     const first = await engine.execute(call(keyed, order), target.dispatch);
     expect(first.isError).toBe(true);
     const again = await engine.execute(call(keyed, order), target.dispatch);
-    expect(text(again)).toBe('card declined #1');
-    expect(target.invocations).toBe(1);
-    await engine.execute(call(keyed, { ...order, amount_cents: 999 }), target.dispatch);
+    expect(text(again)).toBe('charged #2');
+    expect(target.invocations).toBe(2);
+    const failed = ref(first) as string;
+    const next = ref(again) as string;
+    expect(next).not.toBe(failed);
+    const links = (id: string) =>
+      store.journalFor(id).then((entries) => entries.filter((e) => e.kind === 'repeat').map((e) => e.detail));
+    expect(await links(failed)).toEqual([{ repeated_by: next, reason: 'after_failure' }]);
+    expect(await links(next)).toEqual([{ repeat_of: failed, reason: 'after_failure' }]);
+    // Once it succeeded, the next identical call is a retry again.
+    await engine.execute(call(keyed, order), target.dispatch);
     expect(target.invocations).toBe(2);
   });
 
-  it('a thrown handler error is a retained failure, not re-run', async () => {
+  it('failed, under after_failure: replay: the same failure; a corrected call conflicts', async () => {
+    const { engine } = setup();
+    const target = new CountingTarget({
+      respond: (n) => ({ isError: true, content: [{ type: 'text', text: `card declined #${n}` }] }),
+    });
+    const keepsFailures: ToolContract = { ...keyed, after_failure: 'replay' };
+    const first = await engine.execute(call(keepsFailures, order), target.dispatch);
+    expect(first.isError).toBe(true);
+    const again = await engine.execute(call(keepsFailures, order), target.dispatch);
+    expect(again.content.some((c) => (c as { text: string }).text === 'card declined #1')).toBe(true);
+    expect(again._meta?.[META.replayed]).toBe(true);
+    const corrected = await engine.execute(
+      call(keepsFailures, { ...order, amount_cents: 999 }),
+      target.dispatch,
+    );
+    expect(idemCodeOf(corrected)).toBe(IDEM_CODES.IDEM_KEY_CONFLICT);
+    expect(target.invocations).toBe(1);
+  });
+
+  it('a thrown handler error is a failure: a new request is a new attempt', async () => {
     const { engine } = setup();
     const target = new CountingTarget({
       respond: () => {
@@ -350,7 +393,7 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     expect(first.isError).toBe(true);
     expect(text(first)).toContain('validation failed');
     await engine.execute(call(keyed, order), target.dispatch);
-    expect(target.invocations).toBe(1);
+    expect(target.invocations).toBe(2);
   });
 
   it('after_completion: new — a repeat after a delivered result is a deliberate new action', async () => {

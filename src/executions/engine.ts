@@ -9,7 +9,7 @@ import { KnownSecrets } from '../identity/redaction.js';
 import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ApprovalChannel, ExecutionRecord, ExecutionStore } from '../store/types.js';
-import { idemAnswer, META } from './answers.js';
+import { idemAnswer, isResultOf, META } from './answers.js';
 import { Approvals } from './approval.js';
 import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall } from './call.js';
 import { dispatchReadOnly } from './dispatch.js';
@@ -21,6 +21,7 @@ import { RecentCalls } from './recent-calls.js';
 import { repeatable, repeatExecution } from './repeat.js';
 import { Resumptions, type UpstreamTaskFollowers } from './resume.js';
 import { runSequence, type SequenceParts } from './sequence.js';
+import { type Arrival, SessionOrder } from './session-order.js';
 import { NOT_YET_DISPATCHED } from './states.js';
 import { status } from './status.js';
 import type { StepContext } from './step-context.js';
@@ -97,6 +98,8 @@ export class ExecutionEngine {
   readonly #observer: CallObserver | undefined;
   /** The upstream tasks this process took over to follow again (resume.ts). */
   readonly #resumptions: Resumptions;
+  /** The order of each session's calls with effects: what tells a retry from a new action. */
+  readonly #order = new SessionOrder();
 
   constructor(options: ExecutionEngineOptions) {
     this.store = options.store;
@@ -134,16 +137,18 @@ export class ExecutionEngine {
     if (call.contract.replay === 'read_only') return this.#execute(call, dispatch);
     // Copied before the handler runs: a handler that changes its arguments does not change the repeat.
     const copy = repeatable(call);
+    const arrival = this.#order.arrive(call.caller);
     const result = this.#observer
-      ? await this.#observer.observe(call, dispatch, (observed) => this.#execute(call, observed))
-      : await this.#execute(call, dispatch);
+      ? await this.#observer.observe(call, dispatch, (observed) => this.#execute(call, observed, arrival))
+      : await this.#execute(call, dispatch, arrival);
     const ref = result._meta?.[META.executionId];
     // A replay is remembered too: the model may want to repeat what it was handed, even from another process.
     if (copy && typeof ref === 'string') this.#recent.remember(ref, copy.call, copy.size);
+    if (arrival && typeof ref === 'string' && isResultOf(result)) arrival.answer(ref);
     return result;
   }
 
-  async #execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
+  async #execute(call: ToolCall, dispatch: Dispatch, arrival?: Arrival): Promise<ToolResult> {
     const contract = call.contract;
     if (contract.replay === 'read_only') return dispatchReadOnly(this.#steps, call, dispatch);
 
@@ -154,7 +159,13 @@ export class ExecutionEngine {
     // may already have been dispatched, "not executed" would be a lie.
     const seen: { record?: ExecutionRecord } = {};
     try {
-      const settled = await runSequence(this.#sequence, call, identity, dispatch, { seen });
+      const settled = await runSequence(this.#sequence, call, identity, dispatch, {
+        seen,
+        // A key the caller named is one action whatever its session did (a gateway in front re-sends it).
+        ...(arrival && call.idempotencyKey === undefined ? { session: arrival } : {}),
+      });
+      // This call's own execution took effect: a repeat of what was answered before it is a new action.
+      if (settled?.claimed !== undefined && isResultOf(settled.answer, settled.claimed)) arrival?.ran();
       if (settled) return settled.answer;
       return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
         detail: 'Too many concurrent changes to this action; it was not started.',
@@ -270,13 +281,21 @@ export class ExecutionEngine {
   }
 
   /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */
-  repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
-    return repeatExecution(
+  async repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
+    const arrival = this.#order.arrive(caller);
+    const answer = await repeatExecution(
       { sequence: this.#sequence, recent: this.#recent, identify: (call) => this.identify(call) },
       ref,
       caller,
       rerun,
     );
+    const ranAs = answer._meta?.[META.executionId];
+    // A repeat that ran is a call with effects of its session, like any other.
+    if (arrival && typeof ranAs === 'string' && isResultOf(answer, ranAs)) {
+      if (answer._meta?.[META.repeatOf] !== undefined) arrival.ran();
+      arrival.answer(ranAs);
+    }
+    return answer;
   }
 
   /**

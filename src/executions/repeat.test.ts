@@ -48,11 +48,12 @@ function setup(options: { approver?: ConstructorParameters<typeof ExecutionEngin
 }
 
 describe('replays say so', () => {
-  it('a replay appends a note after the original content; structuredContent is untouched; _meta says when and how to repeat', async () => {
+  it('a replay to a session that never got the result appends a note after it; structuredContent is untouched; _meta says when and how to repeat', async () => {
     const { engine } = setup();
     const target = new CountingTarget();
     const first = await engine.execute(call(cautious, args), target.dispatch);
-    const again = await engine.execute(call(cautious, args), target.dispatch);
+    // A restarted agent (another session) asks again: the answer it lost.
+    const again = await engine.execute(call(cautious, args, { ...alice, session: 's2' }), target.dispatch);
     const ref = refOf(first);
     expect(target.invocations).toBe(1);
     expect(again.content.slice(0, -1)).toEqual(first.content);
@@ -97,7 +98,9 @@ describe('a deliberate repeat', () => {
     const later = await engine.execute(call(cautious, args), target.dispatch);
     expect(target.invocations).toBe(2);
     expect(refOf(later)).toBe(fresh);
-    expect(later.content[0]).toEqual({ type: 'text', text: 'done #2' });
+    // This session got the repeat's result already: the replay says so before it.
+    expect(later.content.at(-1)).toEqual({ type: 'text', text: 'done #2' });
+    expect(later.content).toHaveLength(2);
   });
 
   it('repeating one ref twice (a resent request, a lost answer) runs it once: the second gets the repeat', async () => {

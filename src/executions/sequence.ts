@@ -7,7 +7,7 @@ import { send } from './dispatch.js';
 import { answerFor } from './record-answer.js';
 import { recordOutcome } from './record-outcome.js';
 import { expireLease, recover } from './recovery.js';
-import { type ClaimPlan, journal, type Next, type StepContext } from './step-context.js';
+import { type ClaimPlan, journal, type Next, type ReplaceReason, type StepContext } from './step-context.js';
 import { takeOverUndispatched } from './take-over.js';
 import { answerAsTask, answersAsTask } from './tasks.js';
 
@@ -43,7 +43,9 @@ export async function runSequence(
   // The ladder first (docs/approvals.md): it decides whether the claim waits for approval, or is refused.
   const verdict = await approvals.verdict(ctx, call);
   if (verdict.decision === 'deny') return { answer: await refusedByLadder(ctx, call, verdict) };
-  let replacing = plan.replacing;
+  let replacing: { id: string; reason?: ReplaceReason } | undefined = plan.replacing
+    ? { id: plan.replacing }
+    : undefined;
   for (let attempt = 0; attempt < MAX_SETTLE_ATTEMPTS; attempt++) {
     const claimed = await claim(ctx, approvals, call, identity, verdict, newId(), replacing, plan);
     replacing = undefined;
@@ -79,11 +81,20 @@ export async function runSequence(
               dispatchWhenApproved(ctx, call, next.record, dispatch);
             return settled(task, claimed.won);
           }
-          return settled(await answerFor(ctx, next.record, next.events, next.detail), claimed.won);
+          return settled(
+            await answerFor(
+              ctx,
+              next.record,
+              next.events,
+              next.detail,
+              plan.session?.answered(next.record.id) ?? false,
+            ),
+            claimed.won,
+          );
         case 'settled':
           return settled(next.answer, claimed.won);
         case 'replace':
-          replacing = next.id;
+          replacing = { id: next.id, reason: next.reason };
           break;
         case 'retry':
           break;

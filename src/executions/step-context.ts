@@ -4,6 +4,7 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
+import type { SessionView } from './session-order.js';
 import type { TaskChanges } from './task-changes.js';
 
 /** What the engine's tasks are made with: how long they live, how often a client should ask. */
@@ -52,6 +53,16 @@ export interface StepContext {
 }
 
 /**
+ * Why a call does not attach to the execution that holds its intent, but replaces it with a new
+ * one (journaled on both as `repeat {repeat_of | repeated_by, reason}`):
+ * - `window_passed`: the holder is past its attach window;
+ * - `after_failure`: the target said no, so nothing took effect: a new request is a new attempt;
+ * - `moved_on`: its result was answered in this session, and the session moved on since;
+ * - `after_delivery`: `after_completion: new`, and its result was delivered.
+ */
+export type ReplaceReason = 'window_passed' | 'after_failure' | 'moved_on' | 'after_delivery';
+
+/**
  * What a step of the sequence hands back: the step that comes next, with what it needs. No step
  * calls another; the sequence (sequence.ts) takes each `Next` to the step it names.
  */
@@ -75,7 +86,7 @@ export type Next =
   /** The answer is known. */
   | { step: 'settled'; answer: ToolResult }
   /** The holder can no longer be attached to: claim again, retiring it in the same write. */
-  | { step: 'replace'; id: string }
+  | { step: 'replace'; id: string; reason: ReplaceReason }
   /** Lost a compare-and-set to another caller: claim again, and decide on what the store hands back. */
   | { step: 'retry' };
 
@@ -133,4 +144,6 @@ export interface ClaimPlan {
   won?: (id: string) => void;
   /** Set to the last record of this intent seen (see the callers' store-failure answers). */
   seen: { record?: ExecutionRecord };
+  /** What this call's session has seen (session-order.ts): whether it moved on since a result. */
+  session?: SessionView;
 }

@@ -96,10 +96,16 @@ describe('the engine answers a call as a task, for a caller that can take one', 
     const answer = await engine.execute(asTask(libraryCall(requiredAfter, { n: 4 })), target.dispatch);
     const task = taskOf(answer);
     expect(task).toMatchObject({ status: 'completed', result: { isError: true } });
-    // The repeat gets the same (ended) task, and nothing runs again.
+    // The target said no, so nothing took effect: a new request is a new attempt, with a task of its own.
     const again = taskOf(await engine.execute(asTask(libraryCall(requiredAfter, { n: 4 })), target.dispatch));
-    expect(again?.taskId).toBe(task?.taskId);
-    expect(target.invocations).toBe(1);
+    expect(again?.taskId).not.toBe(task?.taskId);
+    expect(target.invocations).toBe(2);
+    // Where failures are kept, the repeat gets the same (ended) task, and nothing runs again.
+    const keeps = { ...requiredAfter, after_failure: 'replay' } as const;
+    const kept = taskOf(await engine.execute(asTask(libraryCall(keeps, { n: 5 })), target.dispatch));
+    const same = taskOf(await engine.execute(asTask(libraryCall(keeps, { n: 5 })), target.dispatch));
+    expect(same?.taskId).toBe(kept?.taskId);
+    expect(target.invocations).toBe(3);
   });
 
   it('an unknown outcome is never a failed task: it stays working and says what must happen', async () => {

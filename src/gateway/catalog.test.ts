@@ -11,39 +11,45 @@ function entry(annotations: ToolAnnotations | undefined, declared?: ToolContract
     upstreamName: 't',
     tool: { name: 't', inputSchema: { type: 'object' }, ...(annotations ? { annotations } : {}) },
     contract: resolveContract(declared, annotations),
-    declared: declared !== undefined,
     source: declared ? 'declared' : 'annotations',
     validate: undefined,
   };
 }
 
 describe('annotationMismatches', () => {
-  it('finds nothing where the published annotations keep what the upstream says', () => {
+  it('finds nothing where the published annotations are what the upstream says', () => {
     expect(annotationMismatches(entry({ idempotentHint: true }, { replay: 'keyed' }))).toEqual([]);
     expect(annotationMismatches(entry({ readOnlyHint: true, idempotentHint: true }))).toEqual([]);
     expect(annotationMismatches(entry(undefined, { replay: 'read_only' }))).toEqual([]);
+    // An absent idempotentHint published as false is what MCP reads for it anyway.
+    expect(annotationMismatches(entry({ destructiveHint: true }, { replay: 'review' }))).toEqual([]);
   });
 
-  it('reports an idempotentHint that no contract backs, or that the contract contradicts', () => {
-    expect(annotationMismatches(entry({ idempotentHint: true }))).toEqual([
-      't: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.t)',
-    ]);
+  it('finds nothing about idempotentHint, with or without a contract, after_completion: new included', () => {
+    expect(annotationMismatches(entry({ idempotentHint: true }))).toEqual([]);
     expect(
       annotationMismatches(entry({ idempotentHint: true }, { replay: 'review', after_completion: 'new' })),
-    ).toEqual([
-      't: the upstream says idempotentHint: true, but the contract (after_completion: new) does not make a repeat harmless',
-    ]);
+    ).toEqual([]);
+    expect(annotationMismatches(entry({ idempotentHint: false }, { replay: 'keyed' }))).toEqual([]);
   });
 
-  it('reports a readOnlyHint the contract contradicts', () => {
-    expect(annotationMismatches(entry({ readOnlyHint: true }, { replay: 'keyed' }))).toEqual([
-      't: the upstream says readOnlyHint: true, but the contract declares replay: keyed',
+  it('reports a readOnlyHint the contract contradicts, once, with the line that settles it', () => {
+    expect(
+      annotationMismatches(entry({ readOnlyHint: true, idempotentHint: true }, { replay: 'keyed' })),
+    ).toEqual([
+      {
+        message:
+          't: the upstream says readOnlyHint: true, but the contract declares replay: keyed, so it is published readOnlyHint: false. If the upstream is right: tools: { t: { replay: read_only } }',
+        settle: 'tools: { t: { replay: read_only } }',
+      },
     ]);
   });
 
   it('reports a read_only contract the upstream does not confirm, once', () => {
     expect(annotationMismatches(entry({ idempotentHint: true }, { replay: 'read_only' }))).toEqual([
-      't: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true',
+      {
+        message: 't: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true',
+      },
     ]);
     // Not destructive: the operator's read_only is plausible, and the published hints are the upstream's.
     expect(

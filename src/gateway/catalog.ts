@@ -38,8 +38,6 @@ export interface CatalogEntry {
   /** The upstream's definition. */
   tool: Tool;
   contract: ResolvedContract;
-  /** True when the config declares a contract for it (not just defaults). */
-  declared: boolean;
   source: ContractSource;
   /** Validates and fills in defaults (mutates its argument); undefined if the schema cannot be compiled. */
   validate: ValidateFunction | undefined;
@@ -110,44 +108,62 @@ export class CautiousDefaultNotices {
 
 /** The annotations published for an entry: the one rule in contracts/annotations.ts. */
 export function publishedAnnotations(entry: CatalogEntry): ToolAnnotations | undefined {
-  return honestAnnotations(entry.tool.annotations, entry.contract, { contractDeclared: entry.declared });
+  return honestAnnotations(entry.tool.annotations, entry.contract);
+}
+
+/** What MCP reads for a hint a tool leaves out (an absent `idempotentHint` means false). */
+const HINT_DEFAULTS = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true,
+} as const;
+
+/** A disagreement between what a tool says of itself and what Idem does with it, for `idem lint`. */
+export interface AnnotationMismatch {
+  message: string;
+  /** The config line that settles it, where one does. */
+  settle?: string;
 }
 
 /**
- * Every place where an upstream's annotations and the contracts disagree (for
- * `idem lint`). A hint the upstream gives that the gateway withdraws when it
- * publishes the tool (publishedAnnotations: the one rule of what is honest)
- * is a disagreement; so is a read_only contract the upstream does not confirm.
+ * Where an upstream's annotations and the contracts disagree (for `idem lint`), at most once per
+ * tool. A hint published otherwise than the upstream gives it (publishedAnnotations, the rule the
+ * gateway publishes by, each hint read with MCP's default when absent) is one: an upstream
+ * `readOnlyHint: true` under an effectful contract, settled by `replay: read_only` if the upstream
+ * is right. A read_only contract the upstream does not confirm is the other (published as given,
+ * but Idem then deduplicates nothing).
  */
-export function annotationMismatches(entry: CatalogEntry): string[] {
+export function annotationMismatches(entry: CatalogEntry): AnnotationMismatch[] {
   const given = entry.tool.annotations ?? {};
   const published = publishedAnnotations(entry) ?? {};
-  const out: string[] = [];
-  if (given.idempotentHint === true && published.idempotentHint !== true) {
-    out.push(
-      entry.declared
-        ? `${entry.name}: the upstream says idempotentHint: true, but the contract (after_completion: ${entry.contract.afterCompletion}) does not make a repeat harmless`
-        : `${entry.name}: the upstream says idempotentHint: true, and no contract backs it (declare one under tools.${entry.name})`,
-    );
-  }
-  if (given.readOnlyHint === true && published.readOnlyHint !== true) {
-    out.push(
-      `${entry.name}: the upstream says readOnlyHint: true, but the contract declares replay: ${entry.contract.replay}`,
-    );
+  const changed = (Object.keys(HINT_DEFAULTS) as (keyof typeof HINT_DEFAULTS)[]).filter(
+    (hint) => (given[hint] ?? HINT_DEFAULTS[hint]) !== (published[hint] ?? HINT_DEFAULTS[hint]),
+  );
+  if (changed.length > 0) {
+    const says = changed.map((hint) => `${hint}: ${given[hint] ?? HINT_DEFAULTS[hint]}`).join(', ');
+    const shown = changed.map((hint) => `${hint}: ${published[hint] ?? HINT_DEFAULTS[hint]}`).join(', ');
+    return [
+      {
+        message: `${entry.name}: the upstream says ${says}, but the contract declares replay: ${entry.contract.replay}, so it is published ${shown}. If the upstream is right: ${settlingLine(entry.name)}`,
+        settle: settlingLine(entry.name),
+      },
+    ];
   }
   // An upstream that says nothing does not disagree: declaring read_only is how such a tool is settled.
   if (
     hasEffectHints(entry.tool.annotations) &&
     given.readOnlyHint !== true &&
-    entry.declared &&
     entry.contract.replay === 'read_only' &&
     given.destructiveHint !== false
   ) {
-    out.push(
-      `${entry.name}: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true`,
-    );
+    return [
+      {
+        message: `${entry.name}: the contract says read_only, but the upstream does not mark the tool readOnlyHint: true`,
+      },
+    ];
   }
-  return out;
+  return [];
 }
 
 export interface CatalogOptions {
@@ -264,7 +280,6 @@ export class ToolCatalog {
           { ...tool.annotations, taskSupport: tool.execution?.taskSupport },
           secretPathsFromSchema(tool.inputSchema),
         ),
-        declared: declared !== undefined,
         source,
         validate: inputValidators.for(tool.inputSchema),
       };
@@ -358,7 +373,6 @@ export function actionEntry(action: ActionTool): CatalogEntry {
     action,
     tool,
     contract: resolveContract(contract, undefined, secretPathsFromSchema(tool.inputSchema)),
-    declared: declared !== undefined,
     source: declared ? 'declared' : 'cautious_default',
     validate: inputValidators.for(tool.inputSchema),
   };

@@ -26,7 +26,9 @@ function commentText(text: string, max = 100): string {
  * and under `tools:` a contract per tool it lists, each a guess (from its
  * annotations, name and description) marked "guess — confirm" with the
  * reason. Guesses err towards review (docs/contracts.md): a read taken for a
- * write is only stale; a write taken for a read would run twice.
+ * write is only stale; a write taken for a read would run twice. The header
+ * says what clients will see (contracts/annotations.ts): no contract makes a
+ * tool idempotent, so no line here promises it.
  */
 export function draftConfig(upstream: DraftUpstream, tools: readonly Tool[]): string {
   const lines = [
@@ -36,6 +38,8 @@ export function draftConfig(upstream: DraftUpstream, tools: readonly Tool[]): st
     '#   review     has effects: an identical call within attach_window gets the stored result (a replay);',
     '#              an unknown outcome waits for an operator (idem executions resolve)',
     '#   keyed      has effects, and the server honours the idempotency key Idem sends (_meta)',
+    "# Published annotations follow one rule, whichever contract you pick: a read_only tool keeps the server's own;",
+    "# any other is published readOnlyHint: false with the server's own idempotentHint (none given: false).",
     '# docs/contracts.md explains each; `idem lint --config <this file>` checks it;',
     '# `idem gateway --config <this file>` serves it.',
     'upstreams:',

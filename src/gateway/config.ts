@@ -41,6 +41,7 @@ const GatewayToolContract = ToolContractSchema.omit({ status_probe: true })
 const GatewayDefaults = ToolContractSchema.pick({
   attach_window: true,
   after_completion: true,
+  after_failure: true,
   timeout: true,
   lease: true,
   approval: true,

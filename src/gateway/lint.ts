@@ -23,7 +23,8 @@ export interface LintFinding {
 
 /**
  * `idem lint`: connects to every upstream, lists its tools, and reports every
- * annotation the contracts do not back (docs/contracts.md), every tool on the cautious
+ * tool published with other annotations than its upstream gives it, or with a
+ * read_only contract its upstream does not confirm (docs/contracts.md), every tool on the cautious
  * default (neither annotations nor a contract, no `defaults:`) with the line
  * that would settle it, and every contract that names no tool.
  */
@@ -84,7 +85,8 @@ export async function lintGateway(declared: GatewayConfig, version: string): Pro
             });
         }
         for (const entry of catalog.add(spec.name, page.tools ?? [], page.nextCursor !== undefined)) {
-          for (const message of annotationMismatches(entry)) findings.push({ tool: entry.name, message });
+          for (const mismatch of annotationMismatches(entry))
+            findings.push({ tool: entry.name, ...mismatch });
           cautiousFinding(entry, findings);
         }
         cursor = page.nextCursor;

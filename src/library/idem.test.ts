@@ -169,12 +169,13 @@ describe('Idem library over real Streamable HTTP', () => {
     expect(counter.invocations).toBe(1);
   });
 
-  it('tools/list has the status tool and annotations that follow the contract', async () => {
+  it('tools/list has the status tool and annotations by the one rule (contracts/annotations.ts)', async () => {
     const { http } = await chargeServer();
     const client = await sdkClient(http.url);
     const { tools } = await client.listTools();
     const charge = tools.find((t) => t.name === 'charge');
-    expect(charge?.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
+    // charge says nothing of itself: a keyed contract does not make a deliberate repeat harmless.
+    expect(charge?.annotations).toEqual({ idempotentHint: false, readOnlyHint: false });
     const status = tools.find((t) => t.name === 'idem_execution_status');
     // `action: "repeat"` runs an action again: the status tool is not read-only.
     expect(status?.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });

@@ -243,9 +243,7 @@ export class Idem {
       name,
       {
         ...sdkConfig,
-        annotations: honestAnnotations(config.annotations, contract, {
-          contractDeclared: config.contract !== undefined,
-        }),
+        annotations: honestAnnotations(config.annotations, contract),
       },
       (async (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => {
         const refused = typeof perform === 'function' ? undefined : refusedArguments(perform, args);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -59,17 +60,43 @@ const text = (result: CallToolResult, at: number) => {
 };
 
 describe('Idem library: replays that say so, and a deliberate repeat', () => {
-  it('publishes no idempotentHint for a tool without a declared contract (the one rule in contracts/annotations.ts)', async () => {
+  it('publishes idempotentHint: false for a tool that does not say it is idempotent (the one rule in contracts/annotations.ts)', async () => {
     const { client } = await clockServer();
     const { tools } = await client.listTools();
-    // The cautious default runs a call again once its window has passed: a repeat is not harmless.
+    // A deliberate repeat runs it again: whether that has an effect is the tool's to say, and it says nothing.
     expect(tools.find((t) => t.name === 'read_clock')?.annotations).toMatchObject({
       idempotentHint: false,
       readOnlyHint: false,
     });
   });
 
-  it('a replay appends the note (structuredContent untouched); action "repeat" runs the handler again as a new execution', async () => {
+  it("keeps a tool's own idempotentHint: true with or without a contract, after_completion: new included", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-lib-hints-'));
+    const idem = await Idem.open({ dataDir, store: new MemoryStore(), maintenanceIntervalMs: 0 });
+    const server = new McpServer({ name: 'hints', version: '1.0.0' });
+    const own = { idempotentHint: true, destructiveHint: true };
+    idem.tool(server, 'set_flag', { inputSchema: {}, annotations: own }, async () => ({ content: [] }));
+    idem.tool(
+      server,
+      'set_flag_again',
+      { inputSchema: {}, annotations: own, contract: { replay: 'keyed', after_completion: 'new' } },
+      async () => ({ content: [] }),
+    );
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await idem.connect(server, serverSide);
+    const client = new Client({ name: 'hints-agent', version: '1.0.0' });
+    await client.connect(clientSide);
+    cleanups.push(async () => {
+      await client.close();
+      await idem.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    const { tools } = await client.listTools();
+    for (const name of ['set_flag', 'set_flag_again'])
+      expect(tools.find((t) => t.name === name)?.annotations, name).toEqual({ ...own, readOnlyHint: false });
+  });
+
+  it('a replay says so, first to the session that already had it (structuredContent untouched); action "repeat" runs the handler again as a new execution', async () => {
     const { idem, client, connect, runs } = await clockServer();
     const params = { name: 'read_clock', arguments: { zone: 'UTC' } };
     const first = (await client.callTool(params)) as CallToolResult;
@@ -77,8 +104,8 @@ describe('Idem library: replays that say so, and a deliberate repeat', () => {
     const ref = first._meta?.['io.idem/execution-id'] as string;
     expect(runs.count).toBe(1);
     expect(again.structuredContent).toEqual({ tick: 1, zone: 'UTC' });
-    expect(text(again, 0)).toBe('tick 1 in UTC');
-    expect(text(again, -1)).toContain(`{"ref":"${ref}","action":"repeat"}`);
+    expect(text(again, -1)).toBe('tick 1 in UTC');
+    expect(text(again, 0)).toContain(`{"ref":"${ref}","action":"repeat"}`);
     expect(again._meta).toMatchObject({ 'io.idem/replayed': true, 'io.idem/execution-id': ref });
 
     const repeat = { name: 'idem_execution_status', arguments: { ref, action: 'repeat' } };

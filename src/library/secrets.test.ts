@@ -44,7 +44,9 @@ async function deployServer() {
       structuredContent: { echo: structuredClone({ ...echo, signing: { passphrase: PASSPHRASE } }) },
     };
   });
-  idem.tool(server, 'deploy_broken', { inputSchema, contract }, async (args) => {
+  // Failures kept (after_failure: replay), so that the stored one is handed back again.
+  const keepsFailures = { ...contract, after_failure: 'replay' as const };
+  idem.tool(server, 'deploy_broken', { inputSchema, contract: keepsFailures }, async (args) => {
     throw new Error(
       `registry refused token ${args.registry_token} (passphrase "${args.signing.passphrase}")`,
     );
@@ -86,10 +88,10 @@ describe('secrets a handler echoes back', () => {
     const replay = (await client.callTool({ name: 'deploy', arguments: args })) as CallToolResult;
     expect(replay._meta?.[META.replayed]).toBe(true);
     expectNoSecret(replay);
-    // The original content, redacted, then the note that says it is a replay.
-    expect(replay.content?.[0]).toEqual({ type: 'text', text: 'deployed api with [secret]' });
+    // This session already had it: the note that says it is a replay, then the original content, redacted.
+    expect(replay.content?.[1]).toEqual({ type: 'text', text: 'deployed api with [secret]' });
     expect(replay.content).toHaveLength(2);
-    expect((replay.content[1] as { text: string }).text).toMatch(/^\[idem\] Replayed/);
+    expect((replay.content[0] as { text: string }).text).toMatch(/^\[idem\] Replayed, NOT a fresh result/);
   });
 
   it('are not kept from a thrown error message', async () => {
@@ -104,6 +106,7 @@ describe('secrets a handler echoes back', () => {
 
     const replay = (await client.callTool({ name: 'deploy_broken', arguments: args })) as CallToolResult;
     expect(replay.isError).toBe(true);
+    expect(replay._meta?.[META.replayed]).toBe(true);
     expectNoSecret(replay);
   });
 });

@@ -125,7 +125,7 @@ describe('idem lint', () => {
     cwd: root,
   };
 
-  it('reports each annotation no contract backs, and contracts naming no tool; exit 1', async () => {
+  it('reports an upstream hint a contract contradicts, once with the line that settles it, and contracts naming no tool; exit 1', async () => {
     const path = join(dir, 'lint.yaml');
     writeFileSync(
       path,
@@ -133,27 +133,36 @@ describe('idem lint', () => {
         upstreams: { annotated: upstream },
         tools: {
           send_email: { replay: 'review', after_completion: 'new' },
-          get_flag: { replay: 'read_only' },
+          get_flag: { replay: 'review' },
           no_such_tool: { replay: 'keyed' },
         },
       }),
     );
     const result = await idem('lint', '--config', path, '--json');
-    const findings = JSON.parse(result.stdout) as { tool: string; message: string }[];
+    const findings = JSON.parse(result.stdout) as { tool: string; message: string; settle?: string }[];
     const byTool = (t: string) =>
       findings
         .filter((f) => f.tool === t)
         .map((f) => f.message)
         .join(' | ');
-    expect(byTool('set_flag')).toContain('no contract backs it');
-    expect(byTool('send_email')).toContain('after_completion: new');
+    // The one published hint that differs from the upstream's own (docs/contracts.md, one rule).
+    expect(findings.filter((f) => f.tool === 'get_flag')).toEqual([
+      {
+        tool: 'get_flag',
+        message:
+          'get_flag: the upstream says readOnlyHint: true, but the contract declares replay: review, so it is published readOnlyHint: false. If the upstream is right: tools: { get_flag: { replay: read_only } }',
+        settle: 'tools: { get_flag: { replay: read_only } }',
+      },
+    ]);
+    // Their own idempotentHint: true is published as it is, with or without a contract, after_completion: new included.
+    expect(byTool('set_flag')).toBe('');
+    expect(byTool('send_email')).toBe('');
     expect(byTool('no_such_tool')).toContain('no upstream offers');
-    expect(byTool('get_flag')).toBe('');
     expect(byTool('delete_all')).toBe('');
     expect(result.code).toBe(1);
   });
 
-  it('a config whose contracts back every annotation passes; exit 0', async () => {
+  it('a config whose contracts contradict no annotation passes; exit 0', async () => {
     const path = join(dir, 'clean.yaml');
     writeFileSync(
       path,

@@ -69,7 +69,11 @@ describe('contracts are checked before the gateway serves anything', () => {
     const path = join(dir, 'idem.yaml');
     writeFileSync(
       path,
-      JSON.stringify({ upstreams: { annotated: upstream }, tools: { set_flag: unworkable } }),
+      JSON.stringify({
+        upstreams: { annotated: upstream },
+        // get_flag's upstream says readOnlyHint: true: under review, a finding of its own.
+        tools: { set_flag: unworkable, get_flag: { replay: 'review' } },
+      }),
     );
     const gateway = await runIdem(['gateway', '--config', path], { dataDir: dir, timeoutMs: 60_000 });
     expect(gateway.code).toBe(2);
@@ -82,7 +86,7 @@ describe('contracts are checked before the gateway serves anything', () => {
       'the gateway would refuse to start: tools.set_flag: approval_timeout',
     );
     // The other tools are still linted: the broken contract does not hide the upstream's tools.
-    expect(findings.map((f) => f.tool)).toContain('send_email');
+    expect(findings.map((f) => f.tool)).toContain('get_flag');
     expect(lint.code).toBe(1);
   });
 });

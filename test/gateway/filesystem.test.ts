@@ -18,7 +18,7 @@ import { type RunningGateway, startHttpGateway } from '../support/http-gateway.j
 import { type LostResponse, losingFetch, lostResult } from '../support/losing-fetch.js';
 import { packageBin } from '../support/node22.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { textOf } from '../support/tool-results.js';
+import { storedContentOf, textOf } from '../support/tool-results.js';
 
 const SERVER = packageBin('@modelcontextprotocol/server-filesystem', 'mcp-server-filesystem');
 const EFFECT_TOOLS = ['write_file', 'edit_file', 'move_file'];
@@ -96,7 +96,8 @@ function expectEachOnce(files: ReturnType<typeof prepare>) {
 /** The filesystem server's own success answer for each operation. */
 function expectRealResult(tool: string, result: CallToolResult, files: ReturnType<typeof prepare>) {
   expect(result.isError ?? false).toBe(false);
-  const text = textOf(result);
+  // What the tool answered, wherever Idem's replay note stands.
+  const text = textOf({ content: storedContentOf(result) });
   if (tool === 'write_file') expect(text).toBe(`Successfully wrote to ${files.report}`);
   if (tool === 'edit_file') expect(text).toContain('+line two');
   if (tool === 'move_file') expect(text).toBe(`Successfully moved ${files.draft} to ${files.archived}`);
@@ -137,13 +138,13 @@ describe('server-filesystem behind idem gateway: lost responses, each file opera
     const byName = new Map(tools.map((t) => [t.name, t]));
     for (const name of ['read_text_file', 'list_directory', ...EFFECT_TOOLS, 'idem_execution_status'])
       expect(byName.has(name), name).toBe(true);
-    // write_file claims idempotentHint: true upstream; with the declared replay contract the claim holds.
+    // Each keeps its own idempotentHint (docs/contracts.md, one rule), declared contract or not.
     expect(byName.get('write_file')?.annotations).toMatchObject({
       readOnlyHint: false,
       idempotentHint: true,
     });
-    // create_directory claims it too, without a contract to back it: withdrawn.
-    expect(byName.get('create_directory')?.annotations).toMatchObject({ idempotentHint: false });
+    expect(byName.get('edit_file')?.annotations).toMatchObject({ idempotentHint: false });
+    expect(byName.get('create_directory')?.annotations).toMatchObject({ idempotentHint: true });
     expect(byName.get('read_text_file')?.annotations).toMatchObject({ readOnlyHint: true });
   });
 
@@ -198,8 +199,10 @@ describe('server-filesystem behind idem gateway: lost responses, each file opera
         // The stored result of the one execution, marked as a replay.
         expect(result._meta?.['io.idem/replayed']).toBe(true);
         const lost = lostResult(losing.lost.find((l) => l.tool === op.name) as LostResponse);
-        // The original content as it was, then the note that says it is a replay.
-        expect(result.content.slice(0, -1)).toEqual(lost.content);
+        // The original content as it was, and the note that says it is a replay: first where this
+        // session had the answer already (the gateway wrote it; the loss was on the way), else after.
+        expect(storedContentOf(result)).toEqual(lost.content);
+        expect(result.content).toHaveLength(lost.content.length + 1);
         expect(result._meta?.['io.idem/execution-id']).toBe(lost._meta?.['io.idem/execution-id']);
       }
       expectEachOnce(files);

@@ -131,7 +131,8 @@ describe('HTTP action tools in the gateway', () => {
     expect(names).toEqual(expect.arrayContaining(['count', 'charge', 'idem_execution_status']));
     const charge = tools.find((t) => t.name === 'charge');
     expect(charge?.inputSchema.required).toEqual(['order_id', 'amount_cents']);
-    expect(charge?.annotations?.idempotentHint).toBe(true);
+    // An action tool says nothing of itself: a keyed contract makes retries safe, not a deliberate repeat.
+    expect(charge?.annotations).toEqual({ readOnlyHint: false, idempotentHint: false });
     expect(JSON.stringify(tools)).not.toContain(SECRET);
   });
 

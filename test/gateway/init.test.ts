@@ -41,6 +41,9 @@ describe('idem init -- <command>', () => {
     expect(text).toContain('create_note: { replay: review } # guess — confirm: its name says "create"');
     expect(text).toContain('get_time: { replay: read_only } # guess — confirm: its name starts with "get"');
     expect(text).toContain('# Creates a note.');
+    // The published-annotations rule, said as the gateway and idem lint apply it: no line promises a hint.
+    expect(text).toContain("any other is published readOnlyHint: false with the server's own idempotentHint");
+    expect(text).not.toContain('idempotentHint: true');
     for (const line of text.split('\n').filter((l) => /^ {2}\S+: \{ replay/.test(l)))
       expect(line).toContain('# guess — confirm');
     const config = parse(text) as { upstreams: Record<string, { command: string; args: string[] }> };

@@ -20,7 +20,7 @@ import { type RunningGateway, startHttpGateway } from '../support/http-gateway.j
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { idemOf, textOf } from '../support/tool-results.js';
+import { idemOf, replayNoteOf, storedContentOf, textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
 
 const EVERYTHING = {
@@ -54,21 +54,21 @@ const repeat = (client: Client, ref: string) =>
   call(client, { name: 'idem_execution_status', arguments: { ref, action: 'repeat' } });
 const refOf = (result: CallToolResult) =>
   idemOf(result)?.ref ?? (result._meta?.['io.idem/execution-id'] as string);
-const note = (result: CallToolResult) => {
-  const last = result.content.at(-1);
-  return last?.type === 'text' ? last.text : '';
-};
+const note = replayNoteOf;
 
 describe('a replayed result says so', () => {
-  it('in its content, after the original, and in _meta; a deliberate repeat runs it again as a new execution', async () => {
+  it('in its content — first to the session that already had the result, after it to another — and in _meta; a deliberate repeat runs it again as a new execution', async () => {
     const gw = await gateway();
     const client = await connect(gw.url);
     const first = await call(client, TOGGLE);
     expect(textOf(first)).toMatch(/^Started simulated/);
     const ref = refOf(first);
 
+    // The same session asks again, nothing in between: a toggle pressed twice cannot be told from a
+    // retry. The note comes first, so that the first text read is not "Started" taken for fresh.
     const again = await call(client, TOGGLE);
-    expect(again.content.slice(0, -1)).toEqual(first.content);
+    expect(again.content.slice(1)).toEqual(first.content);
+    expect(textOf(again)).toMatch(/^\[idem\] Replayed, NOT a fresh result/);
     expect(note(again)).toContain(`stored result of execution ${ref}`);
     expect(note(again)).toContain('Nothing was run again');
     expect(note(again)).toContain(`call idem_execution_status with {"ref":"${ref}","action":"repeat"}`);
@@ -98,8 +98,14 @@ describe('a replayed result says so', () => {
 
     // The repeat is now what an identical call is answered with.
     const later = await call(client, TOGGLE);
-    expect(textOf(later)).toMatch(/^Stopped/);
+    expect(textOf({ content: storedContentOf(later) })).toMatch(/^Stopped/);
     expect(note(later)).toContain(`stored result of execution ${fresh}`);
+    // Another session (a restarted agent) never had it: the stored content first, the note after.
+    const elsewhere = await call(await connect(gw.url), TOGGLE);
+    expect(textOf(elsewhere)).toMatch(/^Stopped/);
+    expect(elsewhere.content.at(-1)).toMatchObject({
+      text: expect.stringMatching(/^\[idem\] Replayed: this is/),
+    });
 
     // The same repeat sent again (a lost answer) does not run a third time.
     const resent = await repeat(client, ref);
@@ -122,7 +128,7 @@ describe('a replayed result says so', () => {
       conditions: 'Light rain / drizzle',
       humidity: 82,
     });
-    expect(again.content[0]).toEqual(first.content[0]);
+    expect(storedContentOf(again)).toEqual(first.content);
     expect(again.content).toHaveLength(first.content.length + 1);
     expect(note(again)).toContain('Replayed');
   });

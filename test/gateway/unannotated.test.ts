@@ -22,7 +22,7 @@ import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { textOf } from '../support/tool-results.js';
+import { replayNoteOf, storedContentOf, textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
 
 const UNANNOTATED = {
@@ -60,10 +60,7 @@ afterAll(removeTemporaries);
 
 const call = (client: Client, params: { name: string; arguments: Record<string, unknown> }) =>
   client.callTool(params) as Promise<CallToolResult>;
-const note = (result: CallToolResult) => {
-  const last = result.content.at(-1);
-  return last?.type === 'text' ? last.text : '';
-};
+const note = replayNoteOf;
 
 /** An in-process gateway on loopback HTTP; `warnings` gets what the CLI would write to stderr. */
 async function gateway(config: Record<string, unknown>) {
@@ -124,13 +121,16 @@ describe('idem gateway -- <an un-annotated server>, as an MCP client config runs
     // A read-like tool: its replay is marked as such, in the content the model reads.
     const first = await call(client, SUM);
     const again = await call(client, SUM);
-    expect(again.content.slice(0, -1)).toEqual(first.content);
+    expect(storedContentOf(again)).toEqual(first.content);
     expect(note(again)).toContain('Nothing was run again');
 
     // The toggle, repeated on purpose, really toggles.
     const on = await call(client, TOGGLE);
     expect(textOf(on)).toMatch(/^Started/);
-    expect(textOf(await call(client, TOGGLE))).toMatch(/^Started/);
+    // Pressed again with nothing in between: a retry to Idem, so the note says so first.
+    const pressedAgain = await call(client, TOGGLE);
+    expect(textOf(pressedAgain)).toMatch(/^\[idem\] Replayed, NOT a fresh result/);
+    expect(textOf({ content: storedContentOf(pressedAgain) })).toMatch(/^Started/);
     const ref = on._meta?.['io.idem/execution-id'] as string;
     const off = await call(client, {
       name: 'idem_execution_status',
@@ -177,7 +177,7 @@ describe('defaults:', () => {
     const once = await call(client, subscriber);
     const replayed = await call(client, subscriber);
     expect(replayed._meta?.['io.idem/replayed']).toBe(true);
-    expect(replayed.content[0]).toEqual(once.content[0]);
+    expect(storedContentOf(replayed)).toEqual(once.content);
     expect(warnings.filter((w) => w.includes('neither annotations nor a contract'))).toEqual([]);
   });
 
@@ -199,7 +199,7 @@ describe('defaults:', () => {
     const agent = await annotated.connect();
     expect(textOf(await call(agent, TOGGLE))).toMatch(/^Started/);
     const again = await call(agent, TOGGLE);
-    expect(textOf(again)).toMatch(/^Started/);
+    expect(textOf({ content: storedContentOf(again) })).toMatch(/^Started/);
     expect(again._meta?.['io.idem/replayed']).toBe(true);
     const [annotatedRecord] = await annotated.gw.store.list({ tool: TOGGLE.name });
     expect(annotatedRecord && annotatedRecord.attachUntil - annotatedRecord.createdAt).toBe(15 * 60_000);

@@ -338,7 +338,12 @@ async function runScenario(world: World, scenario: Scenario): Promise<CellResult
       note(first);
       note(second);
       await agent.close();
-      const text = (r: CallToolResult) => (r.content[0] as { text?: string } | undefined)?.text;
+      // The tool's own text, wherever Idem's replay note stands (before it or after it).
+      const text = (r: CallToolResult) =>
+        r.content
+          .map((c) => (c as { text?: string }).text ?? '')
+          .filter((t) => !t.startsWith('[idem]'))
+          .join('\n');
       return { charges: 0, stale: text(first) === text(second), recordedDelivered: undefined, agentSaw: saw };
     }
   }

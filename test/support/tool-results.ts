@@ -17,3 +17,18 @@ export interface IdemInfo {
 export function idemOf(result: unknown): IdemInfo | undefined {
   return (result as { structuredContent?: { idem?: IdemInfo } } | undefined)?.structuredContent?.idem;
 }
+
+/** Idem's replay note: a text item that starts with `[idem]`, before or after the stored content. */
+const isReplayNote = (item: CallToolResult['content'][number]) =>
+  item.type === 'text' && item.text.startsWith('[idem] Replayed');
+
+/** The text of a replayed result's note, wherever it stands ('' when there is none). */
+export function replayNoteOf(result: unknown): string {
+  const item = ((result as CallToolResult).content ?? []).find(isReplayNote);
+  return item?.type === 'text' ? item.text : '';
+}
+
+/** A result's content without Idem's replay note: what the tool itself answered. */
+export function storedContentOf(result: unknown): CallToolResult['content'] {
+  return ((result as CallToolResult).content ?? []).filter((item) => !isReplayNote(item));
+}
