@@ -8,12 +8,13 @@
  * table scenario × rule, totals per rule, and how long it took.
  *
  * Cells: a lost-response row shows effects counted / meant (`2/1 ✗`: an action
- * ran twice); a deliberate-repeat row shows `fresh`, `stale` (the replayed
- * answer's first text item is the stored content: what a model reads first is
- * a claim that no longer holds) or `stale, note first` (the replay note comes
- * first), or `wrong` (not replayed, and still not as meant). A rule this build
- * does not know is `n/a`. Rows marked † are a known limit: no signal the
- * gateway observes tells them from their twin.
+ * ran twice); a deliberate-repeat row shows `fresh`, `stale, stored first`
+ * (the replayed answer's first text item is the stored content, the tool's
+ * success or failure as it gave it: what a model reads first is a claim that
+ * no longer holds), `stale, note first` (Idem's replay note comes first), or
+ * `wrong` (not replayed, and still not as meant). A rule this build does not
+ * know is `n/a`. Rows marked † are a known limit: no signal the gateway
+ * observes tells them from their twin.
  *
  * Exits 1 if the default rule (`new_if_moved_on` once this build has it, else
  * today's) runs a lost-response action twice in a row that is not a known
@@ -69,7 +70,7 @@ function cellText(scenario: Scenario, r: CellResult): string {
   }
   if (r.wrong) return 'wrong';
   if (!r.stale) return 'fresh';
-  return r.staleNoteFirst ? 'stale, note first' : 'stale';
+  return r.staleNoteFirst ? 'stale, note first' : 'stale, stored first';
 }
 
 const WORLD: Record<Scenario['world'], string> = { library: 'lib', filesystem: 'fs', memory: 'mem' };
@@ -153,8 +154,12 @@ const rows = [
   total('… stale, stored content first', (t) => t.staleStoredFirst),
   total('… stale, note first', (t) => t.staleNoteFirst),
   total('… stale outside the known limits †', (t) => t.staleOutsideLimits),
-  total('replayed answers (all rows)', (t) => t.replays),
-  total('… the note first', (t) => t.replaysNoteFirst),
+  total('replayed answers, all rows (retries and stale repeats)', (t) => t.replays),
+  total('… right (not stale), note first', (t) => t.replaysNoteFirst - t.staleNoteFirst),
+  total(
+    '… right (not stale), stored content first',
+    (t) => t.replays - t.replaysNoteFirst - t.staleStoredFirst,
+  ),
 ];
 
 if (values.markdown) {

@@ -119,6 +119,38 @@ export const fsAgainSameSession = lostRow(
   },
 );
 
+/** Between the lost answer and the retry, the agent only reads: nothing moved on. */
+export const fsLostReadRetry = lostRow(
+  'gw-fs-lost-read-retry',
+  'A lost in a live session, then a read (read_text_file), then the retry of A',
+  ['a'],
+  async (w, log) => {
+    const agent = await Agent.connect(w.url, log);
+    await agent.callLosingAnswer('edit_file', appendLine(w, 'a'));
+    await agent.call('read_text_file', { path: logFile(w) });
+    await agent.call('edit_file', appendLine(w, 'a'));
+    await agent.close();
+  },
+);
+
+/** Between the lost answer and the retry, a call with effects that the target refused (nothing took effect). */
+export const fsLostFailureRetry = lostRow(
+  'gw-fs-lost-failure-retry',
+  'A lost in a live session, then B refused by the server (ENOENT), then the retry of A',
+  ['a'],
+  async (w, log) => {
+    const agent = await Agent.connect(w.url, log);
+    await agent.callLosingAnswer('edit_file', appendLine(w, 'a'));
+    const refused = await agent.call('edit_file', {
+      path: join(w.root, 'missing.txt'),
+      edits: [{ oldText: 'x', newText: 'y' }],
+    });
+    if (!refused.isError) throw new Error('edit_file on a missing file did not fail');
+    await agent.call('edit_file', appendLine(w, 'a'));
+    await agent.close();
+  },
+);
+
 /** Trap (a): turn 1 [A, B] reaches the gateway B first, then A (lost); turn 2 [retry A, C], the retry first. */
 export const fsTrapA = lostRow(
   'gw-fs-trap-a',
@@ -340,6 +372,8 @@ export const GATEWAY_SCENARIOS: readonly GatewayScenario[] = [
   fsResend,
   fsAgainNewSession,
   fsAgainSameSession,
+  fsLostReadRetry,
+  fsLostFailureRetry,
   fsTrapA,
   fsTrapANewFirst,
   fsTrapB,
