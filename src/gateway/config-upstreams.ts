@@ -10,6 +10,15 @@ const ShareSchema = z
     'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
   );
 
+/** `identity:`, the same for a command and a URL upstream (docs/gateway.md, "What is the same server"). */
+const IdentitySchema = z
+  .string()
+  .min(1)
+  .optional()
+  .describe(
+    "What this server is, named by the operator: when given, it alone is the server's identity in every call's fingerprint, instead of its command, arguments, cwd and environment (or URL and headers). Give two upstreams one identity to say they are the same server (across a move, a new command, another gateway); never give two different servers one identity, or one's stored result answers the other's calls. Default: derived from what runs (docs/gateway.md).",
+  );
+
 /** An upstream MCP server the gateway starts as a command and speaks to over stdio. */
 export const StdioUpstreamSchema = z
   .object({
@@ -31,6 +40,7 @@ export const StdioUpstreamSchema = z
       .optional()
       .describe("Its working directory, relative to the config file's. Default: the gateway's."),
     share: ShareSchema,
+    identity: IdentitySchema,
     spare: z
       .boolean()
       .optional()
@@ -52,5 +62,6 @@ export const HttpUpstreamSchema = z
           '{NAME} in a value is taken from the environment, so secrets stay out of the file.',
       ),
     share: ShareSchema,
+    identity: IdentitySchema,
   })
   .strict();
