@@ -264,31 +264,40 @@ export const fsEditAfterEnoent: GatewayScenario = {
   },
 };
 
-function writeBack(session: 'same' | 'new'): GatewayScenario {
+/**
+ * write_file v1, v2, v1. `new`: the agent restarts after v1 (a new session) and writes v2 and v1
+ * there. `replayed`: the restarted agent first re-runs v1 (replayed: the retry of trap b), then
+ * writes v2, then v1 again.
+ */
+function writeBack(session: 'same' | 'new' | 'replayed'): GatewayScenario {
+  const names = {
+    same: 'write_file v1, v2, v1 again',
+    new: 'write_file v1; agent restarts (new session); v2, v1 again',
+    replayed: 'write_file v1; agent restarts (new session); v1 again (replayed), v2, v1 again',
+  };
   return {
-    id: session === 'same' ? 'gw-fs-v1v2v1' : 'gw-fs-v1v2v1-new-session',
+    id: { same: 'gw-fs-v1v2v1', new: 'gw-fs-v1v2v1-new-session', replayed: 'gw-fs-v1v2v1-replayed' }[session],
     suite: 'deliberate_repeat',
     world: 'filesystem',
-    name:
-      session === 'same'
-        ? 'write_file v1, v2, v1 again'
-        : 'write_file v1; agent restarts (new session); v2, v1 again',
+    name: names[session],
     ...(session === 'new'
       ? {
           limit:
-            'the repeat comes from another session than the answer it repeats: across sessions a repeat is a retry (trap b)',
+            'the repeated call was answered in another session than the repeat, and never in this one: across sessions a repeat is a retry (trap b)',
         }
       : {}),
     async run(world, log) {
       const doc = join(world.root, 'doc.txt');
+      const v1 = { path: doc, content: 'v1\n' };
       let agent = await Agent.connect(world.url, log);
-      await agent.call('write_file', { path: doc, content: 'v1\n' });
-      if (session === 'new') {
+      await agent.call('write_file', v1);
+      if (session !== 'same') {
         await agent.close();
         agent = await Agent.connect(world.url, log);
       }
+      if (session === 'replayed') await agent.call('write_file', v1);
       await agent.call('write_file', { path: doc, content: 'v2\n' });
-      const probe = await agent.call('write_file', { path: doc, content: 'v1\n' });
+      const probe = await agent.call('write_file', v1);
       await agent.close();
       const text = read(doc);
       return { kind: 'repeat', asIntended: text === 'v1\n', probe, truth: JSON.stringify(text) };
@@ -298,6 +307,7 @@ function writeBack(session: 'same' | 'new'): GatewayScenario {
 
 export const fsWriteBack = writeBack('same');
 export const fsWriteBackNewSession = writeBack('new');
+export const fsWriteBackReplayed = writeBack('replayed');
 
 export const fsCounter: GatewayScenario = {
   id: 'gw-fs-counter',
@@ -382,6 +392,7 @@ export const GATEWAY_SCENARIOS: readonly GatewayScenario[] = [
   fsEditAfterEnoent,
   fsWriteBack,
   fsWriteBackNewSession,
+  fsWriteBackReplayed,
   fsCounter,
   memCreateDeleteCreate,
   memParallelTurn,
