@@ -223,7 +223,8 @@ function commandLineUpstream(command: string[], headerFlags: string[]): GatewayC
     throw new ConfigError(
       '--header is for an HTTP upstream: give its URL after -- (idem gateway -H "Name: value" -- https://host/mcp)',
     );
-  return { [commandUpstreamName(cmd, args)]: { command: cmd, args } };
+  // Started by a client with its `env` block: what it inherits is its configuration, and names it.
+  return { [commandUpstreamName(cmd, args)]: { command: cmd, args, identity_env: 'inherited' } };
 }
 
 /** `Name: value` (curl's form) → [name, value]. */

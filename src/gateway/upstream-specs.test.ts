@@ -31,9 +31,31 @@ describe('upstreamSpecsOf: each upstream with what it is', () => {
     expect(servers.again).toBe(servers.a);
   });
 
-  it('digests the environment the upstream is given: an inherited value counts, one it is not given does not', () => {
+  it('from a config file, digests what the config declares of its environment; what it merely inherits does not count', () => {
+    // Two gateways of a fleet, one config file, hosts that set different variables: the same server.
     const up = { command: 'server-x' };
-    const narrowed = { command: 'server-x', env_inherit: ['PATH'] };
+    const listed = { command: 'server-x', env_inherit: ['SPECS_TEST_TOKEN'] };
+    try {
+      process.env.SPECS_TEST_TOKEN = 'one';
+      process.env.SPECS_TEST_HOST = 'host-a';
+      const before = serverOf({ up, listed });
+      process.env.SPECS_TEST_HOST = 'host-b';
+      expect(serverOf({ up, listed })).toEqual(before);
+      // A variable the config names is declared: its value is part of the server.
+      process.env.SPECS_TEST_TOKEN = 'two';
+      const after = serverOf({ up, listed });
+      expect(after.up).toBe(before.up);
+      expect(after.listed).not.toBe(before.listed);
+      expect(serverOf({ up: { ...up, env: { API_TOKEN: 'b' } } }).up).not.toBe(after.up);
+    } finally {
+      delete process.env.SPECS_TEST_TOKEN;
+      delete process.env.SPECS_TEST_HOST;
+    }
+  });
+
+  it('identity_env: inherited (idem gateway -- <command>): the environment it is given counts, the launch and Idem left out', () => {
+    const up = { command: 'server-x', identity_env: 'inherited' };
+    const narrowed = { command: 'server-x', identity_env: 'inherited', env_inherit: ['PATH'] };
     try {
       process.env.SPECS_TEST_TOKEN = 'one';
       process.env.IDEM_SPECS_TEST = 'one';
@@ -45,10 +67,13 @@ describe('upstreamSpecsOf: each upstream with what it is', () => {
       // Idem's own variables are never passed to an upstream: not part of what it is either.
       process.env.IDEM_SPECS_TEST = 'two';
       expect(serverOf({ up }).up).toBe(after.up);
-      expect(serverOf({ up: { ...up, env: { API_TOKEN: 'b' } } }).up).not.toBe(after.up);
+      // A variable of the launch (an editor's, a terminal's) changes at every start: left out.
+      process.env.VSCODE_PID = String(process.pid);
+      expect(serverOf({ up }).up).toBe(after.up);
     } finally {
       delete process.env.SPECS_TEST_TOKEN;
       delete process.env.IDEM_SPECS_TEST;
+      delete process.env.VSCODE_PID;
     }
   });
 
