@@ -172,12 +172,12 @@ let runs = 0;
 const charge = async () => { runs += 1; return { content: [{ type: 'text', text: 'charged' }] }; };
 const answers = [await engine.execute(call, charge), await engine.execute(call, charge)];
 await store.close();
-console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content[0].text) }));
+console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content.at(-1).text), replayed: answers.map((a) => a._meta?.['io.idem/replayed'] === true) }));
 `,
     );
     const ran = await runInProject(process.execPath, ['library.mjs', join(work, 'library.db')]);
     expect(ran.stderr).toBe('');
-    expect(JSON.parse(ran.stdout)).toEqual({ runs: 1, texts: ['charged', 'charged'] });
+    expect(JSON.parse(ran.stdout)).toEqual({ runs: 1, texts: ['charged', 'charged'], replayed: [false, true] });
   });
 
   it('without pg, a PostgreSQL store is refused in one line naming it, by the library and the CLI', async () => {

@@ -1,20 +1,10 @@
-import { basename } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { type GatewayConfig, GatewayConfigSchema } from '../gateway/config.js';
 
-/** The upstream name of `idem gateway -- <command>`: the command's basename, as a config key. */
-export function commandUpstreamName(command: string): string {
-  return (
-    basename(command)
-      .replace(/[^A-Za-z0-9_-]/g, '_')
-      .slice(0, 32) || 'upstream'
-  );
-}
-
 /**
  * The config of `idem gateway --config FILE -- <command or URL>`: what is
- * after -- is one more upstream, named after the command's basename (or the
- * URL's host). A name the file already uses is refused, not renamed: the
+ * after -- is one more upstream, named after what it runs (upstream-name.ts;
+ * or the URL's host). A name the file already uses is refused, not renamed: the
  * visible tool names (and any `tools:` keys) depend on it.
  */
 export function withCommandUpstream(config: GatewayConfig, added: GatewayConfig['upstreams']): GatewayConfig {

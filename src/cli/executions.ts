@@ -96,14 +96,16 @@ export function registerExecutionCommands(program: Command): void {
         const requests = [
           ...new Set(timeline.map((e) => e.requestRef).filter((r): r is string => r !== null)),
         ];
-        // Where the action went, as its `accepted` event recorded it (channel, target, credential NAME).
+        // Where the action went, as its `accepted` event recorded it (channel, target, the server's identity, credential NAME).
         const accepted = timeline.find(
           (e) => e.kind === 'accepted' && typeof e.detail.channel === 'string',
         )?.detail;
         // Only where it went: the same event also says which step of the approval ladder let it run.
         const action = accepted
           ? Object.fromEntries(
-              ['channel', 'target', 'credential'].filter((k) => k in accepted).map((k) => [k, accepted[k]]),
+              ['channel', 'target', 'server', 'credential']
+                .filter((k) => k in accepted)
+                .map((k) => [k, accepted[k]]),
             )
           : undefined;
         // The MCP tasks it is (docs/tasks.md), beside its ref: what a client's tasks/get names it by.
@@ -117,6 +119,7 @@ export function registerExecutionCommands(program: Command): void {
             ['tool', record.tool],
             ['channel', String(action?.channel ?? '-')],
             ['target', String(action?.target ?? '-')],
+            ['server', String(action?.server ?? '-')],
             ['credential', String(action?.credential ?? '-')],
             ['actor', record.actor],
             ['session', record.session ?? '-'],

@@ -15,8 +15,9 @@ import {
   type LogLevel,
 } from '../support/log.js';
 import { verifyFromFlags } from './audit.js';
-import { commandUpstreamName, withCommandUpstream } from './command-upstream.js';
+import { withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
+import { commandUpstreamName, urlUpstreamName } from './upstream-name.js';
 
 interface GatewayFlags {
   config?: string;
@@ -215,14 +216,15 @@ function commandLineUpstream(command: string[], headerFlags: string[]): GatewayC
     }
     const headers = Object.fromEntries(headerFlags.map(parseHeaderFlag));
     return {
-      [commandUpstreamName(url.hostname)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) },
+      [urlUpstreamName(url)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) },
     };
   }
   if (headerFlags.length > 0)
     throw new ConfigError(
       '--header is for an HTTP upstream: give its URL after -- (idem gateway -H "Name: value" -- https://host/mcp)',
     );
-  return { [commandUpstreamName(cmd)]: { command: cmd, args } };
+  // Started by a client with its `env` block: what it inherits is its configuration, and names it.
+  return { [commandUpstreamName(cmd, args)]: { command: cmd, args, identity_env: 'inherited' } };
 }
 
 /** `Name: value` (curl's form) → [name, value]. */

@@ -2,8 +2,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { messageOf } from '../errors.js';
-import { commandUpstreamName } from './command-upstream.js';
 import { CommandExit, EXIT } from './exit-codes.js';
+import { commandUpstreamName } from './upstream-name.js';
 
 interface InitFlags {
   output: string;
@@ -52,7 +52,7 @@ export function registerInitCommand(program: Command, version: string): void {
       const tools = await listServerTools(cmd, args, version).catch((error: unknown) => {
         throw new CommandExit(`could not list the tools of ${cmd}: ${messageOf(error)}`, EXIT.failed);
       });
-      const text = draftConfig({ name: commandUpstreamName(cmd), command: cmd, args }, tools);
+      const text = draftConfig({ name: commandUpstreamName(cmd, args), command: cmd, args }, tools);
       writeFileSync(flags.output, text, { flag: flags.force ? 'w' : 'wx' });
       process.stdout.write(
         `wrote ${flags.output}: ${tools.length} tool${tools.length === 1 ? '' : 's'}, each with a guessed contract to confirm. Then: idem lint --config ${flags.output}; idem gateway --config ${flags.output}\n`,

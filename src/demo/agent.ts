@@ -30,10 +30,12 @@ export function refOf(result: CallToolResult): string {
 
 export function summarize(result: CallToolResult): string {
   const code = idemCodeOf(result);
-  const text = (result.content[0] as { text?: string } | undefined)?.text ?? '';
   if (code) return `${code} (ref ${refOf(result)})`;
-  const replayed = result._meta?.['io.idem/replayed'] === true ? ' [stored result, replayed]' : '';
-  return `${result.isError ? 'error: ' : ''}${text}${replayed}`;
+  const isReplay = result._meta?.['io.idem/replayed'] === true;
+  // A replay starts with Idem's note; what the tool said follows it.
+  const own = isReplay ? result.content.slice(1) : result.content;
+  const text = (own[0] as { text?: string } | undefined)?.text ?? '';
+  return `${result.isError ? 'error: ' : ''}${text}${isReplay ? ' [stored result, replayed]' : ''}`;
 }
 
 export async function connect(url: string, fetch?: typeof globalThis.fetch): Promise<Client> {

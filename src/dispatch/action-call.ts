@@ -41,7 +41,7 @@ export function callerOf(origin: CallOrigin): Caller {
 /**
  * One call of a tool as the execution engine takes it, whatever performs it
  * (an upstream MCP server, HTTP, SSH, a library handler): the channel,
- * target and credential NAME go into the canonical action record (so the
+ * target (what the far side is, where the channel knows it: `server`) and credential NAME go into the canonical action record (so the
  * same arguments sent with another credential are another intent) and onto
  * the execution's journal; the dispatch hands the execution id to the channel.
  */
@@ -58,6 +58,7 @@ export function actionCall(
       tool,
       channel: channel.kind,
       target: channel.target,
+      ...(channel.server ? { server: channel.server } : {}),
       credentialRef: channel.credential,
       method: channel.method,
       arguments: args,

@@ -64,6 +64,13 @@ export interface ActionChannel {
   /** Where the effect lands, as recorded (an upstream's name, an HTTP origin, an SSH inventory host). */
   readonly target: string;
   /**
+   * What the far side IS when `target` is only its handle (an upstream's configured name): the
+   * fingerprint's target instead of `target`, so that two servers behind one name are two
+   * targets, and one server behind two names is one (identity/upstream-identity.ts). Absent where
+   * the target already names the far side (an HTTP URL template, an inventory host).
+   */
+  readonly server?: string;
+  /**
    * Why the channel cannot reach its target (an upstream this session does not
    * know), when it cannot: the ladder denies the call, and nothing is claimed or sent.
    */

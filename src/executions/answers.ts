@@ -192,40 +192,29 @@ export interface ReplayInfo {
   /** The store's clock now, for "how long ago". */
   now: number;
   statusTool: string;
-  /**
-   * The caller's session was already answered with this result, and nothing it ran since moved
-   * it on: the call repeats what the model already has, which no signal tells from a deliberate
-   * repeat (a toggle pressed twice). The note then comes FIRST, so that the text read first is
-   * not a stored success taken for a fresh one (measured: docs/contracts.md, "Retry, repeat, new action").
-   */
-  answeredBefore?: boolean;
 }
 
 /**
  * A stored result as handed back again. A model cannot tell a stored answer
- * from a fresh one unless it is told: a text item saying when it ran, that
- * nothing ran now, and how to run it again on purpose; `_meta` says the same
- * for programs. The original content and `structuredContent` stay as they
- * were, so clients that parse them still can. The note goes after the content
- * when the caller never got this result (a retry of a lost answer: the result
- * is what it waits for), before it when its session already had it.
+ * from a fresh one unless it is told, and it reads the first text first: a
+ * text item goes BEFORE the original content, saying that nothing ran now,
+ * when the stored result was made, and how to run it again on purpose. Measured
+ * (docs/contracts.md, "Retry, repeat, new action"): with the note after, a
+ * stale "Successfully wrote…" is what a replay to a restarted agent says first.
+ * The original content and `structuredContent` stay as they were, so clients
+ * that parse them still can; `_meta` says the same for programs.
  */
 export function markReplayed(result: ToolResult, info: ReplayInfo): ToolResult {
   const repeat = { tool: info.statusTool, arguments: { ref: info.ref, action: 'repeat' } };
   const at = new Date(info.executedAt).toISOString();
-  const when = `${at} (${ago(info.now - info.executedAt)})`;
-  const again = `call ${info.statusTool} with ${JSON.stringify(repeat.arguments)}`;
-  const note = info.answeredBefore
-    ? `[idem] Replayed, NOT a fresh result: this session already received the result below, the stored result of execution ${info.ref}, which ran at ${when}. ` +
-      'Nothing was run again now: nothing with effects ran in this session since, so this call was taken for a retry. ' +
-      `To do the action again now, ${again}.`
-    : `[idem] Replayed: this is the stored result of execution ${info.ref}, which ran at ${when}. ` +
-      `Nothing was run again now. If you need a fresh result, or the action done again, ${again}.`;
-  const content = result.content ?? [];
-  const noteItem = { type: 'text' as const, text: note };
+  // True for every replay: the retry of an answer that was lost, and a repeat no signal tells from one.
+  const note =
+    `[idem] Replayed, not run again: below is the stored result of execution ${info.ref}, which ran at ${at} ` +
+    `(${ago(info.now - info.executedAt)}); nothing was run now. If an earlier answer did not reach you, this is it. ` +
+    `If you need a fresh result, or the action done again, call ${info.statusTool} with ${JSON.stringify(repeat.arguments)}.`;
   return {
     ...result,
-    content: info.answeredBefore ? [noteItem, ...content] : [...content, noteItem],
+    content: [{ type: 'text', text: note }, ...(result.content ?? [])],
     _meta: {
       ...result._meta,
       [META.executionId]: info.ref,

@@ -30,7 +30,13 @@ export interface Caller {
 export interface ToolCall {
   tool: string;
   channel: string;
+  /** Where the effect lands, as the operator names it (an upstream's configured name): recorded and shown. */
   target: string;
+  /**
+   * What the far side IS, when `target` is only its handle (ActionChannel.server: an upstream's
+   * `srv_…` identity): the canonical record's target in its place. Absent: `target` is.
+   */
+  server?: string;
   credentialRef: string | null;
   method: string;
   /** Validated arguments. Copied at identification; later mutation changes nothing. */

@@ -20,6 +20,8 @@ import type { ExecutionEngine } from './engine.js';
 const ref = (r: ToolResult) =>
   (r.structuredContent as { idem?: { ref: string } } | undefined)?.idem?.ref ?? r._meta?.[META.executionId];
 const text = (r: ToolResult) => (r.content[0] as { text: string }).text;
+/** The stored result's own text: a replay puts Idem's note before it. */
+const storedText = (r: ToolResult) => (r.content.at(-1) as { text: string }).text;
 
 /** What CountingTarget answers by default, for a target held by a Gate. */
 const done = (n: number): ToolResult => ({
@@ -254,7 +256,7 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     clock.advance(150);
     const target = new CountingTarget();
     const result = await engine.execute(c, target.dispatch);
-    expect(text(result)).toBe('charged (found by probe)');
+    expect(storedText(result)).toBe('charged (found by probe)');
     expect(result._meta?.[META.replayed]).toBe(true);
     expect((await store.get(id))?.state).toBe('completed');
     expect(probed).toBe(1);
@@ -273,7 +275,7 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     await engine.resolve(id, 'completed', 'operator:bob', 'processor shows the charge');
     const after = await engine.execute(c, target.dispatch);
     expect(after.isError).toBe(false);
-    expect(text(after)).toContain('processor shows the charge');
+    expect(storedText(after)).toContain('processor shows the charge');
     expect(target.invocations).toBe(0);
   });
 
@@ -317,23 +319,9 @@ describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', (
     // Another session (a reconnected agent, whose answer was lost): the result it waits for.
     const again = await engine.execute(call(keyed, order, { ...alice, session: 's2' }), target.dispatch);
     expect(again._meta?.[META.replayed]).toBe(true);
-    // The original content first, as it was; then the note that tells the model it is a replay.
-    expect(again.content.slice(0, -1)).toEqual(first.content);
-    expect(again.content.at(-1)).toMatchObject({
-      type: 'text',
-      text: expect.stringContaining(`Replayed: this is the stored result of execution ${id}`),
-    });
-    expect(target.invocations).toBe(1);
-  });
-
-  it('completed, asked again by the session that already got it: the note comes first', async () => {
-    const { engine } = setup();
-    const target = new CountingTarget();
-    const first = await engine.execute(call(keyed, order), target.dispatch);
-    const again = await engine.execute(call(keyed, order), target.dispatch);
-    expect(again._meta?.[META.replayed]).toBe(true);
+    // The note that tells the model it is a replay first; then the original content, as it was.
     expect(again.content.slice(1)).toEqual(first.content);
-    expect(text(again)).toMatch(/^\[idem\] Replayed, NOT a fresh result: this session already received/);
+    expect(text(again)).toContain(`Replayed, not run again: below is the stored result of execution ${id}`);
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(target.invocations).toBe(1);
   });
@@ -591,6 +579,6 @@ describe('ExecutionEngine — identity and fail-closed', () => {
     const first = await engine.execute(call(keyed, order), target.dispatch);
     const id = first._meta?.[META.executionId] as string;
     expect(idemCodeOf(await engine.status(id, 'token:mallory'))).toBe(IDEM_CODES.IDEM_UNKNOWN_EXECUTION);
-    expect((await engine.status(id, alice.actor)).content.slice(0, -1)).toEqual(first.content);
+    expect((await engine.status(id, alice.actor)).content.slice(1)).toEqual(first.content);
   });
 });

@@ -17,11 +17,13 @@ export function identify(fingerprinter: Fingerprinter, clock: () => number, call
           session: call.caller.session,
           now: clock(),
         });
+  // What the far side is, not the operator's handle for it: two servers behind one name never share an intent.
+  const target = call.server ?? call.target;
   const fingerprint = fingerprinter.intent({
     actor: call.caller.actor,
     tool: call.tool,
     channel: call.channel,
-    target: call.target,
+    target,
     credential_ref: call.credentialRef,
     method: call.method,
     arguments: prepared.forFingerprint,
@@ -34,7 +36,7 @@ export function identify(fingerprinter: Fingerprinter, clock: () => number, call
       actor: scope.shared ? null : call.caller.actor,
       tool: call.tool,
       channel: call.channel,
-      target: call.target,
+      target,
       credential_ref: call.credentialRef,
       method: call.method,
       key: { path: scope.path, value: businessKeyValue(scope.path, prepared.forFingerprint) },

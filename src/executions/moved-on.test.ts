@@ -67,7 +67,7 @@ describe('a repeat after the session moved on is a new action', () => {
     const again = await engine.execute(call('toggle', {}), target.dispatch);
     expect(target.invocations).toBe(1);
     expect(replayed(again)).toBe(true);
-    expect((again.content[0] as { text: string }).text).toMatch(/^\[idem\] Replayed, NOT a fresh result/);
+    expect((again.content[0] as { text: string }).text).toMatch(/^\[idem\] Replayed, not run again/);
     expect(again.content.slice(1)).toEqual(first.content);
   });
 

@@ -13,11 +13,9 @@ export async function answerFor(
   events: ActivityEventInput[] = [],
   /** What the dispatch said about an outcome it could not learn (e.g. "no answer within 2 s"). */
   detail?: string,
-  /** This session was already answered with `record`'s result: the replay says so first (markReplayed). */
-  answeredBefore = false,
 ): Promise<ToolResult> {
   await journal(ctx, events);
-  return answerOfRecord(ctx, record, true, detail, answeredBefore);
+  return answerOfRecord(ctx, record, true, detail);
 }
 
 /**
@@ -30,7 +28,6 @@ export async function answerOfRecord(
   record: ExecutionRecord,
   deliver = false,
   detail?: string,
-  answeredBefore = false,
 ): Promise<ToolResult> {
   const about = {
     ref: record.id,
@@ -48,7 +45,6 @@ export async function answerOfRecord(
         executedAt: record.dispatchedAt ?? record.createdAt,
         now: record.readAt,
         statusTool: ctx.statusTool,
-        answeredBefore,
       });
     }
     case 'authorized':

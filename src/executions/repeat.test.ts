@@ -48,7 +48,7 @@ function setup(options: { approver?: ConstructorParameters<typeof ExecutionEngin
 }
 
 describe('replays say so', () => {
-  it('a replay to a session that never got the result appends a note after it; structuredContent is untouched; _meta says when and how to repeat', async () => {
+  it('a replay says so before the original content; structuredContent is untouched; _meta says when and how to repeat', async () => {
     const { engine } = setup();
     const target = new CountingTarget();
     const first = await engine.execute(call(cautious, args), target.dispatch);
@@ -56,11 +56,12 @@ describe('replays say so', () => {
     const again = await engine.execute(call(cautious, args, { ...alice, session: 's2' }), target.dispatch);
     const ref = refOf(first);
     expect(target.invocations).toBe(1);
-    expect(again.content.slice(0, -1)).toEqual(first.content);
+    expect(again.content.slice(1)).toEqual(first.content);
     expect(again.structuredContent).toEqual(first.structuredContent);
-    expect(lastText(again)).toContain(`stored result of execution ${ref}`);
-    expect(lastText(again)).toContain('Nothing was run again');
-    expect(lastText(again)).toContain(`idem_execution_status with {"ref":"${ref}","action":"repeat"}`);
+    const note = (again.content[0] as { text: string }).text;
+    expect(note).toContain(`stored result of execution ${ref}`);
+    expect(note).toContain('nothing was run now');
+    expect(note).toContain(`idem_execution_status with {"ref":"${ref}","action":"repeat"}`);
     expect(again._meta).toMatchObject({
       [META.replayed]: true,
       [META.executionId]: ref,
@@ -98,7 +99,6 @@ describe('a deliberate repeat', () => {
     const later = await engine.execute(call(cautious, args), target.dispatch);
     expect(target.invocations).toBe(2);
     expect(refOf(later)).toBe(fresh);
-    // This session got the repeat's result already: the replay says so before it.
     expect(later.content.at(-1)).toEqual({ type: 'text', text: 'done #2' });
     expect(later.content).toHaveLength(2);
   });

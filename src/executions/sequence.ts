@@ -81,16 +81,7 @@ export async function runSequence(
               dispatchWhenApproved(ctx, call, next.record, dispatch);
             return settled(task, claimed.won);
           }
-          return settled(
-            await answerFor(
-              ctx,
-              next.record,
-              next.events,
-              next.detail,
-              plan.session?.answered(next.record.id) ?? false,
-            ),
-            claimed.won,
-          );
+          return settled(await answerFor(ctx, next.record, next.events, next.detail), claimed.won);
         case 'settled':
           return settled(next.answer, claimed.won);
         case 'replace':

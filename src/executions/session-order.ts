@@ -15,8 +15,6 @@ export interface SessionView {
    * reached the engine and completed before this call arrived: the caller has moved on.
    */
   movedOnSince(id: string): boolean;
-  /** The result of `id` was already answered in this session. */
-  answered(id: string): boolean;
 }
 
 /** One call's place in its session's order. */
@@ -57,7 +55,6 @@ export class SessionOrder {
         const answeredAt = calls.answeredAt.get(id);
         return answeredAt !== undefined && ranBefore > answeredAt;
       },
-      answered: (id) => calls.answeredAt.has(id),
       ran: () => {
         calls.ranThrough = Math.max(calls.ranThrough, position);
       },

@@ -124,12 +124,14 @@ export function callEvent(
 
 /**
  * Where the action goes, as the `accepted` event records it for the status
- * tool and `idem executions show`: channel, target and credential NAME.
+ * tool and `idem executions show`: channel, target, the server's identity
+ * (`srv_…`, a keyed digest) where the target is only its handle, and credential NAME.
  */
 export function actionRecord(call: ToolCall): Record<string, string> {
   return {
     channel: call.channel,
     target: call.target,
+    ...(call.server ? { server: call.server } : {}),
     ...(call.credentialRef ? { credential: call.credentialRef } : {}),
   };
 }

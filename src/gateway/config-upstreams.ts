@@ -10,6 +10,18 @@ const ShareSchema = z
     'One connection (one process, for a command) for every stateful HTTP and stdio session, instead of one per session. Only for servers that keep no per-client state: the upstream sees one client (the gateway), logging/setLevel is shared, resources/subscribe is refused, and a request it makes of a client (elicitation, sampling, roots) reaches one only when exactly one call is in flight on it (docs/protocol.md). Default false.',
   );
 
+/** `identity:`, the same for a command and a URL upstream (docs/gateway.md, "What is the same server"). */
+const IdentitySchema = z
+  .string()
+  .min(1)
+  .optional()
+  .describe(
+    "What this server is, named by the operator: when given, it alone is the server's identity in every call's fingerprint, instead of its command, arguments, cwd and environment (or URL and headers). Give two upstreams one identity to say they are the same server (across a move, a new command, another gateway); never give two different servers one identity, or one's stored result answers the other's calls. Default: derived from what runs (docs/gateway.md).",
+  );
+
+/** Which environment of a stdio upstream names the server (`identity_env`). */
+export const IDENTITY_ENV = ['declared', 'inherited'] as const;
+
 /** An upstream MCP server the gateway starts as a command and speaks to over stdio. */
 export const StdioUpstreamSchema = z
   .object({
@@ -31,6 +43,13 @@ export const StdioUpstreamSchema = z
       .optional()
       .describe("Its working directory, relative to the config file's. Default: the gateway's."),
     share: ShareSchema,
+    identity: IdentitySchema,
+    identity_env: z
+      .enum(IDENTITY_ENV)
+      .optional()
+      .describe(
+        "Which of its environment is part of what the server is (docs/gateway.md, \"What is the same server\"). declared (default in a config file): its env and the variables an env_inherit list names — what it merely inherits differs from host to host of a fleet, and must not make a retry through another gateway another action. inherited: everything it is given, less the variables of the launch (a terminal's, an editor's) — what idem gateway -- <command> uses, since a client's env block is that server's configuration.",
+      ),
     spare: z
       .boolean()
       .optional()
@@ -52,5 +71,6 @@ export const HttpUpstreamSchema = z
           '{NAME} in a value is taken from the environment, so secrets stay out of the file.',
       ),
     share: ShareSchema,
+    identity: IdentitySchema,
   })
   .strict();

@@ -118,7 +118,6 @@ export class Gateway {
     this.store = measuredStore(store, this.metrics);
     this.dataDir = dataDir;
     this.actionTools = actionTools;
-    this.upstreams = upstreamSpecsOf(config);
     this.#toolNames = new ToolNameGuard(config, {
       warn: this.#tellOperator,
       fault: (error) => {
@@ -128,6 +127,7 @@ export class Gateway {
     });
     const fingerprintKeyFile = keyFile(config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile);
     this.#fingerprinter = Fingerprinter.forDataDir(dataDir, fingerprintKeyFile);
+    this.upstreams = upstreamSpecsOf(config, this.#fingerprinter); // each with its identity, once
     this.engine = new ExecutionEngine({
       store: this.store,
       fingerprinter: this.#fingerprinter,

@@ -13,6 +13,7 @@ import {
   type CanonicalActionRecord,
   FINGERPRINT_KEY_FILE,
   Fingerprinter,
+  type ServerRecord,
 } from './fingerprint.js';
 
 const fingerprinter = new Fingerprinter(randomBytes(32));
@@ -396,6 +397,45 @@ describe('Fingerprinter: known answers (fingerprints are stored: what is hashed 
     );
     expect(fixed.digest('receipt', text)).toBe('3Oiy5Llw2DReZmaywEo6mreGTXgnNk48Xkh9xMIAG_o');
     expect(fixed.digest('receipt', text)).toBe(hmac('receipt', text));
+  });
+
+  it('what an upstream server is (domain "server"): a command, a URL, the operator\'s name', () => {
+    // Stored executions' fingerprints name their server by this digest: a drift re-identifies every upstream.
+    const stdio: ServerRecord = {
+      kind: 'stdio',
+      command: 'npx',
+      args: ['-y', '@modelcontextprotocol/server-memory'],
+      cwd: null,
+      env: { MEMORY_FILE_PATH: '/srv/a.json' },
+    };
+    const stdioText =
+      '{"args":["-y","@modelcontextprotocol/server-memory"],"command":"npx","cwd":null,' +
+      '"env":{"MEMORY_FILE_PATH":"/srv/a.json"},"kind":"stdio"}';
+    expect(canonicalJson(stdio)).toBe(stdioText);
+    expect(fixed.server(stdio)).toBe('srv_0QaULrRd60SPbV6A9g_0Iceec0mvkQ6LhowlslAOhEE');
+    expect(fixed.server(stdio)).toBe(`srv_${hmac('server', stdioText)}`);
+
+    const http: ServerRecord = {
+      kind: 'http',
+      url: 'https://mcp.example.com/mcp',
+      headers: { authorization: 'Bearer t0k3n' },
+    };
+    const httpText =
+      '{"headers":{"authorization":"Bearer t0k3n"},"kind":"http","url":"https://mcp.example.com/mcp"}';
+    expect(canonicalJson(http)).toBe(httpText);
+    expect(fixed.server(http)).toBe('srv_jk6Ut2ZNmn8yZGhOzNwFvu-_cgh2uFI7oPnu7IMbzfo');
+    expect(fixed.server(http)).toBe(`srv_${hmac('server', httpText)}`);
+
+    const named: ServerRecord = { kind: 'named', identity: 'billing-v2' };
+    const namedText = '{"identity":"billing-v2","kind":"named"}';
+    expect(canonicalJson(named)).toBe(namedText);
+    expect(fixed.server(named)).toBe('srv_z0QBFxxRlkUDl67t_jdiJWGJNVRVwRJBdf9D_wJRzdY');
+    expect(fixed.server(named)).toBe(`srv_${hmac('server', namedText)}`);
+  });
+
+  it('a server digest never equals an intent over the same text', () => {
+    const text = canonicalJson({ kind: 'named', identity: 'x' });
+    expect(fixed.digest('server', text)).not.toBe(fixed.digest('intent', text));
   });
 
   it('a business-key fingerprint never equals a full-record one over the same text', () => {

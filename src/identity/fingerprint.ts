@@ -47,6 +47,19 @@ export interface BusinessKeyRecord {
   key: { path: string; value: JsonValue };
 }
 
+/**
+ * What an upstream server is (identity/upstream-identity.ts `serverRecord`, the one home of the
+ * rule): the `target` of its calls' records, so that two servers behind one handle (`npx`, `node`)
+ * or one server behind two handles are told apart or joined by what runs, not by a name.
+ */
+export type ServerRecord =
+  /** The operator named it (`upstreams.<name>.identity`): that name alone. */
+  | { kind: 'named'; identity: string }
+  /** A command: as given, its arguments (paths made absolute, a runner's package without its version), its cwd, the environment it is given minus the launch's own variables. */
+  | { kind: 'stdio'; command: string; args: string[]; cwd: string | null; env: Record<string, string> }
+  /** A Streamable HTTP URL (normalised) and the values of the headers sent with every request. */
+  | { kind: 'http'; url: string; headers: Record<string, string> };
+
 export const FINGERPRINT_KEY_FILE = 'fingerprint.key';
 
 /**
@@ -93,6 +106,16 @@ export class Fingerprinter {
    */
   businessKey(record: BusinessKeyRecord): string {
     return `fp_${this.#mac('business_key', canonicalJson(record, this.limits))}`;
+  }
+
+  /**
+   * `srv_` + base64url(HMAC-SHA-256(key, "server\0" ‖ JCS(record))): what an upstream is, as its
+   * calls' records name it. Keyed, so the environment values and header values it covers can
+   * never be read back or tested offline; within the default canonical limits whatever the
+   * installation's argument limits are (an environment is not an argument).
+   */
+  server(record: ServerRecord): string {
+    return `srv_${this.#mac('server', canonicalJson(record, DEFAULT_CANONICAL_LIMITS))}`;
   }
 
   /** Digest of an already-canonical text under a named domain (e.g. request receipts). */

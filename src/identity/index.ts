@@ -24,6 +24,7 @@ export {
   type CanonicalActionRecord,
   FINGERPRINT_KEY_FILE,
   Fingerprinter,
+  type ServerRecord,
 } from './fingerprint.js';
 export {
   MIN_REDACTED_SECRET_LENGTH,
@@ -33,3 +34,9 @@ export {
 } from './redaction.js';
 export { type RequestId, type RequestKeyParts, renderRequestId, requestKey } from './request-key.js';
 export { loadOrCreateSecret } from './secret-key.js';
+export {
+  type ServerRecordOptions,
+  serverRecord,
+  type UpstreamDescription,
+  upstreamIdentity,
+} from './upstream-identity.js';

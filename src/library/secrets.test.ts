@@ -88,10 +88,10 @@ describe('secrets a handler echoes back', () => {
     const replay = (await client.callTool({ name: 'deploy', arguments: args })) as CallToolResult;
     expect(replay._meta?.[META.replayed]).toBe(true);
     expectNoSecret(replay);
-    // This session already had it: the note that says it is a replay, then the original content, redacted.
+    // The note that says it is a replay, then the original content, redacted.
     expect(replay.content?.[1]).toEqual({ type: 'text', text: 'deployed api with [secret]' });
     expect(replay.content).toHaveLength(2);
-    expect((replay.content[0] as { text: string }).text).toMatch(/^\[idem\] Replayed, NOT a fresh result/);
+    expect((replay.content[0] as { text: string }).text).toMatch(/^\[idem\] Replayed, not run again/);
   });
 
   it('are not kept from a thrown error message', async () => {

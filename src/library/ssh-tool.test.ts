@@ -162,7 +162,7 @@ describe('idem.sshTool at a real sshd', () => {
     const again = await call(client, args);
     expect(idemCodeOf(again)).toBeUndefined();
     expect(again._meta?.[META.executionId]).toBe(ref);
-    expect(text(again)).toContain('deployed worker 7');
+    expect((again.content.at(-1) as { text: string }).text).toContain('deployed worker 7');
     expect(runs()).toEqual(['worker']);
   });
 

@@ -97,7 +97,7 @@ function expectEachOnce(files: ReturnType<typeof prepare>) {
 function expectRealResult(tool: string, result: CallToolResult, files: ReturnType<typeof prepare>) {
   expect(result.isError ?? false).toBe(false);
   // What the tool answered, wherever Idem's replay note stands.
-  const text = textOf({ content: storedContentOf(result) });
+  const text = textOf(result);
   if (tool === 'write_file') expect(text).toBe(`Successfully wrote to ${files.report}`);
   if (tool === 'edit_file') expect(text).toContain('+line two');
   if (tool === 'move_file') expect(text).toBe(`Successfully moved ${files.draft} to ${files.archived}`);

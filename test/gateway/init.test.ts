@@ -47,7 +47,7 @@ describe('idem init -- <command>', () => {
     for (const line of text.split('\n').filter((l) => /^ {2}\S+: \{ replay/.test(l)))
       expect(line).toContain('# guess — confirm');
     const config = parse(text) as { upstreams: Record<string, { command: string; args: string[] }> };
-    expect(config.upstreams.node).toEqual({
+    expect(config.upstreams['plain-tools-server']).toEqual({
       command: SERVER[0],
       args: [...SERVER.slice(1), '--dir', counts],
     });

@@ -40,7 +40,8 @@ async function gatewayWithEcho(): Promise<RunningGateway> {
     upstreams: {
       echo: { command: process.execPath, args: [...fixtureArgs(ECHO_SERVER)], cwd: REPO_ROOT },
     },
-    tools: { connect: { replay: 'keyed' }, connect_failing: { replay: 'keyed' } },
+    // Failures kept (after_failure: replay), so that the stored one is handed back again.
+    tools: { connect: { replay: 'keyed' }, connect_failing: { replay: 'keyed', after_failure: 'replay' } },
   });
   running.push(gateway);
   return gateway;
@@ -124,6 +125,7 @@ describe('secrets echoed back by an upstream', () => {
       arguments: args,
     })) as CallToolResult;
     expect(replay.isError).toBe(true);
+    expect(replay._meta?.[META.replayed]).toBe(true);
     expectNoSecret(replay);
   });
 });

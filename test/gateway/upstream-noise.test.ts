@@ -98,10 +98,10 @@ describe('an upstream that writes other things on stdout', () => {
     })) as CallToolResult;
     expect(result.content).toEqual([{ type: 'text', text: 'invoice for globex' }]);
     expect(stderr).toContain(
-      'idem gateway: warn: upstream node wrote a line on stdout that is not JSON; skipped it',
+      'idem gateway: warn: upstream noisy-server wrote a line on stdout that is not JSON; skipped it',
     );
     expect(stderr).toContain('noisy-invoices v1.0 ready');
     expect(stderr).toContain("created invoice for { customer: 'globex' }");
-    expect(stderr).toMatch(/idem gateway: upstream node started \(pid \d+\)/);
+    expect(stderr).toMatch(/idem gateway: upstream noisy-server started \(pid \d+\)/);
   }, 60_000);
 });

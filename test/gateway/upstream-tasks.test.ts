@@ -124,10 +124,14 @@ describe('a 2025-11-25 task upstream that counts its runs', () => {
     expect(eventOf(await gw.gateway.store.journalFor(ref), 'upstream_task')).toBeDefined();
     expect(runsOf(dir, 'fail_task', 'f1')).toBe(1);
 
-    // The same call again is the stored failure: nothing runs twice.
+    // The target said no, so nothing took effect: the same call again is a new attempt, linked to it.
     const again = await call(client, 'fail_task', { key: 'f1' });
     expect(again.isError).toBe(true);
-    expect(runsOf(dir, 'fail_task', 'f1')).toBe(1);
+    expect(runsOf(dir, 'fail_task', 'f1')).toBe(2);
+    expect(eventOf(await gw.gateway.store.journalFor(ref), 'repeat')?.detail).toEqual({
+      repeated_by: refOf(again),
+      reason: 'after_failure',
+    });
   });
 
   it('a task the upstream no longer knows is recorded unknown, said so, never failed', async () => {

@@ -64,7 +64,7 @@ describe('idem gateway --read-only / --tool -- <command>', () => {
     const note = await call('create_note', { text: 'hi' });
     const again = await call('create_note', { text: 'hi' });
     expect(again._meta?.['io.idem/replayed']).toBe(true);
-    expect(again.content[0]).toEqual(note.content[0]);
+    expect(again.content.at(-1)).toEqual(note.content[0]);
     expect(plainExecutions(counts, 'create_note')).toBe(1);
   });
 
@@ -103,19 +103,22 @@ describe('idem gateway --config FILE -- <command>', () => {
         `    command: ${JSON.stringify(SERVER[0])}`,
         `    args: ${JSON.stringify([...SERVER.slice(1), '--dir', freshDir('tuning-other')])}`,
         'tools:',
-        '  node__get_time: { replay: read_only }',
-        '  node__list_notes: { replay: read_only }',
+        '  plain-tools-server__get_time: { replay: read_only }',
+        '  plain-tools-server__list_notes: { replay: read_only }',
         '',
       ].join('\n'),
     );
-    const { client, call } = await gateway(['--config', config, '--tool', 'node__list_notes=review'], counts);
+    const { client, call } = await gateway(
+      ['--config', config, '--tool', 'plain-tools-server__list_notes=review'],
+      counts,
+    );
     const names = (await client.listTools()).tools.map((tool) => tool.name);
-    expect(names).toEqual(expect.arrayContaining(['node__get_time', 'other__get_time']));
-    await call('node__get_time');
-    await call('node__get_time');
+    expect(names).toEqual(expect.arrayContaining(['plain-tools-server__get_time', 'other__get_time']));
+    await call('plain-tools-server__get_time');
+    await call('plain-tools-server__get_time');
     expect(plainExecutions(counts, 'get_time')).toBe(2);
-    await call('node__list_notes');
-    expect((await call('node__list_notes'))._meta?.['io.idem/replayed']).toBe(true);
+    await call('plain-tools-server__list_notes');
+    expect((await call('plain-tools-server__list_notes'))._meta?.['io.idem/replayed']).toBe(true);
     expect(plainExecutions(counts, 'list_notes')).toBe(1);
   });
 });

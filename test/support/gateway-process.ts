@@ -23,14 +23,23 @@ export async function startGatewayProcess(
   options: { env?: Record<string, string>; preload?: string[] } = {},
 ): Promise<GatewayProcess> {
   writeFileSync(configPath, JSON.stringify(config, null, 2));
+  return startGatewayCli(['--config', configPath, '--listen', '127.0.0.1:0'], options);
+}
+
+/**
+ * `idem gateway <args…>` as its own process (the args must make it listen on
+ * HTTP, e.g. `--listen 127.0.0.1:0`, and may end with `-- <server command>`);
+ * resolves with the URL it prints.
+ */
+export async function startGatewayCli(
+  gatewayArgs: string[],
+  options: { env?: Record<string, string>; preload?: string[] } = {},
+): Promise<GatewayProcess> {
   const args = [
     ...(options.preload ?? []).flatMap((p) => ['--import', p]),
     IDEM_CLI,
     'gateway',
-    '--config',
-    configPath,
-    '--listen',
-    '127.0.0.1:0',
+    ...gatewayArgs,
   ];
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,

@@ -136,7 +136,7 @@ export function formatDelay(ms: number): string {
 const CARD = '4242424242424242';
 
 /** The injected clock: every time the store, the receipts and get_time read; moved only by `advance`. */
-class TestClock {
+export class TestClock {
   #now = Date.parse('2026-12-01T09:00:00.000Z');
   readonly now = (): number => this.#now;
   advance(ms: number): void {
@@ -144,7 +144,7 @@ class TestClock {
   }
 }
 
-interface World {
+export interface World {
   url: string;
   clock: TestClock;
   processor: PaymentProcessor;
@@ -154,7 +154,18 @@ interface World {
   close(): Promise<void>;
 }
 
-async function openWorld(candidate: Candidate): Promise<World> {
+/** What a caller may add to the example server: more tools, with the world's processor and clock. */
+export type ExtraTools = (
+  server: McpServer,
+  idem: Idem,
+  deps: { processorUrl: string; clock: TestClock; candidate: Candidate },
+) => void;
+
+/**
+ * A fresh world (exported for test/support/replay-honesty/, which adds tools of its own through
+ * `extraTools`): close it when done.
+ */
+export async function openWorld(candidate: Candidate, extraTools?: ExtraTools): Promise<World> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-staleness-'));
   const clock = new TestClock();
   // A server that knows nothing of Idem sends no Idempotency-Key: this processor charges every POST.
@@ -168,9 +179,11 @@ async function openWorld(candidate: Candidate): Promise<World> {
     maintenanceIntervalMs: 0,
   });
   const cancelled = { count: 0 };
-  const http = await serveStreamableHttp(idem, () =>
-    unannotatedServer(idem, candidate, { processorUrl, clock, cancelled }),
-  );
+  const http = await serveStreamableHttp(idem, () => {
+    const server = unannotatedServer(idem, candidate, { processorUrl, clock, cancelled });
+    extraTools?.(server, idem, { processorUrl, clock, candidate });
+    return server;
+  });
   return {
     url: http.url,
     clock,

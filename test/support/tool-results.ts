@@ -1,9 +1,17 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
-/** The text of a tool result's first content item. */
+/**
+ * The text of a tool result's first content item that is not Idem's replay note: what the tool
+ * (or Idem's own answer) said. A replay puts its note first; `replayNoteOf` reads the note.
+ */
 export function textOf(result: unknown): string {
-  const content = (result as CallToolResult).content ?? [];
-  const first = content[0];
+  const first = storedContentOf(result)[0];
+  return first?.type === 'text' ? first.text : '';
+}
+
+/** The text of a result's very first content item, whatever it is (where the note stands). */
+export function firstTextOf(result: unknown): string {
+  const first = ((result as CallToolResult).content ?? [])[0];
   return first?.type === 'text' ? first.text : '';
 }
 

@@ -112,12 +112,15 @@ export class McpChannel implements ActionChannel {
   readonly method = 'tools/call';
   readonly credential = null;
   readonly target: string;
+  readonly server?: string;
   readonly unresolved?: string;
   readonly #call: McpToolCall;
 
   constructor(call: McpToolCall) {
     this.#call = call;
     this.target = call.upstreamName;
+    // What the upstream is, as the gateway computed it from its spec (its command, or URL, and more).
+    if (call.upstream?.server) this.server = call.upstream.server;
     // The ladder's "target unresolved" step, for an MCP tool: its upstream is not one this session knows.
     if (!call.upstream)
       this.unresolved = `the upstream "${call.upstreamName}" of ${call.name} is not configured`;

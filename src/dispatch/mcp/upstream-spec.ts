@@ -9,17 +9,22 @@ import type { ProtocolEra } from '../../protocol/revisions.js';
 import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
-/** Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. */
+/**
+ * Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. `name` is
+ * the operator's handle for it; `server`, when the gateway computed it, what it IS
+ * (identity/upstream-identity.ts: `srv_…`), which its calls' fingerprints name as their target.
+ */
 export type UpstreamSpec =
   | {
       name: string;
+      server?: string;
       command: string;
       args?: string[];
       /** The upstream's environment; the SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER underneath. */
       env?: Record<string, string>;
       cwd?: string;
     }
-  | { name: string; url: string; headers?: Record<string, string> };
+  | { name: string; server?: string; url: string; headers?: Record<string, string> };
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 

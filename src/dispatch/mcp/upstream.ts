@@ -45,6 +45,8 @@ import { createUpstreamTransport } from './upstream-transport.js';
  */
 export class UpstreamConnection {
   readonly name: string;
+  /** What the upstream is (UpstreamSpec.server), when the gateway computed it: its calls' target in their fingerprints. */
+  readonly server: string | undefined;
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
@@ -72,6 +74,7 @@ export class UpstreamConnection {
 
   constructor(spec: UpstreamSpec, handlers: UpstreamHandlers, options: UpstreamOptions = {}) {
     this.name = spec.name;
+    this.server = spec.server;
     this.#spec = spec;
     this.#handlers = handlers;
     this.#options = {
