@@ -12,8 +12,14 @@ import type { StepContext } from './step-context.js';
  * by another is read at the task's poll interval.
  */
 
-/** Why a dispatch is aborted by its task's cancel: what the target is told (`notifications/cancelled`). */
-export const TASK_CANCELLED = 'the task was cancelled (tasks/cancel)';
+/**
+ * Why a dispatch is aborted by its task's cancel: what the target is told (`notifications/cancelled`).
+ * An AbortError, as an abort without a reason gives: a channel that rejects with the signal's
+ * reason (fetch does) is still read as aborted — unknown, never failed.
+ */
+export function taskCancelled(): DOMException {
+  return new DOMException('the task was cancelled (tasks/cancel)', 'AbortError');
+}
 
 /**
  * Until the next poll, or sooner when `onWake`'s wake is called or `signal` aborts. The timer does
@@ -55,7 +61,7 @@ export function watchTaskCancel(ctx: StepContext, executionId: string, cancel: A
         const watch = await ctx.store.watchTask(executionId);
         failing = false;
         if (watch?.cancelRequestedAt != null) {
-          cancel.abort(TASK_CANCELLED);
+          cancel.abort(taskCancelled());
           return;
         }
       } catch (error) {

@@ -11,7 +11,7 @@ import { current } from './status.js';
 import type { StepContext } from './step-context.js';
 import { answerApprovalInput, approvalDecided, approvalInput } from './task-approval.js';
 import { taskView } from './task-status.js';
-import { TASK_CANCELLED } from './task-watch.js';
+import { taskCancelled } from './task-watch.js';
 
 /**
  * An execution as an MCP task (docs/tasks.md): one task per execution and actor, answered from
@@ -216,7 +216,7 @@ export async function cancelTask(
   }
   // Dispatched here (also just now, by the holder of an approval it raced): aborted now; by another
   // gateway, which reads the cancel at its poll interval (task-watch.ts).
-  ctx.taskCancels.get(record.id)?.abort(TASK_CANCELLED);
+  ctx.taskCancels.get(record.id)?.abort(taskCancelled());
   ctx.taskChanges.changed(record.id);
   return getTask(ctx, taskId, actor, false);
 }

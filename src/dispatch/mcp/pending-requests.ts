@@ -66,7 +66,8 @@ export class PendingRequests {
     answerWithinMs?: number,
   ): void {
     const cancel = () => {
-      tell(String(signal.reason ?? 'cancelled'));
+      const reason = signal.reason as { message?: unknown } | undefined;
+      tell(typeof reason?.message === 'string' ? reason.message : String(reason ?? 'cancelled'));
       const stop = () =>
         this.fail(
           id,
