@@ -252,8 +252,9 @@ export class OutcomeUnknownError extends Error {
   readonly code: IdemCode = IDEM_CODES.IDEM_OUTCOME_UNKNOWN;
   /**
    * The JSON-RPC error the target answered with, when that is why the outcome is unknown (it took
-   * the call, then failed, maybe after acting). Kept with the unknown outcome: a task reports the
-   * request as failed with it, while the execution stays unknown (docs/tasks.md).
+   * the call, then failed, maybe after acting). Kept with the unknown outcome, for whoever reviews
+   * it; a task of the call stays working, quoting it (docs/tasks.md) — unless the contract says the
+   * tool answers one only before it acts (`jsonrpc_errors: failed`).
    */
   readonly answeredWith: { code: number; message: string; data?: unknown } | undefined;
 

@@ -88,6 +88,16 @@ beforeAll(async () => {
     call({ ...keyed, approval: 'every_call' }, { order_id: 'deny', card_number: CARD, api_key: SECRET }),
     ok,
   );
+  // The target took the call, then answered a JSON-RPC error: unknown, the error kept — and journaled with its digest.
+  await engine.execute(
+    call({ replay: 'review' }, { order_id: 'acted-then-failed', card_number: CARD, api_key: SECRET }),
+    async () => {
+      throw new OutcomeUnknownError('upstream answered with JSON-RPC error -32603: receipt not written', {
+        code: -32603,
+        message: 'charged, then the receipt could not be written',
+      });
+    },
+  );
   const resolvedRef = (unknown.structuredContent as { idem: { ref: string } }).idem.ref;
   await engine.resolve(resolvedRef, 'completed', 'operator:bob', 'found it in the ledger');
   // A dispatch whose process died: the sweeper turns it unknown.
