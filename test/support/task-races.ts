@@ -42,17 +42,20 @@ export interface Tally {
   target: number;
   unknown: number;
   notExecuted: number;
+  /** Rounds whose upstream charged (once: twice is a violation). */
+  charged: number;
   /** What a round did that it must not: empty when every round held. */
   violations: string[];
 }
 
 export async function runRace(gateway: PlainTasksGateway, race: Race, rounds: number): Promise<Tally> {
-  const tally: Tally = { rounds: 0, target: 0, unknown: 0, notExecuted: 0, violations: [] };
+  const tally: Tally = { rounds: 0, target: 0, unknown: 0, notExecuted: 0, charged: 0, violations: [] };
   for (let round = 1; round <= rounds; round++) {
     const key = `${gateway.generation}-${race}-${round}`;
     const { record, problem } = await ROUNDS[race](gateway, key, round % 2 === 0);
     const judged = judge(gateway, key, record);
     tally.rounds++;
+    if (chargesOf(gateway.counts, key) > 0) tally.charged++;
     if (problem ?? judged.problem) tally.violations.push(`${key}: ${problem ?? judged.problem}`);
     if (judged.ending === 'target') tally.target++;
     else if (judged.ending === 'unknown') tally.unknown++;
