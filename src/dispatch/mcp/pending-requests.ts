@@ -104,7 +104,13 @@ export class PendingRequests {
       const running = [...this.#pending.keys()].filter((id) => !this.#told.has(id));
       owner = running.length === 1 ? running[0] : undefined;
     }
-    return owner === undefined ? undefined : this.#asks.get(owner)?.(request);
+    const asks = owner === undefined ? undefined : this.#asks.get(owner);
+    try {
+      return asks?.(request);
+    } catch (error) {
+      // Never out of the connection's read loop: the upstream gets the error as its answer.
+      return Promise.reject(error);
+    }
   }
 
   /** Settles request `id` with `reply`; false when no such request waits (answered, cancelled, or not ours). */
