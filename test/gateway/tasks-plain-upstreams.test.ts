@@ -19,6 +19,7 @@ import {
   GENERATIONS,
   type Generation,
   type PlainTasksGateway,
+  plainUpstream,
   release,
   resultOf,
   settled,
@@ -31,6 +32,9 @@ import { removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
 import { waitUntil } from '../support/wait.js';
 import { readRuns } from './fixtures/task-server.js';
+
+/** `task_after` of the tool whose question comes before its call became a task. */
+const TASK_AFTER_MS = 200;
 
 /** A client whose user can be asked (a 2026-07-28 upstream asks only such a request). */
 const ASKABLE = { elicitation: true };
@@ -54,8 +58,18 @@ function plainUpstreamSuite(generation: Generation): void {
         generation,
         generation === 'v1'
           ? {
-              upstreams: (counts) => ({ own: taskServerUpstream(counts) }),
-              tools: { own__count_task: { replay: 'review', task: 'optional', task_after: '0s' } },
+              upstreams: (counts) => ({
+                own: taskServerUpstream(counts),
+                later: plainUpstream('v1', counts),
+              }),
+              tools: {
+                own__count_task: { replay: 'review', task: 'optional', task_after: '0s' },
+                later__ask_then_charge: {
+                  replay: 'review',
+                  task: 'optional',
+                  task_after: `${TASK_AFTER_MS}ms`,
+                },
+              },
             }
           : {},
       );
@@ -198,6 +212,33 @@ function plainUpstreamSuite(generation: Generation): void {
       expect(seen).not.toContain('io.idem/');
       expect(seen).not.toContain(TASKS_EXTENSION);
     });
+
+    if (generation === 'v1')
+      it("5. a question asked before the call became a task is the call's own answer: no task is made while its client holds it", async () => {
+        const args = { key: key('later-1') };
+        const first = resultOf(await g.client.call('later-1', 'later__ask_then_charge', args, ASKABLE));
+        expect(first.resultType).toBe('input_required');
+        const [question] = Object.keys(first.inputRequests as Record<string, unknown>);
+        // Past task_after, with the question still held: a task made now would reach no one.
+        const answeredAt = Date.now();
+        await waitUntil('task_after has passed', () => Date.now() - answeredAt > 2 * TASK_AFTER_MS);
+        const [record] = await g.store.list({ tool: 'later__ask_then_charge' });
+        expect(record?.state).toBe('dispatched');
+        expect(await g.store.findTask(record?.id as string, record?.actor as string)).toBeUndefined();
+        // The answers come with the next call of the round: the same execution goes on, and that call hears its task.
+        const next = await g.client.call('later-2', 'later__ask_then_charge', args, {
+          ...ASKABLE,
+          params: {
+            inputResponses: { [question as string]: { action: 'accept', content: { confirm: true } } },
+            requestState: first.requestState,
+          },
+        });
+        const taskId = createdTaskId(next);
+        const done = await taskWhen(g, taskId, (t) => t.status === 'completed', 'completed');
+        expect(textOf(done.result)).toBe(`charged ${key('later-1')}`);
+        expect(charges('later-1')).toBe(1);
+        expect((await g.executionOf(taskId)).id).toBe(record?.id);
+      });
 
     if (generation === 'v1')
       it("7. the upstream's own task id never reaches the client", async () => {
