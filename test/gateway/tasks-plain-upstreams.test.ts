@@ -44,12 +44,14 @@ const RACE_ROUNDS = 2;
 
 afterAll(removeTemporaries);
 
-for (const generation of GENERATIONS) plainUpstreamSuite(generation);
+for (const generation of GENERATIONS) plainUpstreamSuite(generation, 'stdio');
+// Over HTTP a pushed question rides its call's own response stream: that is how it is told apart.
+plainUpstreamSuite('v1', 'http');
 
-function plainUpstreamSuite(generation: Generation): void {
-  describe(`in front of a plain upstream on the ${generation} SDK`, () => {
+function plainUpstreamSuite(generation: Generation, transport: 'stdio' | 'http'): void {
+  describe(`in front of a plain upstream on the ${generation} SDK, over ${transport}`, () => {
     let g: PlainTasksGateway;
-    const key = (name: string) => `${generation}-${name}`;
+    const key = (name: string) => `${generation}-${transport}-${name}`;
     const charges = (name: string) => chargesOf(g.counts, key(name));
 
     beforeAll(async () => {
@@ -58,6 +60,7 @@ function plainUpstreamSuite(generation: Generation): void {
         generation,
         generation === 'v1'
           ? {
+              http: transport === 'http',
               upstreams: (counts) => ({
                 own: taskServerUpstream(counts),
                 later: plainUpstream('v1', counts),

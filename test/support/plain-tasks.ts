@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { GatewayToolContractConfig } from '../../src/gateway/config.js';
 import { SqliteStore } from '../../src/store/index.js';
 import type { ExecutionRecord } from '../../src/store/types.js';
-import { TASKS_UPSTREAM_PATH, TASKS_UPSTREAM_V1_PATH } from '../conformance/harness.js';
+import { startFixture, TASKS_UPSTREAM_PATH, TASKS_UPSTREAM_V1_PATH } from '../conformance/harness.js';
 import { fixtureArgs } from './compiled-fixtures.js';
 import { type GatewayProcess, startGatewayProcess } from './gateway-process.js';
 import { type ModernTasksClient, modernTasksClient, type Reply } from './modern-tasks.js';
@@ -70,26 +70,40 @@ export function plainUpstream(generation: Generation, counts: string) {
   };
 }
 
-/** Starts the gateway process; `upstreams` (given the counting directory) and `tools` add to the plain ones. */
+/**
+ * Starts the gateway process; `upstreams` (given the counting directory) and `tools` add to the
+ * plain ones. `http`: the plain upstream is one server over Streamable HTTP (both names reach it),
+ * not a process per name over stdio.
+ */
 export async function startPlainTasksGateway(
   generation: Generation,
   extra: {
     upstreams?: (counts: string) => Record<string, unknown>;
     tools?: Record<string, GatewayToolContractConfig>;
+    http?: boolean;
   } = {},
 ): Promise<PlainTasksGateway> {
   const counts = freshDir(`plain-${generation}-counts`);
   const dataDir = freshDir(`plain-${generation}-data`);
+  const server = extra.http
+    ? await startFixture({ path: PATHS[generation], args: ['--dir', counts] })
+    : undefined;
+  const upstream = server ? { url: server.url } : plainUpstream(generation, counts);
   const config = {
     data_dir: dataDir,
     upstreams: {
-      plain: plainUpstream(generation, counts),
-      approved: plainUpstream(generation, counts),
+      plain: upstream,
+      approved: upstream,
       ...extra.upstreams?.(counts),
     },
     tools: { ...PLAIN_TOOLS, ...extra.tools },
   };
-  const gateway = await startGatewayProcess(config, join(dataDir, 'gateway.json'));
+  const gateway = await startGatewayProcess(config, join(dataDir, 'gateway.json')).catch(
+    async (error: unknown) => {
+      await server?.close();
+      throw error;
+    },
+  );
   const db = join(dataDir, 'idem.db');
   const store = await SqliteStore.open({ path: db });
   return {
@@ -112,6 +126,7 @@ export async function startPlainTasksGateway(
     async close() {
       await gateway.kill();
       await store.close();
+      await server?.close();
     },
   };
 }
