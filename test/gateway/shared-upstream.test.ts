@@ -7,12 +7,13 @@
 import { mkdirSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { rawSession } from '../support/raw-http.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 import { readExecutions, readStarts } from './fixtures/counting-server.js';
 
 let running: RunningGateway | undefined;
@@ -45,7 +46,8 @@ async function connect(url: string, name: string) {
   return { client, transport, asked };
 }
 
-const text = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
+/** What the tool said (past Idem's replay note, when it is one). */
+const text = textOf;
 
 describe('a shared upstream', () => {
   it('serves every session from one process, each call answered in its own session', async () => {
