@@ -13,15 +13,21 @@ const environment = {
   PG_PASSWORD: 'pg-secret',
   TICKETS_TOKEN: 'tickets-secret',
   BASH_FUNC_x: '() { echo hi; }',
+  PAY_KEY: 'pay-secret-value',
+  LEDGER_COPY: 'url://u:ledger-secret-value@host',
 };
 
 /** `${NAME}` as the config writes it. */
 const ref = (name: string) => `${'$'}{${name}}`;
 
-function environmentOf(upstream: Record<string, unknown>) {
+/** What the gateway read of its credentials at start: the ledger file's value. */
+const HELD = ['ledger-secret-value'];
+
+function environmentOf(upstream: Record<string, unknown>, secrets: readonly string[] = HELD) {
   const config = GatewayConfigSchema.parse({
     store: { kind: 'postgres', url: `postgres://idem:${ref('PG_PASSWORD')}@db/idem` },
     auth: { bearer: [{ token_env: 'GATEWAY_BEARER', actor: 'agent' }] },
+    credentials: { pay: { env: 'PAY_KEY' }, ledger: { file: '/etc/idem/ledger.key' } },
     upstreams: {
       server: { command: 'server', ...upstream },
       tickets: {
@@ -31,7 +37,7 @@ function environmentOf(upstream: Record<string, unknown>) {
     },
   });
   const spec = config.upstreams.server as Extract<(typeof config.upstreams)[string], { command: string }>;
-  return upstreamEnvironment(config, spec, environment);
+  return upstreamEnvironment(config, spec, environment, secrets);
 }
 
 describe("a stdio upstream's environment", () => {
@@ -54,6 +60,16 @@ describe("a stdio upstream's environment", () => {
       environmentOf({ env_inherit: 'none', env: { IDEM_DATA_DIR: '/srv/upstream-idem', OTHER: 'y' } }),
     ).toEqual({ IDEM_DATA_DIR: '/srv/upstream-idem', OTHER: 'y' });
     expect(environmentOf({ env: { OTHER: 'y' } }).OTHER).toBe('y');
+  });
+
+  it("withholds a credential's variable, and any variable that carries a credential's value; env hands one over on purpose", () => {
+    const inherited = environmentOf({});
+    expect(inherited.PAY_KEY).toBeUndefined();
+    expect(inherited.LEDGER_COPY).toBeUndefined();
+    expect(environmentOf({ env_inherit: ['PAY_KEY'] })).toEqual({});
+    expect(
+      environmentOf({ env: { PAY_KEY: ref('PAY_KEY'), BOTH: `${ref('OTHER')}-${ref('UNSET')}` } }),
+    ).toMatchObject({ PAY_KEY: 'pay-secret-value', BOTH: 'x-' });
   });
 
   it('rejects an env_inherit that is neither all, none nor a list of variable names', () => {
