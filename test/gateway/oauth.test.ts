@@ -24,6 +24,7 @@ import {
 } from '../support/authorization-server.js';
 import { MCP_HEADERS, messagesOf, rawRequest, rawSession } from '../support/raw-http.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
+import { textOf } from '../support/tool-results.js';
 import { createCountingServer, executionsOf } from './fixtures/counting-server.js';
 
 const CLIENTS: TestClient[] = [
@@ -67,8 +68,6 @@ const call = (id: number, key: string, name = 'count') => ({
   method: 'tools/call',
   params: { name, arguments: { key } },
 });
-
-const textOf = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
 
 describe('OAuth 2.1 at the HTTP front', () => {
   let as: AuthorizationServer;
