@@ -66,8 +66,9 @@ export function actionCall(
       caller,
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
+      ...(channel.checksBeforeSending ? { checksBeforeSending: true } : {}),
     },
-    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput }) => {
+    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput, sending }) => {
       // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
       const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
       return channel.dispatch(args, {
@@ -77,6 +78,7 @@ export function actionCall(
         ...(taskSignal ? { taskCancelled: taskSignal } : {}),
         ...(upstreamTask ? { upstreamTask } : {}),
         ...(askInput ? { askInput } : {}),
+        ...(sending ? { sending } : {}),
       });
     },
   };
