@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from './config.js';
-import { upstreamEnvironment } from './upstream-env.js';
+import { registerSecretVariables, upstreamEnvironment } from './upstream-env.js';
 
 const environment = {
   PATH: '/usr/bin',
@@ -23,8 +23,8 @@ const ref = (name: string) => `${'$'}{${name}}`;
 /** What the gateway read of its credentials at start: the ledger file's value. */
 const HELD = ['ledger-secret-value'];
 
-function environmentOf(upstream: Record<string, unknown>, secrets: readonly string[] = HELD) {
-  const config = GatewayConfigSchema.parse({
+function configOf(upstream: Record<string, unknown>) {
+  return GatewayConfigSchema.parse({
     store: { kind: 'postgres', url: `postgres://idem:${ref('PG_PASSWORD')}@db/idem` },
     auth: { bearer: [{ token_env: 'GATEWAY_BEARER', actor: 'agent' }] },
     credentials: { pay: { env: 'PAY_KEY' }, ledger: { file: '/etc/idem/ledger.key' } },
@@ -32,10 +32,14 @@ function environmentOf(upstream: Record<string, unknown>, secrets: readonly stri
       server: { command: 'server', ...upstream },
       tickets: {
         url: 'https://tickets.example/mcp',
-        headers: { Authorization: `Bearer ${ref('TICKETS_TOKEN')}` },
+        headers: { Authorization: `Bearer ${ref('TICKETS_TOKEN')}`, 'X-Tenant': ref('OTHER_TENANT') },
       },
     },
   });
+}
+
+function environmentOf(upstream: Record<string, unknown>, secrets: readonly string[] = HELD) {
+  const config = configOf(upstream);
   const spec = config.upstreams.server as Extract<(typeof config.upstreams)[string], { command: string }>;
   return upstreamEnvironment(config, spec, environment, secrets);
 }
@@ -70,6 +74,19 @@ describe("a stdio upstream's environment", () => {
     expect(
       environmentOf({ env: { PAY_KEY: ref('PAY_KEY'), BOTH: `${ref('OTHER')}-${ref('UNSET')}` } }),
     ).toMatchObject({ PAY_KEY: 'pay-secret-value', BOTH: 'x-' });
+  });
+
+  it('registers for redaction the secrets the config takes from the environment: credentials, bearer tokens, secret headers', () => {
+    const registered: string[] = [];
+    registerSecretVariables(
+      configOf({}),
+      { add: (value) => registered.push(value) },
+      {
+        ...environment,
+        OTHER_TENANT: 'tenant-of-the-upstream',
+      },
+    );
+    expect(registered.sort()).toEqual(['bearer-secret', 'pay-secret-value', 'tickets-secret']);
   });
 
   it('rejects an env_inherit that is neither all, none nor a list of variable names', () => {

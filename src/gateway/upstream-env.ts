@@ -1,3 +1,4 @@
+import { MIN_REDACTED_SECRET_LENGTH } from '../identity/redaction.js';
 import { envReferences, expandEnv, type GatewayConfig } from './config.js';
 
 type StdioUpstreamConfig = Extract<GatewayConfig['upstreams'][string], { command: string }>;
@@ -11,16 +12,46 @@ type StdioUpstreamConfig = Extract<GatewayConfig['upstreams'][string], { command
  * from the environment (passwords, tokens for other upstreams).
  */
 export function isIdemVariable(config: GatewayConfig): (name: string) => boolean {
-  const own = new Set<string>();
-  for (const entry of config.auth?.bearer ?? []) if ('token_env' in entry) own.add(entry.token_env);
-  for (const source of Object.values(config.credentials ?? {})) if ('env' in source) own.add(source.env);
+  const own = new Set<string>(secretVariables(config, () => true));
   if (config.store?.kind === 'postgres') for (const name of envReferences(config.store.url)) own.add(name);
+  return (name) => name.startsWith('IDEM_') || own.has(name);
+}
+
+/** A header that carries a secret by its name: its `${NAME}` values are scrubbed as credentials are. */
+const SECRET_HEADER = /auth|token|key|secret|password|cookie|session/i;
+
+/**
+ * The variables of bearer tokens and credentials, and the `${NAME}` of upstream headers that
+ * `header` picks.
+ */
+function secretVariables(config: GatewayConfig, header: (name: string) => boolean): string[] {
+  const names: string[] = [];
+  for (const entry of config.auth?.bearer ?? []) if ('token_env' in entry) names.push(entry.token_env);
+  for (const source of Object.values(config.credentials ?? {})) if ('env' in source) names.push(source.env);
   for (const upstream of Object.values(config.upstreams)) {
     if (!('url' in upstream)) continue;
-    for (const value of Object.values(upstream.headers ?? {}))
-      for (const name of envReferences(value)) own.add(name);
+    for (const [name, value] of Object.entries(upstream.headers ?? {}))
+      if (header(name)) names.push(...envReferences(value));
   }
-  return (name) => name.startsWith('IDEM_') || own.has(name);
+  return names;
+}
+
+/**
+ * Secrets the config takes from the environment besides credentials, registered for redaction at
+ * start as credentials are: a token the gateway sends an HTTP upstream in a header named for one
+ * (Authorization, X-Api-Key, …), which that upstream could echo back, and the bearer tokens of
+ * clients. Other `${NAME}` values (a tenant, a host) are not secrets, and scrubbing them would
+ * mangle results; a value too short to scrub is left alone.
+ */
+export function registerSecretVariables(
+  config: GatewayConfig,
+  secrets: { add(value: string): void },
+  environment: NodeJS.ProcessEnv = process.env,
+): void {
+  for (const name of secretVariables(config, (header) => SECRET_HEADER.test(header))) {
+    const value = environment[name];
+    if (value !== undefined && value.length >= MIN_REDACTED_SECRET_LENGTH) secrets.add(value);
+  }
 }
 
 /**
