@@ -202,7 +202,7 @@ async function markSending(
       to: 'dispatched',
       token,
       dispatchTimeoutMs: call.contract.timeoutMs,
-      // Taken over after an approval, or from a claimer that was lost, as take-over.ts says.
+      // From `authorized`: taken over after an approval, which take-over.ts journals as resumed.
       events: [
         callEvent('dispatched', call, record.id, record.state === 'accepted' ? {} : { resumed: true }),
       ],
