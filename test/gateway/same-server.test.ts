@@ -24,7 +24,7 @@ import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { textOf } from '../support/tool-results.js';
+import { storedContentOf, textOf } from '../support/tool-results.js';
 
 const FIXTURES = join(REPO_ROOT, 'test/gateway/fixtures');
 const MEMORY_SERVER = ['npx', '-y', '@modelcontextprotocol/server-memory'];
@@ -157,7 +157,7 @@ describe('the same server behind two gateways on one data directory is one serve
     expect(replayed(retry)).toBe(true);
     expect(retry._meta?.['io.idem/execution-id']).toBe(first._meta?.['io.idem/execution-id']);
     // The stored answer is the first run's (a second run would have answered that nothing was new).
-    expect(retry.content[0]).toEqual(first.content[0]);
+    expect(storedContentOf(retry)[0]).toEqual(first.content[0]);
     expect(entitiesIn(file)).toEqual(['Ada']);
   });
 
