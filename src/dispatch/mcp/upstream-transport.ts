@@ -40,7 +40,9 @@ export function createUpstreamTransport(
     },
     onSkippedLine,
   );
-  if (relay) transport.stderr?.pipe(scrubbedLines(secrets)).pipe(process.stderr, { end: false });
+  // Written, not piped: a pipe per upstream process would add listeners to the one process.stderr.
+  if (relay)
+    transport.stderr?.pipe(scrubbedLines(secrets)).on('data', (chunk: Buffer) => process.stderr.write(chunk));
   return transport;
 }
 
