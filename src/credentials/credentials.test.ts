@@ -29,6 +29,23 @@ describe('Credentials', () => {
     });
   });
 
+  it('registers every value it can read at start (registerAll), and says which it cannot, never a value', async () => {
+    const path = secretFile('at-start', 'file-secret-at-start\n', 0o600);
+    const secrets = new KnownSecrets();
+    const credentials = Credentials.fromConfig(
+      { f: { file: path }, e: { env: 'SET_KEY' }, gone: { env: 'UNSET_KEY' }, short: { env: 'SHORT' } },
+      secrets,
+      { env: { SET_KEY: 'env-secret-at-start', SHORT: 'abc' } },
+    );
+    const problems = await credentials.registerAll();
+    expect(problems).toEqual([
+      'credential "gone" cannot be resolved: environment variable UNSET_KEY is not set',
+      expect.stringContaining('credential "short" (environment variable SHORT): a secret shorter than 6'),
+    ]);
+    expect(problems.join()).not.toContain('abc');
+    expect(secrets.redact('file-secret-at-start env-secret-at-start')).toBe('[secret] [secret]');
+  });
+
   it('reads a 0600 file (one trailing newline dropped)', async () => {
     const path = secretFile('ok', 'file-secret-value\n', 0o600);
     const credentials = Credentials.fromConfig({ f: { file: path } }, new KnownSecrets());

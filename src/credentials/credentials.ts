@@ -76,6 +76,25 @@ export class Credentials {
   }
 
   /**
+   * Reads every declared credential now and registers its value for redaction, so that it is
+   * scrubbed from the first call of the process on — not only once an action tool has resolved it:
+   * a stdio upstream may hold it too (a file its user can read, a variable handed over on purpose)
+   * and echo it on any path. A credential that cannot be read now, or is too short to scrub, is
+   * left for its call to deny; the reasons are returned (names and sources, never values).
+   */
+  async registerAll(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const name of this.#sources.keys()) {
+      try {
+        await this.resolve(name);
+      } catch (error) {
+        problems.push((error as Error).message);
+      }
+    }
+    return problems;
+  }
+
+  /**
    * Every value resolved (or derived) so far, in each form it may be echoed
    * as, longest first: what a channel that cuts a target's answer must not
    * leave half of (src/identity/secret-cut.ts).

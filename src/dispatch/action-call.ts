@@ -66,8 +66,17 @@ export function actionCall(
       caller,
       ...(signal ? { signal } : {}),
       ...(channel.unresolved ? { unresolved: channel.unresolved } : {}),
+      ...(channel.checksBeforeSending ? { checksBeforeSending: true } : {}),
     },
-    dispatch: ({ executionId, redispatch, signal: taskSignal, upstreamTask, askInput, askPushed }) => {
+    dispatch: ({
+      executionId,
+      redispatch,
+      signal: taskSignal,
+      upstreamTask,
+      askInput,
+      askPushed,
+      sending,
+    }) => {
       // The caller's cancel, and its task's (tasks/cancel), both reach the channel.
       const cancelled = signal && taskSignal ? AbortSignal.any([signal, taskSignal]) : (signal ?? taskSignal);
       return channel.dispatch(args, {
@@ -78,6 +87,7 @@ export function actionCall(
         ...(upstreamTask ? { upstreamTask } : {}),
         ...(askInput ? { askInput } : {}),
         ...(askPushed ? { askPushed } : {}),
+        ...(sending ? { sending } : {}),
       });
     },
   };

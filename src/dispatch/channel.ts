@@ -26,6 +26,13 @@ export interface ActionDispatch {
    */
   upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
   /**
+   * Given to a channel that checksBeforeSending, for a first dispatch: awaited just before the
+   * first byte leaves, once every check passed. It records the dispatch (until then the execution
+   * is only accepted, and a refusal is `denied`); it throws NotDispatchedError when that cannot be
+   * recorded, and then nothing may be sent.
+   */
+  sending?(): Promise<void>;
+  /**
    * Present once the call is an MCP task (docs/tasks.md): the target asks for input before it
    * acts (a 2026-07-28 `input_required`), and the task's client answers (`tasks/update`). Resolves
    * with the answers by key once every key is answered; rejects with NotDispatchedError when the
@@ -79,6 +86,12 @@ export interface ActionChannel {
   readonly credential: string | null;
   /** The operation, as recorded: `tools/call`, an HTTP method, `exec`. */
   readonly method: string;
+  /**
+   * The channel may refuse a call at dispatch, before anything leaves (an HTTP tool's address
+   * guard resolves the host then; a credential is read then): it awaits ActionDispatch.sending
+   * right before it sends, so that a refusal is recorded as the denial it is, never as a dispatch.
+   */
+  readonly checksBeforeSending?: boolean;
   /**
    * Throws InvalidInputError for arguments the channel could never carry (an SSH
    * argument quoting cannot hold): called before anything is claimed, so such a

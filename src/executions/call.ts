@@ -64,6 +64,13 @@ export interface ToolCall {
    */
   approver?: Approver;
   /**
+   * The channel may still refuse the call when it dispatches, before anything leaves (an HTTP
+   * tool's address guard: ActionChannel.checksBeforeSending): the claim then stops at `accepted`,
+   * and the dispatch is recorded when the channel says it is sending (DispatchContext.sending) —
+   * a refusal before that is `denied`, never a dispatch.
+   */
+  checksBeforeSending?: boolean;
+  /**
    * The caller can take an MCP task for this call (docs/tasks.md): which generation of the
    * protocol it speaks, and the time to live it asked for (2025-11-25). Absent: it cannot, and
    * answers are what they always were.
@@ -110,6 +117,12 @@ export interface DispatchContext {
   signal?: AbortSignal;
   /** The target answered with a task of its own: resolves once that is on the execution's record. */
   upstreamTask?(handle: UpstreamTaskHandle): Promise<void>;
+  /**
+   * Present when the call checks before sending (ToolCall.checksBeforeSending): call it just
+   * before the first byte leaves. It records the dispatch, and throws NotDispatchedError when that
+   * cannot be written (nothing may be sent then).
+   */
+  sending?(): Promise<void>;
   /** Once the call is a task: the target's request for input, answered by the task's client (ActionDispatch.askInput). */
   askInput?(
     requests: Record<string, { method: string; params?: unknown }>,

@@ -38,7 +38,9 @@ export async function claim(
   const needsApproval = verdict.decision === 'ask';
   const token = newToken();
   // With nothing between them, accepting and marking the dispatch are one write:
-  // both are durable before the handler runs, and the hot path saves a transaction.
+  // both are durable before the handler runs, and the hot path saves a transaction. A channel
+  // that may still refuse at dispatch marks it itself, when it sends (dispatch.ts, `sending`).
+  const state = needsApproval ? 'awaiting_approval' : call.checksBeforeSending ? 'accepted' : 'dispatched';
   const claimed = await ctx.store.claim(
     {
       id,
@@ -48,8 +50,8 @@ export async function claim(
       tool: call.tool,
       session: call.caller.session,
       replay: contract.replay,
-      state: needsApproval ? 'awaiting_approval' : 'dispatched',
-      ...(needsApproval ? {} : { dispatchTimeoutMs: contract.timeoutMs }),
+      state,
+      ...(state === 'dispatched' ? { dispatchTimeoutMs: contract.timeoutMs } : {}),
       attachWindowMs: contract.attachWindowMs,
       claimToken: token,
       leaseOwner: ctx.owner,
@@ -69,7 +71,7 @@ export async function claim(
         }),
         ...(replacing?.reason ? replaced(call, id, replacing.id, replacing.reason) : []),
         ...(plan.events?.(id) ?? []),
-        callEvent(needsApproval ? 'awaiting_approval' : 'dispatched', call, id),
+        ...(state === 'accepted' ? [] : [callEvent(state, call, id)]),
       ],
     },
   );
@@ -79,9 +81,9 @@ export async function claim(
     return {
       won: id,
       next:
-        record.state === 'dispatched'
-          ? { step: 'dispatch', record, token, redispatch: false }
-          : { step: 'ask', record },
+        record.state === 'awaiting_approval'
+          ? { step: 'ask', record }
+          : { step: 'dispatch', record, token, redispatch: false },
     };
   }
   plan.seen.record = claimed.record;

@@ -13,12 +13,13 @@ import { MAX_JSON_DEPTH, withinDepth } from '../support/json-depth.js';
 import { idemAnswer, META } from './answers.js';
 import type { Dispatch, PushedRequest, ToolCall } from './call.js';
 import { PushedInput } from './pushed-input.js';
-import type { Next, StepContext } from './step-context.js';
+import { callEvent, type Next, type StepContext } from './step-context.js';
 import { waitForInput, watchTaskCancel } from './task-watch.js';
 
 /** What the dispatch came to: its outcome, as the channel gave it. */
 export interface Done {
-  outcome: 'completed' | 'failed' | 'unknown';
+  /** `denied`: the channel refused the call before anything left, and the dispatch was never recorded. */
+  outcome: 'completed' | 'failed' | 'unknown' | 'denied';
   result?: ToolResult;
   notDispatched?: 'not_dispatched' | 'refused';
   /** Why the outcome is unknown, when the channel said (a timeout, a redirect it would not follow). */
@@ -89,6 +90,14 @@ export async function send(
   };
   if (mayBeTask && taskAfterMs === 0) becameTask();
   const subject = { executionId: record.id, actor: call.caller.actor, tool: call.tool };
+  // Not yet marked dispatched (the channel checks before sending): the channel says when it sends.
+  const markDispatched =
+    record.state === 'dispatched'
+      ? undefined
+      : async () => {
+          if (!(await markSending(ctx, call, record, token)))
+            throw new NotDispatchedError('The dispatch could not be recorded, so nothing was sent.');
+        };
   const askInput =
     taskCancel &&
     ((requests: Record<string, { method: string; params?: unknown }>) =>
@@ -108,6 +117,7 @@ export async function send(
         ...(taskCancel ? { signal: taskCancel.signal } : {}),
         ...(askInput ? { askInput } : {}),
         ...(askPushed ? { askPushed } : {}),
+        ...(markDispatched ? { sending: markDispatched } : {}),
       };
       const result = received(ctx, call, await dispatch(sending));
       return { outcome: result.isError ? 'failed' : 'completed', result };
@@ -115,7 +125,17 @@ export async function send(
       if (error instanceof NotDispatchedError) {
         const refused = error instanceof DispatchRefusedError;
         const answer = notDispatchedAnswer(error, scrub, record.id);
-        return { outcome: 'failed', result: answer, notDispatched: refused ? 'refused' : 'not_dispatched' };
+        // A re-send under the same key that did not leave leaves the first one's uncertainty as it was.
+        if (redispatch) return { outcome: 'unknown', detail: scrub(error.message) };
+        // Refused before anything left, by a check of the channel's: a denial, not a failed dispatch.
+        if (refused)
+          return {
+            outcome: 'denied',
+            result: answer,
+            notDispatched: 'refused',
+            detail: scrub(error.message),
+          };
+        return { outcome: 'failed', result: answer, notDispatched: 'not_dispatched' };
       }
       if (error instanceof OutcomeUnknownError) {
         if (following && ctx.closing.value)
@@ -178,6 +198,39 @@ export async function send(
   if (onAbort) call.signal?.removeEventListener('abort', onAbort);
   if (typeof first === 'string') return { secrets, first, work };
   return { secrets, first: 'outcome', done: first };
+}
+
+/**
+ * The dispatch on the record and journal, as a channel that checks before sending is about to send
+ * (ActionDispatch.sending): false when the write did not land (the lease was lost, the store is
+ * down), and then nothing may be sent.
+ */
+async function markSending(
+  ctx: StepContext,
+  call: ToolCall,
+  record: Extract<Next, { step: 'dispatch' }>['record'],
+  token: string,
+): Promise<boolean> {
+  const moved = await ctx.store
+    .transition({
+      id: record.id,
+      from: [record.state],
+      to: 'dispatched',
+      token,
+      dispatchTimeoutMs: call.contract.timeoutMs,
+      // From `authorized`: taken over after an approval, which take-over.ts journals as resumed.
+      events: [
+        callEvent('dispatched', call, record.id, record.state === 'accepted' ? {} : { resumed: true }),
+      ],
+    })
+    .catch((error: unknown) => {
+      ctx.logger.warn('the dispatch could not be recorded; nothing was sent', {
+        ref: record.id,
+        error: String(error),
+      });
+      return undefined;
+    });
+  return moved !== undefined;
 }
 
 /**

@@ -40,7 +40,8 @@ export async function answerOfRecord(
     case 'failed': {
       if (!record.outcome) return idemAnswer(IDEM_CODES.IDEM_OUTCOME_UNKNOWN, about);
       if (deliver && record.deliveredAt === null) await delivered(ctx, record.id);
-      return markReplayed(record.outcome.result, {
+      // Scrubbed again on the way out: a copy stored before a credential was known holds it in clear.
+      return markReplayed(ctx.knownSecrets.redact(record.outcome.result), {
         ref: record.id,
         executedAt: record.dispatchedAt ?? record.createdAt,
         now: record.readAt,

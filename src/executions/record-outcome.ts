@@ -46,7 +46,9 @@ export async function recordOutcome(
     const recorded = await recordDone(ctx, call, record, token, done, sent.secrets, false);
     return { step: 'answer', record: recorded ?? { ...record, state: done.outcome } };
   }
-  await recordDone(ctx, call, record, token, done, sent.secrets, done.outcome !== 'unknown');
+  // A denial is not a result: nothing is delivered (the caller hears why, and nothing ran).
+  const delivering = done.outcome !== 'unknown' && done.outcome !== 'denied';
+  await recordDone(ctx, call, record, token, done, sent.secrets, delivering);
   if (done.outcome === 'unknown' || !done.result)
     return {
       step: 'answer',
@@ -69,26 +71,32 @@ async function recordDone(
   // Closing while it followed the target's task: left dispatched, for the next holder to follow.
   if (done.left) return undefined;
   // The caller who sent the secrets gets the result as the target gave it; what is kept, and
-  // replayed to whoever repeats the call later, never holds them (docs/security.md).
-  const outcome: StoredOutcome | undefined = done.result
-    ? { result: redactSecrets(done.result, secrets) }
-    : undefined;
+  // replayed to whoever repeats the call later, never holds them (docs/security.md). A denial
+  // keeps its reason as the note (answered as IDEM_DENIED), not as a result.
+  const denied = done.outcome === 'denied';
+  const outcome: StoredOutcome | undefined =
+    done.result && !denied ? { result: redactSecrets(done.result, secrets) } : undefined;
   try {
     const recorded = await ctx.store.transition({
       id: record.id,
-      from: ['dispatched', 'unknown'],
+      // Not yet dispatched when the channel itself marks the dispatch (claim.ts), and it refused first.
+      from: ['dispatched', 'unknown', 'accepted', 'authorized'],
       to: done.outcome,
       token,
       holder: done.outcome === 'unknown' ? undefined : null,
       ...(outcome ? { outcome } : {}),
       ...(delivering ? { delivered: true } : {}),
+      ...(denied && done.detail ? { note: done.detail } : {}),
       // Nothing left: retire it, so that a retry is a fresh attempt rather than a replay of this one.
       ...(done.notDispatched ? { release: true } : {}),
       events: [
-        callEvent('outcome', call, record.id, {
-          state: done.outcome,
-          ...(done.notDispatched ? { reason: done.notDispatched } : {}),
-        }),
+        denied
+          ? // Refused by the channel's own check (not an approver's decision: verify tells them apart).
+            callEvent('denied', call, record.id, { refused: 'before_sending', reason: done.detail ?? '' })
+          : callEvent('outcome', call, record.id, {
+              state: done.outcome,
+              ...(done.notDispatched ? { reason: done.notDispatched } : {}),
+            }),
         ...(delivering ? [callEvent('delivered', call, record.id)] : []),
       ],
     });

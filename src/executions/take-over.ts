@@ -21,14 +21,16 @@ export async function takeOverUndispatched(
   const free = (record.state === 'authorized' || record.state === 'accepted') && isStale(record);
   if (!free) return { step: 'answer', record, events };
   const token = newToken();
+  // A channel that may still refuse at dispatch marks it itself, when it sends (dispatch.ts).
+  const marking = !call.checksBeforeSending;
   const taken = await ctx.store.transition({
     id: record.id,
     from: [record.state],
-    to: 'dispatched',
+    to: marking ? 'dispatched' : record.state,
     requireStale: true,
     holder: { token, owner: ctx.owner, leaseMs: call.contract.leaseMs },
-    dispatchTimeoutMs: call.contract.timeoutMs,
-    events: [...events, callEvent('dispatched', call, record.id, { resumed: true })],
+    ...(marking ? { dispatchTimeoutMs: call.contract.timeoutMs } : {}),
+    events: [...events, ...(marking ? [callEvent('dispatched', call, record.id, { resumed: true })] : [])],
   });
   return taken ? { step: 'dispatch', record: taken, token, redispatch: false } : { step: 'retry' };
 }

@@ -242,5 +242,5 @@ async function finishedAnswer(
   if (!FINISHED.has(record.state)) return undefined;
   if (record.state === 'denied' || !record.outcome) return answerOfRecord(ctx, record, false);
   if (deliver && record.deliveredAt === null) await delivered(ctx, record.id);
-  return markExecuted(record.outcome.result, record.id);
+  return markExecuted(ctx.knownSecrets.redact(record.outcome.result), record.id);
 }

@@ -7,6 +7,7 @@ import type { KnownSecrets } from '../identity/redaction.js';
 import { loadSsh2 } from '../support/optional-packages.js';
 import type { GatewayConfig } from './config.js';
 import { checkContracts } from './contract-check.js';
+import { registerSecretVariables } from './upstream-env.js';
 
 /**
  * The action tools a config declares (`http_tools:`, `ssh_tools:` on the
@@ -50,11 +51,15 @@ export async function closeActionTools(tools: readonly ActionTool[]): Promise<vo
  * The config's action tools, checked before the store opens: a credential file others can read,
  * a tool whose URLs cannot be confined, or a contract that cannot work stops the start; so does an
  * SSH tool without ssh2 installed (an optional peer: docs/adr/0038-optional-peer-packages.md), which could only refuse
- * every call. The credentials' values join `knownSecrets`.
+ * every call. The credentials' values join `knownSecrets` now, before any upstream is started —
+ * with the other secrets the config takes from the environment (registerSecretVariables): what
+ * an upstream echoes of one is scrubbed from the first call on (a credential that cannot be read
+ * yet is said on the log, and joins when a call resolves it).
  */
 export async function checkedActionTools(
   config: GatewayConfig,
   knownSecrets: KnownSecrets,
+  logger?: { warn(message: string): void },
 ): Promise<ActionTool[]> {
   let credentials: Credentials;
   try {
@@ -63,6 +68,9 @@ export async function checkedActionTools(
     if (error instanceof CredentialError) throw new ConfigError(error.message);
     throw error;
   }
+  for (const problem of await credentials.registerAll())
+    logger?.warn(`${problem}; the calls that use it are denied until it can be read`);
+  registerSecretVariables(config, knownSecrets);
   const actionTools = actionToolsOf(config, credentials);
   checkContracts(config, actionTools);
   if (Object.keys(config.ssh_tools ?? {}).length > 0) await loadSsh2();

@@ -30,12 +30,15 @@ export const StdioUpstreamSchema = z
     env: z
       .record(z.string(), z.string())
       .optional()
-      .describe('Variables set for the upstream, on top of what it inherits.'),
+      .describe(
+        'Variables set for the upstream, on top of what it inherits; a $' +
+          "{NAME} in a value is taken from the gateway's environment (the way to hand it a variable it does not inherit, such as a credential's).",
+      ),
     env_inherit: z
       .union([z.enum(['all', 'none']), z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))])
       .optional()
       .describe(
-        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, $" +
+        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, the credentials' env, any variable holding a credential's value, $" +
           "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
       ),
     cwd: z

@@ -326,9 +326,9 @@ export function configJsonSchema(): unknown {
 
 const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-/** `${NAME}` → process.env.NAME in header values. */
-export function expandEnv(value: string): string {
-  return value.replace(ENV_REFERENCE, (_, name: string) => process.env[name] ?? '');
+/** `${NAME}` → process.env.NAME in header values and a stdio upstream's `env`. */
+export function expandEnv(value: string, environment: NodeJS.ProcessEnv = process.env): string {
+  return value.replace(ENV_REFERENCE, (_, name: string) => environment[name] ?? '');
 }
 
 /** The NAMEs of the `${NAME}` references in a value. */

@@ -42,7 +42,9 @@ export async function forward(
     );
     return s.send({ ...reply, id: request.id } as JSONRPCMessage);
   } catch (error) {
-    return s.replyError(request.id, -32603, messageOf(error));
+    // A transport's error may quote what the upstream answered (an HTTP error's body): scrubbed.
+    const message = messageOf(error);
+    return s.replyError(request.id, -32603, s.ctx.secrets?.redact(message) ?? message);
   } finally {
     s.inFlight.delete(renderRequestId(request.id));
   }

@@ -1,6 +1,5 @@
-// The wiring of the gateway — store, engine, catalog, fronts, shared upstream connections, action
-// tools, maintenance — and only the wiring; each part it wires lives in its own file (config-specs,
-// session-*, action-tools, http-listen, readiness, front/, maintenance/).
+// The wiring of the gateway (store, engine, catalog, fronts, shared upstreams, action tools, maintenance)
+// and only that; each part lives in its own file (config-specs, session-*, action-tools, front/, …).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
 import type { ActionTool } from '../dispatch/channel.js';
@@ -127,7 +126,7 @@ export class Gateway {
     });
     const fingerprintKeyFile = keyFile(config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile);
     this.#fingerprinter = Fingerprinter.forDataDir(dataDir, fingerprintKeyFile);
-    this.upstreams = upstreamSpecsOf(config, this.#fingerprinter); // each with its identity, once
+    this.upstreams = upstreamSpecsOf(config, this.#fingerprinter, knownSecrets.values()); // identities, once
     this.engine = new ExecutionEngine({
       store: this.store,
       fingerprinter: this.#fingerprinter,
@@ -159,7 +158,7 @@ export class Gateway {
     const config = await configWithImports(declared, options.logger);
     const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     const knownSecrets = new KnownSecrets();
-    const actionTools = await checkedActionTools(config, knownSecrets);
+    const actionTools = await checkedActionTools(config, knownSecrets, options.logger);
     let gateway: Gateway | undefined;
     const metrics = await loadMetrics({
       required: config.metrics !== undefined,
@@ -219,7 +218,7 @@ export class Gateway {
     });
     // Each stateful session starts its own stdio upstreams: one process of each is kept started ahead.
     if (!listen.stateless)
-      this.#spares ??= UpstreamSpares.of(this.#config, this.upstreams, this.#options, this.#tellOperator);
+      this.#spares ??= UpstreamSpares.of(this.#config, this.#sessionContext(), this.#tellOperator);
     return this.#http;
   }
 
@@ -266,7 +265,7 @@ export class Gateway {
       fingerprinter: this.#fingerprinter,
       actorOf: defaultActorOf,
       idScope,
-      // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools whose contract is read-only.
+      // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools with a read-only contract.
       hasEffects: (tool) => tool !== this.#config.status_tool && !this.#readOnlyTools.has(tool),
       onEvent: (event) => {
         this.store.appendEvents([event]).catch(() => {});
@@ -282,9 +281,9 @@ export class Gateway {
     else process.stderr.write(`idem gateway: ${message}\n`);
   };
 
-  /** An agent run's event (its start and end, an upstream restarted under it): the sessions journal. */
+  /** An agent run's event (its start and end, an upstream restarted under it): the sessions journal, scrubbed. */
   #journalSession(event: ActivityEventInput): void {
-    this.store.appendEvents([event], 'sessions').catch(() => {});
+    this.store.appendEvents([this.#knownSecrets.redact(event)], 'sessions').catch(() => {});
   }
 
   /**
@@ -374,6 +373,7 @@ export class Gateway {
       onUpstreamSkippedLine: (upstream, session, skipped) =>
         logSkippedLine(this.#log, (text) => this.#knownSecrets.redact(text), { upstream, session }, skipped),
       ...(this.#options.upstreamStderr ? { upstreamStderr: this.#options.upstreamStderr } : {}),
+      secrets: this.#knownSecrets,
       newCatalog: () =>
         new ToolCatalog({
           contracts: this.#config.tools ?? {},

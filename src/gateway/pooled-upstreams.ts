@@ -49,6 +49,7 @@ export async function startPooledUpstreams(ctx: SessionContext): Promise<SharedU
       if (!ctx.pooled?.has(spec.name)) continue;
       const connection = new UpstreamConnection(spec, pooledHandlers(ctx, pool, spec.name), {
         ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
+        ...(ctx.secrets ? { secrets: ctx.secrets } : {}),
       });
       pool.upstreams.set(spec.name, connection);
       await connection.start({

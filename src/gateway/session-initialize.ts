@@ -115,6 +115,7 @@ async function startAll(
     const connection = new UpstreamConnection(spec, handlers(spec.name), {
       ...options,
       ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
+      ...(ctx.secrets ? { secrets: ctx.secrets } : {}),
       ...(spareFor ? { spare: () => spareFor(spec) } : {}),
     });
     into.set(spec.name, connection);

@@ -13,6 +13,7 @@ import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { TaskHold } from '../executions/call.js';
 import type { ExecutionEngine } from '../executions/engine.js';
 import type { CallerInfo } from '../identity/actor.js';
+import type { KnownSecrets } from '../identity/redaction.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { isErrorResponse, isResponse, isResultResponse } from '../protocol/message-kind.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../protocol/revisions.js';
@@ -42,6 +43,8 @@ export interface SessionContext {
   /** An upstream wrote a stdout line that is not JSON-RPC; it was skipped. */
   onUpstreamSkippedLine?(upstream: string, session: string | null, skipped: SkippedLine): void;
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
+  /** The credentials' values: scrubbed from everything an upstream sends (UpstreamOptions.secrets). */
+  secrets?: KnownSecrets;
   /**
    * The config names a tool (a scope, an approval) that no upstream publishes: the gateway is
    * stopping and serves no tool meanwhile, since the tool meant may run unprotected.

@@ -36,6 +36,7 @@ interface Slot {
 export class UpstreamSpares {
   readonly #slots = new Map<string, Slot>();
   readonly #stderr: UpstreamOptions['stderr'];
+  readonly #secrets: UpstreamOptions['secrets'];
   readonly #warn: (message: string, fields: Record<string, unknown>) => void;
   readonly #firstDelayMs: number;
   readonly #maxDelayMs: number;
@@ -47,8 +48,12 @@ export class UpstreamSpares {
    */
   static of(
     config: GatewayConfig,
-    specs: UpstreamSpec[],
-    options: { upstreamStderr?: UpstreamOptions['stderr'] },
+    /** The upstreams as sessions get them, and how their processes are started (a session's context). */
+    options: {
+      upstreams: UpstreamSpec[];
+      upstreamStderr?: UpstreamOptions['stderr'];
+      secrets?: UpstreamOptions['secrets'];
+    },
     warn: (message: string, fields?: Record<string, unknown>) => void,
   ): UpstreamSpares | undefined {
     const kept = new Set(
@@ -58,8 +63,9 @@ export class UpstreamSpares {
     );
     if (kept.size === 0) return undefined;
     return new UpstreamSpares({
-      specs: specs.filter((spec) => kept.has(spec.name)),
+      specs: options.upstreams.filter((spec) => kept.has(spec.name)),
       ...(options.upstreamStderr ? { stderr: options.upstreamStderr } : {}),
+      ...(options.secrets ? { secrets: options.secrets } : {}),
       warn,
     });
   }
@@ -68,11 +74,14 @@ export class UpstreamSpares {
     /** The upstreams that keep a spare: stdio ones (the caller leaves out `share: true` and `spare: false`). */
     specs: UpstreamSpec[];
     stderr?: UpstreamOptions['stderr'];
+    /** Scrubbed from a spare's stderr (UpstreamOptions.secrets); its messages are, by the connection that takes it. */
+    secrets?: UpstreamOptions['secrets'];
     warn(message: string, fields: Record<string, unknown>): void;
     restartDelayMs?: number;
     maxRestartDelayMs?: number;
   }) {
     this.#stderr = options.stderr;
+    this.#secrets = options.secrets;
     this.#warn = options.warn;
     this.#firstDelayMs = options.restartDelayMs ?? 250;
     this.#maxDelayMs = options.maxRestartDelayMs ?? 10_000;
@@ -129,7 +138,7 @@ export class UpstreamSpares {
 
   #spawn(slot: Slot): void {
     if (this.#closed) return;
-    const spare = heldStdioTransport(slot.spec, this.#stderr);
+    const spare = heldStdioTransport(slot.spec, this.#stderr, this.#secrets);
     slot.spare = spare;
     // Until a connection takes it and sets its own: an exit now is a spare lost.
     spare.onclose = () => this.#lost(slot, spare, spare.exitStatus ?? 'its stdio closed');

@@ -28,7 +28,12 @@ function describingEnvironment(
  * each also carries what it IS (`server`, identity/upstream-identity.ts),
  * computed once here from exactly what it is started or reached with.
  */
-export function upstreamSpecsOf(config: GatewayConfig, fingerprinter?: Fingerprinter): UpstreamSpec[] {
+export function upstreamSpecsOf(
+  config: GatewayConfig,
+  fingerprinter?: Fingerprinter,
+  /** The credential values the gateway holds: no variable that carries one is inherited. */
+  secrets: readonly string[] = [],
+): UpstreamSpec[] {
   return Object.entries(config.upstreams).map(([name, spec]) => {
     const upstream: UpstreamSpec =
       'url' in spec
@@ -48,7 +53,7 @@ export function upstreamSpecsOf(config: GatewayConfig, fingerprinter?: Fingerpri
             command: spec.command,
             ...(spec.args ? { args: spec.args } : {}),
             ...(spec.cwd ? { cwd: spec.cwd } : {}),
-            env: upstreamEnvironment(config, spec),
+            env: upstreamEnvironment(config, spec, process.env, secrets),
           };
     if (!fingerprinter) return upstream;
     const described =

@@ -1,5 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { boundedText } from './client-text.js';
 
 /** What is known of the caller of a request: the transport's authentication, and the client's own name. */
 export interface CallerInfo {
@@ -19,7 +20,8 @@ export function defaultActorOf(info: CallerInfo): string {
       (auth.extra as { subject?: unknown; actor?: unknown } | undefined)?.actor ?? auth.extra?.subject;
     return `token:${typeof subject === 'string' && subject ? subject : auth.clientId}`;
   }
-  return `local:${localIdentity()}/${info.clientName ?? 'unknown-client'}`;
+  // The client's name is its own to choose, and an actor is kept on every journal row: bounded.
+  return `local:${localIdentity()}/${info.clientName === undefined ? 'unknown-client' : boundedText(info.clientName)}`;
 }
 
 /**

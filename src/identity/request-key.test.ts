@@ -33,8 +33,11 @@ const nasty = [
 ];
 
 const text = fc.oneof(fc.constantFrom(...nasty), fc.string({ unit: 'binary', maxLength: 8 }));
+/** Ids past the bound (keyed by their digest, identity/client-text.ts), differing only at their ends. */
+const long = fc.constantFrom('x'.repeat(200), `${'x'.repeat(199)}y`, 'x'.repeat(201), `y${'x'.repeat(199)}`);
 const id = fc.oneof(
   fc.constantFrom<string | number>('7', 7, '7.0', 7.5, '7.5', 0, -0, '0', '-0', 1e21, '1e+21', '', '2/3'),
+  long,
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   text,
@@ -45,7 +48,7 @@ const parts: fc.Arbitrary<RequestKeyParts> = fc.record(
     session: fc.oneof(fc.constant(null), fc.constantFrom('1', '12', 's'), text),
     id,
     method: fc.oneof(fc.constantFrom('tools/call', 'prompts/get'), text),
-    tool: fc.oneof(fc.constantFrom('send', 'refund'), text),
+    tool: fc.oneof(fc.constantFrom('send', 'refund'), text, long),
   },
   { requiredKeys: ['actor', 'session', 'id'] },
 );

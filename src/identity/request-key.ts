@@ -1,10 +1,15 @@
+import { boundedText } from './client-text.js';
+
 /**
- * Keys for request receipts (docs/lifecycle.md, step 2).
+ * Keys for request receipts (docs/lifecycle.md, step 2), which the journal
+ * records as each event's request.
  *
  * The parts are encoded as a JSON array of strings. JSON string escaping is
  * injective and the array brackets and commas cannot occur unescaped inside a
  * string, so no choice of actor, session or id can make two different requests
  * render the same key (session `1` + id `"2/3"` vs session `12` + id `"3"`).
+ * What the client chose (the id; method and tool where they are part of it) is
+ * bounded (boundedText): a long id is keyed by its digest, as distinct as the id.
  */
 export type RequestId = string | number;
 
@@ -27,8 +32,8 @@ export function requestKey(parts: RequestKeyParts): string {
   const base = [
     parts.actor,
     parts.session === null ? '\u0000no-session' : `s:${parts.session}`,
-    renderRequestId(parts.id),
+    boundedText(renderRequestId(parts.id)),
   ];
-  if (parts.session === null) base.push(parts.method ?? '', parts.tool ?? '');
+  if (parts.session === null) base.push(boundedText(parts.method ?? ''), boundedText(parts.tool ?? ''));
   return JSON.stringify(base);
 }

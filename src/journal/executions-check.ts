@@ -160,7 +160,8 @@ function apply(
     known.seq = seq;
     known.changedAt = at;
   }
-  if (kind === 'authorized' || kind === 'denied') {
+  // A denial by the channel's own check before sending (`refused`) is no approver's decision.
+  if (kind === 'authorized' || (kind === 'denied' && detail.refused === undefined)) {
     const by = typeof detail.by === 'string' ? detail.by : undefined;
     const decision = kind === 'authorized' ? 'approved' : detail.via === 'expiry' ? 'expired' : 'denied';
     known.decision = { decision, by, seq };

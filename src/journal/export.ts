@@ -1,15 +1,18 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import canonicalize from 'canonicalize';
+import { JOURNAL_STREAMS, type JournalStream } from './events.js';
 import type { StoredExecutionRow } from './executions-check.js';
 import type { SignedHead } from './signing.js';
 import type { StoredJournalRow } from './verify-report.js';
 
 /**
- * JSONL export: the signed heads first (if any), then one journal entry per
- * line. Field names follow the stored columns.
+ * JSONL export: what it holds first (its streams, and whether the executions
+ * table follows), the signed heads (if any), then one journal entry per line.
+ * Field names follow the stored columns.
  */
 export type ExportLine =
+  | { type: 'export'; streams: JournalStream[]; executions: boolean }
   | ({ type: 'entry'; stream: 'activity' | 'sessions' } & Omit<StoredJournalRow, 'detailText'> & {
         detail: unknown;
       })
@@ -21,6 +24,36 @@ export type ExportLine =
 export function entryLine(stream: 'activity' | 'sessions', row: StoredJournalRow): string {
   const { detailText, ...rest } = row;
   return JSON.stringify({ type: 'entry', stream, ...rest, detail: JSON.parse(detailText) });
+}
+
+/** The first line: which journals the export holds, so that verify judges it on those only. */
+export function exportHeaderLine(streams: readonly JournalStream[], executions: boolean): string {
+  return JSON.stringify({ type: 'export', streams, executions });
+}
+
+/**
+ * What an export holds: as its first line says, or — an export written before it said — the
+ * journals it has heads or entries of, and the executions table if its marker is there (an
+ * export of every stream). Read from the file as it is: a line removed or changed shows as
+ * something verify says it did not check, never as something it checked and passed.
+ */
+export async function readExportCoverage(
+  path: string,
+): Promise<{ streams: JournalStream[]; executions: boolean }> {
+  const seen = new Set<JournalStream>();
+  let executions = false;
+  for await (const { number, line } of lines(path)) {
+    if (number === 1 && line.type === 'export')
+      return {
+        streams: JOURNAL_STREAMS.filter((s) => line.streams.includes(s)),
+        executions: line.executions,
+      };
+    if (line.type === 'signed_head' || line.type === 'entry') seen.add(line.stream);
+    if (line.type === 'executions') executions = true;
+  }
+  // Nothing in it at all: judged as before exports said what they hold, on every stream.
+  const all = executions || seen.size === 0;
+  return { streams: all ? [...JOURNAL_STREAMS] : JOURNAL_STREAMS.filter((s) => seen.has(s)), executions };
 }
 
 export function signedHeadLine(head: SignedHead): string {
@@ -68,6 +101,7 @@ export async function readExport(
 ): Promise<{ heads: SignedHead[]; rows: AsyncIterable<StoredJournalRow> }> {
   const heads: SignedHead[] = [];
   for await (const { line } of lines(path)) {
+    if (line.type === 'export') continue;
     if (line.type !== 'signed_head') break;
     const { type: _type, ...head } = line;
     heads.push(head);

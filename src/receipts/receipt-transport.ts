@@ -5,6 +5,7 @@ import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextp
 import { IDEM_CODES, InvalidInputError } from '../errors.js';
 import { idemAnswer } from '../executions/answers.js';
 import { type CallerInfo, tokenRefOf } from '../identity/actor.js';
+import { boundedText } from '../identity/client-text.js';
 import type { Fingerprinter } from '../identity/fingerprint.js';
 import { renderRequestId, requestKey } from '../identity/request-key.js';
 import type { ActivityEventInput } from '../journal/events.js';
@@ -147,10 +148,11 @@ export class ReceiptTransport extends WrappedTransport {
       }
       if (id !== undefined) {
         const pending = this.#pending.get(renderRequestId(id));
-        // Settle before sending: if the first socket is gone, the resend still gets this reply.
+        // Settle before sending: if the first socket is gone, the resend still gets this reply. Kept
+        // without its id (a resend is answered under its own), which may be as large as the body.
         if (pending) {
           this.#pending.delete(renderRequestId(id));
-          pending.settle(message);
+          pending.settle({ ...message, id: 0 } as JSONRPCMessage);
         }
       }
     }
@@ -182,9 +184,10 @@ export class ReceiptTransport extends WrappedTransport {
       if (typeof info?.name === 'string') this.#clientName = info.name;
       this.#initialize = {
         id: message.id,
+        // The sessions journal keeps it for good: bounded, as everything a client names is.
         client:
           info && typeof info.name === 'string'
-            ? { name: info.name, version: String(info.version ?? '') }
+            ? { name: boundedText(info.name), version: boundedText(String(info.version ?? '')) }
             : null,
         ...(extra?.authInfo ? { authInfo: extra.authInfo } : {}),
       };
@@ -297,8 +300,9 @@ export class ReceiptTransport extends WrappedTransport {
       if (error instanceof InvalidInputError) return { kind: 'forward', registered: false };
       throw error;
     }
+    // The tool is named by the request and not yet looked up: bounded, as the key bounds the id.
     const event = (kind: ActivityEventInput['kind']) =>
-      this.#options.onEvent?.({ kind, actor, tool: tool || null, requestRef: key });
+      this.#options.onEvent?.({ kind, actor, tool: tool ? boundedText(tool) : null, requestRef: key });
     const answer = (reply: Promise<JSONRPCMessage | null>, sameIdRunning = false): Decision => ({
       kind: 'answer',
       reply: reply.then((r) => (r ? ({ ...r, id: message.id } as JSONRPCMessage) : null)),

@@ -24,6 +24,7 @@ export const FIXTURE_PROGRAMS = [
   'test/gateway/fixtures/echo-server.ts',
   'test/gateway/fixtures/env-server.ts',
   'test/gateway/fixtures/keeping-task-server.ts',
+  'test/gateway/fixtures/leaky-server.ts',
   'test/gateway/fixtures/noisy-server.ts',
   'test/gateway/fixtures/plain-tools-server.ts',
   'test/gateway/fixtures/schema-id-server.ts',

@@ -57,6 +57,8 @@ const EXCERPT_CHARS = 500;
  */
 export class HttpChannel implements ActionChannel {
   readonly kind = 'http';
+  /** Where a URL leads is judged as it is sent (the host resolved then): a refusal is a denial. */
+  readonly checksBeforeSending = true;
   readonly target: string;
   readonly credential: string | null;
   readonly method: string;
@@ -129,7 +131,7 @@ export class HttpChannel implements ActionChannel {
     );
     timer.unref();
     try {
-      return await this.#exchange(url, headers, body, credentialHeader, deadline.signal, ctx.signal);
+      return await this.#exchange(url, headers, body, credentialHeader, deadline.signal, ctx);
     } finally {
       clearTimeout(timer);
     }
@@ -142,7 +144,7 @@ export class HttpChannel implements ActionChannel {
     payload: string | undefined,
     credentialHeader: { name: string; value: string } | undefined,
     timeout: AbortSignal,
-    cancelled: AbortSignal | undefined,
+    { signal: cancelled, sending }: ActionDispatch,
   ): Promise<ToolResult> {
     const spec = this.#spec;
     const signal = cancelled ? AbortSignal.any([timeout, cancelled]) : timeout;
@@ -156,6 +158,7 @@ export class HttpChannel implements ActionChannel {
       // Cancelled (or out of time) while resolving: nothing has left yet, which a later retry may rely on.
       if (hop === 0 && signal.aborted)
         throw new NotDispatchedError('The call ended before the request was sent.');
+      if (hop === 0) await sending?.();
       const response = await this.#send(url, pinned, method, headers, body, signal, timeout, hop);
       const location = response.headers.location;
       if (response.statusCode >= 300 && response.statusCode < 400 && typeof location === 'string') {

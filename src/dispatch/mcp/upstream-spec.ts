@@ -5,6 +5,7 @@ import type {
   JSONRPCResultResponse,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { KnownSecrets } from '../../identity/redaction.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
 import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
@@ -114,4 +115,10 @@ export interface UpstreamOptions {
    * Undefined (none to hand): the connection spawns its own. Restarts always spawn their own.
    */
   spare?: () => StdioUpstreamTransport | undefined;
+  /**
+   * The secrets Idem holds (credentials, known from start): scrubbed from every message the
+   * upstream sends before anything (client, store, log) sees it, and from its stderr, which is
+   * then relayed line by line instead of inherited.
+   */
+  secrets?: KnownSecrets;
 }

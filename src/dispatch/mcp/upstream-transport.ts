@@ -1,8 +1,10 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { KnownSecrets } from '../../identity/redaction.js';
 import { withRelatedStreams } from '../../protocol/related-streams.js';
 import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
+import { scrubbedLines } from './stderr-relay.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 import type { UpstreamOptions, UpstreamSpec } from './upstream-spec.js';
@@ -17,6 +19,7 @@ export function createUpstreamTransport(
   stderr: UpstreamOptions['stderr'],
   httpOf: (id: RequestId) => PerRequestHttp | undefined,
   onSkippedLine: (skipped: SkippedLine) => void,
+  secrets?: KnownSecrets,
 ): Transport {
   if ('url' in spec) {
     return new StreamableHTTPClientTransport(new URL(spec.url), {
@@ -24,17 +27,23 @@ export function createUpstreamTransport(
       fetch: withRelatedStreams(withStandardHeaders((id) => httpOf(id as RequestId))),
     });
   }
-  return new StdioUpstreamTransport(
+  // With secrets to keep out of the operator's log, stderr is relayed scrubbed instead of inherited.
+  const relay = (stderr ?? 'inherit') === 'inherit' && secrets !== undefined && secrets.values().length > 0;
+  const transport = new StdioUpstreamTransport(
     {
       command: spec.command,
       args: spec.args ?? [],
       // Exactly this environment: the SDK adds only its safe few (HOME, PATH, …) underneath.
       ...(spec.env ? { env: spec.env } : {}),
       ...(spec.cwd ? { cwd: spec.cwd } : {}),
-      stderr: stderr ?? 'inherit',
+      stderr: relay ? 'pipe' : (stderr ?? 'inherit'),
     },
     onSkippedLine,
   );
+  // Written, not piped: a pipe per upstream process would add listeners to the one process.stderr.
+  if (relay)
+    transport.stderr?.pipe(scrubbedLines(secrets)).on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  return transport;
 }
 
 /**
@@ -44,12 +53,14 @@ export function createUpstreamTransport(
 export function heldStdioTransport(
   spec: Extract<UpstreamSpec, { command: string }>,
   stderr: UpstreamOptions['stderr'],
+  secrets?: KnownSecrets,
 ): StdioUpstreamTransport {
   const transport = createUpstreamTransport(
     spec,
     stderr,
     () => undefined,
     () => {},
+    secrets,
   ) as StdioUpstreamTransport;
   transport.hold();
   return transport;

@@ -50,8 +50,8 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare'>> &
-    Pick<UpstreamOptions, 'stderr' | 'spare'>;
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>> &
+    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -83,6 +83,7 @@ export class UpstreamConnection {
       stderr: options.stderr,
       prefer: options.prefer ?? 'legacy',
       spare: options.spare,
+      secrets: options.secrets,
     };
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
@@ -251,6 +252,7 @@ export class UpstreamConnection {
         this.#options.stderr,
         (id) => this.#pending.httpOf(id),
         (skipped) => this.#skipped(skipped),
+        this.#options.secrets,
       );
     this.#transport = transport;
     transport.onmessage = (message) => this.#receive(transport, message);
@@ -302,8 +304,10 @@ export class UpstreamConnection {
     }
   }
 
-  #receive(transport: Transport, message: JSONRPCMessage): void {
+  #receive(transport: Transport, received: JSONRPCMessage): void {
     if (transport !== this.#transport) return;
+    // Scrubbed here, once, for every path on: replies, errors, progress, logs, requests to the client.
+    const message = this.#options.secrets?.redact(received) ?? received;
     if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);

@@ -1,4 +1,11 @@
-import { createRemoteJWKSet, decodeJwt, type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
+import {
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  type JWTPayload,
+  errors as joseErrors,
+  jwtVerify,
+} from 'jose';
 import { discoverJwksUri } from './issuer-metadata.js';
 import { grantedScopes } from './scopes.js';
 
@@ -45,6 +52,16 @@ type RemoteKeys = ReturnType<typeof createRemoteJWKSet>;
 /** After the issuer's metadata could not be read, this long before it is asked again. */
 const DISCOVERY_RETRY_MS = 5_000;
 
+/** Key ids remembered per issuer (a withdrawn one is told from a new one by them); the oldest go first. */
+const MAX_SEEN_KEY_IDS = 256;
+
+/** What the key sets fetched from one issuer have named: the last set's key ids, and every one seen. */
+interface SeenKeys {
+  set: ReturnType<RemoteKeys['jwks']>;
+  current: Set<string>;
+  seen: Set<string>;
+}
+
 /**
  * Checks OAuth 2.1 access tokens (signed JWTs, RFC 9068) with `jose`: a
  * trusted issuer, one of the accepted algorithms (never `none`, never HMAC), a
@@ -56,6 +73,7 @@ export class TokenVerifier {
   readonly #options: TokenVerifierOptions;
   readonly #issuers: Map<string, TrustedIssuer>;
   readonly #keys = new Map<string, { keys: Promise<RemoteKeys>; failedAt?: number }>();
+  readonly #seenKeys = new Map<string, SeenKeys>();
   readonly #clock: () => number;
 
   constructor(options: TokenVerifierOptions) {
@@ -115,8 +133,11 @@ export class TokenVerifier {
         requiredClaims: ['exp', this.#options.actorClaim],
       }));
     } catch (error) {
-      if (error instanceof joseErrors.JWKSNoMatchingKey && coolingDown) return this.#notYetFetchable();
+      if (error instanceof joseErrors.JWKSNoMatchingKey && coolingDown)
+        return this.#withdrawn(issuer.issuer, keys, token) ? withdrawnKey() : this.#notYetFetchable();
       return refusalOf(error);
+    } finally {
+      this.#seen(issuer.issuer, keys);
     }
     const named = payload[this.#options.actorClaim];
     if (typeof named !== 'string' || named === '') {
@@ -153,6 +174,48 @@ export class TokenVerifier {
     };
   }
 
+  /**
+   * Whether the token names a key the issuer withdrew: one a key set fetched from it named, and
+   * the last one fetched does not. Unlike a key id never seen (which may be a key published since,
+   * not yet fetchable), that token can never be accepted again: it is invalid now, so that its
+   * client fetches a new token at once instead of waiting out the cooldown.
+   */
+  #withdrawn(issuer: string, keys: RemoteKeys, token: string): boolean {
+    let kid: unknown;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      return false;
+    }
+    const known = this.#seen(issuer, keys);
+    return typeof kid === 'string' && known.seen.has(kid) && !known.current.has(kid);
+  }
+
+  /** The key ids the issuer's key sets named, updated when jose holds a newly fetched set. */
+  #seen(issuer: string, keys: RemoteKeys): SeenKeys {
+    let known = this.#seenKeys.get(issuer);
+    if (!known) {
+      known = { set: undefined, current: new Set(), seen: new Set() };
+      this.#seenKeys.set(issuer, known);
+    }
+    const set = keys.jwks();
+    if (set === known.set) return known;
+    known.set = set;
+    known.current = new Set(
+      (set?.keys ?? []).flatMap((key) => (typeof key.kid === 'string' ? [key.kid] : [])),
+    );
+    for (const kid of known.current) {
+      // Seen again: moved to the newest end, so that trimming drops what was withdrawn longest ago.
+      known.seen.delete(kid);
+      known.seen.add(kid);
+    }
+    for (const kid of known.seen) {
+      if (known.seen.size <= MAX_SEEN_KEY_IDS) break;
+      if (!known.current.has(kid)) known.seen.delete(kid);
+    }
+    return known;
+  }
+
   /** The issuer's key set; a failed discovery is retried after a pause, not on every request. */
   #keysOf(issuer: TrustedIssuer): Promise<RemoteKeys> {
     const known = this.#keys.get(issuer.issuer);
@@ -174,6 +237,10 @@ export class TokenVerifier {
     this.#keys.set(issuer.issuer, entry);
     return entry.keys;
   }
+}
+
+function withdrawnKey(): Verification {
+  return { problem: 'invalid', message: 'the token is signed by a key its issuer no longer publishes' };
 }
 
 /** Problems of the token itself are a 401; a key set that cannot be fetched is the gateway's (503). */
