@@ -5,9 +5,11 @@ import type { GatewayConfig } from '../config.js';
 import { InputValidators } from '../input-validators.js';
 import type { BusinessKeySuggestion } from './contracts.js';
 import { HTTP_METHOD_NAMES } from './document.js';
+import { LimitExceeded, limitsOf } from './limits.js';
 import { loadOpenApi } from './load.js';
 import { toolNameOf } from './names.js';
-import { mapOperation, type SkippedOperation } from './operations.js';
+import { type MappedOperation, mapOperation, type SkippedOperation } from './operations.js';
+import { SchemaBudget } from './schema.js';
 import { operationSelector } from './select.js';
 import { serverText } from './servers.js';
 
@@ -57,7 +59,9 @@ export async function importHttpTools(
   for (const [index, entry] of entries.entries()) {
     const where = `http_tools_from[${index}]`;
     const started = performance.now();
-    const document = await loadOpenApi(entry.openapi, where);
+    const limits = limitsOf(entry.limits);
+    const document = await loadOpenApi(entry.openapi, where, limits);
+    const schemas = new SchemaBudget(limits);
     const selector = operationSelector(entry.include);
     const result: OpenApiImport = {
       where,
@@ -78,7 +82,13 @@ export async function importHttpTools(
           tags: operation.tags ?? [],
         };
         if (!selector.selects(selectable)) continue;
-        const mapped = mapOperation(method, path, item, operation, { document, entry });
+        schemas.nextOperation();
+        const mapped = mappedWithin(
+          `${where}: ${entry.openapi}`,
+          selectable,
+          `${method.toUpperCase()} ${path}`,
+          () => mapOperation(method, path, item, operation, { document, entry, schemas }),
+        );
         if (mapped.kind === 'skipped') {
           result.skipped.push(mapped);
           continue;
@@ -152,6 +162,34 @@ export async function importHttpTools(
     config: { ...rest, http_tools: httpTools, tools: contracts },
     imports,
   };
+}
+
+/**
+ * An operation mapped; skipped when its own input schema goes past its bound, and the document
+ * refused when the schemas of all its operations together do, or one nests too deep (schema.ts).
+ */
+function mappedWithin(
+  document: string,
+  operation: { operationId?: string; toolName: string; tags: string[] },
+  label: string,
+  map: () => MappedOperation | SkippedOperation,
+): MappedOperation | SkippedOperation {
+  try {
+    return map();
+  } catch (error) {
+    if (!(error instanceof LimitExceeded)) throw error;
+    if (error.limit !== 'inputSchema')
+      throw new ConfigError(`${document} is refused: ${error.message}, at ${label}`);
+    const { operationId, toolName, tags } = operation;
+    return {
+      kind: 'skipped',
+      name: toolName,
+      label,
+      ...(operationId ? { operationId } : {}),
+      tags,
+      reason: error.message,
+    };
+  }
 }
 
 /** Skipped operations said one per line at start, up to this many; `idem lint` lists all. */
