@@ -182,7 +182,11 @@ export class ExecutionEngine {
             detail: 'An earlier attempt was sent, and the execution record cannot be read right now.',
           });
         }
-        this.#logger.error('store unavailable before dispatch; not executed', { tool: call.tool });
+        // Its message is what an operator must read: a refused store's says why and how to recover.
+        this.#logger.error('store unavailable before dispatch; not executed', {
+          tool: call.tool,
+          error: error.message,
+        });
         return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
           detail: 'The execution record could not be written, so nothing was sent.',
         });
