@@ -152,12 +152,18 @@ export class ExecutionEngine {
   /**
    * Shutting down (docs/reliability.md, "Restarts"): from now on every new call is answered
    * IDEM_NOT_EXECUTED at once — nothing is claimed or sent, and its retry (to another gateway, or
-   * this one restarted) runs it. Resolves once the calls already under way have finished and their
-   * outcomes are recorded (held ones included: late-outcome.ts); the caller bounds the wait.
+   * this one restarted) runs it. Resolves true once the calls already under way have finished and
+   * their outcomes are recorded (held ones included: late-outcome.ts), false if `graceMs` passed
+   * first (what is still under way then is left to become `unknown`).
    */
-  drain(): Promise<void> {
+  async drain(graceMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.#draining = true;
-    return this.#steps.inFlight.idle();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<boolean>((resolve) => {
+      if (Number.isFinite(graceMs)) timer = setTimeout(() => resolve(false), graceMs);
+    });
+    const idle = this.#steps.inFlight.idle().then(() => true);
+    return Promise.race([idle, graceOver]).finally(() => clearTimeout(timer));
   }
 
   /** Calls, unrecorded outcomes and held outcomes under way now (what drain() waits for). */

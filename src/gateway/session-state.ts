@@ -11,6 +11,7 @@ import type {
 } from '../dispatch/mcp/index.js';
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { ExecutionEngine } from '../executions/engine.js';
+import type { InFlight } from '../executions/in-flight.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { renderRequestId } from '../identity/request-key.js';
 import { isErrorResponse, isResponse, isResultResponse } from '../protocol/message-kind.js';
@@ -21,6 +22,8 @@ import type { SubscriptionHub } from './subscription-hub.js';
 
 export interface SessionContext {
   engine: ExecutionEngine;
+  /** Each tools/call until its answer is sent: a gateway shutting down waits for them (shutdown.ts). */
+  calls?: InFlight;
   upstreams: UpstreamSpec[];
   newCatalog(): ToolCatalog;
   statusTool: string;
