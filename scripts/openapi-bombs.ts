@@ -1,11 +1,12 @@
 /**
- * npx tsx scripts/openapi-bombs.ts [--timeout 60] [--only NAME]
+ * npx tsx scripts/openapi-bombs.ts [--timeout 60] [--only NAME] [--cli dist/cli/main.js]
  *
  * Issue 44 item 2 at full size: `idem gateway` (its own process, the built CLI) started on a
  * config whose `http_tools_from` names each hostile document of test/support/openapi-bombs.ts
  * (and one served endlessly by URL). For each: whether it started or refused, how long it took
  * to either (or that it was still loading at the timeout, then killed), its peak RSS, and the
- * first line of its refusal (or of what it served and skipped). Exits 1 if any attack was not refused within 1 s.
+ * first line of its refusal (or of what it served and skipped). `--cli` runs another build (e.g.
+ * one of main's, to compare). Exits 1 if any attack was not refused within 1 s.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,10 +25,10 @@ import { freshDir } from '../test/support/temp-dirs.js';
 import { sleep } from '../test/support/wait.js';
 
 const { values } = parseArgs({
-  options: { timeout: { type: 'string', default: '60' }, only: { type: 'string' } },
+  options: { timeout: { type: 'string', default: '60' }, only: { type: 'string' }, cli: { type: 'string' } },
 });
 const timeoutMs = Number(values.timeout) * 1000;
-const cli = builtCli();
+const cli = values.cli ?? builtCli();
 const dir = freshDir('openapi-bombs');
 
 interface Trial {

@@ -27,8 +27,6 @@ export async function expireLease(
   record: ExecutionRecord,
   events: ActivityEventInput[],
 ): Promise<Next> {
-  // Its outcome is held here (the store was down when it came): written now, the call hears it.
-  if (await ctx.lateOutcomes.writeNow(record.id)) return { step: 'retry' };
   const expired = await expire(ctx, record, events);
   return expired ? { step: 'recover', record: expired, events: [] } : { step: 'retry' };
 }
@@ -40,7 +38,6 @@ export async function recover(
   call: ToolCall,
   events: ActivityEventInput[],
 ): Promise<Next> {
-  if (await ctx.lateOutcomes.writeNow(record.id)) return { step: 'retry' };
   await journal(ctx, events);
   const probed = await probe(ctx, record, call.contract);
   if (probed) return { step: 'answer', record: probed };
