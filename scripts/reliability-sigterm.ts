@@ -69,6 +69,7 @@ const count = (client: Client, key: string, hold?: string) =>
   }) as Promise<CallToolResult>;
 
 let previous: { keys: string[]; hold: string } | undefined;
+const allKeys: string[] = [];
 const started = Date.now();
 try {
   for (let round = 0; round < rounds; round++) {
@@ -135,12 +136,14 @@ try {
       else if (record && ['unknown', 'dispatched'].includes(record.state)) tally.unknown++;
     }
     await store.close();
-    for (const key of [...keys, late]) if (executionsOf(counts, key) > 1) tally.duplicated++;
+    allKeys.push(...keys, late);
     previous = { keys, hold };
     process.stderr.write(
       `round ${round + 1}/${rounds}: exit ${code}, ${(tally.wallMs.at(-1) ?? 0).toFixed(0)} ms from SIGTERM to exit\n`,
     );
   }
+  // Counted at the end: the retries of the last rounds ran after each round's own count.
+  tally.duplicated = allKeys.filter((key) => executionsOf(counts, key) > 1).length;
 } finally {
   removeTemporaries();
 }

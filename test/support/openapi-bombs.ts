@@ -6,7 +6,9 @@
 
 /**
  * A valid OpenAPI 3.1 document around `components` and `extra` (top-level `x-` members), with
- * `operations` operations whose body refers to `bodyRef` (`createThing`, `createThing1`, …).
+ * `operations` operations whose body refers to `bodyRef` (`createThing`, `createThing1`, …); with
+ * more than one, each has a query parameter of its own, so no two input schemas are the same (the
+ * gateway compiles a schema it has seen once).
  */
 function documentWith(
   bodyRef: string | undefined,
@@ -19,6 +21,9 @@ function documentWith(
     paths[i === 0 ? '/things' : `/things${i}`] = {
       post: {
         operationId: i === 0 ? 'createThing' : `createThing${i}`,
+        ...(operations > 1
+          ? { parameters: [{ name: `q${i}`, in: 'query', schema: { type: 'string' } }] }
+          : {}),
         ...(bodyRef
           ? {
               requestBody: {

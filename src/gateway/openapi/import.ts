@@ -71,6 +71,9 @@ export async function importHttpTools(
       skipped: [],
       ms: 0,
     };
+    // Every operation mapped first — its schemas copied and counted (schema.ts) — so that a
+    // document past its bounds is refused before any schema is compiled, where the time goes.
+    const operations: Array<MappedOperation | SkippedOperation> = [];
     for (const [path, item] of Object.entries(document.paths ?? {})) {
       for (const method of HTTP_METHOD_NAMES) {
         const operation = item[method];
@@ -83,60 +86,61 @@ export async function importHttpTools(
         };
         if (!selector.selects(selectable)) continue;
         schemas.nextOperation();
-        const mapped = mappedWithin(
-          `${where}: ${entry.openapi}`,
-          selectable,
-          `${method.toUpperCase()} ${path}`,
-          () => mapOperation(method, path, item, operation, { document, entry, schemas }),
+        operations.push(
+          mappedWithin(`${where}: ${entry.openapi}`, selectable, `${method.toUpperCase()} ${path}`, () =>
+            mapOperation(method, path, item, operation, { document, entry, schemas }),
+          ),
         );
-        if (mapped.kind === 'skipped') {
-          result.skipped.push(mapped);
-          continue;
-        }
-        const skip = (reason: string) => result.skipped.push({ ...mapped, kind: 'skipped', reason });
-        const taken = takenBy.get(mapped.name);
-        if (taken) {
-          skip(
-            `its tool name ${mapped.name} is taken by ${taken}${taken.startsWith('http_tools.') ? ' (declared by hand: that one is served)' : ''}`,
-          );
-          continue;
-        }
-        if (mapped.name === config.status_tool) {
-          skip(`its tool name ${mapped.name} is the status tool's`);
-          continue;
-        }
-        const declared = contracts[mapped.name];
-        if (declared?.status_probe)
-          throw new ConfigError(
-            `tools.${mapped.name}.status_probe: ${mapped.name} is an HTTP tool imported from ${entry.openapi}; a status probe is for upstream tools`,
-          );
-        const { status_probe: _, ...ownContract } = declared ?? { replay: mapped.suggestion.replay };
-        const contract: NonNullable<HttpToolSpec['contract']> = declared
-          ? ownContract
-          : { replay: mapped.suggestion.replay };
-        const parsed = HttpToolSpecSchema.safeParse({ ...mapped.spec, contract });
-        if (!parsed.success) {
-          skip(`it does not make a valid HTTP tool: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-          continue;
-        }
-        if (!validators.for({ ...parsed.data.input_schema, type: 'object' })) {
-          skip('its parameters and body do not make a JSON Schema the gateway can check arguments against');
-          continue;
-        }
-        if (declared) delete contracts[mapped.name];
-        httpTools[mapped.name] = parsed.data;
-        takenBy.set(mapped.name, `${mapped.label} of ${entry.openapi}`);
-        result.tools.push({
-          name: mapped.name,
-          label: mapped.label,
-          ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
-          replay: contract.replay ?? 'review',
-          why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
-          confirmed: declared !== undefined,
-          businessKey: mapped.businessKey,
-          notes: mapped.notes,
-        });
       }
+    }
+    for (const mapped of operations) {
+      if (mapped.kind === 'skipped') {
+        result.skipped.push(mapped);
+        continue;
+      }
+      const skip = (reason: string) => result.skipped.push({ ...mapped, kind: 'skipped', reason });
+      const taken = takenBy.get(mapped.name);
+      if (taken) {
+        skip(
+          `its tool name ${mapped.name} is taken by ${taken}${taken.startsWith('http_tools.') ? ' (declared by hand: that one is served)' : ''}`,
+        );
+        continue;
+      }
+      if (mapped.name === config.status_tool) {
+        skip(`its tool name ${mapped.name} is the status tool's`);
+        continue;
+      }
+      const declared = contracts[mapped.name];
+      if (declared?.status_probe)
+        throw new ConfigError(
+          `tools.${mapped.name}.status_probe: ${mapped.name} is an HTTP tool imported from ${entry.openapi}; a status probe is for upstream tools`,
+        );
+      const { status_probe: _, ...ownContract } = declared ?? { replay: mapped.suggestion.replay };
+      const contract: NonNullable<HttpToolSpec['contract']> = declared
+        ? ownContract
+        : { replay: mapped.suggestion.replay };
+      const parsed = HttpToolSpecSchema.safeParse({ ...mapped.spec, contract });
+      if (!parsed.success) {
+        skip(`it does not make a valid HTTP tool: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+        continue;
+      }
+      if (!validators.for({ ...parsed.data.input_schema, type: 'object' })) {
+        skip('its parameters and body do not make a JSON Schema the gateway can check arguments against');
+        continue;
+      }
+      if (declared) delete contracts[mapped.name];
+      httpTools[mapped.name] = parsed.data;
+      takenBy.set(mapped.name, `${mapped.label} of ${entry.openapi}`);
+      result.tools.push({
+        name: mapped.name,
+        label: mapped.label,
+        ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
+        replay: contract.replay ?? 'review',
+        why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
+        confirmed: declared !== undefined,
+        businessKey: mapped.businessKey,
+        notes: mapped.notes,
+      });
     }
     const unused = selector.unused();
     if (unused.length > 0)
