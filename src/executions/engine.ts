@@ -146,7 +146,7 @@ export class ExecutionEngine {
   /** Runs one tool call under its contract and returns what the caller should see. */
   execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     if (this.#draining) return Promise.resolve(shuttingDown());
-    return this.#steps.inFlight.track(this.#run(call, dispatch));
+    return this.#steps.inFlight.track(this.#run(call, dispatch), call);
   }
 
   /**

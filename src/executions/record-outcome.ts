@@ -26,6 +26,7 @@ export async function recordOutcome(
       sent.work
         .then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false))
         .catch(() => {}),
+      call,
     );
     return { step: 'answer', record };
   }
@@ -35,6 +36,7 @@ export async function recordOutcome(
       sent.work
         .then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false))
         .catch(() => {}),
+      call,
     );
     const unknown = await ctx.store
       .transition({
