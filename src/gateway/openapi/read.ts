@@ -50,12 +50,14 @@ export class BoundedFiles {
       if (response.status >= 300 && response.status < 400)
         throw new Error(`HTTP ${response.status}: redirects are not followed`);
       if (!response.ok) throw new Error(`HTTP ERROR ${response.status}`);
+      // A length said up front past the bound is refused before a byte is read; the bytes are
+      // counted as they come all the same (a length may be absent, or wrong).
       const declared = Number(response.headers.get('content-length'));
       if (Number.isFinite(declared) && declared > 0) this.#take(declared, file.url, false);
       const chunks: Buffer[] = [];
       if (response.body)
         for await (const chunk of response.body) {
-          if (!Number.isFinite(declared) || declared <= 0) this.#take(chunk.length, file.url);
+          this.#take(chunk.length, file.url);
           chunks.push(Buffer.from(chunk));
         }
       return Buffer.concat(chunks);
