@@ -177,7 +177,11 @@ console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content.at(-1).te
     );
     const ran = await runInProject(process.execPath, ['library.mjs', join(work, 'library.db')]);
     expect(ran.stderr).toBe('');
-    expect(JSON.parse(ran.stdout)).toEqual({ runs: 1, texts: ['charged', 'charged'], replayed: [false, true] });
+    expect(JSON.parse(ran.stdout)).toEqual({
+      runs: 1,
+      texts: ['charged', 'charged'],
+      replayed: [false, true],
+    });
   });
 
   it('without pg, a PostgreSQL store is refused in one line naming it, by the library and the CLI', async () => {
