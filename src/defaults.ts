@@ -32,3 +32,13 @@ export const CONTRACT_DEFAULTS = Object.freeze({
 
 /** How long the store has to answer a probe's read (`/readyz`, a metrics scrape) before it counts as unreachable. */
 export const STORE_ANSWER_MS = 2_000;
+
+/**
+ * How long a gateway (or a library server that calls `drain()`) waits on SIGTERM/SIGINT for the
+ * calls under way to finish and be recorded before it exits (`shutdown_grace`): what outlives it
+ * is left to become `unknown`. 25 s covers a normal tool call (seconds; an HTTP action tool's own
+ * default timeout is 30 s, most answer in a few) and ends inside Kubernetes' default 30 s
+ * before SIGKILL, with time left to close upstreams and the store. Under a supervisor that waits
+ * less (`docker stop`: 10 s), set it below that supervisor's timeout.
+ */
+export const DEFAULT_SHUTDOWN_GRACE = '25s';

@@ -211,6 +211,13 @@ export const STORE_REFUSAL_REASONS = [
    */
   'sync_failed',
   /**
+   * While the store was open, its file was deleted, another file was put in its place, it was
+   * truncated, or its header was overwritten: what this process wrote may be gone, so a retry of
+   * an action it recorded could run again. Every call fails closed (and readiness is down) until
+   * an operator puts the file back and restarts; checked before every write and once a second.
+   */
+  'replaced',
+  /**
    * At start: the store is empty or missing (a SQLite file gone or 0 bytes, a journal empty) while
    * the data directory's signed journal heads (`journal-head.json`) say executions were recorded
    * there (DESIGN §9); starting on it would run their retries again. Restore the backup, or

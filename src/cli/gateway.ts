@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
+import { durationMs } from '../contracts/duration.js';
 import { ConfigError } from '../errors.js';
 import { type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
@@ -17,6 +18,7 @@ import {
 import { verifyFromFlags } from './audit.js';
 import { withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
+import { stopGracefully } from './gateway-shutdown.js';
 import { commandUpstreamName, urlUpstreamName } from './upstream-name.js';
 
 interface GatewayFlags {
@@ -105,8 +107,13 @@ export function registerGatewayCommand(program: Command, version: string): void 
         await gateway.close().catch(() => {});
         process.exit(code);
       };
-      process.once('SIGINT', () => void stop(0));
-      process.once('SIGTERM', () => void stop(0));
+      const { shutdown } = stopGracefully({
+        drain: (graceMs) => gateway.drain(graceMs),
+        stop: (code) => stop(code),
+        graceMs: durationMs(config.shutdown_grace, 'shutdown_grace'),
+        log,
+        announce,
+      });
       if (config.listen?.http) {
         const http = await gateway.serveHttp().catch(async (error: unknown) => {
           // Refused (or could not listen): the store goes closed, not half-open.
@@ -117,9 +124,15 @@ export function registerGatewayCommand(program: Command, version: string): void 
       }
       closeOperatorListeners = await serveOperatorListeners(gateway, config, flags, announce);
       if (config.listen?.stdio ?? !config.listen?.http) {
-        const session = await gateway.serveStdio();
-        // stdio serves one client: when it goes, so does the gateway.
-        process.stdin.once('end', () => void session.close().then(() => stop(0)));
+        await gateway.serveStdio();
+        // stdio serves one client: when it goes (stdin ends, or stdout is closed), so does the
+        // gateway — after the calls under way are finished and recorded, as on SIGTERM.
+        process.stdin.once('end', () => shutdown('the client closed stdin'));
+        process.stdout.removeAllListeners('error');
+        process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'EPIPE') throw error;
+          shutdown('the client closed stdout');
+        });
       }
     });
 }

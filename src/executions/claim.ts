@@ -88,6 +88,11 @@ export async function claim(
   }
   plan.seen.record = claimed.record;
   if (!claimed.record) return { next: { step: 'retry' } };
+  // Its outcome held here, the store having taken no write when it came (late-outcome.ts): written
+  // now, it is what this call hears — not "in flight", nor "unknown" once the lease has lapsed.
+  const { state: heldState, id: held } = claimed.record;
+  if ((heldState === 'dispatched' || heldState === 'unknown') && (await ctx.lateOutcomes.writeNow(held)))
+    return { next: { step: 'retry' } };
   return { next: withHolder(claimed.record, call, identity, plan) };
 }
 

@@ -77,6 +77,8 @@ export async function send(
   let following = false;
   const upstreamTask = async (handle: UpstreamTaskHandle) => {
     following = (await recordUpstreamTask(ctx, call, record.id, token, handle)) || following;
+    // The task is on the record: a closing process need not wait for it (the next one follows it).
+    if (following) ctx.inFlight.leaveToNext(call);
   };
   // A 2025-11-25 client asked for the task itself (params.task): it is answered with one at once.
   const taskAfterMs = call.task?.generation === 'v1' ? 0 : call.contract.taskAfterMs;

@@ -15,6 +15,8 @@ import type { Approver, Caller, CallIdentity, Dispatch, Logger, Rerun, ToolCall 
 import { dispatchReadOnly } from './dispatch.js';
 import { identifiedOrRefused, identify } from './identify.js';
 import { executionIds } from './ids.js';
+import { InFlight } from './in-flight.js';
+import { LateOutcomes } from './late-outcome.js';
 import type { CallObserver } from './observer.js';
 import { resolveExecution } from './operator.js';
 import { RecentCalls } from './recent-calls.js';
@@ -59,6 +61,13 @@ export interface ExecutionEngineOptions {
    */
   taskTtlMs?: number | null;
 }
+
+/** A new call while the process shuts down: nothing was sent, and a retry elsewhere (or after the restart) runs it. */
+const shuttingDown = (): ToolResult =>
+  idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
+    detail:
+      'This server is shutting down and takes no new calls; call again (it restarts, or another instance answers).',
+  });
 
 const silentLogger: Logger = {
   warn: () => {},
@@ -122,6 +131,8 @@ export class ExecutionEngine {
       taskInputs: new Map(),
       closing: { value: false },
       taskChanges: new TaskChanges(),
+      inFlight: new InFlight(),
+      lateOutcomes: new LateOutcomes(this.#logger),
     };
     this.#sequence = { ctx: this.#steps, approvals: this.#approvals, newId: executionIds() };
     this.#observer = options.observer;
@@ -133,7 +144,36 @@ export class ExecutionEngine {
   }
 
   /** Runs one tool call under its contract and returns what the caller should see. */
-  async execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
+  execute(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
+    if (this.#draining) return Promise.resolve(shuttingDown());
+    return this.#steps.inFlight.track(this.#run(call, dispatch), call);
+  }
+
+  /**
+   * Shutting down (docs/reliability.md, "Restarts"): from now on every new call is answered
+   * IDEM_NOT_EXECUTED at once — nothing is claimed or sent, and its retry (to another gateway, or
+   * this one restarted) runs it. Resolves true once the calls already under way have finished and
+   * their outcomes are recorded (held ones included: late-outcome.ts), false if `graceMs` passed
+   * first (what is still under way then is left to become `unknown`).
+   */
+  async drain(graceMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+    this.#draining = true;
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<boolean>((resolve) => {
+      if (Number.isFinite(graceMs)) timer = setTimeout(() => resolve(false), graceMs);
+    });
+    const idle = this.#steps.inFlight.idle().then(() => true);
+    return Promise.race([idle, graceOver]).finally(() => clearTimeout(timer));
+  }
+
+  /** Calls, unrecorded outcomes and held outcomes under way now (what drain() waits for). */
+  get inFlight(): number {
+    return this.#steps.inFlight.count;
+  }
+
+  #draining = false;
+
+  async #run(call: ToolCall, dispatch: Dispatch): Promise<ToolResult> {
     if (call.contract.replay === 'read_only') return this.#execute(call, dispatch);
     // Copied before the handler runs: a handler that changes its arguments does not change the repeat.
     const copy = repeatable(call);
@@ -182,7 +222,11 @@ export class ExecutionEngine {
             detail: 'An earlier attempt was sent, and the execution record cannot be read right now.',
           });
         }
-        this.#logger.error('store unavailable before dispatch; not executed', { tool: call.tool });
+        // Its message is what an operator must read: a refused store's says why and how to recover.
+        this.#logger.error('store unavailable before dispatch; not executed', {
+          tool: call.tool,
+          error: error.message,
+        });
         return idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
           detail: 'The execution record could not be written, so nothing was sent.',
         });
@@ -277,11 +321,14 @@ export class ExecutionEngine {
    */
   stopFollowing(): Promise<void> {
     this.#steps.closing.value = true;
+    // Outcomes still held for the store are given up (logged): what drain() waited for is past.
+    this.#steps.lateOutcomes.stop();
     return this.#resumptions.settled();
   }
 
   /** A deliberate repeat of the finished execution `ref`, as a new execution (see repeat.ts). */
   async repeat(ref: string, caller: Caller, rerun: Rerun): Promise<ToolResult> {
+    if (this.#draining) return shuttingDown();
     const arrival = this.#order.arrive(caller);
     const answer = await repeatExecution(
       { sequence: this.#sequence, recent: this.#recent, identify: (call) => this.identify(call) },

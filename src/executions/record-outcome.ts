@@ -22,12 +22,22 @@ export async function recordOutcome(
   if (sent.first === 'task') {
     // Answered as a task (sequence.ts → tasks.ts): the execution stays dispatched, and its outcome
     // is recorded when it comes; the task's client reads it from the store.
-    sent.work.then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false)).catch(() => {});
+    ctx.inFlight.track(
+      sent.work
+        .then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false))
+        .catch(() => {}),
+      call,
+    );
     return { step: 'answer', record };
   }
   if (sent.first !== 'outcome') {
-    // The outcome is recorded whenever it arrives; nobody waits for it.
-    sent.work.then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false)).catch(() => {});
+    // The outcome is recorded whenever it arrives; nobody waits for it but a closing process.
+    ctx.inFlight.track(
+      sent.work
+        .then((done) => recordDone(ctx, call, record, token, done, sent.secrets, false))
+        .catch(() => {}),
+      call,
+    );
     const unknown = await ctx.store
       .transition({
         id: record.id,
@@ -76,8 +86,8 @@ async function recordDone(
   const denied = done.outcome === 'denied';
   const outcome: StoredOutcome | undefined =
     done.result && !denied ? { result: redactSecrets(done.result, secrets) } : undefined;
-  try {
-    const recorded = await ctx.store.transition({
+  const write = (late: boolean) =>
+    ctx.store.transition({
       id: record.id,
       // Not yet dispatched when the channel itself marks the dispatch (claim.ts), and it refused first.
       from: ['dispatched', 'unknown', 'accepted', 'authorized'],
@@ -96,15 +106,28 @@ async function recordDone(
           : callEvent('outcome', call, record.id, {
               state: done.outcome,
               ...(done.notDispatched ? { reason: done.notDispatched } : {}),
+              ...(late ? { late: true } : {}),
             }),
         ...(delivering ? [callEvent('delivered', call, record.id)] : []),
       ],
     });
+  try {
+    const recorded = await write(false);
     ctx.taskChanges.changed(record.id);
     return recorded;
   } catch (error) {
-    // The caller still gets the truth; the record stays `dispatched` and turns `unknown` when the lease lapses.
-    ctx.logger.error('outcome could not be recorded', { ref: record.id, error: String(error) });
+    // The caller still gets the truth now; the store gets it once it answers (late-outcome.ts).
+    ctx.inFlight.track(
+      ctx.lateOutcomes.hold(
+        record.id,
+        {
+          write: () => write(true),
+          renew: () => ctx.store.renewLease(record.id, token, call.contract.leaseMs),
+          written: () => ctx.taskChanges.changed(record.id),
+        },
+        error,
+      ),
+    );
     return undefined;
   }
 }

@@ -52,6 +52,9 @@ async function actionOf(ctx: StepContext, ref: string): Promise<Record<string, J
 /** A stale dispatch is `unknown` by now; an unknown one is probed, if its tool has a status probe. */
 export async function current(ctx: StepContext, record: ExecutionRecord): Promise<ExecutionRecord> {
   let current = record;
+  // Its outcome held here (late-outcome.ts) is written first: that is what happened.
+  if (['dispatched', 'unknown'].includes(current.state) && (await ctx.lateOutcomes.writeNow(current.id)))
+    current = (await ctx.store.get(current.id)) ?? current;
   if (current.state === 'dispatched' && isStale(current)) current = (await expire(ctx, current)) ?? current;
   if (current.state === 'unknown') current = (await probe(ctx, current)) ?? current;
   return current;

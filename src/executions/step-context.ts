@@ -4,6 +4,8 @@ import type { ActivityEventInput } from '../journal/events.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import type { Logger, ToolCall } from './call.js';
+import type { InFlight } from './in-flight.js';
+import type { LateOutcomes } from './late-outcome.js';
 import type { SessionView } from './session-order.js';
 import type { TaskChanges } from './task-changes.js';
 
@@ -50,6 +52,10 @@ export interface StepContext {
   readonly closing: { value: boolean };
   /** Told of every change this process makes to what a task reads (task-changes.ts): status notifications. */
   readonly taskChanges: TaskChanges;
+  /** What this process has under way for calls with effects: a closing process waits for it (in-flight.ts). */
+  readonly inFlight: InFlight;
+  /** Outcomes held until the store answers (late-outcome.ts). */
+  readonly lateOutcomes: LateOutcomes;
 }
 
 /**

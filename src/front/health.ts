@@ -16,7 +16,16 @@ export interface Readiness {
   ready: boolean;
   store: 'ok' | 'unreachable';
   upstreams: { configured: number; down: number };
+  /** Shutting down: no new calls are taken (set by the front, never by the store or upstreams). */
+  draining?: true;
 }
+
+/** What a front without a readiness of its own says: ready whenever the process answers. */
+export const READY: Readiness = Object.freeze({
+  ready: true,
+  store: 'ok',
+  upstreams: { configured: 0, down: 0 },
+});
 
 /** Answers a probe on its path (true), or leaves the request alone (false). */
 export async function answerProbe(
@@ -31,9 +40,7 @@ export async function answerProbe(
     return true;
   }
   if (pathname !== READINESS_PATH) return false;
-  const state: Readiness = readiness
-    ? await readiness()
-    : { ready: true, store: 'ok', upstreams: { configured: 0, down: 0 } };
+  const state: Readiness = readiness ? await readiness() : READY;
   sendJson(res, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not_ready', ...state });
   return true;
 }

@@ -83,5 +83,11 @@ export interface ServedHttp {
   server: Server;
   /** Closes the sessions idle by now (see idle-sessions.ts) and says how many; a timer calls it too. */
   closeIdleSessions(): number;
+  /**
+   * Shutting down: from now on a POST that carries a request (a call, a new session) is answered
+   * 503 with Retry-After — nothing of it runs — while what serves the calls under way (a response
+   * to the server's request, a notification, a GET stream) still passes; `/readyz` says 503.
+   */
+  stopTaking(): void;
   close(): Promise<void>;
 }

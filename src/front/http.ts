@@ -16,7 +16,7 @@ import { isRequest } from '../protocol/message-kind.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import type { AuthRefusal } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
-import { answerProbe } from './health.js';
+import { answerProbe, READY, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
 import {
   DEFAULT_HTTP_TIMEOUTS,
@@ -133,9 +133,16 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   /** The front's own URL, known once it listens (before any request): the resource when none is configured. */
   let frontUrl = '';
 
+  /** Set by stopTaking(): the process shuts down, and takes no new request. */
+  let draining = false;
+  const readiness = async (): Promise<Readiness> => {
+    const state = options.readiness ? await options.readiness() : READY;
+    return draining ? { ...state, ready: false, draining: true } : state;
+  };
+
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (pathname !== path && (await answerProbe(req.method, pathname, res, options.readiness))) return;
+    if (pathname !== path && (await answerProbe(req.method, pathname, res, readiness))) return;
     const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
     if (metadata !== undefined) {
       // Public by design (RFC 9728): clients in browsers read it from other origins.
@@ -196,6 +203,11 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     const invalid = invalidRequest(body);
     if (invalid) {
       sendJson(res, 400, invalid);
+      return;
+    }
+    if (draining && carriesRequest(body)) {
+      res.setHeader('retry-after', '1');
+      sendJson(res, 503, shuttingDown(body));
       return;
     }
     const forbidden =
@@ -307,6 +319,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     url: frontUrl,
     server,
     closeIdleSessions,
+    stopTaking: () => {
+      draining = true;
+    },
     close: async () => {
       clearInterval(reaper);
       for (const session of [...sessions.values()]) await session.receipts.close().catch(() => {});
@@ -314,6 +329,21 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Whether a POST body holds a request (a call, an initialize): what a front shutting down refuses. */
+function carriesRequest(body: unknown): boolean {
+  return (Array.isArray(body) ? body : [body]).some((m) => isRequest(m as JSONRPCMessage));
+}
+
+/** A front shutting down answers a request: nothing of it ran, and it may be sent again (another instance, or after the restart). */
+function shuttingDown(body: unknown) {
+  const id = Array.isArray(body) ? undefined : (body as { id?: RequestId }).id;
+  return rpcError(
+    -32000,
+    'Service unavailable: this server is shutting down; nothing of this request was run. Send it again (the server restarts, or another instance answers).',
+    id ?? null,
+  );
 }
 
 /** Whether a POST body holds a request other than the handshake: the session is in use. */

@@ -4,7 +4,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
-import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL } from '../defaults.js';
+import { DEFAULT_RETENTION, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_TOOL } from '../defaults.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { ConfigError, messageOf } from '../errors.js';
@@ -256,6 +256,9 @@ export const GatewayConfigSchema = z
     retention: DurationSchema.default(DEFAULT_RETENTION).describe('How long finished executions are kept.'),
     sweep_interval: DurationSchema.default('30s').describe(
       "How often the gateway drops expired receipts and executions past retention, expires undecided approvals and signs the journals' heads.",
+    ),
+    shutdown_grace: DurationSchema.default(DEFAULT_SHUTDOWN_GRACE).describe(
+      "On SIGTERM or SIGINT, how long the calls under way may take to finish and be recorded before the gateway exits (new calls are refused meanwhile; a second signal exits at once). What outlives it becomes unknown. Set it below your supervisor's kill timeout.",
     ),
     console: ConsoleConfigSchema.optional(),
     metrics: MetricsConfigSchema.optional(),

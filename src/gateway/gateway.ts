@@ -1,13 +1,13 @@
-// The wiring of the gateway (store, engine, catalog, fronts, shared upstreams, action tools, maintenance)
-// and only that; each part lives in its own file (config-specs, session-*, action-tools, front/, …).
+// The gateway's wiring (store, engine, catalog, fronts, upstreams, action tools, maintenance, shutdown), only.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
 import type { ActionTool } from '../dispatch/channel.js';
-import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
+import type { UpstreamSpec } from '../dispatch/mcp/index.js';
 import { idemEnvironment } from '../environment.js';
 import type { ConfigError } from '../errors.js';
 import type { Logger } from '../executions/call.js';
 import { ExecutionEngine } from '../executions/engine.js';
+import { InFlight } from '../executions/in-flight.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';
 import { serveHttpFront } from '../front/http.js';
@@ -37,8 +37,9 @@ import { gatewayLog, keyFile } from './gateway-log.js';
 import { httpListenOf } from './http-listen.js';
 import { configWithImports } from './openapi/index.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
-import { readinessOf } from './readiness.js';
+import { closeShared, connectionsOf, readinessOf } from './readiness.js';
 import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { type Drained, drainGateway } from './shutdown.js';
 import { declaredProbe } from './status-probe.js';
 import { taskFollowers } from './task-resume.js';
 import { ToolNameGuard } from './tool-names.js';
@@ -55,9 +56,8 @@ export interface GatewayOptions {
   /** Now (ms): for HTTP sessions' idleness and OAuth tokens' lifetimes. Default: the system clock; tests inject one. */
   clock?: () => number;
   /**
-   * The config names a tool that is not published, in a way that must stop the gateway (a scope,
-   * an approval; any entry at an upstream's first listing): `idem gateway` exits. From then on the
-   * gateway runs no tool, whether or not this is given.
+   * The config names a tool that is not published, in a way that must stop the gateway (a scope, an approval;
+   * any entry at an upstream's first listing): `idem gateway` exits. From then on it runs no tool, given or not.
    */
   onConfigFault?(error: ConfigError): void;
   /** Contracts from the command line (`--read-only`, `--tool`); they win over the config's `tools:`. */
@@ -87,6 +87,7 @@ export class Gateway {
   readonly #log: Log;
   readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
+  readonly #calls = new InFlight(); // each tools/call until answered: what a shutdown waits for (shutdown.ts)
   /** Receipts, sweep, approval expiry and head signing, every `sweep_interval`. */
   readonly #maintenance: Maintenance;
   /** Who may call the HTTP front (auth.bearer, auth.oauth); undefined: anyone on loopback. */
@@ -224,12 +225,13 @@ export class Gateway {
 
   /** Ready: the store answers, and no upstream is down in any live session or shared set (readiness.ts). */
   async readiness(): Promise<Readiness> {
-    const connections: UpstreamConnection[] = [...this.#sessions].flatMap((s) => [...s.upstreamConnections]);
-    for (const opening of this.#shared.values()) {
-      const shared = await opening.catch(() => undefined);
-      if (shared) connections.push(...shared.upstreams.values());
-    }
+    const connections = await connectionsOf(this.#sessions, this.#shared.values());
     return readinessOf(this.store, connections, Object.keys(this.#config.upstreams).length);
+  }
+
+  /** Shutting down: no new calls, and those under way finished and recorded within `graceMs` (shutdown.ts). */
+  drain(graceMs: number): Promise<Drained> {
+    return drainGateway({ http: this.#http, engine: this.engine, calls: this.#calls }, graceMs);
   }
 
   async close(): Promise<void> {
@@ -239,10 +241,7 @@ export class Gateway {
     await this.#http?.close();
     await Promise.all([...this.#sessions].map((s) => s.close()));
     await this.#spares?.close();
-    for (const opening of [...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]) {
-      const shared = await opening.catch(() => undefined);
-      if (shared) await Promise.all([...shared.upstreams.values()].map((u) => u.close()));
-    }
+    await closeShared([...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]);
     await closeActionTools(this.actionTools);
     await resumed;
     await this.#maintenance.close();
@@ -334,6 +333,7 @@ export class Gateway {
     const upstreams = this.upstreams;
     return {
       engine: this.engine,
+      calls: this.#calls,
       upstreams,
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,

@@ -30,3 +30,26 @@ export async function readinessOf(
     upstreams: { configured, down: down.size },
   };
 }
+
+/** The upstream connections readiness looks at: every live session's, and every shared set opened so far. */
+export async function connectionsOf(
+  sessions: Iterable<{ upstreamConnections: Iterable<UpstreamConnection> }>,
+  shared: Iterable<Promise<{ upstreams: Map<string, UpstreamConnection> }>>,
+): Promise<UpstreamConnection[]> {
+  const connections = [...sessions].flatMap((s) => [...s.upstreamConnections]);
+  for (const opening of shared) {
+    const set = await opening.catch(() => undefined);
+    if (set) connections.push(...set.upstreams.values());
+  }
+  return connections;
+}
+
+/** Closes the upstream connections of every shared set opened (one that failed to open has none). */
+export async function closeShared(
+  shared: Iterable<Promise<{ upstreams: Map<string, UpstreamConnection> }>>,
+): Promise<void> {
+  for (const opening of shared) {
+    const set = await opening.catch(() => undefined);
+    if (set) await Promise.all([...set.upstreams.values()].map((u) => u.close()));
+  }
+}

@@ -12,6 +12,7 @@ import type {
 import type { SkippedLine } from '../dispatch/mcp/stdout-lines.js';
 import type { TaskHold } from '../executions/call.js';
 import type { ExecutionEngine } from '../executions/engine.js';
+import type { InFlight } from '../executions/in-flight.js';
 import type { CallerInfo } from '../identity/actor.js';
 import type { KnownSecrets } from '../identity/redaction.js';
 import { renderRequestId } from '../identity/request-key.js';
@@ -23,6 +24,8 @@ import type { SubscriptionHub } from './subscription-hub.js';
 
 export interface SessionContext {
   engine: ExecutionEngine;
+  /** Each tools/call until its answer is sent: a gateway shutting down waits for them (shutdown.ts). */
+  calls?: InFlight;
   upstreams: UpstreamSpec[];
   newCatalog(): ToolCatalog;
   statusTool: string;

@@ -270,11 +270,17 @@ export class ProxySession {
 }
 
 /** Idem's own status tool is answered by Idem; a call of any other tool goes through the pipeline. */
-async function toolCall(s: SessionState, request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
-  const name = (request.params as { name?: unknown } | undefined)?.name;
-  const answer =
-    name === s.ctx.statusTool ? await statusToolCall(s, request, extra) : await toolsCall(s, request, extra);
-  return sendAnswer(s, request.id, answer);
+function toolCall(s: SessionState, request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+  const answering = (async () => {
+    const name = (request.params as { name?: unknown } | undefined)?.name;
+    const answer =
+      name === s.ctx.statusTool
+        ? await statusToolCall(s, request, extra)
+        : await toolsCall(s, request, extra);
+    return sendAnswer(s, request.id, answer);
+  })();
+  // Counted until its answer is sent: a gateway shutting down delivers what it ran.
+  return s.ctx.calls ? s.ctx.calls.track(answering) : answering;
 }
 
 /** What a client is told when the gateway failed while handling its request (session.ts #answer). */

@@ -9,7 +9,12 @@ import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type TaskPolicy } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
-import { DEFAULT_RETENTION, DEFAULT_STATUS_TOOL, SQLITE_STORE_FILE } from '../defaults.js';
+import {
+  DEFAULT_RETENTION,
+  DEFAULT_SHUTDOWN_GRACE,
+  DEFAULT_STATUS_TOOL,
+  SQLITE_STORE_FILE,
+} from '../defaults.js';
 import { actionCall, actionContract, callerOf, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
@@ -306,8 +311,20 @@ export class Idem {
     });
   }
 
+  /**
+   * Shutting down — call it from your server's SIGTERM handler, then close(): new calls are
+   * answered IDEM_NOT_EXECUTED (nothing runs; a retry runs it), and the calls under way finish and
+   * are recorded, for up to `graceMs` (the gateway's `shutdown_grace` default). True when they all
+   * did; what outlives the grace becomes `unknown`.
+   */
+  drain(graceMs = durationMs(DEFAULT_SHUTDOWN_GRACE, 'grace')): Promise<boolean> {
+    return this.engine.drain(graceMs);
+  }
+
   async close(): Promise<void> {
     this.#maintenance.stop();
+    // Outcomes still held for the store are given up now (logged), not retried against a closed one.
+    await this.engine.stopFollowing();
     await Promise.all(this.#channels.map((c) => c.close?.()));
     if (this.#ownsStore) {
       await this.#maintenance.close();

@@ -24,7 +24,7 @@ import { IDEM_CLI } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
-import { storedContentOf, textOf } from '../support/tool-results.js';
+import { textOf } from '../support/tool-results.js';
 
 const FIXTURES = join(REPO_ROOT, 'test/gateway/fixtures');
 const MEMORY_SERVER = ['npx', '-y', '@modelcontextprotocol/server-memory'];

@@ -20,7 +20,7 @@ export interface GatewayProcess {
 export async function startGatewayProcess(
   config: unknown,
   configPath: string,
-  options: { env?: Record<string, string>; preload?: string[] } = {},
+  options: { env?: Record<string, string>; preload?: string[]; cli?: string } = {},
 ): Promise<GatewayProcess> {
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   return startGatewayCli(['--config', configPath, '--listen', '127.0.0.1:0'], options);
@@ -33,11 +33,12 @@ export async function startGatewayProcess(
  */
 export async function startGatewayCli(
   gatewayArgs: string[],
-  options: { env?: Record<string, string>; preload?: string[] } = {},
+  /** `cli`: another build of `idem` (a script comparing with an earlier one); default this checkout's dist/. */
+  options: { env?: Record<string, string>; preload?: string[]; cli?: string } = {},
 ): Promise<GatewayProcess> {
   const args = [
     ...(options.preload ?? []).flatMap((p) => ['--import', p]),
-    IDEM_CLI,
+    options.cli ?? IDEM_CLI,
     'gateway',
     ...gatewayArgs,
   ];

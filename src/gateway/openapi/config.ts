@@ -49,6 +49,40 @@ export const HttpToolsFromEntrySchema = z
       })
       .strict()
       .optional(),
+    limits: z
+      .object({
+        bytes: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe(
+            'Bytes of the document and the files its $refs name, together. Default: 33554432 (32 MiB).',
+          ),
+        depth: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Levels of nesting, as written and once $refs are replaced. Default: 128.'),
+        expanded: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Objects of the document once every $ref and YAML alias is replaced. Default: 2000000.'),
+        input_schemas: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Objects of the input schemas of every tool made from it, together. Default: 40000.'),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'What the document may cost the start (docs/openapi.md, "Limits"): past one, the gateway does not start, and says which.',
+      ),
   })
   .strict();
 

@@ -5,9 +5,11 @@ import type { GatewayConfig } from '../config.js';
 import { InputValidators } from '../input-validators.js';
 import type { BusinessKeySuggestion } from './contracts.js';
 import { HTTP_METHOD_NAMES } from './document.js';
+import { LimitExceeded, limitsOf } from './limits.js';
 import { loadOpenApi } from './load.js';
 import { toolNameOf } from './names.js';
-import { mapOperation, type SkippedOperation } from './operations.js';
+import { type MappedOperation, mapOperation, type SkippedOperation } from './operations.js';
+import { SchemaBudget } from './schema.js';
 import { operationSelector } from './select.js';
 import { serverText } from './servers.js';
 
@@ -57,7 +59,9 @@ export async function importHttpTools(
   for (const [index, entry] of entries.entries()) {
     const where = `http_tools_from[${index}]`;
     const started = performance.now();
-    const document = await loadOpenApi(entry.openapi, where);
+    const limits = limitsOf(entry.limits);
+    const document = await loadOpenApi(entry.openapi, where, limits);
+    const schemas = new SchemaBudget(limits);
     const selector = operationSelector(entry.include);
     const result: OpenApiImport = {
       where,
@@ -67,6 +71,9 @@ export async function importHttpTools(
       skipped: [],
       ms: 0,
     };
+    // Every operation mapped first — its schemas copied and counted (schema.ts) — so that a
+    // document past its bounds is refused before any schema is compiled, where the time goes.
+    const operations: Array<MappedOperation | SkippedOperation> = [];
     for (const [path, item] of Object.entries(document.paths ?? {})) {
       for (const method of HTTP_METHOD_NAMES) {
         const operation = item[method];
@@ -78,55 +85,62 @@ export async function importHttpTools(
           tags: operation.tags ?? [],
         };
         if (!selector.selects(selectable)) continue;
-        const mapped = mapOperation(method, path, item, operation, { document, entry });
-        if (mapped.kind === 'skipped') {
-          result.skipped.push(mapped);
-          continue;
-        }
-        const skip = (reason: string) => result.skipped.push({ ...mapped, kind: 'skipped', reason });
-        const taken = takenBy.get(mapped.name);
-        if (taken) {
-          skip(
-            `its tool name ${mapped.name} is taken by ${taken}${taken.startsWith('http_tools.') ? ' (declared by hand: that one is served)' : ''}`,
-          );
-          continue;
-        }
-        if (mapped.name === config.status_tool) {
-          skip(`its tool name ${mapped.name} is the status tool's`);
-          continue;
-        }
-        const declared = contracts[mapped.name];
-        if (declared?.status_probe)
-          throw new ConfigError(
-            `tools.${mapped.name}.status_probe: ${mapped.name} is an HTTP tool imported from ${entry.openapi}; a status probe is for upstream tools`,
-          );
-        const { status_probe: _, ...ownContract } = declared ?? { replay: mapped.suggestion.replay };
-        const contract: NonNullable<HttpToolSpec['contract']> = declared
-          ? ownContract
-          : { replay: mapped.suggestion.replay };
-        const parsed = HttpToolSpecSchema.safeParse({ ...mapped.spec, contract });
-        if (!parsed.success) {
-          skip(`it does not make a valid HTTP tool: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-          continue;
-        }
-        if (!validators.for({ ...parsed.data.input_schema, type: 'object' })) {
-          skip('its parameters and body do not make a JSON Schema the gateway can check arguments against');
-          continue;
-        }
-        if (declared) delete contracts[mapped.name];
-        httpTools[mapped.name] = parsed.data;
-        takenBy.set(mapped.name, `${mapped.label} of ${entry.openapi}`);
-        result.tools.push({
-          name: mapped.name,
-          label: mapped.label,
-          ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
-          replay: contract.replay ?? 'review',
-          why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
-          confirmed: declared !== undefined,
-          businessKey: mapped.businessKey,
-          notes: mapped.notes,
-        });
+        schemas.nextOperation();
+        operations.push(
+          mappedWithin(`${where}: ${entry.openapi}`, selectable, `${method.toUpperCase()} ${path}`, () =>
+            mapOperation(method, path, item, operation, { document, entry, schemas }),
+          ),
+        );
       }
+    }
+    for (const mapped of operations) {
+      if (mapped.kind === 'skipped') {
+        result.skipped.push(mapped);
+        continue;
+      }
+      const skip = (reason: string) => result.skipped.push({ ...mapped, kind: 'skipped', reason });
+      const taken = takenBy.get(mapped.name);
+      if (taken) {
+        skip(
+          `its tool name ${mapped.name} is taken by ${taken}${taken.startsWith('http_tools.') ? ' (declared by hand: that one is served)' : ''}`,
+        );
+        continue;
+      }
+      if (mapped.name === config.status_tool) {
+        skip(`its tool name ${mapped.name} is the status tool's`);
+        continue;
+      }
+      const declared = contracts[mapped.name];
+      if (declared?.status_probe)
+        throw new ConfigError(
+          `tools.${mapped.name}.status_probe: ${mapped.name} is an HTTP tool imported from ${entry.openapi}; a status probe is for upstream tools`,
+        );
+      const { status_probe: _, ...ownContract } = declared ?? { replay: mapped.suggestion.replay };
+      const contract: NonNullable<HttpToolSpec['contract']> = declared
+        ? ownContract
+        : { replay: mapped.suggestion.replay };
+      const parsed = HttpToolSpecSchema.safeParse({ ...mapped.spec, contract });
+      if (!parsed.success) {
+        skip(`it does not make a valid HTTP tool: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+        continue;
+      }
+      if (!validators.for({ ...parsed.data.input_schema, type: 'object' })) {
+        skip('its parameters and body do not make a JSON Schema the gateway can check arguments against');
+        continue;
+      }
+      if (declared) delete contracts[mapped.name];
+      httpTools[mapped.name] = parsed.data;
+      takenBy.set(mapped.name, `${mapped.label} of ${entry.openapi}`);
+      result.tools.push({
+        name: mapped.name,
+        label: mapped.label,
+        ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
+        replay: contract.replay ?? 'review',
+        why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
+        confirmed: declared !== undefined,
+        businessKey: mapped.businessKey,
+        notes: mapped.notes,
+      });
     }
     const unused = selector.unused();
     if (unused.length > 0)
@@ -152,6 +166,34 @@ export async function importHttpTools(
     config: { ...rest, http_tools: httpTools, tools: contracts },
     imports,
   };
+}
+
+/**
+ * An operation mapped; skipped when its own input schema goes past its bound, and the document
+ * refused when the schemas of all its operations together do, or one nests too deep (schema.ts).
+ */
+function mappedWithin(
+  document: string,
+  operation: { operationId?: string; toolName: string; tags: string[] },
+  label: string,
+  map: () => MappedOperation | SkippedOperation,
+): MappedOperation | SkippedOperation {
+  try {
+    return map();
+  } catch (error) {
+    if (!(error instanceof LimitExceeded)) throw error;
+    if (error.limit !== 'inputSchema')
+      throw new ConfigError(`${document} is refused: ${error.message}, at ${label}`);
+    const { operationId, toolName, tags } = operation;
+    return {
+      kind: 'skipped',
+      name: toolName,
+      label,
+      ...(operationId ? { operationId } : {}),
+      tags,
+      reason: error.message,
+    };
+  }
 }
 
 /** Skipped operations said one per line at start, up to this many; `idem lint` lists all. */

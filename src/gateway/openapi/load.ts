@@ -1,6 +1,9 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { ConfigError } from '../../errors.js';
 import type { OpenApiDocument } from './document.js';
+import { checkExpansion } from './expansion.js';
+import { DEFAULT_OPENAPI_LIMITS, LimitExceeded, type OpenApiLimits } from './limits.js';
+import { BoundedFiles, FETCH_TIMEOUT_MS } from './read.js';
 
 /** Whether a configured `openapi:` is a URL (fetched) rather than a file. */
 export function isUrl(source: string): boolean {
@@ -9,18 +12,38 @@ export function isUrl(source: string): boolean {
 
 /**
  * The document, parsed, validated against the OpenAPI schema and with every `$ref` resolved
- * (swagger-parser). A file's external references are read from files only: nothing is fetched
- * that the config does not name as a URL. A document that does not parse or validate stops the
- * start with a ConfigError naming the file and the JSON pointer of the first problem.
+ * (swagger-parser), within `limits` (limits.ts): every file read and parsed through
+ * BoundedFiles (read.ts), and what its `$ref`s expand to measured (expansion.ts) before anything
+ * expands them. A file's external references are read from files only: nothing is fetched that
+ * the config does not name as a URL. A document that does not parse or validate, or goes past a
+ * limit, stops the start with a ConfigError naming the file and where.
  */
-export async function loadOpenApi(source: string, where: string): Promise<OpenApiDocument> {
+export async function loadOpenApi(
+  source: string,
+  where: string,
+  limits: OpenApiLimits = DEFAULT_OPENAPI_LIMITS,
+): Promise<OpenApiDocument> {
+  const files = new BoundedFiles(limits);
+  const options = {
+    resolve: {
+      file: { read: files.readFile },
+      // Kept from swagger-parser: which URLs it may fetch (its safe-URL rule); only the read is ours.
+      http: isUrl(source) ? { read: files.fetchUrl, timeout: FETCH_TIMEOUT_MS, redirects: 0 } : false,
+    },
+    // Neither falls back to a string or a buffer: a document is JSON or YAML, or it does not parse.
+    parse: { json: { parse: files.parseJson }, yaml: { parse: files.parseYaml }, text: false, binary: false },
+    dereference: { circular: true as const },
+  };
+  const parser = new SwaggerParser();
   let document: unknown;
   try {
-    document = await SwaggerParser.validate(source, {
-      resolve: { http: isUrl(source) ? { timeout: 30_000, redirects: 0 } : false },
-      dereference: { circular: true },
-    });
+    await parser.resolve(source, options);
+    checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
+    // The document as parsed above, and every file it names read again from what was kept.
+    document = await parser.validate(source, parser.api, options);
   } catch (error) {
+    const refusal = files.refusal ?? (error instanceof LimitExceeded ? error : undefined);
+    if (refusal) throw new ConfigError(`${where}: ${source} is refused: ${refusal.message}`);
     throw new ConfigError(`${where}: ${source} ${problemOf(error)}`);
   }
   const version = String((document as { openapi?: unknown }).openapi ?? '');
@@ -49,8 +72,9 @@ function problemOf(error: unknown): string {
     return `does not resolve: at ${readablePointer(e.parentPath)}: ${message}`;
   if (Array.isArray(e.path) && e.path.length > 0)
     return `does not resolve: at #/${e.path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}: ${message}`;
-  // A syntax error: the parser's message says the line and column.
-  return `does not parse: ${(e.message ?? String(error)).replace(/\n+/g, ' ').slice(0, 600)}`;
+  // A syntax error: the parser's message says the line and column (its "Error parsing <file>:" said already).
+  const text = (e.message ?? String(error)).replace(/^Error parsing [^\n]*?: /, '');
+  return `does not parse: ${text.replace(/\n+/g, ' ').slice(0, 600)}`;
 }
 
 /** A pointer as the parser writes it, a URI fragment (`%7B` for "{"), as the document spells its keys. */

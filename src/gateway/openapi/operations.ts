@@ -16,7 +16,7 @@ import type {
   PathItem,
 } from './document.js';
 import { argumentNameOf, toolNameOf } from './names.js';
-import { jsonSchemaOf } from './schema.js';
+import { jsonSchemaOf, type SchemaBudget } from './schema.js';
 import { baseUrlOf, serverText } from './servers.js';
 
 /** An operation that became an HTTP tool spec (its contract is set by the import: import.ts). */
@@ -47,6 +47,8 @@ export interface SkippedOperation {
 export interface DocumentContext {
   document: OpenApiDocument;
   entry: HttpToolsFromEntry;
+  /** What the input schemas of the document's tools may take together (schema.ts); default: no bound. */
+  schemas?: SchemaBudget;
 }
 
 const SUPPORTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
@@ -137,7 +139,7 @@ export function mapOperation(
     if (other || argument === 'body')
       return skip(`${where} and ${other ?? 'the request body'} would be the same argument "${argument}"`);
     argumentOf.set(argument, where);
-    const schema = jsonSchemaOf(parameter.schema ?? {}, openapi30);
+    const schema = jsonSchemaOf(parameter.schema ?? {}, openapi30, context.schemas);
     const description = [parameter.description, argument !== parameter.name ? `(${where})` : undefined]
       .filter(Boolean)
       .join(' ');
@@ -172,7 +174,7 @@ export function mapOperation(
           : `its request body is ${types.join(', ')}; only JSON bodies are mapped`,
       );
     }
-    body = jsonSchemaOf(requestBody.content[contentType]?.schema ?? {}, openapi30);
+    body = jsonSchemaOf(requestBody.content[contentType]?.schema ?? {}, openapi30, context.schemas);
     if (requestBody.description) body = { ...body, description: requestBody.description };
     bodyRequired = requestBody.required === true;
     properties.body = body;

@@ -1,4 +1,46 @@
 import type { JsonSchema } from './document.js';
+import { counted, LIMIT_KEYS, LimitExceeded, type OpenApiLimits } from './limits.js';
+
+/**
+ * What the input schemas of one document's tools may take, each and together: each is a copy
+ * (below) that the gateway compiles at start, and the copy of a schema whose parts refer to one
+ * another is a tree of every path through them — a few schemas that all refer to all the others
+ * unfold into millions, which the check of the document's expansion (expansion.ts) does not see,
+ * since swagger-parser leaves circular `$ref`s as they are. Counted as the copies are made.
+ */
+export class SchemaBudget {
+  readonly #limits: Pick<OpenApiLimits, 'inputSchema' | 'inputSchemas' | 'depth'>;
+  #used = 0;
+  #operation = 0;
+
+  constructor(limits: Pick<OpenApiLimits, 'inputSchema' | 'inputSchemas' | 'depth'>) {
+    this.#limits = limits;
+  }
+
+  /** The copies that follow are one more operation's (its own bound starts again). */
+  nextOperation(): void {
+    this.#operation = 0;
+  }
+
+  /** One more object copied, `depth` levels down; past a bound, a LimitExceeded. */
+  take(depth: number): void {
+    if (++this.#used > this.#limits.inputSchemas)
+      throw new LimitExceeded(
+        'inputSchemas',
+        `the input schemas of its operations come to more than ${counted(this.#limits.inputSchemas)} objects together (${LIMIT_KEYS.inputSchemas})`,
+      );
+    if (++this.#operation > this.#limits.inputSchema)
+      throw new LimitExceeded(
+        'inputSchema',
+        `its input schema comes to more than ${counted(this.#limits.inputSchema)} objects once its $refs are replaced (${LIMIT_KEYS.inputSchema})`,
+      );
+    if (depth > this.#limits.depth)
+      throw new LimitExceeded(
+        'depth',
+        `an input schema nests deeper than ${counted(this.#limits.depth)} levels once its $refs are replaced (${LIMIT_KEYS.depth})`,
+      );
+  }
+}
 
 /** Keywords of an OpenAPI schema that say nothing a validator of the arguments needs. */
 const ANNOTATIONS_ONLY = new Set(['example', 'examples', 'xml', 'externalDocs', 'discriminator']);
@@ -11,8 +53,16 @@ const ANNOTATIONS_ONLY = new Set(['example', 'examples', 'xml', 'externalDocs', 
  * A schema that contains itself (a tree, a linked list) is cut where it recurs: from there on
  * any value is accepted, and the target judges it.
  */
-export function jsonSchemaOf(schema: unknown, openapi30: boolean): JsonSchema {
-  return copy(schema, openapi30, new Set()) as JsonSchema;
+export function jsonSchemaOf(
+  schema: unknown,
+  openapi30: boolean,
+  budget = new SchemaBudget({
+    inputSchema: Number.POSITIVE_INFINITY,
+    inputSchemas: Number.POSITIVE_INFINITY,
+    depth: Number.POSITIVE_INFINITY,
+  }),
+): JsonSchema {
+  return copy(schema, openapi30, new Set(), budget) as JsonSchema;
 }
 
 /** Keywords whose value maps names to schemas: the names are copied as they are. */
@@ -20,9 +70,11 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'defini
 /** Keywords whose value is data (an instance, names), not a schema. */
 const DATA = new Set(['enum', 'const', 'default', 'required', 'dependentRequired']);
 
-function copy(node: unknown, openapi30: boolean, ancestors: Set<object>): unknown {
-  if (Array.isArray(node)) return node.map((item) => copy(item, openapi30, ancestors));
+function copy(node: unknown, openapi30: boolean, ancestors: Set<object>, budget: SchemaBudget): unknown {
   if (node === null || typeof node !== 'object') return node;
+  // Counted before it recurses: the depth is that of the recursion itself.
+  budget.take(ancestors.size + 1);
+  if (Array.isArray(node)) return node.map((item) => copy(item, openapi30, ancestors, budget));
   if (ancestors.has(node)) return { description: '(recursive: not checked here)' };
   ancestors.add(node);
   const out: Record<string, unknown> = {};
@@ -31,9 +83,9 @@ function copy(node: unknown, openapi30: boolean, ancestors: Set<object>): unknow
     if (DATA.has(key)) out[key] = structuredClone(value);
     else if (SCHEMA_MAPS.has(key) && value !== null && typeof value === 'object')
       out[key] = Object.fromEntries(
-        Object.entries(value).map(([name, schema]) => [name, copy(schema, openapi30, ancestors)]),
+        Object.entries(value).map(([name, schema]) => [name, copy(schema, openapi30, ancestors, budget)]),
       );
-    else out[key] = copy(value, openapi30, ancestors);
+    else out[key] = copy(value, openapi30, ancestors, budget);
   }
   ancestors.delete(node);
   return openapi30 ? fromOpenApi30(out) : out;

@@ -15,6 +15,8 @@ interface PendingWrite {
 export interface GroupCommitOptions {
   /** Throws if the store may not be written now (closed, or refused after damage); checked per write. */
   check: () => void;
+  /** Throws if the batch may not be committed (the file changed under the store: file-watch.ts); once per batch. */
+  beforeBatch?: () => void;
   /** What a caller is given for a failure: SQLite's errors become the store's (errors.ts). */
   mapError: (error: unknown) => unknown;
   /**
@@ -125,6 +127,7 @@ export class GroupCommit {
     let outcomes: unknown[];
     try {
       this.#options.check();
+      this.#options.beforeBatch?.();
       // Alone: its own transaction, no savepoint needed.
       outcomes =
         writes.length === 1

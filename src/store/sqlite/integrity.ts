@@ -54,6 +54,11 @@ export function syncFailure(path: string, error: unknown): StoreRefusedError {
   return refusal('sync_failed', path, `fsync of ${path}-wal failed (${messageOf(error)})`, error);
 }
 
+/** The file changed under the open store (file-watch.ts says how): from then on every call fails closed. */
+export function fileChanged(path: string, change: string): StoreRefusedError {
+  return refusal('replaced', path, `it ${change}`);
+}
+
 const REASONS: readonly [RegExp, FileRefusal][] = [
   [/^SQLITE_NOTADB/, 'not_a_database'],
   [/^SQLITE_CORRUPT/, 'corrupt'],
@@ -70,6 +75,7 @@ const WHAT: Record<FileRefusal, string> = {
   read_only: 'cannot be written (the file or its directory is read-only)',
   cannot_open: 'cannot be opened',
   sync_failed: 'could not be synced to disk',
+  replaced: 'changed under the running store',
 };
 
 /**
@@ -93,6 +99,14 @@ function hint(reason: FileRefusal, path: string): string {
       return `To fix: give the user running Idem write access to ${path} and its directory (SQLite writes -wal and -shm files beside it), or point IDEM_DATA_DIR / --db elsewhere.`;
     case 'cannot_open':
       return `To fix: check that ${path} and its directory exist and are readable and writable by the user running Idem.`;
+    case 'replaced':
+      return [
+        `To recover: stop every gateway using it; put the file back as it was (from a backup, with its -wal file)`,
+        `and check it with idem audit verify --db ${path}; then start again (a store that lost what the journal`,
+        `heads say was recorded is refused at start: see "A lost store" in docs/operators.md).`,
+        `Review executions that were dispatched or unknown (idem executions list --state dispatched,unknown)`,
+        `before anyone repeats them.`,
+      ].join(' ');
     case 'sync_failed':
       return [
         `To recover: stop every gateway using it and check the disk (dmesg, df);`,

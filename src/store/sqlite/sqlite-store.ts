@@ -30,11 +30,11 @@ import type {
 import { writeDecision } from './approval-decision.js';
 import { type ApprovalStatements, prepareApprovalStatements } from './approval-sql.js';
 import { Checkpointer, type CheckpointStats } from './checkpointer.js';
-import { DAMAGE, toStoreError } from './errors.js';
+import { toStoreError } from './errors.js';
 import { countByState, type ListStatements, listParams, prepareListStatements } from './execution-list.js';
 import { writeClaim, writeTransition } from './execution-writes.js';
 import { GroupCommit } from './group-commit.js';
-import { checkIntegrity, refusalFromError, syncFailure, undecodableValue } from './integrity.js';
+import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { appendJournal } from './journal-append.js';
 import { migrate } from './migrations.js';
 import { nativeModuleProblem } from './native-module.js';
@@ -45,6 +45,7 @@ import {
   type SqliteStoreOptions,
   type SqliteSynchronous,
 } from './options.js';
+import { StoreRefusal } from './refusal.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
 import { type ExecutionRow, prepareStatements, stateCount, toRecord, wholeMs } from './sql.js';
 import { writeSweep } from './sweep.js';
@@ -83,8 +84,8 @@ export class SqliteStore implements ExecutionStore {
   readonly #checkpointer: Checkpointer;
   /** Set by close() while it finishes the last writes and stops the worker: from then on, every call is refused. */
   #closing: Promise<void> | undefined;
-  /** Set once a read or write met damage in the file (or a sync failed): from then on, every call is refused. */
-  #refused: StoreRefusedError | undefined;
+  /** Damage met, a failed sync, the file changed under it (refusal.ts): from then on, every call is refused. */
+  readonly #refusal: StoreRefusal;
 
   static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
     let db: Database.Database | undefined;
@@ -158,11 +159,13 @@ export class SqliteStore implements ExecutionStore {
     this.#walSync = synchronous === 'full' && !db.memory ? new WalSync(db.name) : undefined;
     const walSync = this.#walSync;
     this.#checkpointer = new Checkpointer(db, options.checkpoints);
+    this.#refusal = new StoreRefusal(db);
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
+      beforeBatch: () => this.#refusal.checkFile(),
       mapError: (error) => this.#mapError(error),
       ...(walSync ? { syncLog: async () => walSync.sync() } : {}),
-      syncFailed: (error) => this.#syncFailed(error),
+      syncFailed: (error) => this.#refusal.syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
       onCommit: () => this.#checkpointer.noteCommit(),
     });
@@ -236,7 +239,7 @@ export class SqliteStore implements ExecutionStore {
     // Its expiries are decisions no dispatch holder made (durability.ts): on disk before they are reported.
     if (!options.dryRun) {
       await this.#writes.syncNow().catch((error: unknown) => {
-        throw this.#syncFailed(error);
+        throw this.#refusal.syncFailed(error);
       });
     }
     return swept;
@@ -321,6 +324,7 @@ export class SqliteStore implements ExecutionStore {
       // cleans up the WAL on close as it would without a worker.
       await workerEnded;
       this.#db.close();
+      this.#refusal.close();
     })();
     return this.#closing;
   }
@@ -372,15 +376,9 @@ export class SqliteStore implements ExecutionStore {
     }
   }
 
-  /** A failed fsync refuses the store from here on (integrity.ts syncFailure says why). */
-  #syncFailed(error: unknown): StoreRefusedError {
-    this.#refused ??= syncFailure(this.#db.name, error);
-    return this.#refused;
-  }
-
   #checkUsable(): void {
     if (!this.#db.open || this.#closing) throw new StoreUnavailableError('the SQLite store is closed');
-    if (this.#refused) throw this.#refused;
+    this.#refusal.check();
   }
 
   #mapError(error: unknown): unknown {
@@ -388,8 +386,7 @@ export class SqliteStore implements ExecutionStore {
     // Only stored JSON is parsed in here: a SyntaxError is a damaged value, not a bug.
     if (error instanceof SyntaxError) return undecodableValue(error, this.#db.name);
     const mapped = toStoreError(error, this.#db.name);
-    // Damage found by any read: what else the file holds cannot be trusted either.
-    if (mapped instanceof StoreRefusedError && DAMAGE.includes(mapped.reason)) this.#refused = mapped;
+    this.#refusal.met(mapped);
     return mapped;
   }
 }
