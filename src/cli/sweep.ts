@@ -9,7 +9,7 @@ export function registerSweepCommand(program: Command): void {
   program
     .command('sweep')
     .description(
-      'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches accepted, dispatched (live) or unknown ones. The gateway runs the same pass periodically.',
+      'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches an unfinished one (awaiting approval, authorized, dispatched and live, unknown). The gateway runs the same pass periodically.',
     )
     .option('--db <file|postgres-url>', 'the store')
     .option('-c, --config <file>', 'read the store location from an idem.yaml')

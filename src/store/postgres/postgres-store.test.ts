@@ -91,6 +91,88 @@ describe('PostgresStore', () => {
       });
     });
 
+    it('v8 makes the executions an older version left `accepted` authorized, holder kept, journaled on a chain of its own; verify agrees before and after (docs/adr/0047)', async () => {
+      const url = await pg.freshDatabase();
+      const client = new pgDriver.Client({ connectionString: url });
+      await client.connect();
+      const ids = ['exe_01OLDA', 'exe_01OLDB'];
+      try {
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 1) });
+        // As a claim into `accepted` would have left it, then brought to v7.
+        let prev = GENESIS_HASH;
+        for (const [i, id] of ids.entries()) {
+          await client.query(
+            `INSERT INTO executions (created_at, updated_at, attach_until, lease_expires_at, state, replay, active,
+               id, fingerprint, actor, tool, claim_token, lease_owner, arguments_preview)
+             VALUES (1000, 1000, 901000, 31000, 'accepted', 'keyed', true, $1, $2, 'user:alice', 'payments.charge',
+               'tok', 'gw-old:1', '{}')`,
+            [id, Buffer.from(`old-${i}`)],
+          );
+          const event = {
+            kind: 'accepted' as const,
+            executionId: id,
+            actor: 'user:alice',
+            tool: 'payments.charge',
+          };
+          const { entry, detailText } = buildEntry(event, i + 1, 1_000, prev);
+          await client.query(
+            `INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, detail, prev_hash, hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+            [
+              entry.seq,
+              entry.at,
+              entry.kind,
+              id,
+              entry.actor,
+              entry.tool,
+              detailText,
+              entry.prevHash,
+              entry.hash,
+            ],
+          );
+          prev = entry.hash;
+        }
+        await client.query(
+          "UPDATE journal_head SET seq = 2, hash = $1, at = 1000 WHERE stream = 'activity'",
+          [prev],
+        );
+        await migrate(client, { migrations: MIGRATIONS.filter((m) => m.version <= 7) });
+      } finally {
+        await client.end();
+      }
+      const verify = () => verifyStore({ kind: 'postgres', url }, { streams: ['activity'], heads: [] });
+      expect((await verify()).executions).toMatchObject({ ok: true, checked: 2, journaled: 2 });
+
+      const store = await PostgresStore.open({ url });
+      opened.push(store);
+      for (const id of ids) {
+        expect(await store.get(id)).toMatchObject({
+          state: 'authorized',
+          leaseOwner: 'gw-old:1',
+          leaseExpiresAt: 31_000,
+        });
+        expect((await store.journalFor(id)).map((e) => [e.kind, e.chain ?? 0, e.detail])).toEqual([
+          ['accepted', 0, {}],
+          ['authorized', 1, { from: 'accepted', via: 'store_upgrade' }],
+        ]);
+      }
+      expect(chainProblems(await store.readJournal())).toEqual([]);
+      expect(await verify()).toMatchObject({ ok: true, executions: { ok: true, checked: 2, journaled: 2 } });
+      // Its claimer is gone: the next caller takes it over and dispatches it, once.
+      const takeOver = (owner: string) =>
+        store.transition({
+          id: ids[0]!,
+          from: ['authorized'],
+          to: 'dispatched',
+          requireStale: true,
+          holder: { token: `tok_${owner}`, owner, leaseMs: 60_000 },
+          dispatchTimeoutMs: 60_000,
+        });
+      expect(
+        (await Promise.all([takeOver('gw-a'), takeOver('gw-b')])).filter((t) => t !== undefined),
+      ).toHaveLength(1);
+    });
+
     it('records each applied migration once, and a reopen applies nothing', async () => {
       const first = await open();
       const applied = await sql<{ version: number; name: string }>(
