@@ -389,7 +389,7 @@ function queryPlans(path: string): string[] {
     [
       'claim (insert; conflict on the active fingerprint)',
       `INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at, updated_at,
-         attach_until, arguments_preview) VALUES ('x', x'00', 1, 'a', 't', NULL, 'keyed', 'dispatched', 0, 0, 0, '{}')
+         attach_until, arguments_preview) VALUES ('x', x'00', 1, 'a', 't', NULL, 'keyed', 'accepted', 0, 0, 0, '{}')
        ON CONFLICT (fingerprint) WHERE active = 1 DO NOTHING`,
     ],
     [

@@ -8,7 +8,7 @@ import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './
 export function registerSweepCommand(program: Command): void {
   storeOptions(program.command('sweep'))
     .description(
-      'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches an unfinished one (awaiting approval, authorized, dispatched and live, unknown). The gateway runs the same pass periodically.',
+      'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches accepted, dispatched (live) or unknown ones. The gateway runs the same pass periodically.',
     )
     .option(
       '--retention <duration>',

@@ -184,6 +184,7 @@ export async function keyConflict(
 export function attach(prior: ExecutionRecord, call: ToolCall): Next {
   const events = [callEvent('attached', call, prior.id, { state: prior.state })];
   switch (prior.state) {
+    case 'accepted':
     case 'authorized':
       // Approved by a human (or never dispatched, its claimer gone): this same execution proceeds, once.
       return { step: 'take_over', record: prior, events };

@@ -33,16 +33,12 @@ const keyed: ToolContract = { replay: 'keyed', scope: { business_key: 'order_id'
 const statusClass: ToolContract = { replay: 'status', scope: { business_key: 'order_id' }, lease: 150 };
 const order = { order_id: 'o-1', amount_cents: 1250 };
 
-/**
- * A record left behind by a process that died at a given point: before it dispatched an
- * execution it holds (`authorized` with its holder: what migration 8 makes of an older version's
- * `accepted`, docs/adr/0047), or after.
- */
+/** A record left behind by a process that died at a given point. */
 async function orphan(
   store: ExecutionStore,
   engine: ExecutionEngine,
   c: ToolCall,
-  state: 'authorized' | 'dispatched',
+  state: 'accepted' | 'dispatched',
 ) {
   const { fingerprint, requestDigest } = engine.identify(c);
   const id = `exe_orphan_${state}`;
@@ -54,9 +50,7 @@ async function orphan(
     tool: c.tool,
     session: c.caller.session,
     replay: c.contract.replay,
-    ...(state === 'dispatched'
-      ? { state: 'dispatched', dispatchTimeoutMs: 60_000 }
-      : { state: 'awaiting_approval' }),
+    state: 'accepted',
     attachWindowMs: c.contract.attachWindowMs,
     claimToken: 'dead-process-token',
     leaseOwner: 'dead-process',
@@ -64,9 +58,16 @@ async function orphan(
     argumentsPreview: '{}',
   });
   expect(claim.won).toBe(true);
-  // Its holder kept: the process that would have dispatched it next.
-  if (state === 'authorized')
-    expect(await store.transition({ id, from: ['awaiting_approval'], to: 'authorized' })).toBeDefined();
+  if (state === 'dispatched') {
+    await store.transition({
+      id,
+      from: ['accepted'],
+      to: 'dispatched',
+      token: 'dead-process-token',
+      holder: { token: 'dead-process-token', owner: 'dead-process', leaseMs: 100 },
+      dispatchTimeoutMs: 60_000,
+    });
+  }
   return id;
 }
 
@@ -115,10 +116,10 @@ describe('ExecutionEngine — concurrent identical calls', () => {
 });
 
 describe('ExecutionEngine — the matching table (docs/lifecycle.md, step 7)', () => {
-  it('authorized, never dispatched, claimer gone: that same execution proceeds, once', async () => {
+  it('accepted, never dispatched, claimer gone: that same execution proceeds, once', async () => {
     const { engine, store, clock } = setup();
     const c = call(statusClass, order);
-    const id = await orphan(store, engine, c, 'authorized');
+    const id = await orphan(store, engine, c, 'accepted');
     const target = new CountingTarget();
     // Lease still alive: somebody may be about to dispatch it.
     expect(idemCodeOf(await engine.execute(c, target.dispatch))).toBe(IDEM_CODES.IDEM_IN_FLIGHT);

@@ -51,6 +51,7 @@ export async function answerOfRecord(
       // Approved by a human, and nobody has taken it yet: the caller's next call dispatches it.
       if (record.leaseOwner === null) return idemAnswer(IDEM_CODES.IDEM_APPROVED, about);
       return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, about);
+    case 'accepted':
     case 'dispatched':
       return idemAnswer(IDEM_CODES.IDEM_IN_FLIGHT, about);
     case 'awaiting_approval':

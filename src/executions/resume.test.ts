@@ -81,7 +81,7 @@ describe('resumable: which executions may be taken over to follow their upstream
     expect(resumable(record({ upstreamTask: null }), upTo())).toBe(false);
     expect(resumable(record({ outcome: { result: REPORT } }), upTo())).toBe(false);
     expect(resumable(record({ leaseExpiresAt: null }), upTo())).toBe(false);
-    for (const state of ['awaiting_approval', 'authorized', 'completed', 'failed', 'denied'] as const)
+    for (const state of ['accepted', 'authorized', 'completed', 'failed', 'denied'] as const)
       expect(resumable(record({ state }), upTo(event('lease_expired')))).toBe(false);
   });
 

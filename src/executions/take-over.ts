@@ -6,10 +6,11 @@ import { isStale } from './leases.js';
 import { callEvent, type Next, type StepContext } from './step-context.js';
 
 /**
- * An `authorized` execution nobody holds — approved by a human (no holder), or
- * left by a claimer that is gone before it dispatched: this call takes it over
- * and dispatches it next, once — of any number of callers in any number of
- * processes, the one whose conditional write lands. Anything else gets its answer.
+ * An execution nobody holds that was never dispatched — approved by a human
+ * (`authorized`, no holder), or `accepted` by a claimer that is gone: this
+ * call takes it over and dispatches it next, once — of any number of callers
+ * in any number of processes, the one whose conditional write lands. Anything
+ * else gets its answer.
  */
 export async function takeOverUndispatched(
   ctx: StepContext,
@@ -17,7 +18,7 @@ export async function takeOverUndispatched(
   call: ToolCall,
   events: ActivityEventInput[],
 ): Promise<Next> {
-  const free = record.state === 'authorized' && isStale(record);
+  const free = (record.state === 'authorized' || record.state === 'accepted') && isStale(record);
   if (!free) return { step: 'answer', record, events };
   const token = newToken();
   const taken = await ctx.store.transition({

@@ -69,6 +69,8 @@ export function taskView(
 /** What must happen before a task that is still working ends: what a model can tell its user. */
 function inFlightMessage(record: ExecutionRecord, statusTool: string): string {
   switch (record.state) {
+    case 'accepted':
+      return 'Accepted; about to be sent.';
     case 'authorized':
       // Sent by the gateway that holds the call (approved-task.ts) within a poll interval; one that
       // was restarted meanwhile holds it no more, and nothing else would send it.

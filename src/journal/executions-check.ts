@@ -1,7 +1,7 @@
 import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
-import { isFinished, type JournaledState } from './states.js';
+import { type ExecutionState, isFinished } from './states.js';
 import { TRIM_JOURNALED_FIELD, trimmedIds } from './trims.js';
 import type { ExecutionProblem, StoredJournalRow } from './verify-report.js';
 
@@ -22,7 +22,7 @@ export interface StoredExecutionRow {
 
 /** One execution as the activity journal tells it. */
 interface JournaledExecution {
-  state: JournaledState | undefined;
+  state: ExecutionState | undefined;
   /** Who claimed it and for which tool: the claim's `accepted` event. */
   actor: string | null;
   tool: string | null;

@@ -1,5 +1,5 @@
 import type { ActivityEntry } from './events.js';
-import { type ExecutionState, type JournaledState, LEGACY_ACCEPTED } from './states.js';
+import type { ExecutionState } from './states.js';
 
 /**
  * Every execution's state from the activity journal alone, folding its
@@ -7,8 +7,8 @@ import { type ExecutionState, type JournaledState, LEGACY_ACCEPTED } from './sta
  * journaled in the same transaction, so this must equal the store's states —
  * a test holds it to that.
  */
-export function rebuildStates(entries: Iterable<ActivityEntry>): Map<string, JournaledState> {
-  const states = new Map<string, JournaledState>();
+export function rebuildStates(entries: Iterable<ActivityEntry>): Map<string, ExecutionState> {
+  const states = new Map<string, ExecutionState>();
   for (const entry of entries) {
     if (!entry.executionId) continue;
     const next = stateAfter(entry, states.get(entry.executionId));
@@ -19,12 +19,11 @@ export function rebuildStates(entries: Iterable<ActivityEntry>): Map<string, Jou
 
 export function stateAfter(
   entry: Pick<ActivityEntry, 'kind' | 'detail'>,
-  current: JournaledState | undefined,
-): JournaledState | undefined {
+  current: ExecutionState | undefined,
+): ExecutionState | undefined {
   switch (entry.kind) {
-    // A claim's first event; its first state follows in the same write (LEGACY_ACCEPTED).
     case 'accepted':
-      return LEGACY_ACCEPTED;
+      return 'accepted';
     case 'awaiting_approval':
       return 'awaiting_approval';
     case 'authorized':

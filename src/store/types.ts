@@ -141,7 +141,7 @@ export interface ClaimInput {
    * `dispatched` claims and marks the dispatch in one atomic step, for calls
    * with nothing (no approval) between the two: one write instead of two.
    */
-  state: 'awaiting_approval' | 'dispatched';
+  state: 'accepted' | 'awaiting_approval' | 'dispatched';
   /** Required with `state: 'dispatched'`: dispatchedAt = now, deadlineAt = now + this. */
   dispatchTimeoutMs?: number;
   attachWindowMs: number;
@@ -297,8 +297,9 @@ export interface SweepResult {
  * - every write is conditional (compare-and-set) and returns what it changed;
  * - journal events passed with a write are appended in the same transaction;
  * - times come from the store's clock, never the caller's;
- * - only finished executions (FINISHED) are ever trimmed (store/sweep.ts); what
- *   belongs to an execution (its approval request, its tasks) is trimmed with it.
+ * - `accepted`, `awaiting_approval`, `authorized`, `dispatched` and `unknown`
+ *   are never trimmed; what belongs to an execution (its approval request, its
+ *   tasks) is trimmed with it.
  */
 export interface ExecutionStore extends JournalReader {
   readonly kind: 'memory' | 'sqlite' | 'postgres';

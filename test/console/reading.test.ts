@@ -272,14 +272,14 @@ describe('knowing it is live', () => {
 
 describe('many executions', () => {
   it('shows 2,000 executions a page at a time, counted by state', async () => {
-    const before = (await store.countByState()).dispatched;
+    const before = (await store.countByState()).accepted;
     const claims = Array.from({ length: 2000 }, () =>
-      claimInput({ tool: 'bulk.noop', argumentsPreview: '{"n":1}' }),
+      claimInput({ tool: 'bulk.noop', state: 'accepted', argumentsPreview: '{"n":1}' }),
     );
     for (let i = 0; i < claims.length; i += 200)
       await Promise.all(claims.slice(i, i + 200).map((c) => store.claim(c)));
     await page.goto(`${base}/executions`);
-    await expect(page.locator('.counts a[data-state=dispatched] strong').textContent()).resolves.toBe(
+    await expect(page.locator('.counts a[data-state=accepted] strong').textContent()).resolves.toBe(
       String(before + 2000),
     );
     const first = (await refsShown()).slice(await page.locator('#executions tbody.attention tr').count());

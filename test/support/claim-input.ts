@@ -7,7 +7,7 @@ const nextExecutionId = executionIds();
 /** A fresh, well-formed fingerprint. */
 export const newFingerprint = (): string => `fp_${randomBytes(32).toString('base64url')}`;
 
-/** A claim as the engine makes one (straight into `dispatched`, its holder dispatching), for store tests. */
+/** A claim as the engine makes one, for store-specific tests (the shared contract suite has its own). */
 export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
   return {
     id: nextExecutionId(),
@@ -16,8 +16,7 @@ export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
     tool: 'payments.charge',
     session: 'ses_01J9Z8Q4',
     replay: 'keyed',
-    state: 'dispatched',
-    dispatchTimeoutMs: 60_000,
+    state: 'accepted',
     attachWindowMs: 60_000,
     claimToken: randomBytes(24).toString('base64url'),
     leaseOwner: 'gw-a:4242',
@@ -68,7 +67,7 @@ export async function fillWithCompleted(
 ): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const claim = claimInput();
+    const claim = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
     await store.claim(claim, { events: [{ kind: 'accepted', executionId: claim.id }] });
     await store.transition({
       id: claim.id,

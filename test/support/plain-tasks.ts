@@ -132,7 +132,7 @@ export async function startPlainTasksGateway(
 }
 
 /** States an execution may still leave: a round waits until it is in none of them. */
-const UNSETTLED = new Set(['awaiting_approval', 'authorized', 'dispatched']);
+const UNSETTLED = new Set(['accepted', 'awaiting_approval', 'authorized', 'dispatched']);
 
 /** The execution of `taskId` once it has settled (finished, or unknown). */
 export async function settled(gateway: PlainTasksGateway, taskId: string): Promise<ExecutionRecord> {

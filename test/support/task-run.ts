@@ -51,7 +51,7 @@ export async function journaledTaskRun(
   await store.requestTaskCancel(third.taskId, [taskCancelEvent(releasedSubject, third.taskId, 'dispatch')]);
   await store.transition({
     id: released.id,
-    from: ['dispatched'],
+    from: ['accepted'],
     to: 'failed',
     token: released.claimToken,
     holder: null,

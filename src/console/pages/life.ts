@@ -1,7 +1,7 @@
 import { html } from 'hono/html';
 import type { ActivityEntry } from '../../journal/events.js';
 import { stateAfter } from '../../journal/rebuild.js';
-import { isFinished, type JournaledState } from '../../journal/states.js';
+import { type ExecutionState, FINISHED } from '../../journal/states.js';
 import { clockTime, duration, isoTime } from '../format.js';
 import type { Html } from '../layout.js';
 
@@ -14,7 +14,7 @@ import type { Html } from '../layout.js';
  */
 
 export interface Span {
-  state: JournaledState;
+  state: ExecutionState;
   from: number;
   to: number;
   /** Still in this state: the span runs to now. */
@@ -92,7 +92,7 @@ function markOf(e: ActivityEntry): Mark | undefined {
 export function lifeOf(timeline: readonly ActivityEntry[], now: number): Life {
   const spans: Span[] = [];
   const marks: Mark[] = [];
-  let state: JournaledState | undefined;
+  let state: ExecutionState | undefined;
   for (const e of timeline) {
     const next = stateAfter(e, state);
     if (next && next !== state) {
@@ -106,14 +106,14 @@ export function lifeOf(timeline: readonly ActivityEntry[], now: number): Life {
   }
   const last = spans.at(-1);
   if (last) {
-    const finished = isFinished(last.state);
+    const finished = FINISHED.includes(last.state);
     last.open = !finished;
     last.to = finished ? Math.max(last.from, timeline.at(-1)?.at ?? last.from) : Math.max(last.from, now);
   }
   return { spans, marks };
 }
 
-const COLOURS: Record<JournaledState, string> = {
+const COLOURS: Record<ExecutionState, string> = {
   accepted: '#91a7ff',
   awaiting_approval: '#f59f00',
   authorized: '#748ffc',
@@ -193,13 +193,13 @@ export function lifePicture(life: Life): Html {
   ${spans.map((s, i) => {
     const box = boxes[i] as { x: number; w: number };
     const span = s.to - s.from;
-    const label = isFinished(s.state)
+    const label = FINISHED.includes(s.state)
       ? s.state
       : `${s.state.replace('_', ' ')} · ${duration(span)}${s.open ? ' so far' : ''}`;
     const tick = box.x - lastTick >= 96 || i === 0;
     if (tick) lastTick = box.x;
     return html`<g data-state="${s.state}" data-ms="${span}" data-open="${s.open}">
-    <title>${s.state} from ${isoTime(s.from)}${isFinished(s.state) ? '' : ` for ${duration(span)}${s.open ? ' (still)' : ''}`}</title>
+    <title>${s.state} from ${isoTime(s.from)}${FINISHED.includes(s.state) ? '' : ` for ${duration(span)}${s.open ? ' (still)' : ''}`}</title>
     <rect x="${box.x + 1}" y="${BAR_Y}" width="${Math.max(2, box.w - 2)}" height="${BAR_H}" rx="4" fill="${COLOURS[s.state]}" ${s.open ? html`stroke="${COLOURS[s.state]}" stroke-dasharray="4 3" fill-opacity="0.55"` : ''}/>
     <text class="${s.open ? 'dark' : 'in'}" x="${box.x + 8}" y="${BAR_Y + 19}">${label}</text>
     ${tick ? html`<text x="${box.x + 2}" y="${BAR_Y - 8}">${clockTime(s.from)}</text>` : ''}

@@ -13,7 +13,7 @@ describeEveryStore('claim', (t) => {
 
   it('the first claim of a fingerprint wins and records what it was given', async () => {
     const before = await store.now();
-    const input = claimInput({ state: 'awaiting_approval', attachWindowMs: 30_000, leaseMs: 45_000 });
+    const input = claimInput({ attachWindowMs: 30_000, leaseMs: 45_000 });
     const result = await store.claim(input);
     const after = await store.now();
 
@@ -28,7 +28,7 @@ describeEveryStore('claim', (t) => {
       tool: input.tool,
       session: input.session,
       replay: input.replay,
-      state: 'awaiting_approval',
+      state: 'accepted',
       createdAt: record.createdAt,
       updatedAt: record.createdAt,
       attachUntil: record.createdAt + 30_000,
@@ -63,7 +63,7 @@ describeEveryStore('claim', (t) => {
     // It survives every state change.
     const done = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'completed',
       holder: null,
     });
@@ -147,7 +147,7 @@ describeEveryStore('claim', (t) => {
     expect(result.record?.id).toBe(next.id);
     expect((await store.findActive(old.fingerprint))?.id).toBe(next.id);
     // Retired, not deleted: its history stays readable.
-    expect((await store.get(old.id))?.state).toBe('awaiting_approval');
+    expect((await store.get(old.id))?.state).toBe('accepted');
     expect((await store.list()).map((r) => r.id).sort()).toEqual([old.id, next.id].sort());
     // A plain claim now attaches to the new holder.
     const third = await store.claim(claimInput({ fingerprint: old.fingerprint }));

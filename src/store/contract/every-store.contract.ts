@@ -128,7 +128,7 @@ export interface StoreUnderTest {
   readonly store: ExecutionStore;
   /** Lets `ms` pass: the test clock moved, or real time waited. */
   elapse(ms: number): Promise<void>;
-  /** A claim that must win; by default one that has not dispatched (`awaiting_approval`, its claimer holding it). */
+  /** A claim that must win. */
   claimWon(
     overrides?: Partial<ClaimInput>,
     events?: ActivityEventInput[],
@@ -185,7 +185,7 @@ function underTest(current: () => OpenedStore | undefined): StoreUnderTest {
       else await sleep(ms);
     },
     async claimWon(overrides = {}, events) {
-      const input = claimInput({ state: 'awaiting_approval', dispatchTimeoutMs: undefined, ...overrides });
+      const input = claimInput(overrides);
       const result = await t.store.claim(input, events ? { events } : undefined);
       if (!result.won) throw new Error(`claim of ${input.id} unexpectedly lost`);
       return { input, record: result.record };
@@ -198,23 +198,31 @@ function underTest(current: () => OpenedStore | undefined): StoreUnderTest {
   return t;
 }
 
-/** The way the engine reaches `state`: a claim into its first state, then the transitions it makes. */
+/** The way the engine reaches `state`: a claim, then the transitions it makes. */
 async function reach(t: StoreUnderTest, state: ExecutionState, overrides: Partial<ClaimInput>) {
   const { store } = t;
+  const { input, record } = await t.claimWon(overrides);
+  if (state === 'accepted') return { input, record };
   if (state === 'awaiting_approval' || state === 'denied' || state === 'authorized') {
-    const { input, record } = await t.claimWon({ state: 'awaiting_approval', ...overrides });
-    if (state === 'awaiting_approval') return { input, record };
+    const waiting = await store.transition({
+      id: record.id,
+      from: ['accepted'],
+      to: 'awaiting_approval',
+    });
+    if (state === 'awaiting_approval') return { input, record: waiting! };
     const decided = await store.transition({ id: record.id, from: ['awaiting_approval'], to: state });
     return { input, record: decided! };
   }
-  const { input, record: dispatched } = await t.claimWon({
-    state: 'dispatched',
+  const dispatched = await store.transition({
+    id: record.id,
+    from: ['accepted'],
+    to: 'dispatched',
+    token: input.claimToken,
     dispatchTimeoutMs: LONG_MS,
-    ...overrides,
   });
-  if (state === 'dispatched') return { input, record: dispatched };
+  if (state === 'dispatched') return { input, record: dispatched! };
   const finished = await store.transition({
-    id: dispatched.id,
+    id: record.id,
     from: ['dispatched'],
     to: state,
     token: input.claimToken,

@@ -15,11 +15,11 @@ describeEveryStore('journal', (t) => {
   const { claimWon } = t;
 
   it("an outcome's event carries the digest of the outcome as stored (what audit verify checks)", async () => {
-    const input = claimInput({ state: 'awaiting_approval' });
+    const input = claimInput();
     await store.claim(input, { events: [{ kind: 'accepted', executionId: input.id }] });
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'completed',
       token: input.claimToken,
       outcome: AWKWARD_OUTCOME,
@@ -39,7 +39,7 @@ describeEveryStore('journal', (t) => {
   });
 
   it('appends the events of every write in order, seq 1..n, hash-chained', async () => {
-    const input = claimInput({ state: 'awaiting_approval' });
+    const input = claimInput();
     await store.claim(input, {
       events: [
         { kind: 'received', requestRef: 'req:1', actor: 'user:alice', tool: 'payments.charge' },
@@ -48,7 +48,7 @@ describeEveryStore('journal', (t) => {
     });
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: input.claimToken,
       dispatchTimeoutMs: LONG_MS,
@@ -108,17 +108,17 @@ describeEveryStore('journal', (t) => {
     await store.transition({ id: input.id, from: ['dispatched'], to: 'completed', events });
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'authorized',
       token: newToken(),
       events,
     });
-    await store.transition({ id: newId(), from: ['awaiting_approval'], to: 'authorized', events });
+    await store.transition({ id: newId(), from: ['accepted'], to: 'authorized', events });
     await store.claim(claimInput({ fingerprint: input.fingerprint }), { events });
     await store.appendEvents([]);
     expect(await store.readJournal()).toEqual([]);
 
-    await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'authorized', events });
+    await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', events });
     expect((await store.readJournal()).map((e) => e.kind)).toEqual(['authorized']);
   });
 
@@ -209,7 +209,7 @@ describeEveryStore('journal', (t) => {
     await store.appendEvents([{ kind: 'attached', executionId: 'exe_b' }]);
     await store.transition({
       id: a.record.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: a.input.claimToken,
       events: [

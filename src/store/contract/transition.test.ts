@@ -24,7 +24,7 @@ describeEveryStore('transition', (t) => {
     await elapse(5);
     const moved = await store.transition({
       id: input.id,
-      from: ['dispatched', 'awaiting_approval'],
+      from: ['awaiting_approval', 'accepted'],
       to: 'authorized',
     });
 
@@ -50,9 +50,7 @@ describeEveryStore('transition', (t) => {
   });
 
   it('is refused for an unknown id', async () => {
-    expect(
-      await store.transition({ id: newId(), from: ['awaiting_approval'], to: 'authorized' }),
-    ).toBeUndefined();
+    expect(await store.transition({ id: newId(), from: ['accepted'], to: 'authorized' })).toBeUndefined();
   });
 
   it('with `token` applies only for the holder of the claim', async () => {
@@ -60,7 +58,7 @@ describeEveryStore('transition', (t) => {
     const before = await store.get(input.id);
     const wrong = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: newToken(),
       dispatchTimeoutMs: 1000,
@@ -70,7 +68,7 @@ describeEveryStore('transition', (t) => {
 
     const right = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'authorized',
       token: input.claimToken,
     });
@@ -90,32 +88,27 @@ describeEveryStore('transition', (t) => {
     const token = newToken();
     const taken = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
-      to: 'awaiting_approval',
+      from: ['accepted'],
+      to: 'accepted',
       holder: { token, owner: 'gw-b:7', leaseMs: 20_000 },
     });
     expect(taken).toMatchObject({ leaseOwner: 'gw-b:7', leaseExpiresAt: taken!.updatedAt + 20_000 });
 
     const stale = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'authorized',
       token: input.claimToken,
     });
     expect(stale).toBeUndefined();
     expect(await store.renewLease(input.id, input.claimToken, 1000)).toBe(false);
-    const fresh = await store.transition({
-      id: input.id,
-      from: ['awaiting_approval'],
-      to: 'authorized',
-      token,
-    });
+    const fresh = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', token });
     expect(fresh?.state).toBe('authorized');
   });
 
   it('`holder: null` clears token and lease; omitting `holder` leaves them', async () => {
     const { input, record } = await claimWon();
-    const kept = await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'authorized' });
+    const kept = await store.transition({ id: input.id, from: ['accepted'], to: 'authorized' });
     expect(kept).toMatchObject({ leaseOwner: record.leaseOwner, leaseExpiresAt: record.leaseExpiresAt });
     expect(await store.renewLease(input.id, input.claimToken, LONG_MS)).toBe(true);
 
@@ -141,7 +134,7 @@ describeEveryStore('transition', (t) => {
     const before = await store.now();
     const dispatched = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: input.claimToken,
       dispatchTimeoutMs: 12_345,
@@ -167,8 +160,8 @@ describeEveryStore('transition', (t) => {
     expect(record.dispatchedAt).toBe(record.createdAt);
     expect(record.dispatchedAt).toBeGreaterThanOrEqual(before);
     expect(record.deadlineAt).toBe(record.createdAt + 9_000);
-    const waiting = await claimWon();
-    expect(waiting.record).toMatchObject({ dispatchedAt: null, deadlineAt: null });
+    const accepted = await claimWon();
+    expect(accepted.record).toMatchObject({ dispatchedAt: null, deadlineAt: null });
   });
 
   it('`delivered` records delivery with the outcome, once', async () => {
@@ -198,7 +191,7 @@ describeEveryStore('transition', (t) => {
     const { input } = await claimWon();
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       dispatchTimeoutMs: LONG_MS,
     });
@@ -255,26 +248,21 @@ describeEveryStore('transition', (t) => {
     const token = newToken();
     const taken = await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
-      to: 'awaiting_approval',
+      from: ['accepted'],
+      to: 'accepted',
       requireStale: true,
       holder: { token, owner: 'gw-b:9', leaseMs: LONG_MS },
     });
     expect(taken?.leaseOwner).toBe('gw-b:9');
     // The new lease is alive, so a second recoverer is refused.
     expect(
-      await store.transition({
-        id: input.id,
-        from: ['awaiting_approval'],
-        to: 'awaiting_approval',
-        requireStale: true,
-      }),
+      await store.transition({ id: input.id, from: ['accepted'], to: 'accepted', requireStale: true }),
     ).toBeUndefined();
   });
 
   it('`requireStale` applies when there is no lease at all', async () => {
     const { input } = await claimWon();
-    await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'authorized', holder: null });
+    await store.transition({ id: input.id, from: ['accepted'], to: 'authorized', holder: null });
     const taken = await store.transition({
       id: input.id,
       from: ['authorized'],
@@ -288,7 +276,7 @@ describeEveryStore('transition', (t) => {
     const { input } = await claimWon();
     await store.transition({
       id: input.id,
-      from: ['awaiting_approval'],
+      from: ['accepted'],
       to: 'dispatched',
       token: input.claimToken,
       dispatchTimeoutMs: SHORT_LEASE_MS,
@@ -310,7 +298,7 @@ describeEveryStore('transition', (t) => {
       Array.from({ length: 50 }, (_, i) =>
         store.transition({
           id: input.id,
-          from: ['awaiting_approval'],
+          from: ['accepted'],
           to: 'dispatched',
           token: input.claimToken,
           dispatchTimeoutMs: LONG_MS,

@@ -30,7 +30,7 @@ describeEveryStore('upstream tasks', (t) => {
 
     expect(await store.setUpstreamTask(record.id, newToken(), HANDLE, events())).toBe(false);
     expect(await store.setUpstreamTask(newId(), claim.claimToken, HANDLE, events())).toBe(false);
-    const waiting = await executionIn('awaiting_approval');
+    const waiting = await executionIn('accepted');
     expect(await store.setUpstreamTask(waiting.record.id, waiting.input.claimToken, HANDLE, events())).toBe(
       false,
     );

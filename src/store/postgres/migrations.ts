@@ -1,15 +1,12 @@
 import type pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { GENESIS_HASH } from '../../journal/chain.js';
-import { upgradeAccepted } from './legacy-accepted.js';
 
 export interface Migration {
   /** Row in schema_migrations after this migration. Consecutive from 1. */
   version: number;
   name: string;
-  sql?: string;
-  /** A step in code (a journal entry's text is chain.ts's), after `sql`, in the same transaction. */
-  run?: (db: Queryable) => Promise<void>;
+  sql: string;
 }
 
 /**
@@ -319,7 +316,6 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
     `,
   },
-  { version: 8, name: 'accepted executions become authorized (docs/adr/0047)', run: upgradeAccepted },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
@@ -369,8 +365,7 @@ export async function migrate(
     const current = refuseNewer(await schemaVersion(db), latest);
     for (const migration of migrations) {
       if (migration.version <= current) continue;
-      if (migration.sql) await db.query(migration.sql);
-      await migration.run?.(db);
+      await db.query(migration.sql);
       await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
         migration.version,
         migration.name,

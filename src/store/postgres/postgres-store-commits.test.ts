@@ -109,13 +109,11 @@ describe('PostgresStore', () => {
         ]);
 
         // A move that lets something go ahead, by the holder or not, waits for the flush.
-        const c = claimInput({ state: 'awaiting_approval' });
+        const c = claimInput();
         expect(await commitsOf(() => store.claim(c))).toEqual(['on']);
-        const approve = { id: c.id, from: ['awaiting_approval' as const], to: 'authorized' as const };
-        expect(await commitsOf(() => store.transition(approve))).toEqual(['on']);
         const dispatch = {
           id: c.id,
-          from: ['authorized' as const],
+          from: ['accepted' as const],
           to: 'dispatched' as const,
           token: c.claimToken,
         };

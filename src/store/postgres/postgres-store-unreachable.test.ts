@@ -125,7 +125,7 @@ describe('PostgresStore', () => {
         await server.stop();
         const failures = [
           store.claim(claimInput()),
-          store.transition({ id: committed.id, from: ['dispatched'], to: 'unknown' }),
+          store.transition({ id: committed.id, from: ['accepted'], to: 'authorized' }),
           store.renewLease(committed.id, committed.claimToken, 1000),
           store.markDelivered(committed.id, [{ kind: 'delivered' }]),
           store.get(committed.id),

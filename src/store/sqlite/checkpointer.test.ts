@@ -124,7 +124,7 @@ describe('the checkpoint worker', () => {
       failure: expect.stringMatching(/exited with code 1/),
     });
     const ids = await claims(store, 30);
-    expect((await store.get(ids.at(-1)!))?.state).toBe('dispatched');
+    expect((await store.get(ids.at(-1)!))?.state).toBe('accepted');
     expect(workers).toHaveLength(1);
   });
 
@@ -144,7 +144,7 @@ describe('the checkpoint worker', () => {
       const [id] = await claims(store, 1);
       await vi.waitFor(() => expect(store.checkpointStats().state).toBe('failed'), PATIENTLY);
       expect(store.checkpointStats().autocheckpointPages).toBe(DEFAULT_AUTOCHECKPOINT_PAGES);
-      expect((await store.get(id!))?.state).toBe('dispatched');
+      expect((await store.get(id!))?.state).toBe('accepted');
       await claims(store, 3);
     }
     expect(refused.store.checkpointStats().failure).toBe('no threads left');

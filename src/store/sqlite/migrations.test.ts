@@ -1,11 +1,8 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
-import { chainProblems } from '../../../test/support/journal-chains.js';
 import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
-import { verifyStore } from '../../journal/verify-store.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 
@@ -162,93 +159,6 @@ describe('SqliteStore', () => {
       expect(after.prepare("SELECT journal_seqs FROM executions WHERE id = 'exe_old'").get()).toEqual({
         journal_seqs: '4',
       });
-    });
-
-    it('bring a file whose executions an older version left `accepted` up to date: each becomes authorized with its holder, journaled, and verify agrees before and after (docs/adr/0047)', async () => {
-      // As the version that claimed into `accepted` (schema 1) left it, then brought to schema 7.
-      const db = new Database(files.path);
-      migrate(
-        db,
-        MIGRATIONS.filter((m) => m.version <= 1),
-      );
-      const at = Date.now() - 60_000;
-      const ids = ['exe_01OLDA', 'exe_01OLDB'];
-      let prev = GENESIS_HASH;
-      ids.forEach((id, i) => {
-        db.prepare(`
-          INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
-            updated_at, attach_until, claim_token, lease_owner, lease_expires_at, arguments_preview)
-          VALUES (?, ?, 1, 'user:alice', 'payments.charge', NULL, 'keyed', 'accepted', ?, ?, ?, 'tok', 'gw-old:1',
-            ?, '{}')`).run(id, `fp_old_${i}`, at, at, at + 900_000, at + 30_000);
-        const event = {
-          kind: 'accepted' as const,
-          executionId: id,
-          actor: 'user:alice',
-          tool: 'payments.charge',
-        };
-        const { entry, detailText } = buildEntry(event, i + 1, at, prev);
-        db.prepare(`
-          INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash)
-          VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`).run(
-          entry.seq,
-          entry.at,
-          entry.kind,
-          id,
-          entry.actor,
-          entry.tool,
-          detailText,
-          entry.prevHash,
-          entry.hash,
-        );
-        prev = entry.hash;
-      });
-      migrate(
-        db,
-        MIGRATIONS.filter((m) => m.version <= 7),
-      );
-      db.close();
-      const verify = () =>
-        verifyStore({ kind: 'sqlite', path: files.path }, { streams: ['activity'], heads: [] });
-      // The journal said `accepted`, as the rows do: it verifies as it did.
-      expect((await verify()).executions).toMatchObject({ ok: true, checked: 2, journaled: 2 });
-
-      const store = await SqliteStore.open({ path: files.path });
-      try {
-        for (const id of ids) {
-          expect(await store.get(id)).toMatchObject({
-            state: 'authorized',
-            leaseOwner: 'gw-old:1',
-            leaseExpiresAt: at + 30_000,
-          });
-          expect((await store.journalFor(id)).map((e) => [e.kind, e.detail])).toEqual([
-            ['accepted', {}],
-            ['authorized', { from: 'accepted', via: 'store_upgrade' }],
-          ]);
-        }
-        const journal = await store.readJournal();
-        expect(journal.map((e) => e.executionId)).toEqual([...ids, ...ids]);
-        expect(chainProblems(journal)).toEqual([]);
-        // Its claimer is gone (the lease lapsed): the next caller takes it over and dispatches it, once.
-        const takeOver = (owner: string) =>
-          store.transition({
-            id: ids[0]!,
-            from: ['authorized'],
-            to: 'dispatched',
-            requireStale: true,
-            holder: { token: `tok_${owner}`, owner, leaseMs: 60_000 },
-            dispatchTimeoutMs: 60_000,
-            events: [{ kind: 'dispatched', executionId: ids[0]!, detail: { resumed: true } }],
-          });
-        const taken = await Promise.all([takeOver('gw-a'), takeOver('gw-b')]);
-        expect(taken.filter((t) => t !== undefined)).toHaveLength(1);
-      } finally {
-        await store.close();
-      }
-      expect(await verify()).toMatchObject({ ok: true, executions: { ok: true, checked: 2, journaled: 2 } });
-      // Upgraded once: a reopen journals nothing more.
-      const again = await SqliteStore.open({ path: files.path });
-      opened.push(again);
-      expect(await again.readJournal()).toHaveLength(5);
     });
 
     it('refuse a file whose schema is newer than this code knows', async () => {

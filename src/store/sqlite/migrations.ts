@@ -1,14 +1,11 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
-import { upgradeAccepted } from './legacy-accepted.js';
 
 export interface Migration {
   /** PRAGMA user_version after this migration. Consecutive from 1. */
   version: number;
   name: string;
-  sql?: string;
-  /** A step SQL alone cannot take (hashing a journal entry), after `sql`, in the same transaction. */
-  run?: (db: Database.Database) => void;
+  sql: string;
 }
 
 /**
@@ -212,11 +209,6 @@ export const MIGRATIONS: readonly Migration[] = [
         END;
     `,
   },
-  {
-    version: 8,
-    name: 'accepted executions become authorized (docs/adr/0047)',
-    run: (db) => upgradeAccepted(db),
-  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
@@ -237,8 +229,7 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
     const current = refuseNewer(schemaVersion(db), latest);
     for (const migration of migrations) {
       if (migration.version <= current) continue;
-      if (migration.sql) db.exec(migration.sql);
-      migration.run?.(db);
+      db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
     }
     return schemaVersion(db);

@@ -19,9 +19,14 @@ describe('SqliteStore', () => {
           session: crypto.randomUUID(),
           leaseOwner: `gw-${i % 4}.prod:31337`,
           argumentsPreview: JSON.stringify({ repo: 'acme/web', title: `Fix #${i}`, labels: ['bug'] }),
-          dispatchTimeoutMs: 30_000,
         });
         await store.claim(input);
+        await store.transition({
+          id: input.id,
+          from: ['accepted'],
+          to: 'dispatched',
+          dispatchTimeoutMs: 30_000,
+        });
         await store.transition({
           id: input.id,
           from: ['dispatched'],

@@ -135,7 +135,7 @@ describe('SqliteStore', () => {
     const holderOutcome = (store: SqliteStore, input: ClaimInput) =>
       store.transition({
         id: input.id,
-        from: ['dispatched'],
+        from: ['accepted'],
         to: 'completed',
         token: input.claimToken,
         outcome,
@@ -152,24 +152,17 @@ describe('SqliteStore', () => {
       expect((await store.get(input.id))?.state).toBe('completed');
     });
 
-    it('every write that lets something go ahead is synced: an approval, a dispatch, an operator resolution, and a batch holding a claim', async () => {
+    it('every write that lets something go ahead is synced: a dispatch, an operator resolution, and a batch holding a claim', async () => {
       const store = await open();
-      const input = claimInput({ state: 'awaiting_approval' });
-      await store.claim(input);
-      await store.transition({ id: input.id, from: ['awaiting_approval'], to: 'authorized' });
-      await store.transition({
-        id: input.id,
-        from: ['authorized'],
-        to: 'dispatched',
-        token: input.claimToken,
-      });
+      const input = await claimed(store);
+      await store.transition({ id: input.id, from: ['accepted'], to: 'dispatched', token: input.claimToken });
       // No token: an operator (or the sweeper, or a probe) decided it, not the dispatch's holder.
       await store.transition({ id: input.id, from: ['dispatched'], to: 'failed', outcome });
       await Promise.all([
         store.claim(claimInput()),
         store.transition({ id: input.id, from: ['failed'], to: 'failed', token: 'none' }),
       ]);
-      expect(store.commitStats()).toMatchObject({ commits: 5, synced: 5 });
+      expect(store.commitStats()).toMatchObject({ commits: 4, synced: 4 });
     });
 
     it('an outcome no sync follows is synced by the timer within the bound', async () => {
@@ -198,12 +191,7 @@ describe('SqliteStore', () => {
     it('with synchronous "normal", nothing is synced', async () => {
       const store = await open({ synchronous: 'normal' });
       const input = await claimed(store);
-      await store.transition({
-        id: input.id,
-        from: ['dispatched'],
-        to: 'completed',
-        token: input.claimToken,
-      });
+      await store.transition({ id: input.id, from: ['accepted'], to: 'completed', token: input.claimToken });
       await store.sweep({ retentionMs: 60_000 });
       expect(store.commitStats()).toMatchObject({ commits: 2, synced: 0, timerSyncs: 0 });
       expect(store.synchronous()).toBe('normal');

@@ -47,7 +47,7 @@ describe('SqliteStore', () => {
       const input = claimInput();
       await first.claim(input, { events: [{ kind: 'accepted', executionId: input.id }] });
       const outcome = { result: { content: [{ type: 'text' as const, text: 'done ✓' }] } };
-      const done = await first.transition({ id: input.id, from: ['dispatched'], to: 'completed', outcome });
+      const done = await first.transition({ id: input.id, from: ['accepted'], to: 'completed', outcome });
       await first.close();
 
       const second = await open();
@@ -129,7 +129,7 @@ describe('SqliteStore', () => {
         for (const fingerprint of order) {
           const id = 'exe_' + Date.now().toString(36) + randomBytes(10).toString('hex');
           const result = await store.claim(
-            { id, fingerprint, actor: 'a', tool: 't', session: null, replay: 'keyed', state: 'dispatched', dispatchTimeoutMs: 60000,
+            { id, fingerprint, actor: 'a', tool: 't', session: null, replay: 'keyed', state: 'accepted',
               attachWindowMs: 60000, claimToken: who, leaseOwner: who, leaseMs: 60000, argumentsPreview: '{}' },
             { events: [{ kind: 'accepted', executionId: id, detail: { who } }] },
           );
