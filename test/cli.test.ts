@@ -136,7 +136,7 @@ describe('idem executions', () => {
       'failed',
       '--note',
       'bank says no transfer',
-      '--by',
+      '--operator',
       'operator:dana',
     );
     expect(resolved.code).toBe(0);
@@ -199,6 +199,93 @@ describe('idem sweep', () => {
     expect(
       ((await json('executions', 'list', '--state', 'unknown')) as { id: string }[]).map((r) => r.id),
     ).toEqual(['exe_stale']);
+  });
+});
+
+describe('options every command spells one way (docs/adr/0032-cli-conventions.md)', () => {
+  const storeCommands = [
+    ['executions', 'list'],
+    ['executions', 'show'],
+    ['executions', 'resolve'],
+    ['approvals', 'list'],
+    ['approvals', 'show'],
+    ['approvals', 'approve'],
+    ['approvals', 'deny'],
+    ['sessions', 'list'],
+    ['sessions', 'show'],
+    ['sweep'],
+    ['store', 'new'],
+    ['audit', 'verify'],
+    ['audit', 'export'],
+    ['audit', 'sign'],
+    ['console'],
+  ];
+
+  it('every command that opens the store takes --db and --config, with the same help', async () => {
+    const helps = await Promise.all(storeCommands.map((command) => idem(...command, '--help')));
+    // Commander wraps the text at the width of the longest option, so compare it unwrapped.
+    const helpOf = (text: string, option: string) =>
+      new RegExp(`${option}\\s+(.*(?:\\n {20,}.*)*)`).exec(text)?.[1]?.replace(/\s+/g, ' ');
+    for (const [i, help] of helps.entries()) {
+      const command = storeCommands[i]!.join(' ');
+      expect(helpOf(help.stdout, '--db <file\\|postgres-url>'), command).toBe(
+        'the store: a SQLite file or a postgres:// URL (default: --config, IDEM_STORE_URL, or the data directory)',
+      );
+      expect(helpOf(help.stdout, '-c, --config <file>'), command).toBe(
+        "an idem.yaml to read the store's location from",
+      );
+    }
+  });
+
+  it('who the operator is: --operator; --by, its old spelling, still works, hidden, and not with it', async () => {
+    const helps = await Promise.all(
+      [
+        ['executions', 'resolve'],
+        ['approvals', 'approve'],
+        ['approvals', 'deny'],
+        ['store', 'new'],
+      ].map((command) => idem(...command, '--help')),
+    );
+    for (const help of helps) {
+      expect(help.stdout).toContain('--operator <name>');
+      expect(help.stdout).not.toContain('--by');
+    }
+    const both = await idem(
+      'executions',
+      'resolve',
+      'exe_stale',
+      '--as',
+      'failed',
+      '--note',
+      'n',
+      '--operator',
+      'a',
+      '--by',
+      'b',
+    );
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("option '--by <name>' cannot be used with option '--operator <name>'");
+    // The sweep above made the stale dispatch unknown: resolved here under the old spelling.
+    const resolved = await idem(
+      'executions',
+      'resolve',
+      'exe_stale',
+      '--as',
+      'failed',
+      '--note',
+      'n',
+      '--by',
+      'operator:erin',
+    );
+    expect(resolved.code).toBe(0);
+    expect(resolved.stdout).toContain('(by operator:erin)');
+    const shown = (await json('executions', 'show', 'exe_stale')) as {
+      timeline: { kind: string; detail: object }[];
+    };
+    expect(shown.timeline.at(-1)).toMatchObject({
+      kind: 'operator_resolution',
+      detail: { by: 'operator:erin' },
+    });
   });
 });
 

@@ -35,6 +35,30 @@ export function cliPage(): string {
       'Exit codes ([operators](../operators.md#exit-codes)): 0 done; 1 the command ran and failed; 2 the ' +
       'command line or the config is wrong and nothing was attempted. `idem lint` and `idem audit verify`: ' +
       '1 found something, 2 could not check.\n',
+    ...deprecatedSpellings(commands),
     ...sections,
   ].join('\n');
+}
+
+/**
+ * The hidden options (commander's hideHelp): old spellings still read, which no help shows, said
+ * here once each with the commands that take them (docs/adr/0032-cli-conventions.md).
+ */
+function deprecatedSpellings(commands: Command[]): string[] {
+  const hidden = new Map<string, { description: string; commands: string[] }>();
+  for (const command of commands) {
+    for (const option of command.options.filter((o) => o.hidden)) {
+      const entry = hidden.get(option.flags) ?? { description: option.description, commands: [] };
+      entry.commands.push(`\`${fullName(command)}\``);
+      hidden.set(option.flags, entry);
+    }
+  }
+  if (hidden.size === 0) return [];
+  const lines = [...hidden].map(
+    ([flags, { description, commands: used }]) => `- \`${flags}\` (${description}): ${used.join(', ')}.`,
+  );
+  return [
+    'Old spellings, still read and hidden from the help; each is a usage error together with the one that replaced it:\n',
+    `${lines.join('\n')}\n`,
+  ];
 }

@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { expirePending } from '../approval/decide.js';
 import { decideAsOperator } from '../approval/operator-decision.js';
@@ -6,21 +5,13 @@ import { type ApprovalView, approvalView, loadApprovalView } from '../approval/v
 import type { ExecutionStore } from '../store/types.js';
 import { EXIT, parseLimit } from './exit-codes.js';
 import { printJson, printTable, time } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { type OperatorFlags, operatorOf, operatorOption } from './operator.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
-interface DecideFlags extends StoreFlags {
+interface DecideFlags extends StoreFlags, OperatorFlags {
   reason?: string;
-  operator?: string;
   json?: boolean;
 }
-
-const storeOptions = (command: Command) =>
-  command
-    .option(
-      '--db <file|postgres-url>',
-      'the store (default: --config, IDEM_STORE_URL, or the data directory)',
-    )
-    .option('-c, --config <file>', 'read the store location from an idem.yaml');
 
 /**
  * `idem approvals`: the operator's queue of actions waiting for a human
@@ -78,7 +69,7 @@ export function registerApprovalCommands(program: Command): void {
     });
 
   for (const decision of ['approve', 'deny'] as const) {
-    storeOptions(approvals.command(decision))
+    operatorOption(storeOptions(approvals.command(decision)))
       .description(
         decision === 'approve'
           ? 'Approve one action: it runs once, when its caller calls again'
@@ -86,10 +77,9 @@ export function registerApprovalCommands(program: Command): void {
       )
       .argument('<ref>', 'execution id (exe_…)')
       .option('--reason <text>', 'why, for the caller and the journal')
-      .option('--operator <name>', 'who decides (default: operator:<your OS user>)')
       .option('--json', 'machine-readable')
       .action(async (ref: string, flags: DecideFlags) => {
-        const by = flags.operator ?? `operator:${userInfo().username}`;
+        const by = operatorOf(flags);
         await withStore(flags, async (store) => {
           const outcome = await decideAsOperator(store, ref, decision === 'approve' ? 'approved' : 'denied', {
             by,

@@ -35,7 +35,13 @@ import type { StoredJournalRow, VerifyReport } from '../journal/verify-report.js
 import { type JournalSource, type StoreVerifyReport, verifyStore } from '../journal/verify-store.js';
 import { CHECK_EXIT } from './exit-codes.js';
 import { printJson } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags, type StoreLocation } from './store-access.js';
+import {
+  locateStore,
+  openLocatedStore,
+  type StoreFlags,
+  type StoreLocation,
+  storeOptions,
+} from './store-access.js';
 
 /** `idem audit verify` exit codes: a check's (docs/operators.md#exit-codes). */
 export const VERIFY_EXIT = {
@@ -63,16 +69,10 @@ export function registerAuditCommands(program: Command): void {
     .command('audit')
     .description('Hash-chained journals: verify offline, export, sign the head');
 
-  audit
-    .command('verify')
+  storeOptions(audit.command('verify'))
     .description(
       'Check the journals and the executions table offline (no gateway, no fingerprint key); names the first bad seq or execution. Exit 0 ok, 1 tampered, 2 error.',
     )
-    .option(
-      '--db <file|postgres-url>',
-      'the store to read (default: --config, IDEM_STORE_URL, or the data directory)',
-    )
-    .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option('--file <export.jsonl>', 'verify an export written by `idem audit export` instead')
     .option(
       '--public-key <pem>',
@@ -98,13 +98,10 @@ export function registerAuditCommands(program: Command): void {
       process.exitCode = await runVerify(flags);
     });
 
-  audit
-    .command('export')
+  storeOptions(audit.command('export'))
     .description(
       'Write the journals as JSONL: the signed heads first, then one entry per line, then (all streams) the executions table',
     )
-    .option('--db <file|postgres-url>', 'the store to read')
-    .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option('-o, --out <file>', 'output file (default: stdout)')
     .option('--stream <stream>', 'activity, sessions or all', 'all')
     .action(async (flags: StoreFlags & { out?: string; stream: JournalStream | 'all' }) => {
@@ -116,13 +113,10 @@ export function registerAuditCommands(program: Command): void {
       if (flags.out) await new Promise<void>((resolve) => out.end(resolve));
     });
 
-  audit
-    .command('sign')
+  storeOptions(audit.command('sign'))
     .description(
       "Sign the journals' current heads (journal-head.json); refuses a journal shorter than, or rewritten under, its last signed head",
     )
-    .option('--db <file|postgres-url>', 'the store to read')
-    .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option(
       '--key <file>',
       'the Ed25519 private key (default: journal_signing_key_file, IDEM_JOURNAL_SIGNING_KEY_FILE, or <data dir>/journal-signing.key)',

@@ -4,7 +4,7 @@ import { loadConfig } from '../gateway/config.js';
 import { splitHostPort } from '../gateway/config-operator.js';
 import { isLoopbackHost } from '../gateway/exposure.js';
 import { verifyFromFlags } from './audit.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
 interface ConsoleFlags extends StoreFlags {
   listen?: string;
@@ -19,16 +19,10 @@ interface ConsoleFlags extends StoreFlags {
  * `--config` gives the defaults of --listen and the token.
  */
 export function registerConsoleCommand(program: Command): void {
-  program
-    .command('console')
+  storeOptions(program.command('console'))
     .description(
-      'Serve the operator console (executions, approvals, sessions, journal, activity) over the store; needs an operator token (IDEM_CONSOLE_TOKEN or --token-file)',
+      "Serve the operator console (executions, approvals, sessions, journal, activity) over the store; needs an operator token (IDEM_CONSOLE_TOKEN or --token-file). --config's console: section gives the defaults of --listen and the token",
     )
-    .option(
-      '--db <file|postgres-url>',
-      'the store (default: --config, IDEM_STORE_URL, or the data directory)',
-    )
-    .option('-c, --config <file>', 'read the store location (and the console: section) from an idem.yaml')
     .option('-l, --listen <host:port>', 'where to listen (default: console.listen, else 127.0.0.1:8788)')
     .option('--token-file <file>', 'the operator token in a file (mode 0600)')
     .option('--token-env <name>', 'the environment variable holding the token (default IDEM_CONSOLE_TOKEN)')

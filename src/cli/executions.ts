@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { RESOLUTIONS, type Resolution, resolveAsOperator } from '../executions/operator.js';
 import { EXECUTION_STATES, type ExecutionState, isExecutionState } from '../executions/states.js';
@@ -6,7 +5,8 @@ import type { ActivityEntry } from '../journal/events.js';
 import { tasksIn } from '../journal/task-events.js';
 import { parseLimit } from './exit-codes.js';
 import { parseSince, printJson, printTable, time } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { type OperatorFlags, operatorOf, operatorOption } from './operator.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
 interface ListFlags extends StoreFlags {
   state?: ExecutionState[];
@@ -35,14 +35,6 @@ function parseSinceOption(value: string): number {
     throw new InvalidArgumentError((error as Error).message);
   }
 }
-
-const storeOptions = (command: Command) =>
-  command
-    .option(
-      '--db <file|postgres-url>',
-      'the store (default: --config, IDEM_STORE_URL, or the data directory)',
-    )
-    .option('-c, --config <file>', 'read the store location from an idem.yaml');
 
 export function registerExecutionCommands(program: Command): void {
   const executions = program.command('executions').description('Inspect and resolve executions');
@@ -161,7 +153,7 @@ export function registerExecutionCommands(program: Command): void {
       }
     });
 
-  storeOptions(executions.command('resolve'))
+  operatorOption(storeOptions(executions.command('resolve')))
     .description(
       "The operator's answer to an unknown outcome or a review: it happened (completed) or not (failed)",
     )
@@ -172,9 +164,8 @@ export function registerExecutionCommands(program: Command): void {
         .makeOptionMandatory(),
     )
     .requiredOption('--note <text>', 'what you checked, for the journal')
-    .option('--by <operator>', 'who resolves it (default: your OS user)')
-    .action(async (ref: string, flags: StoreFlags & { as: Resolution; note: string; by?: string }) => {
-      const by = flags.by ?? `operator:${userInfo().username}`;
+    .action(async (ref: string, flags: StoreFlags & OperatorFlags & { as: Resolution; note: string }) => {
+      const by = operatorOf(flags);
       const store = await openLocatedStore(locateStore(flags));
       try {
         const outcome = await resolveAsOperator(store, ref, flags.as, by, flags.note);

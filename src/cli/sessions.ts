@@ -2,21 +2,13 @@ import type { Command } from 'commander';
 import { sessionsOf } from '../journal/agent-runs.js';
 import { parseLimit } from './exit-codes.js';
 import { printJson, printTable, time } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
 export function registerSessionCommands(program: Command): void {
   const sessions = program
     .command('sessions')
     .description('Agent runs: who connected, with which client and protocol, when');
-  const withStore = (c: Command) =>
-    c
-      .option(
-        '--db <file|postgres-url>',
-        'the store (default: --config, IDEM_STORE_URL, or the data directory)',
-      )
-      .option('-c, --config <file>', 'read the store location from an idem.yaml');
-
-  withStore(sessions.command('list'))
+  storeOptions(sessions.command('list'))
     .description(
       'Agent runs, newest first: session id, actor, client name and version, protocol revision, start and end',
     )
@@ -36,7 +28,7 @@ export function registerSessionCommands(program: Command): void {
       }
     });
 
-  withStore(sessions.command('show'))
+  storeOptions(sessions.command('show'))
     .description(
       'One agent run: its journal (start, end, upstream restarts) and the executions started in it',
     )

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Command } from 'commander';
 import { SQLITE_STORE_FILE } from '../defaults.js';
 import { idemEnvironment } from '../environment.js';
 import { loadConfig } from '../gateway/config.js';
@@ -21,6 +22,19 @@ export interface StoreLocation {
 export interface StoreFlags {
   db?: string;
   config?: string;
+}
+
+/**
+ * `--db` and `--config`, the options that say where the store is: declared here once, with one
+ * help text, for every command that opens the store (locateStore reads them).
+ */
+export function storeOptions(command: Command): Command {
+  return command
+    .option(
+      '--db <file|postgres-url>',
+      'the store: a SQLite file or a postgres:// URL (default: --config, IDEM_STORE_URL, or the data directory)',
+    )
+    .option('-c, --config <file>', "an idem.yaml to read the store's location from");
 }
 
 /**

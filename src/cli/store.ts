@@ -1,5 +1,4 @@
 import { existsSync, renameSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { idemEnvironment } from '../environment.js';
@@ -9,11 +8,11 @@ import { signJournalHeads } from '../journal/head-signer.js';
 import { SIGNED_HEAD_FILE } from '../journal/signing.js';
 import { journalEvidence, refuseEmptyJournal } from '../store/lost-store.js';
 import { printJson } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { type OperatorFlags, operatorOf, operatorOption } from './operator.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
-interface NewStoreFlags extends StoreFlags {
+interface NewStoreFlags extends StoreFlags, OperatorFlags {
   acceptLostExecutions?: boolean;
-  operator?: string;
   reason?: string;
   json?: boolean;
 }
@@ -26,18 +25,14 @@ interface NewStoreFlags extends StoreFlags {
  */
 export function registerStoreCommands(program: Command): void {
   const store = program.command('store').description('The store itself: starting anew after a lost store');
-  store
-    .command('new')
+  operatorOption(storeOptions(store.command('new')))
     .description(
       'Start a new, empty store where a lost one was (the gateway refuses to start on an empty or missing store while journal-head.json says executions were recorded). Keeps the old heads as journal-head.lost-<time>.json and journals the new start. Retries of the lost executions may run their actions again.',
     )
-    .option('--db <file|postgres-url>', 'the store')
-    .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .requiredOption(
       '--accept-lost-executions',
       'required: you accept that the lost store’s executions are forgotten, and that their retries may run again',
     )
-    .option('--operator <name>', 'who decides (default: operator:<your OS user>)')
     .option('--reason <text>', 'why (kept in the journal)')
     .option('--json', 'machine-readable')
     .action(async (flags: NewStoreFlags) => {
@@ -69,7 +64,7 @@ export function registerStoreCommands(program: Command): void {
         const keptAs = `journal-head.lost-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
         if (existsSync(join(dataDir, keptAs))) throw new Error(`${keptAs} exists already; try again`);
         renameSync(headFile, join(dataDir, keptAs));
-        const by = flags.operator ?? `operator:${userInfo().username}`;
+        const by = operatorOf(flags);
         await opened.appendEvents([
           {
             kind: 'store_started_anew',

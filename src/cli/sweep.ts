@@ -3,16 +3,13 @@ import { durationMs } from '../contracts/duration.js';
 import { DEFAULT_RETENTION } from '../defaults.js';
 import { Maintenance } from '../maintenance/maintenance.js';
 import { printJson, printTable, time } from './format.js';
-import { locateStore, openLocatedStore, type StoreFlags } from './store-access.js';
+import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 
 export function registerSweepCommand(program: Command): void {
-  program
-    .command('sweep')
+  storeOptions(program.command('sweep'))
     .description(
       'Expired leases → unknown; finished executions past retention deleted; approval requests past their timeout ended (denied, expired). Never touches accepted, dispatched (live) or unknown ones. The gateway runs the same pass periodically.',
     )
-    .option('--db <file|postgres-url>', 'the store')
-    .option('-c, --config <file>', 'read the store location from an idem.yaml')
     .option(
       '--retention <duration>',
       'keep finished executions this long (48h, 7d)',

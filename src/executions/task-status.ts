@@ -2,6 +2,7 @@ import type { TaskView } from '../protocol/tasks.js';
 import type { ToolResult } from '../store/outcome.js';
 import type { ExecutionRecord, TaskRecord } from '../store/types.js';
 import { META } from './answers.js';
+import { FINISHED } from './states.js';
 
 /**
  * What a task says, from its execution's record (docs/tasks.md, the mapping table). A task
@@ -29,7 +30,7 @@ export function taskView(
     ttlMs: task.ttlMs,
     pollIntervalMs: record.upstreamTask?.pollIntervalMs ?? task.pollIntervalMs,
   };
-  const finished = record.state === 'completed' || record.state === 'failed' || record.state === 'denied';
+  const finished = FINISHED.includes(record.state);
   // A cancel asked before the outcome was recorded ends the task; one asked after changes nothing.
   // In the same millisecond the cancel counts: its own retirement of the execution is that fast.
   if (task.cancelRequestedAt !== null && !(finished && record.updatedAt < task.cancelRequestedAt)) {

@@ -7,6 +7,7 @@ import type { ExecutionRecord, TaskInputRequest, TaskRecord } from '../store/typ
 import { META, markExecuted } from './answers.js';
 import type { ToolCall } from './call.js';
 import { answerOfRecord, delivered } from './record-answer.js';
+import { FINISHED } from './states.js';
 import { current } from './status.js';
 import type { StepContext } from './step-context.js';
 import { answerApprovalInput, approvalDecided, approvalInput } from './task-approval.js';
@@ -24,8 +25,6 @@ import { taskCancelled } from './task-watch.js';
 export function newTaskId(): string {
   return `tsk_${randomBytes(32).toString('base64url')}`;
 }
-
-const FINISHED = new Set(['completed', 'failed', 'denied']);
 
 /**
  * `tasks/update`: answers to the keys the task's target asked for, taken by the store in one
@@ -75,7 +74,7 @@ async function inputOf(
  */
 export function answersAsTask(call: ToolCall, record: ExecutionRecord): boolean {
   if (!call.task || call.contract.task === 'off') return false;
-  return !FINISHED.has(record.state) || call.contract.task === 'required';
+  return !FINISHED.includes(record.state) || call.contract.task === 'required';
 }
 
 /**
@@ -180,7 +179,7 @@ export async function cancelTask(
   if (!found) return undefined;
   const { record } = found;
   // A task whose execution has ended keeps its outcome: the cancel is acknowledged, and changes nothing.
-  if (FINISHED.has(record.state)) return getTask(ctx, taskId, actor, false);
+  if (FINISHED.includes(record.state)) return getTask(ctx, taskId, actor, false);
   const before =
     record.dispatchedAt === null
       ? 'dispatch'
@@ -239,7 +238,7 @@ async function finishedAnswer(
   record: ExecutionRecord,
   deliver: boolean,
 ): Promise<ToolResult | undefined> {
-  if (!FINISHED.has(record.state)) return undefined;
+  if (!FINISHED.includes(record.state)) return undefined;
   if (record.state === 'denied' || !record.outcome) return answerOfRecord(ctx, record, false);
   if (deliver && record.deliveredAt === null) await delivered(ctx, record.id);
   return markExecuted(ctx.knownSecrets.redact(record.outcome.result), record.id);

@@ -1,7 +1,7 @@
 import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
-import type { ExecutionState } from './states.js';
+import { type ExecutionState, isFinished } from './states.js';
 import { TRIM_JOURNALED_FIELD, trimmedIds } from './trims.js';
 import type { ExecutionProblem, StoredJournalRow } from './verify-report.js';
 
@@ -60,8 +60,6 @@ export interface ExecutionsReport {
   outcomesUnchecked: number;
   firstBad?: { seq: number; executionId: string; problem: ExecutionProblem; message: string };
 }
-
-const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'denied']);
 
 /**
  * A trimmed execution may finish up to this long after one still kept: the
@@ -284,14 +282,14 @@ export async function checkExecutions(
       if (known.outcome === null) report.outcomesUnchecked++;
       else report.outcomesChecked++;
     }
-    if (FINISHED.has(row.state) && row.updatedAt < oldestKeptFinish) {
+    if (isFinished(row.state) && row.updatedAt < oldestKeptFinish) {
       oldestKeptFinish = row.updatedAt;
       oldestKeptId = row.id;
     }
   }
   for (const [id, known] of journal) {
     if (seen.has(id) || known.state === undefined) continue;
-    if (!FINISHED.has(known.state)) {
+    if (!isFinished(known.state)) {
       return fail(
         known.seq,
         id,

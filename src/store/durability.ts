@@ -1,4 +1,4 @@
-import type { ExecutionState } from '../journal/states.js';
+import { HOLDER_OUTCOMES } from '../journal/states.js';
 import type { TransitionInput } from './types.js';
 
 /**
@@ -38,5 +38,3 @@ export type WriteSync = 'sync' | 'lazy';
  * three times it (see postgres/sql.ts).
  */
 export const OUTCOME_SYNC_WITHIN_MS = 200;
-
-const HOLDER_OUTCOMES: readonly ExecutionState[] = ['completed', 'failed', 'unknown'];

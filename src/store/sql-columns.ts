@@ -15,6 +15,20 @@ import type {
 } from './types.js';
 
 /**
+ * An execution state as an SQL literal. Typed, so the SQL of both stores names only states that
+ * exist: every state in their statements is spelled through here, never typed into the text
+ * (state-sets.test.ts holds them to it; the shipped migrations keep theirs).
+ */
+export function sqlState(state: ExecutionState): string {
+  return `'${state}'`;
+}
+
+/** A set of states (journal/states.ts) as the list of an SQL `IN (…)`. */
+export function sqlStates(states: readonly ExecutionState[]): string {
+  return states.map(sqlState).join(', ');
+}
+
+/**
  * An execution row as both SQL stores lay it out (snake_case columns,
  * times in ms, outcome as JSON text); each store adds its own fingerprint
  * encoding (of `fingerprint` and `request_digest`) and bookkeeping columns.

@@ -290,7 +290,7 @@ export interface SweepResult {
 
 /**
  * The one interface every backend implements (memory, SQLite, PostgreSQL).
- * Every backend passes the same contract suite (src/store/store.contract.ts).
+ * Every backend passes the same contract suite (the feature files of src/store/contract/, each run on every backend).
  *
  * Rules all implementations keep:
  * - the claim is atomic: of N concurrent claims for one fingerprint exactly one wins;

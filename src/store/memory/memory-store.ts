@@ -2,8 +2,9 @@ import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
-import { trimmedEvents, withTrimJournaled } from '../../journal/trims.js';
-import { holderGone, leaseExpiredEvent } from '../lease.js';
+import { withTrimJournaled } from '../../journal/trims.js';
+import { holderGone } from '../lease.js';
+import { EXPIRE, expires, sweepEvents, trimmable } from '../sweep.js';
 import { keptUpstreamTask, taskWithoutExecution } from '../tasks.js';
 import type {
   ApprovalFilter,
@@ -30,14 +31,6 @@ interface Row extends Omit<ExecutionRecord, 'readAt'> {
   claimToken: string | null;
   active: boolean;
 }
-
-const NEVER_TRIMMED: readonly ExecutionState[] = [
-  'accepted',
-  'awaiting_approval',
-  'authorized',
-  'dispatched',
-  'unknown',
-];
 
 /**
  * The reference store: everything in one process's memory. Each method runs
@@ -226,33 +219,32 @@ export class MemoryStore implements ExecutionStore {
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
     const now = this.#clock();
-    const expired: ExecutionRecord[] = [];
-    const trimmed: string[] = [];
-    for (const row of [...this.#rows.values()]) {
-      if (row.state === 'dispatched' && holderGone(row, now)) {
-        if (!options.dryRun) {
-          row.state = 'unknown';
-          row.updatedAt = now;
-          this.#append([leaseExpiredEvent(row)], now);
-        }
-        expired.push({ ...this.#view(row, now), state: 'unknown' });
-      } else if (!NEVER_TRIMMED.includes(row.state) && row.updatedAt + options.retentionMs <= now) {
-        if (!options.dryRun) {
-          this.#rows.delete(row.id);
-          this.#approvals.delete(row.id);
-          this.#tasks.deleteFor(row.id);
-          if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
-            this.#activeByFingerprint.delete(row.fingerprint);
-        }
-        trimmed.push(row.id);
-      }
+    const cutoff = now - options.retentionMs;
+    const rows = [...this.#rows.values()];
+    const expired = rows.filter((row) => expires(row, now));
+    const trimmed = rows.filter((row) => trimmable(row, cutoff));
+    if (options.dryRun) {
+      return {
+        expired: expired.map((row) => ({ ...this.#view(row, now), state: EXPIRE.to })),
+        trimmed: trimmed.length,
+      };
     }
-    if (!options.dryRun) {
-      this.#append(trimmedEvents(trimmed, options.retentionMs), now);
-      for (const [key, at] of this.#approvedSessions)
-        if (at + options.retentionMs <= now) this.#approvedSessions.delete(key);
+    for (const row of expired) Object.assign(row, { state: EXPIRE.to, updatedAt: now });
+    for (const row of trimmed) {
+      this.#rows.delete(row.id);
+      this.#approvals.delete(row.id);
+      this.#tasks.deleteFor(row.id);
+      if (this.#activeByFingerprint.get(row.fingerprint) === row.id)
+        this.#activeByFingerprint.delete(row.fingerprint);
     }
-    return { expired, trimmed: trimmed.length };
+    for (const [key, at] of this.#approvedSessions) if (at <= cutoff) this.#approvedSessions.delete(key);
+    const swept = sweepEvents(
+      expired,
+      trimmed.map((row) => row.id),
+      options.retentionMs,
+    );
+    this.#append(swept.events, now);
+    return { expired: swept.expired.map((row) => this.#view(row, now)), trimmed: trimmed.length };
   }
 
   async getApproval(id: string): Promise<ApprovalRequest | undefined> {

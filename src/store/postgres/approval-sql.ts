@@ -1,10 +1,11 @@
+import { sqlState } from '../sql-columns.js';
+import { CLOCK } from './sql.js';
+
 /**
  * The statements of approval requests and approved sessions (see
  * DecideApprovalInput for the rules). Times come from the database's clock,
  * like every other time the store keeps.
  */
-const CLOCK = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
-
 export const APPROVAL_SQL = {
   insert: {
     name: 'idem_approval_insert',
@@ -38,7 +39,7 @@ export const APPROVAL_SQL = {
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
       upd AS (
         UPDATE executions SET
-          state = CASE $2::text WHEN 'approved' THEN 'authorized'::execution_state ELSE 'denied' END,
+          state = CASE $2::text WHEN 'approved' THEN ${sqlState('authorized')}::execution_state ELSE ${sqlState('denied')} END,
           updated_at = c.now,
           claim_token = NULL,
           lease_owner = NULL,
@@ -46,7 +47,7 @@ export const APPROVAL_SQL = {
           note = CASE $2::text WHEN 'approved' THEN note ELSE COALESCE($5::text, $2::text) END
         FROM c
         WHERE id = $1
-          AND state = 'awaiting_approval'
+          AND state = ${sqlState('awaiting_approval')}
           AND EXISTS (
             SELECT FROM approval_requests a
             WHERE a.execution_id = $1 AND a.decision IS NULL

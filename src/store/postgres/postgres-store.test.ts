@@ -13,7 +13,6 @@ import { verifyJournal } from '../../journal/verify.js';
 import type { RegisteredHead } from '../../journal/verify-heads.js';
 import { verifyStore } from '../../journal/verify-store.js';
 import { openStore } from '../index.js';
-import { describeStoreContract } from '../store.contract.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from './migrations.js';
 import { PostgresStore } from './postgres-store.js';
 
@@ -23,18 +22,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await pg?.dispose();
-});
-
-describeStoreContract('postgres, a fresh schema per test', async () => {
-  const { schema, drop } = await pg.freshSchema();
-  const store = await PostgresStore.open({ url: pg.url, schema });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      await drop();
-    },
-  };
 });
 
 describe('PostgresStore', () => {

@@ -3,6 +3,7 @@ import type { JournalStream } from '../../journal/events.js';
 import type { WriteSync } from '../durability.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
+import { EXPIRED_STATE_SQL, expiresSql, trimmableSql } from '../sweep.js';
 import type { ClaimInput, ExecutionRecord } from '../types.js';
 
 export interface ExecutionRow extends ExecutionColumns {
@@ -84,6 +85,9 @@ export type ClaimedRow = Pick<
 /** The holder is gone, by the database's clock (see lease.ts). */
 const STALE = holderGoneSql('c.now');
 
+/** The sweep's expiry (store/sweep.ts), by the database's clock. */
+const EXPIRES = expiresSql('c.now');
+
 export const SQL = {
   claim: {
     name: 'idem_claim',
@@ -164,11 +168,11 @@ export const SQL = {
     text: `
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
       stale AS (
-        SELECT id FROM executions, c WHERE state = 'dispatched' AND ${STALE}
+        SELECT id FROM executions, c WHERE ${EXPIRES}
         FOR UPDATE OF executions SKIP LOCKED
       ),
       upd AS (
-        UPDATE executions SET state = 'unknown', updated_at = c.now FROM c
+        UPDATE executions SET state = ${EXPIRED_STATE_SQL}, updated_at = c.now FROM c
         WHERE id IN (SELECT id FROM stale)
         RETURNING ${COLUMNS}, c.now AS read_at
       )
@@ -180,7 +184,7 @@ export const SQL = {
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
       DELETE FROM executions WHERE id IN (
         SELECT id FROM executions, c
-        WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= c.now - $1::bigint
+        WHERE ${trimmableSql('c.now - $1::bigint')}
         FOR UPDATE OF executions SKIP LOCKED
       )
       RETURNING id`,
@@ -189,13 +193,13 @@ export const SQL = {
     name: 'idem_would_expire',
     text: `
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now)
-      SELECT ${COLUMNS}, c.now AS read_at FROM executions, c WHERE state = 'dispatched' AND ${STALE}`,
+      SELECT ${COLUMNS}, c.now AS read_at FROM executions, c WHERE ${EXPIRES}`,
   },
   wouldTrim: {
     name: 'idem_would_trim',
     text: `
       SELECT count(*)::int AS n FROM executions
-      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= ${CLOCK} - $1::bigint`,
+      WHERE ${trimmableSql(`${CLOCK} - $1::bigint`)}`,
   },
   now: { name: 'idem_now', text: `SELECT ${CLOCK} AS now` },
   /**

@@ -1,5 +1,4 @@
-import { trimmedEvents } from '../../journal/trims.js';
-import { leaseExpiredEvent } from '../lease.js';
+import { EXPIRE, sweepEvents } from '../sweep.js';
 import type { SweepResult } from '../types.js';
 import { APPROVAL_SQL } from './approval-sql.js';
 import { type JournalChains, journalParams } from './journal-chains.js';
@@ -7,9 +6,8 @@ import { type ExecutionRow, SQL, toRecord, wholeMs } from './sql.js';
 import { type Connections, query } from './transactions.js';
 
 /**
- * The sweep (ExecutionStore.sweep): dispatched executions whose holder is gone become
- * `unknown`, journaled as `lease_expired`; finished ones and approved sessions older than
- * the retention are trimmed. One transaction; a dry run changes nothing.
+ * The sweep (ExecutionStore.sweep; what it does is store/sweep.ts) as PostgreSQL's statements:
+ * one transaction; a dry run changes nothing.
  */
 export async function writeSweep(
   db: Connections,
@@ -24,7 +22,7 @@ export async function writeSweep(
         query<{ n: number }>(SQL.wouldTrim, [retentionMs])(client),
       ]);
       return {
-        expired: stale.rows.map((row) => ({ ...toRecord(row), state: 'unknown' as const })),
+        expired: stale.rows.map((row) => ({ ...toRecord(row), state: EXPIRE.to })),
         trimmed: trimmable.rows[0]?.n ?? 0,
       };
     });
@@ -36,20 +34,12 @@ export async function writeSweep(
       const trimSessions = query(APPROVAL_SQL.trimSessions, [retentionMs])(tx.db);
       const expire = query<ExecutionRow>(SQL.expire, [])(tx.db);
       const [trimmed, expired] = await Promise.all([trim, expire, trimSessions]);
-      // RETURNING gives no order; by id is creation order, as the journal should read.
-      const rows = expired.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      const events = [
-        ...rows.map(leaseExpiredEvent),
-        // What the trim removed is journaled in the same transaction (journal/trims.ts).
-        ...trimmedEvents(
-          trimmed.rows.map((row) => row.id),
-          retentionMs,
-        ),
-      ];
-      if (events.length > 0) {
-        tx.defer(query(SQL.append.sync, ['activity', ...journalParams(events, chain)])(tx.db));
+      const ids = trimmed.rows.map((row) => row.id);
+      const swept = sweepEvents(expired.rows, ids, retentionMs);
+      if (swept.events.length > 0) {
+        tx.defer(query(SQL.append.sync, ['activity', ...journalParams(swept.events, chain)])(tx.db));
       }
-      return { expired: rows.map(toRecord), trimmed: trimmed.rows.length };
+      return { expired: swept.expired.map(toRecord), trimmed: ids.length };
     }),
   );
 }

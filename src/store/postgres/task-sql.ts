@@ -1,5 +1,8 @@
-import { TASK_JOIN_COLUMNS } from '../sql-columns.js';
+import { sqlState, TASK_JOIN_COLUMNS } from '../sql-columns.js';
 import { CLOCK, COLUMNS, JOURNALED, journalAfter, type Statement } from './sql.js';
+
+/** A holder's writes apply while its execution is dispatched, and only then. */
+const DISPATCHED = sqlState('dispatched');
 
 /**
  * The statements of tasks and of the upstream task an execution follows (ExecutionStore.openTask
@@ -64,7 +67,7 @@ export const TASK_SQL = {
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
       upd AS (
         UPDATE executions SET upstream_task = $4, updated_at = c.now FROM c
-        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        WHERE id = $2 AND claim_token = $3 AND state = ${DISPATCHED}
         RETURNING c.now AS read_at
       ),
       ${journalAfter('upd', 5)}
@@ -82,7 +85,7 @@ export const TASK_SQL = {
         UPDATE executions SET updated_at = c.now, task_input = CASE WHEN $4::text IS NULL THEN NULL
           ELSE json_build_object('requests', $4::json, 'answers', '{}'::json, 'askedAt', c.now)::text END
         FROM c
-        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        WHERE id = $2 AND claim_token = $3 AND state = ${DISPATCHED}
         RETURNING c.now AS read_at
       ),
       ${journalAfter('upd', 5)}
@@ -102,7 +105,7 @@ export const TASK_SQL = {
           THEN json_build_object('requests', $4::json, 'answers', '{}'::json, 'askedAt', c.now)::text
           ELSE jsonb_set(task_input::jsonb, '{requests}', $4::jsonb || (task_input::jsonb -> 'requests'))::text END
         FROM c
-        WHERE id = $2 AND claim_token = $3 AND state = 'dispatched'
+        WHERE id = $2 AND claim_token = $3 AND state = ${DISPATCHED}
         RETURNING c.now AS read_at
       ),
       ${journalAfter('upd', 5)}
@@ -119,7 +122,7 @@ export const TASK_SQL = {
       WITH c AS MATERIALIZED (SELECT ${CLOCK} AS now),
       upd AS (
         UPDATE executions SET task_input = $4, updated_at = c.now FROM c
-        WHERE id = $2 AND state = 'dispatched' AND task_input = $3
+        WHERE id = $2 AND state = ${DISPATCHED} AND task_input = $3
         RETURNING c.now AS read_at
       ),
       ${journalAfter('upd', 5)}

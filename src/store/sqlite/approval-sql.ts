@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { ApprovalColumns } from '../sql-columns.js';
+import { type ApprovalColumns, sqlState } from '../sql-columns.js';
 import type { ExecutionRow } from './sql.js';
 
 /** The statements of approval requests and approved sessions (see DecideApprovalInput for the rules). */
@@ -29,14 +29,14 @@ export function prepareApprovalStatements(db: Database.Database): ApprovalStatem
       LIMIT @limit`),
     decideExecution: db.prepare<Record<string, unknown>, ExecutionRow>(`
       UPDATE executions SET
-        state = CASE @decision WHEN 'approved' THEN 'authorized' ELSE 'denied' END,
+        state = CASE @decision WHEN 'approved' THEN ${sqlState('authorized')} ELSE ${sqlState('denied')} END,
         updated_at = @now,
         claim_token = NULL,
         lease_owner = NULL,
         lease_expires_at = NULL,
         note = CASE @decision WHEN 'approved' THEN note ELSE COALESCE(@reason, @decision) END
       WHERE id = @id
-        AND state = 'awaiting_approval'
+        AND state = ${sqlState('awaiting_approval')}
         AND EXISTS (
           SELECT 1 FROM approval_requests a
           WHERE a.execution_id = @id AND a.decision IS NULL

@@ -8,6 +8,7 @@ import type { ActivityEntry } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
 import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
+import { EXPIRED_STATE_SQL, expiresSql, trimmableSql } from '../sweep.js';
 import type { ExecutionRecord, StateCount } from '../types.js';
 
 export interface ExecutionRow extends ExecutionColumns {
@@ -25,6 +26,10 @@ const APPEND_SEQS = `CASE WHEN @journalSeqs IS NULL THEN journal_seqs WHEN journ
 
 /** The holder is gone, by the store's clock (see lease.ts). */
 const STALE = holderGoneSql('@now');
+
+/** The sweep's two conditions (store/sweep.ts), by the store's clock. */
+const EXPIRES = expiresSql('@now');
+const TRIMMABLE = trimmableSql('@cutoff');
 
 /**
  * The prepared statements, named for declaration output (better-sqlite3's own
@@ -122,18 +127,18 @@ export function prepareStatements(db: Database.Database): Statements {
       'UPDATE executions SET delivered_at = @now WHERE id = @id AND delivered_at IS NULL',
     ),
     expire: db.prepare<{ now: number }, ExecutionRow>(`
-      UPDATE executions SET state = 'unknown', updated_at = @now
-      WHERE state = 'dispatched' AND ${STALE}
+      UPDATE executions SET state = ${EXPIRED_STATE_SQL}, updated_at = @now
+      WHERE ${EXPIRES}
       RETURNING *`),
     trim: db.prepare<{ cutoff: number }, { id: string }>(`
       DELETE FROM executions
-      WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff
+      WHERE ${TRIMMABLE}
       RETURNING id`),
     wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
-      `SELECT * FROM executions WHERE state = 'dispatched' AND ${STALE} ORDER BY id`,
+      `SELECT * FROM executions WHERE ${EXPIRES} ORDER BY id`,
     ),
     wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
-      SELECT COUNT(*) AS n FROM executions WHERE state IN ('completed', 'failed', 'denied') AND updated_at <= @cutoff`),
+      SELECT COUNT(*) AS n FROM executions WHERE ${TRIMMABLE}`),
     // Both aggregates read the (state, updated_at) index alone (a covering index): no row is visited.
     countState: db.prepare<[string], { n: number; oldest: number | null }>(
       'SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM executions WHERE state = ?',

@@ -5,40 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
 import { chainProblems } from '../../../test/support/journal-chains.js';
-import { tempSqliteDir, useSqliteFiles } from '../../../test/support/sqlite-files.js';
+import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { openStore } from '../index.js';
-import { describeStoreContract } from '../store.contract.js';
 import { SqliteStore } from './sqlite-store.js';
-
-describeStoreContract('sqlite file', async () => {
-  const tmp = tempSqliteDir();
-  const store = await SqliteStore.open({ path: join(tmp.dir, 'idem.db') });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      tmp.remove();
-    },
-  };
-});
-
-describeStoreContract('sqlite file, test clock', async () => {
-  const tmp = tempSqliteDir();
-  let now = Date.now();
-  const store = await SqliteStore.open({ path: join(tmp.dir, 'idem.db'), clock: () => now });
-  return {
-    store,
-    clock: {
-      advance(ms: number) {
-        now += ms;
-      },
-    },
-    cleanup: async () => {
-      await store.close();
-      tmp.remove();
-    },
-  };
-});
 
 describe('SqliteStore', () => {
   const files = useSqliteFiles();

@@ -1,14 +1,12 @@
-import { trimmedEvents } from '../../journal/trims.js';
-import { leaseExpiredEvent } from '../lease.js';
+import { EXPIRE, sweepEvents } from '../sweep.js';
 import type { SweepResult } from '../types.js';
 import type { ApprovalStatements } from './approval-sql.js';
 import { appendJournal } from './journal-append.js';
 import { type Statements, toRecord } from './sql.js';
 
 /**
- * The sweep (ExecutionStore.sweep): dispatched executions whose holder is gone become
- * `unknown`, journaled as `lease_expired`; finished ones and approved sessions older than
- * the retention are trimmed. The body of one IMMEDIATE transaction; a dry run changes nothing.
+ * The sweep (ExecutionStore.sweep; what it does is store/sweep.ts) as SQLite's statements: the
+ * body of one IMMEDIATE transaction; a dry run changes nothing.
  */
 export function writeSweep(
   sql: Statements,
@@ -19,17 +17,13 @@ export function writeSweep(
 ): SweepResult {
   const cutoff = now - retentionMs;
   if (dryRun) {
-    const stale = sql.wouldExpire
-      .all({ now })
-      .map((row) => ({ ...toRecord(row, now), state: 'unknown' as const }));
+    const stale = sql.wouldExpire.all({ now }).map((row) => ({ ...toRecord(row, now), state: EXPIRE.to }));
     return { expired: stale, trimmed: sql.wouldTrim.get({ cutoff })?.n ?? 0 };
   }
-  // RETURNING gives no order; by id is creation order, as the journal should read.
-  const rows = sql.expire.all({ now }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  appendJournal(sql, rows.map(leaseExpiredEvent), now);
-  // What the trim removes is journaled in the same transaction (journal/trims.ts).
+  const expired = sql.expire.all({ now });
   const trimmed = sql.trim.all({ cutoff }).map((row) => row.id);
-  appendJournal(sql, trimmedEvents(trimmed, retentionMs), now);
   approvalSql.trimSessions.run({ cutoff });
-  return { expired: rows.map((row) => toRecord(row, now)), trimmed: trimmed.length };
+  const swept = sweepEvents(expired, trimmed, retentionMs);
+  appendJournal(sql, swept.events, now);
+  return { expired: swept.expired.map((row) => toRecord(row, now)), trimmed: trimmed.length };
 }

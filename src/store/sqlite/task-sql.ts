@@ -1,11 +1,15 @@
 import type Database from 'better-sqlite3';
 import {
+  sqlState,
   TASK_JOIN_COLUMNS,
   type TaskColumns,
   type TaskJoinColumns,
   type TaskWatchColumns,
 } from '../sql-columns.js';
 import type { ExecutionRow } from './sql.js';
+
+/** A holder's writes apply while its execution is dispatched, and only then. */
+const DISPATCHED = sqlState('dispatched');
 
 /** The statements of tasks and of the upstream task an execution follows (ExecutionStore.openTask and the rest). */
 export interface TaskStatements {
@@ -48,13 +52,13 @@ export function prepareTaskStatements(db: Database.Database): TaskStatements {
     ),
     setUpstreamTask: db.prepare<{ id: string; token: string; handle: string; now: number }>(`
       UPDATE executions SET upstream_task = @handle, updated_at = @now
-      WHERE id = @id AND claim_token = @token AND state = 'dispatched'`),
+      WHERE id = @id AND claim_token = @token AND state = ${DISPATCHED}`),
     setTaskInput: db.prepare<{ id: string; token: string; input: string | null; now: number }>(`
       UPDATE executions SET task_input = @input, updated_at = @now
-      WHERE id = @id AND claim_token = @token AND state = 'dispatched'`),
+      WHERE id = @id AND claim_token = @token AND state = ${DISPATCHED}`),
     updateTaskInput: db.prepare<{ id: string; input: string; now: number }>(`
       UPDATE executions SET task_input = @input, updated_at = @now
-      WHERE id = @id AND state = 'dispatched'`),
+      WHERE id = @id AND state = ${DISPATCHED}`),
     watch: db.prepare<[string], TaskWatchColumns>(`
       SELECT e.state, e.task_input,
         (SELECT min(cancel_requested_at) FROM tasks WHERE execution_id = e.id) AS cancel_requested_at
