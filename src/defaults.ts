@@ -15,6 +15,12 @@ export const TASK_POLL_INTERVAL_MS = 1000;
 /** How long finished executions are kept before a sweep trims them (`retention`, `idem sweep --retention`). */
 export const DEFAULT_RETENTION = '48h';
 
+/**
+ * How often the store's upkeep runs (src/maintenance): the gateway's `sweep_interval`, the
+ * library's `maintenanceIntervalMs`.
+ */
+export const DEFAULT_MAINTENANCE_INTERVAL = '30s';
+
 /** The SQLite store's file in the data directory, when no store is named. */
 export const SQLITE_STORE_FILE = 'idem.db';
 

@@ -78,7 +78,8 @@ export { ExecutionEngine, type ExecutionEngineOptions } from './executions/engin
 export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
 export { Fingerprinter } from './identity/index.js';
 export { type ServedHttp, serveStreamableHttp } from './library/http.js';
-export { honestAnnotations, Idem, type IdemOptions } from './library/idem.js';
+export { honestAnnotations } from './contracts/annotations.js';
+export { Idem, type IdemOptions } from './library/idem.js';
 export type { IdemSshToolConfig } from './library/ssh-tool.js';
 export type { IdemToolConfig, IdemToolExtra, IdemToolHandler } from './library/tool-config.js';
 export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
