@@ -1,6 +1,6 @@
-// `Idem` is the library's one public face (open, tool, httpTool, sshTool, connect, close); the
-// parts behind each method live in their own files (tool-config, handler-channel, ssh-tool, http;
-// the channels in src/dispatch, the engine in src/executions).
+// `Idem` is the library's one public face (open, tool, httpTool, sshTool, connect, approve, deny,
+// close); the parts behind each method live in their own files (tool-config, handler-channel,
+// ssh-tool, http; the channels in src/dispatch; the engine, store and maintenance in src/runtime).
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
@@ -286,6 +286,20 @@ export class Idem {
       policyOf: (tool) => this.#taskPolicies.get(tool),
       requests: this.#taskRequests,
     });
+  }
+
+  /**
+   * A human approved an execution waiting for approval (`approval: every_call | session`): the
+   * next matching call dispatches it, or at once if it is an MCP task this process holds. False
+   * when it was no longer waiting (decided, expired). Journaled `via: api`, by `by`.
+   */
+  async approve(ref: string, by: string): Promise<boolean> {
+    return (await this.#runtime.engine.approve(ref, by)) !== undefined;
+  }
+
+  /** The same, denied with a reason: the caller and every retry in the window get IDEM_DENIED. */
+  async deny(ref: string, by: string, reason: string): Promise<boolean> {
+    return (await this.#runtime.engine.deny(ref, by, reason)) !== undefined;
   }
 
   async close(): Promise<void> {
