@@ -39,7 +39,11 @@ import type {
 export interface IdemOptions {
   /** Where the SQLite file and keys live; default IDEM_DATA_DIR or a per-user directory. */
   dataDir?: string;
-  /** A store instance, or where to open one. Default: SQLite at `<dataDir>/idem.db`. */
+  /**
+   * Where to open the store (`{ kind: 'sqlite' | 'postgres' | 'memory', … }`), or an open one
+   * (`openStore`, shared by several Idems; its owner closes it). Default: IDEM_STORE_URL when it
+   * is a `postgres://` URL, else SQLite at `<dataDir>/idem.db` — as for the gateway.
+   */
   store?: ExecutionStore | StoreSpec;
   /** Who is calling. Default: token subject, else local user + client name. */
   actorOf?: (info: CallerInfo) => string;

@@ -48,7 +48,7 @@ export interface RuntimeOptions {
   retention?: string | number | undefined;
   /** Maintenance every this many ms; 0 turns it off. Default DEFAULT_MAINTENANCE_INTERVAL. */
   maintenanceIntervalMs?: number | undefined;
-  /** The receipt book's bounds; what it leaves out, the book's defaults. */
+  /** The receipt book's bounds; what it leaves out, RECEIPT_DEFAULTS. */
   receipts?: ReceiptBookOptions | undefined;
   /** Credential values to scrub from whatever is stored, answered or logged. Default: a new, empty set. */
   knownSecrets?: KnownSecrets | undefined;
@@ -151,11 +151,6 @@ export class Runtime {
       await store.close().catch(() => {});
       throw error;
     }
-  }
-
-  /** The status tool's name. */
-  get statusTool(): string {
-    return this.engine.statusTool;
   }
 
   /** Request-id receipts around a transport, journaled in this runtime's store. */
