@@ -1,87 +1,48 @@
 /**
  * Idem — execution identity for MCP tool calls.
- * The public face of the package: what library users import.
+ * The public face of the package, what `import … from 'idem'` gives (docs/library.md, "The
+ * package's face"): the library and what its methods take, what a channel author implements,
+ * a store by kind, and the errors a user meets with their codes. Everything else is internal;
+ * src/index.test.ts pins this list.
  */
 
+// A contract, and the status probe it may name (docs/contracts.md).
+export type { ProbeAnswer, StatusProbe, ToolContract } from './contracts/contract.js';
+// What a channel author implements, and what one dispatch is told (docs/channels.md).
+export type { ActionChannel, ActionDispatch } from './dispatch/channel.js';
+// The errors that reach a library user or a channel, each with its stable code (docs/errors.md).
 export {
-  type ApprovalView,
-  approvalView,
-  type Decider,
-  decideApproval,
-  evaluateLadder,
-  expireIfDue,
-  expirePending,
-  LADDER_STEPS,
-  type LadderStep,
-  loadApprovalView,
-} from './approval/index.js';
-export {
-  type ApprovalPolicy,
-  type IntentScope,
-  type ProbeAnswer,
-  type ReplayClass,
-  type ResolvedContract,
-  resolveContract,
-  type StatusProbe,
-  type ToolContract,
-  ToolContractSchema,
-} from './contracts/contract.js';
-// What a channel author implements (docs/channels.md), and what it is told about one dispatch.
-export type { ActionChannel, ActionDispatch, ActionTool } from './dispatch/channel.js';
-export {
-  hostKeyFingerprint,
-  type ResolveCredential,
-  SshChannel,
-  type SshHost,
-  type SshToolSpec,
-} from './dispatch/ssh/index.js';
-export {
-  ConfigError,
-  ConsoleTokenError,
   CredentialError,
   DispatchRefusedError,
   IDEM_CODES,
   type IdemCode,
   IdemError,
-  INVALID_INPUT_REASONS,
   InvalidInputError,
-  type InvalidInputReason,
-  IssuerMetadataError,
   MissingPackageError,
   NotDispatchedError,
-  NotWrittenError,
-  OPERATOR_CODES,
-  OPTIONAL_PACKAGES,
-  type OperatorCode,
-  type OptionalPackage,
   OutcomeUnknownError,
-  STORE_REFUSAL_REASONS,
-  type StoreRefusalReason,
   StoreRefusedError,
   StoreUnavailableError,
-  UpstreamClosedError,
-  UpstreamInvalidReplyError,
-  UpstreamUnavailableError,
 } from './errors.js';
-export { type IdemAnswerInfo, idemAnswer, idemCodeOf, META } from './executions/answers.js';
+// What `Idem.open` takes besides the store, and what a handler is told (`extra.idem`).
 export type {
   Approver,
   ApproverAnswer,
   ApproverRequest,
-  Caller,
-  Dispatch,
   DispatchContext,
   Logger,
-  ToolCall,
 } from './executions/call.js';
-export { ExecutionEngine, type ExecutionEngineOptions } from './executions/engine.js';
-export { EXECUTION_STATES, type ExecutionState } from './executions/states.js';
-export { Fingerprinter } from './identity/index.js';
+// The library.
 export { type ServedHttp, serveStreamableHttp } from './library/http.js';
-export { honestAnnotations, Idem, type IdemOptions } from './library/idem.js';
+export { Idem, type IdemOptions } from './library/idem.js';
 export type { IdemSshToolConfig } from './library/ssh-tool.js';
-export type { IdemToolConfig, IdemToolExtra, IdemToolHandler } from './library/tool-config.js';
-export { ReceiptBook, type ReceiptBookOptions } from './receipts/receipt-book.js';
-export { type IdScope, ReceiptTransport } from './receipts/receipt-transport.js';
-export * from './store/index.js';
-export type { StoredOutcome, ToolResult } from './store/outcome.js';
+export type {
+  IdemHttpToolConfig,
+  IdemToolConfig,
+  IdemToolExtra,
+  IdemToolHandler,
+} from './library/tool-config.js';
+// A store by kind, for a store shared by several `Idem`s (else `Idem.open({ store: spec })` opens it).
+export { type ExecutionStore, openStore, type StoreSpec } from './store/index.js';
+// What a handler or a channel answers.
+export type { ToolResult } from './store/outcome.js';

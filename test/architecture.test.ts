@@ -74,6 +74,14 @@ describe('the shape of src/', () => {
     expect(astray).toEqual([]);
   });
 
+  it('builds the engine in one place, for the gateway and the library alike (runtime/)', () => {
+    // A second place would grow its own defaults again (maintenance interval, task TTL, store, keys).
+    const building = sourceFiles()
+      .filter((f) => !f.endsWith('.contract.ts') && readFileSync(f, 'utf8').includes('new ExecutionEngine('))
+      .map((f) => relative(SRC, f));
+    expect(building).toEqual(['runtime/runtime.ts']);
+  });
+
   it('has no import circle, type-only imports included', () => {
     expect(circles(sourceFiles())).toEqual([]);
   });

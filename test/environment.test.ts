@@ -10,7 +10,12 @@ import { Idem } from '../src/library/idem.js';
  * them itself (the journal's signing key was read by journal/signing.ts).
  */
 const root = mkdtempSync(join(tmpdir(), 'idem-environment-'));
-const VARIABLES = ['IDEM_DATA_DIR', 'IDEM_FINGERPRINT_KEY_FILE', 'IDEM_JOURNAL_SIGNING_KEY_FILE'] as const;
+const VARIABLES = [
+  'IDEM_DATA_DIR',
+  'IDEM_STORE_URL',
+  'IDEM_FINGERPRINT_KEY_FILE',
+  'IDEM_JOURNAL_SIGNING_KEY_FILE',
+] as const;
 const saved = Object.fromEntries(VARIABLES.map((name) => [name, process.env[name]]));
 
 afterEach(() => {
@@ -52,5 +57,16 @@ describe('Idem.open and the environment', () => {
     expect(existsSync(join(keys, 'env-signing-key.pub'))).toBe(true);
     expect(existsSync(join(dataDir, 'fingerprint.key'))).toBe(false);
     expect(existsSync(join(dataDir, 'journal-signing.key'))).toBe(false);
+  });
+
+  it('IDEM_STORE_URL: with no store named, the library opens PostgreSQL there, as the gateway does', async () => {
+    // Nothing listens on port 1: refused at once, which shows which store was opened.
+    process.env.IDEM_STORE_URL = 'postgres://idem@127.0.0.1:1/idem';
+    const dataDir = freshDir('store-url');
+    await expect(Idem.open({ dataDir, maintenanceIntervalMs: 0 })).rejects.toMatchObject({
+      name: 'StoreUnavailableError',
+      message: expect.stringContaining('ECONNREFUSED'),
+    });
+    expect(existsSync(join(dataDir, 'idem.db'))).toBe(false);
   });
 });

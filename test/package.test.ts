@@ -155,27 +155,40 @@ describe('the packed package in a clean project', () => {
     expect(installedOptional).toEqual([]);
   });
 
-  it('without them, `import "idem"` works and an ExecutionEngine on the SQLite store runs a call once', async () => {
+  it('without them, `import "idem"` works and an Idem tool on the SQLite store runs a call once', async () => {
     buildNativeModule();
+    // The SDK and zod are idem's own dependencies: installed beside it, as a server author has them.
     writeFileSync(
       join(project, 'library.mjs'),
-      `import { randomBytes } from 'node:crypto';
-import { ExecutionEngine, Fingerprinter, resolveContract, SqliteStore } from 'idem';
-const store = await SqliteStore.open({ path: process.argv[2] });
-const engine = new ExecutionEngine({ store, fingerprinter: new Fingerprinter(randomBytes(32)) });
-const call = {
-  tool: 'charge_card', channel: 'library', target: 'local', credentialRef: null, method: 'tools/call',
-  arguments: { amount: 5 }, contract: resolveContract({ replay: 'status' }, undefined),
-  caller: { actor: 'local:new-user', session: 's1' },
-};
+      `import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { Idem } from 'idem';
+const [dataDir, path] = process.argv.slice(2);
+const idem = await Idem.open({ dataDir, store: { kind: 'sqlite', path }, maintenanceIntervalMs: 0 });
+const server = new McpServer({ name: 'payments', version: '1.0.0' });
 let runs = 0;
-const charge = async () => { runs += 1; return { content: [{ type: 'text', text: 'charged' }] }; };
-const answers = [await engine.execute(call, charge), await engine.execute(call, charge)];
-await store.close();
+idem.tool(server, 'charge_card', { inputSchema: { amount: z.number() }, contract: { replay: 'keyed' } }, async () => {
+  runs += 1;
+  return { content: [{ type: 'text', text: 'charged' }] };
+});
+const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+await idem.connect(server, serverSide);
+const client = new Client({ name: 'new-user', version: '1.0.0' });
+await client.connect(clientSide);
+const call = () => client.callTool({ name: 'charge_card', arguments: { amount: 5 } });
+const answers = [await call(), await call()];
+await client.close();
+await idem.close();
 console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content.at(-1).text), replayed: answers.map((a) => a._meta?.['io.idem/replayed'] === true) }));
 `,
     );
-    const ran = await runInProject(process.execPath, ['library.mjs', join(work, 'library.db')]);
+    const ran = await runInProject(process.execPath, [
+      'library.mjs',
+      join(work, 'library-data'),
+      join(work, 'library.db'),
+    ]);
     expect(ran.stderr).toBe('');
     expect(JSON.parse(ran.stdout)).toEqual({
       runs: 1,
@@ -188,8 +201,8 @@ console.log(JSON.stringify({ runs, texts: answers.map((a) => a.content.at(-1).te
     const url = 'postgres://idem@127.0.0.1:1/idem';
     writeFileSync(
       join(project, 'postgres.mjs'),
-      `import { MissingPackageError, PostgresStore } from 'idem';
-await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeoutMs: 2000 } }).then(
+      `import { MissingPackageError, openStore } from 'idem';
+await openStore({ kind: 'postgres', url: ${JSON.stringify(url)}, pool: { connectionTimeoutMs: 2000 } }).then(
   () => console.log('opened'),
   (error) => console.log(JSON.stringify({
     name: error.name, missing: error instanceof MissingPackageError, packageName: error.packageName, message: error.message,
@@ -223,17 +236,33 @@ await PostgresStore.open({ url: ${JSON.stringify(url)}, pool: { connectionTimeou
     };
     writeFileSync(
       join(project, 'ssh.mjs'),
-      `import { SshChannel } from 'idem';
-const channel = new SshChannel({ host: ${JSON.stringify(host)}, command: 'true', timeoutMs: 5000 }, async () => 'key');
-await channel.dispatch({}, { executionId: '01JEXAMPLE', redispatch: false }).then(
-  () => console.log('sent'),
-  (error) => console.log(JSON.stringify({ name: error.name, message: error.message })),
-);
+      `import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Idem } from 'idem';
+const idem = await Idem.open({ dataDir: process.argv[2], store: { kind: 'memory' }, maintenanceIntervalMs: 0 });
+const server = new McpServer({ name: 'deploys', version: '1.0.0' });
+idem.sshTool(server, 'deploy', {
+  description: 'Deploy (once).',
+  inputSchema: {},
+  ssh: { host: ${JSON.stringify(host)}, command: 'true' },
+  resolveCredential: async () => 'key',
+});
+const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+await idem.connect(server, serverSide);
+const client = new Client({ name: 'new-user', version: '1.0.0' });
+await client.connect(clientSide);
+const answer = await client.callTool({ name: 'deploy', arguments: {} });
+await client.close();
+await idem.close();
+console.log(JSON.stringify({ code: answer.structuredContent?.idem?.code, text: answer.content.map((c) => c.text).join('\\n') }));
 `,
     );
-    const refused = JSON.parse((await runInProject(process.execPath, ['ssh.mjs'])).stdout);
-    expect(refused.name).toBe('DispatchRefusedError');
-    expect(refused.message).toContain('`npm install ssh2`');
+    const refused = JSON.parse(
+      (await runInProject(process.execPath, ['ssh.mjs', join(work, 'ssh-data')])).stdout,
+    );
+    expect(refused.code).toBe('IDEM_DENIED');
+    expect(refused.text).toContain('`npm install ssh2`');
 
     const keyFile = join(work, 'deploy.key');
     writeFileSync(keyFile, 'not read: the start stops before\n');
@@ -271,11 +300,11 @@ await channel.dispatch({}, { executionId: '01JEXAMPLE', redispatch: false }).the
     writeFileSync(
       join(project, 'use.ts'),
       [
-        'import { bytesPerPostgresExecutionRow, Idem, MemoryStore, MissingPackageError, OutcomeUnknownError,',
-        "  type PostgresConnection, PostgresStore, SqliteStore, SshChannel } from 'idem';",
-        'const idem: Idem = await Idem.open({ store: new MemoryStore() });',
-        'export const measure = (db: PostgresConnection) => bytesPerPostgresExecutionRow(db);',
-        'export const kinds = [idem, SqliteStore, PostgresStore, SshChannel, OutcomeUnknownError, MissingPackageError];',
+        "import { type ExecutionStore, Idem, MissingPackageError, OutcomeUnknownError, openStore, type StoreSpec } from 'idem';",
+        "const spec: StoreSpec = { kind: 'postgres', url: 'postgres://idem@127.0.0.1/idem', pool: { max: 2 } };",
+        "const store: ExecutionStore = await openStore({ kind: 'memory' });",
+        'const idem: Idem = await Idem.open({ store });',
+        'export const kinds = [idem, spec, OutcomeUnknownError, MissingPackageError];',
       ].join('\n'),
     );
     writeFileSync(

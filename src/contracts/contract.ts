@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CONTRACT_DEFAULTS } from '../defaults.js';
 import type { ArgumentRules } from '../identity/argument-rules.js';
 import type { JsonValue } from '../identity/canonical.js';
-import { durationMs } from './duration.js';
+import { durationMs, writtenDuration as written } from './duration.js';
 
 /**
  * How a lost response is recovered for one tool (docs/contracts.md).
@@ -53,8 +53,8 @@ export type JsonRpcErrors = (typeof JSONRPC_ERRORS)[number];
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const path = z.string().min(1);
-/** A default as a user writes it back ("15m", "30s"), for the descriptions below. */
-const written = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`);
+/** The descriptions below state each default from CONTRACT_DEFAULTS, as a user writes it back. */
+const DEFAULTS = CONTRACT_DEFAULTS;
 
 /** The contract as written by a user (YAML in the gateway, an object in the library). */
 export const ToolContractSchema = z
@@ -62,7 +62,7 @@ export const ToolContractSchema = z
     replay: z
       .enum(['read_only', 'keyed', 'status', 'review'])
       .describe(
-        'What may happen when the outcome is unknown. read_only: no identity, no record, every call runs. keyed: the target deduplicates on the execution id, so an unknown dispatch is re-sent once with the same key. status: an unknown dispatch is resolved by status_probe. review: irreversible; an unknown outcome waits for an operator (IDEM_REVIEW_REQUIRED). Without a contract: read_only for a tool annotated readOnlyHint: true, else review.',
+        `What may happen when the outcome is unknown. read_only: no identity, no record, every call runs. keyed: the target deduplicates on the execution id, so an unknown dispatch is re-sent once with the same key. status: an unknown dispatch is resolved by status_probe. review: irreversible; an unknown outcome waits for an operator (IDEM_REVIEW_REQUIRED). Without a contract: read_only for a tool annotated readOnlyHint: true, else ${DEFAULTS.replay}.`,
       ),
     scope: z
       .union([
@@ -90,30 +90,30 @@ export const ToolContractSchema = z
       ])
       .optional()
       .describe(
-        'Which repeats are the same intent. actor (default): the same caller with the same arguments, from any session or process. session: only within one transport session. { business_key }: an argument names the action. { window }: a time bucket.',
+        `Which repeats are the same intent. actor: the same caller with the same arguments, from any session or process. session: only within one transport session. { business_key }: an argument names the action. { window }: a time bucket. Default ${DEFAULTS.scope}.`,
       ),
     attach_window: duration
       .optional()
       .describe(
-        `How long after its creation an execution can be attached to (a repeat gets its answer). Default ${written(CONTRACT_DEFAULTS.attachWindowMs)}; under scope: { window }, the window's length.`,
+        `How long after its creation an execution can be attached to (a repeat gets its answer). Default ${written(DEFAULTS.attachWindowMs)}; under scope: { window }, the window's length.`,
       ),
     after_completion: z
       .enum(AFTER_COMPLETION)
       .optional()
       .describe(
-        'What a repeat of a completed call inside the window gets (docs/contracts.md, "Retry, repeat, new action"). new_if_moved_on (default, except under a business key or a window scope): the stored result, unless in the same session another call with effects started after that result was answered and completed before the repeat: then the repeat is a new action. replay (default under a business key or a window scope): always the stored result. new: a repeat after a delivered result is a new action. A completed but undelivered result is replayed under all three.',
+        `What a repeat of a completed call inside the window gets (docs/contracts.md, "Retry, repeat, new action"). new_if_moved_on: the stored result, unless in the same session another call with effects started after that result was answered and completed before the repeat: then the repeat is a new action. replay: always the stored result. new: a repeat after a delivered result is a new action. A completed but undelivered result is replayed under all three. Default ${DEFAULTS.afterCompletion}; ${DEFAULTS.afterCompletionNamed} under a business key or a window scope (they name the action).`,
       ),
     after_failure: z
       .enum(AFTER_FAILURE)
       .optional()
       .describe(
-        'What a new request gets after the target answered the same intent with a failure. new (default): nothing took effect, so it is a new attempt, linked to the failed one; the same request re-sent (the same id) still gets the stored failure. replay: the stored failure, for tools whose failures can hide a partial effect.',
+        `What a new request gets after the target answered the same intent with a failure. new: nothing took effect, so it is a new attempt, linked to the failed one; the same request re-sent (the same id) still gets the stored failure. replay: the stored failure, for tools whose failures can hide a partial effect. Default ${DEFAULTS.afterFailure}.`,
       ),
     jsonrpc_errors: z
       .enum(JSONRPC_ERRORS)
       .optional()
       .describe(
-        "What a JSON-RPC error from an upstream MCP tool means, other than one that refuses the request before it runs (-32600, -32601, -32602: always the target's failure). unknown (default): the upstream took the call and may have acted before it failed, so the outcome is unknown and its task stays working. failed: this tool answers one only before it acts, so it is the target's failure: recorded failed (after_failure applies) and its task ends failed with the error.",
+        `What a JSON-RPC error from an upstream MCP tool means, other than one that refuses the request before it runs (-32600, -32601, -32602: always the target's failure). unknown: the upstream took the call and may have acted before it failed, so the outcome is unknown and its task stays working. failed: this tool answers one only before it acts, so it is the target's failure: recorded failed (after_failure applies) and its task ends failed with the error. Default ${DEFAULTS.jsonrpcErrors}.`,
       ),
     fingerprint: z
       .object({
@@ -140,18 +140,18 @@ export const ToolContractSchema = z
     timeout: duration
       .optional()
       .describe(
-        `When an unanswered dispatch becomes unknown for the caller; the work is not cancelled, and its outcome is recorded when it arrives. Default ${written(CONTRACT_DEFAULTS.timeoutMs)}.`,
+        `When an unanswered dispatch becomes unknown for the caller; the work is not cancelled, and its outcome is recorded when it arrives. Default ${written(DEFAULTS.timeoutMs)}.`,
       ),
     lease: duration
       .optional()
       .describe(
-        `How long a dispatcher's claim lives without renewal (renewed every third of it); a lapsed lease makes the execution unknown. Default ${written(CONTRACT_DEFAULTS.leaseMs)}.`,
+        `How long a dispatcher's claim lives without renewal (renewed every third of it); a lapsed lease makes the execution unknown. Default ${written(DEFAULTS.leaseMs)}.`,
       ),
     approval: z
       .enum(['none', 'session', 'every_call'])
       .optional()
       .describe(
-        'none (default): no approval. every_call: each new execution waits for a human (IDEM_AWAITING_APPROVAL). session: the first call of a session waits, later ones run (docs/approvals.md).',
+        `none: no approval. every_call: each new execution waits for a human (IDEM_AWAITING_APPROVAL). session: the first call of a session waits, later ones run (docs/approvals.md). Default ${DEFAULTS.approval}.`,
       ),
     approval_timeout: duration
       .optional()
@@ -168,18 +168,18 @@ export const ToolContractSchema = z
       .enum(['allow', 'never'])
       .optional()
       .describe(
-        "allow (default): ask the client's human by MCP elicitation when the client declared the capability; never: only an operator decides (idem approvals, the console).",
+        `allow: ask the client's human by MCP elicitation when the client declared the capability; never: only an operator decides (idem approvals, the console). Default ${DEFAULTS.elicitation}.`,
       ),
     task: z
       .enum(['off', 'optional', 'required'])
       .optional()
       .describe(
-        'Whether a call may become an MCP task, for a client that can take one (docs/tasks.md). off: never; optional: when it has not finished within task_after; required: always, and a client that cannot take a task is refused before anything runs. Default: off, or optional for an upstream tool that lists execution.taskSupport.',
+        `Whether a call may become an MCP task, for a client that can take one (docs/tasks.md). off: never; optional: when it has not finished within task_after; required: always, and a client that cannot take a task is refused before anything runs. Default ${DEFAULTS.task}, or optional for an upstream tool that lists execution.taskSupport.`,
       ),
     task_after: duration
       .optional()
       .describe(
-        'How long a call may run before it is answered as a task (0s: at once). Default 0s under task: required, 10s under task: optional. At most timeout.',
+        `How long a call may run before it is answered as a task (0s: at once). Default 0s under task: required, ${written(DEFAULTS.taskAfterMs)} under task: optional. At most timeout.`,
       ),
     /** Library: a function. The gateway's config gives a declarative probe instead. */
     status_probe: z
@@ -245,7 +245,8 @@ export function resolveContract(
   extraSecrets: readonly string[] = [],
 ): ResolvedContract {
   const parsed = declared === undefined ? undefined : ToolContractSchema.parse(declared);
-  const replay: ReplayClass = parsed?.replay ?? (annotations?.readOnlyHint === true ? 'read_only' : 'review');
+  const replay: ReplayClass =
+    parsed?.replay ?? (annotations?.readOnlyHint === true ? 'read_only' : CONTRACT_DEFAULTS.replay);
   const scope = resolveScope(parsed?.scope);
   if (scope.kind === 'business_key' && parsed?.fingerprint?.ignore?.includes(scope.path)) {
     // The key would be removed before it is read: every call would be refused as missing it.
@@ -269,9 +270,9 @@ export function resolveContract(
     const window =
       parsed?.attach_window !== undefined
         ? String(parsed.attach_window)
-        : `${formatMinutes(attachWindowMs)}, ${scope.kind === 'window' ? 'from scope.window' : 'the default'}`;
+        : `${written(attachWindowMs)}, ${scope.kind === 'window' ? 'from scope.window' : 'the default'}`;
     throw new Error(
-      `approval_timeout must not be longer than attach_window (${String(parsed?.approval_timeout)} > ${window}): a retry after the window would not find the waiting request. Set attach_window: ${String(parsed?.approval_timeout)} (or longer), or approval_timeout: ${formatMinutes(attachWindowMs)} (or shorter)`,
+      `approval_timeout must not be longer than attach_window (${String(parsed?.approval_timeout)} > ${window}): a retry after the window would not find the waiting request. Set attach_window: ${String(parsed?.approval_timeout)} (or longer), or approval_timeout: ${written(attachWindowMs)} (or shorter)`,
     );
   }
   const timeoutMs =
@@ -282,8 +283,8 @@ export function resolveContract(
     scope,
     attachWindowMs,
     afterCompletion: parsed?.after_completion ?? defaultAfterCompletion(scope),
-    afterFailure: parsed?.after_failure ?? 'new',
-    jsonrpcErrors: parsed?.jsonrpc_errors ?? 'unknown',
+    afterFailure: parsed?.after_failure ?? CONTRACT_DEFAULTS.afterFailure,
+    jsonrpcErrors: parsed?.jsonrpc_errors ?? CONTRACT_DEFAULTS.jsonrpcErrors,
     argumentRules: {
       ignore: parsed?.fingerprint?.ignore ?? [],
       secrets: [...new Set([...(parsed?.fingerprint?.secrets ?? []), ...extraSecrets])],
@@ -291,10 +292,10 @@ export function resolveContract(
     },
     timeoutMs,
     leaseMs: parsed?.lease !== undefined ? durationMs(parsed.lease, 'lease') : CONTRACT_DEFAULTS.leaseMs,
-    approval: parsed?.approval ?? 'none',
+    approval: parsed?.approval ?? CONTRACT_DEFAULTS.approval,
     approvalTimeoutMs,
     allowActors: parsed?.allow_actors ?? [],
-    elicitation: parsed?.elicitation ?? 'allow',
+    elicitation: parsed?.elicitation ?? CONTRACT_DEFAULTS.elicitation,
     statusProbe: parsed?.status_probe,
     task,
     taskAfterMs,
@@ -321,7 +322,7 @@ function resolveTask(
   }
   const listed = annotations?.taskSupport;
   const task: TaskPolicy =
-    parsed?.task ?? (listed === 'optional' || listed === 'required' ? 'optional' : 'off');
+    parsed?.task ?? (listed === 'optional' || listed === 'required' ? 'optional' : CONTRACT_DEFAULTS.task);
   const taskAfterMs =
     parsed?.task_after !== undefined
       ? durationMs(parsed.task_after, 'task_after')
@@ -330,7 +331,7 @@ function resolveTask(
         : CONTRACT_DEFAULTS.taskAfterMs;
   if (task !== 'off' && taskAfterMs > timeoutMs)
     throw new Error(
-      `task_after must not be longer than timeout (${String(parsed?.task_after)} > ${formatMinutes(timeoutMs)}): past the timeout the call is unknown, not a task to wait for`,
+      `task_after must not be longer than timeout (${String(parsed?.task_after)} > ${written(timeoutMs)}): past the timeout the call is unknown, not a task to wait for`,
     );
   return { task, taskAfterMs };
 }
@@ -340,23 +341,21 @@ function resolveTask(
  * action again: replayed. Without either, a repeat once the session has moved on is a new one.
  */
 function defaultAfterCompletion(scope: IntentScope): AfterCompletion {
-  return scope.kind === 'business_key' || scope.kind === 'window' ? 'replay' : 'new_if_moved_on';
-}
-
-/** A window in minutes, as a user would write it back into the config ("15m"; "90s" below a minute). */
-function formatMinutes(ms: number): string {
-  return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`;
+  return scope.kind === 'business_key' || scope.kind === 'window'
+    ? CONTRACT_DEFAULTS.afterCompletionNamed
+    : CONTRACT_DEFAULTS.afterCompletion;
 }
 
 function resolveScope(scope: z.output<typeof ToolContractSchema>['scope']): IntentScope {
-  if (scope === undefined || scope === 'actor') return { kind: 'actor' };
-  if (scope === 'session') return { kind: 'session' };
-  if ('business_key' in scope) {
+  const declared = scope ?? CONTRACT_DEFAULTS.scope;
+  if (declared === 'actor') return { kind: 'actor' };
+  if (declared === 'session') return { kind: 'session' };
+  if ('business_key' in declared) {
     // Per actor unless said otherwise: a shared key lets any actor see, and hold, an action by
     // its name, which must be a deliberate choice (docs/contracts.md, "Business keys").
-    return { kind: 'business_key', path: scope.business_key, shared: scope.shared ?? false };
+    return { kind: 'business_key', path: declared.business_key, shared: declared.shared ?? false };
   }
-  const windowMs = durationMs(scope.window, 'scope.window');
+  const windowMs = durationMs(declared.window, 'scope.window');
   if (windowMs <= 0) throw new Error('scope.window must be longer than zero');
   return { kind: 'window', ms: windowMs };
 }

@@ -3,6 +3,13 @@ import ms from 'ms';
 /** `"15m"`, `"2s"`, `"48h"` or a number of milliseconds. */
 export type Duration = string | number;
 
+/** A duration as a user writes it back into a config: "48h", "15m", "30s" (a whole unit when there is one). */
+export function writtenDuration(ms: number): string {
+  if (ms > 0 && ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms > 0 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return `${ms / 1000}s`;
+}
+
 export function durationMs(value: Duration, field: string): number {
   let parsed: unknown;
   try {

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { HTTP_FRONT_DEFAULTS } from '../defaults.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
 import type { FrontAuth } from './auth/index.js';
 import type { Readiness } from './health.js';
@@ -24,7 +25,11 @@ export interface HttpTimeouts {
  * what a slow-body attack costs the server. Streams a response opens (SSE) are
  * not bounded by these: they carry their own keep-alive.
  */
-export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 5_000 };
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = {
+  headersMs: HTTP_FRONT_DEFAULTS.headersTimeoutMs,
+  requestMs: HTTP_FRONT_DEFAULTS.requestTimeoutMs,
+  idleMs: HTTP_FRONT_DEFAULTS.idleTimeoutMs,
+};
 
 export interface HttpFrontOptions {
   host?: string;

@@ -1,3 +1,5 @@
+import { HTTP_FRONT_DEFAULTS } from '../defaults.js';
+
 /** What the idle rule reads of a session. */
 export interface IdleTracked {
   /** Requests (and open GET streams) in progress. */
@@ -17,18 +19,18 @@ export interface IdleTimeouts {
 }
 
 /**
- * Ten minutes for a session in use: clients seldom send DELETE, and each
- * session of the gateway holds its own upstream processes. A client that keeps
- * its session has an open GET stream (never idle), or calls again within that
- * long, or opens a new session after a 404. One minute for a session that
- * never got past the handshake: nobody is about to use it.
+ * The timeouts a front uses: the unused one is never longer than the idle one (and off with it).
+ * By default (HTTP_FRONT_DEFAULTS) ten minutes for a session in use: clients seldom send DELETE,
+ * and each session of the gateway holds its own upstream processes. A client that keeps its
+ * session has an open GET stream (never idle), or calls again within that long, or opens a new
+ * session after a 404. One minute for a session that never got past the handshake: nobody is
+ * about to use it.
  */
-export const DEFAULT_IDLE_MS = 10 * 60_000;
-export const DEFAULT_UNUSED_MS = 60_000;
-
-/** The timeouts a front uses: the unused one is never longer than the idle one (and off with it). */
-export function idleTimeouts(idleMs = DEFAULT_IDLE_MS, unusedMs?: number): IdleTimeouts {
-  return { usedMs: idleMs, unusedMs: unusedMs ?? (idleMs > 0 ? Math.min(idleMs, DEFAULT_UNUSED_MS) : 0) };
+export function idleTimeouts(idleMs = HTTP_FRONT_DEFAULTS.sessionIdleMs, unusedMs?: number): IdleTimeouts {
+  return {
+    usedMs: idleMs,
+    unusedMs: unusedMs ?? (idleMs > 0 ? Math.min(idleMs, HTTP_FRONT_DEFAULTS.sessionUnusedMs) : 0),
+  };
 }
 
 /**

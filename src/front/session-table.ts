@@ -1,4 +1,5 @@
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { HTTP_FRONT_DEFAULTS } from '../defaults.js';
 import { IDEM_CODES } from '../errors.js';
 import { type IdleTimeouts, type IdleTracked, isIdle } from './idle-sessions.js';
 import { rpcError } from './replies.js';
@@ -29,7 +30,10 @@ export interface SessionCaps {
  * upstream processes) without refusing a busy team: past either, the least
  * recently used session with nothing in progress is closed for the new one.
  */
-export const DEFAULT_SESSION_CAPS: SessionCaps = { maxSessions: 128, maxSessionsPerActor: 16 };
+export const DEFAULT_SESSION_CAPS: SessionCaps = {
+  maxSessions: HTTP_FRONT_DEFAULTS.maxSessions,
+  maxSessionsPerActor: HTTP_FRONT_DEFAULTS.maxSessionsPerActor,
+};
 
 /** Why a session is closed by the front (not by its client). */
 export type SessionCloseReason = 'idle' | 'evicted';

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { durationMs } from '../contracts/duration.js';
 import { SQLITE_STORE_FILE } from '../defaults.js';
-import { idemEnvironment } from '../environment.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../front/auth/index.js';
 import type { StoreSpec } from '../store/index.js';
 import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
@@ -13,11 +12,15 @@ import { configKeyMatcher } from './tool-names.js';
  * tokens of the HTTP front. Kept apart from the Gateway class, which only wires them up.
  */
 
-/** The store of a config: its `store:` section, else IDEM_STORE_URL, else SQLite in the data directory. */
-export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
+/**
+ * The store of a config's `store:` section; undefined without one, for the runtime's default
+ * (IDEM_STORE_URL, else SQLite in the data directory: src/runtime).
+ */
+export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec | undefined {
   const store = config.store;
-  if (store?.kind === 'memory') return { kind: 'memory' };
-  if (store?.kind === 'postgres') {
+  if (!store) return undefined;
+  if (store.kind === 'memory') return { kind: 'memory' };
+  if (store.kind === 'postgres') {
     return {
       kind: 'postgres',
       url: expandEnv(store.url),
@@ -45,12 +48,10 @@ export function storeSpecOf(config: GatewayConfig, dataDir: string): StoreSpec {
         : {}),
     };
   }
-  const url = idemEnvironment().storeUrl;
-  if (!store && url && /^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
   return {
     kind: 'sqlite',
-    path: store?.kind === 'sqlite' && store.path ? store.path : join(dataDir, SQLITE_STORE_FILE),
-    ...(store?.kind === 'sqlite' && store.synchronous ? { synchronous: store.synchronous } : {}),
+    path: store.path ? store.path : join(dataDir, SQLITE_STORE_FILE),
+    ...(store.synchronous ? { synchronous: store.synchronous } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { UPSTREAM_ENV_INHERIT } from '../defaults.js';
 
 /** The `upstreams:` section's two shapes: a command (stdio) or a URL (Streamable HTTP). */
 
@@ -38,8 +39,8 @@ export const StdioUpstreamSchema = z
       .union([z.enum(['all', 'none']), z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))])
       .optional()
       .describe(
-        "What the upstream inherits from the gateway's environment. all (default): everything except Idem's own variables (IDEM_*, auth.bearer token_env, the credentials' env, any variable holding a credential's value, $" +
-          "{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top.",
+        "What the upstream inherits from the gateway's environment. all: everything except Idem's own variables (IDEM_*, auth.bearer token_env, the credentials' env, any variable holding a credential's value, $" +
+          `{NAME} used in store.url or upstream headers); none: only HOME, LOGNAME, PATH, SHELL, TERM, USER; a list of names: those (never Idem's own), and the same safe few. env applies on top. Default ${UPSTREAM_ENV_INHERIT}.`,
       ),
     cwd: z
       .string()

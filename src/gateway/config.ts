@@ -3,11 +3,24 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../contracts/contract.js';
+import { writtenDuration as written } from '../contracts/duration.js';
 import { CredentialsConfigSchema } from '../credentials/config.js';
-import { DEFAULT_RETENTION, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_TOOL } from '../defaults.js';
+import {
+  CONTRACT_DEFAULTS,
+  DEFAULT_MAINTENANCE_INTERVAL,
+  DEFAULT_RETENTION,
+  DEFAULT_SHUTDOWN_GRACE,
+  DEFAULT_STATUS_TOOL,
+  FINGERPRINT_KEY_FILE,
+  HTTP_FRONT_DEFAULTS as FRONT,
+  JOURNAL_SIGNING_KEY_FILE,
+  RECEIPT_DEFAULTS,
+  SQLITE_STORE_FILE,
+} from '../defaults.js';
 import { HttpToolsConfigSchema } from '../dispatch/http/spec.js';
 import { SshHostsConfigSchema, SshToolsConfigSchema } from '../dispatch/ssh/spec.js';
 import { ConfigError, messageOf } from '../errors.js';
+import { DEFAULT_SQLITE_SYNCHRONOUS } from '../store/sqlite/index.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../support/log.js';
 import { BearerTokenSchema, OAuthConfigSchema } from './config-auth.js';
 import { DurationSchema } from './config-duration.js';
@@ -67,25 +80,28 @@ export const GatewayConfigSchema = z
       .string()
       .optional()
       .describe(
-        "The installation's fingerprint key (32 bytes, 0600), created if missing. Every gateway on one store must use the same key. Default: <data_dir>/fingerprint.key, or IDEM_FINGERPRINT_KEY_FILE.",
+        `The installation's fingerprint key (32 bytes, 0600), created if missing. Every gateway on one store must use the same key. Default: <data_dir>/${FINGERPRINT_KEY_FILE}, or IDEM_FINGERPRINT_KEY_FILE.`,
       ),
     journal_signing_key_file: z
       .string()
       .optional()
       .describe(
-        "Ed25519 key that signs the journals' heads (PKCS#8 PEM, 0600; public key beside it as .pub), created if missing. Keep it outside the data directory, readable by another user, so that whoever can rewrite the store cannot re-sign it. Default: <data_dir>/journal-signing.key, or IDEM_JOURNAL_SIGNING_KEY_FILE.",
+        `Ed25519 key that signs the journals' heads (PKCS#8 PEM, 0600; public key beside it as .pub), created if missing. Keep it outside the data directory, readable by another user, so that whoever can rewrite the store cannot re-sign it. Default: <data_dir>/${JOURNAL_SIGNING_KEY_FILE}, or IDEM_JOURNAL_SIGNING_KEY_FILE.`,
       ),
     store: z
       .union([
         z
           .object({
             kind: z.literal('sqlite'),
-            path: z.string().optional().describe('The database file. Default: <data_dir>/idem.db.'),
+            path: z
+              .string()
+              .optional()
+              .describe(`The database file. Default: <data_dir>/${SQLITE_STORE_FILE}.`),
             synchronous: z
               .enum(['full', 'normal'])
               .optional()
               .describe(
-                'When a commit counts as done. full (default): a claim is on disk before the call is dispatched (survives a power cut); an outcome reaches the disk within 200 ms. normal: faster, survives a process crash, but a power cut may lose the last commits, and an action whose claim was lost may run again.',
+                `When a commit counts as done. full: a claim is on disk before the call is dispatched (survives a power cut); an outcome reaches the disk within 200 ms. normal: faster, survives a process crash, but a power cut may lose the last commits, and an action whose claim was lost may run again. Default ${DEFAULT_SQLITE_SYNCHRONOUS}.`,
               ),
           })
           .strict(),
@@ -114,7 +130,9 @@ export const GatewayConfigSchema = z
         z.object({ kind: z.literal('memory') }).strict(),
       ])
       .optional()
-      .describe('Default: SQLite at <data_dir>/idem.db, or IDEM_STORE_URL.'),
+      .describe(
+        `Default: IDEM_STORE_URL (a postgres:// URL), else SQLite at <data_dir>/${SQLITE_STORE_FILE}.`,
+      ),
     listen: z
       .object({
         stdio: z
@@ -134,10 +152,10 @@ export const GatewayConfigSchema = z
               .default(false)
               .describe('No sessions: every POST stands alone (--stateless).'),
             session_idle_timeout: DurationSchema.optional().describe(
-              'A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default 10m.',
+              `A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default ${written(FRONT.sessionIdleMs)}.`,
             ),
             session_unused_timeout: DurationSchema.optional().describe(
-              'The same for a session that never got a request after its initialize (a client that connected and left). Default 1m, at most session_idle_timeout.',
+              `The same for a session that never got a request after its initialize (a client that connected and left). Default ${written(FRONT.sessionUnusedMs)}, at most session_idle_timeout.`,
             ),
             max_sessions: z
               .number()
@@ -145,7 +163,7 @@ export const GatewayConfigSchema = z
               .positive()
               .optional()
               .describe(
-                'Open sessions at most, all actors together. At the cap, a new initialize closes the least recently used session with nothing in progress, or is refused (503, IDEM_SESSIONS_FULL) if every one is in use. Default 128.',
+                `Open sessions at most, all actors together. At the cap, a new initialize closes the least recently used session with nothing in progress, or is refused (503, IDEM_SESSIONS_FULL) if every one is in use. Default ${FRONT.maxSessions}.`,
               ),
             max_sessions_per_actor: z
               .number()
@@ -153,7 +171,7 @@ export const GatewayConfigSchema = z
               .positive()
               .optional()
               .describe(
-                "Open sessions of one actor at most: at the cap, a new initialize closes that actor's least recently used session with nothing in progress, or is refused (429, IDEM_SESSIONS_FULL). Default 16.",
+                `Open sessions of one actor at most: at the cap, a new initialize closes that actor's least recently used session with nothing in progress, or is refused (429, IDEM_SESSIONS_FULL). Default ${FRONT.maxSessionsPerActor}.`,
               ),
             allowed_hosts: z
               .array(z.string())
@@ -174,13 +192,13 @@ export const GatewayConfigSchema = z
             timeouts: z
               .object({
                 headers: DurationSchema.optional().describe(
-                  "From a request's first byte to the end of its headers (a connection that sends nothing is closed this long after connect). Default 10s.",
+                  `From a request's first byte to the end of its headers (a connection that sends nothing is closed this long after connect). Default ${written(FRONT.headersTimeoutMs)}.`,
                 ),
                 request: DurationSchema.optional().describe(
-                  "From a request's first byte to the end of its body. Default 30s.",
+                  `From a request's first byte to the end of its body. Default ${written(FRONT.requestTimeoutMs)}.`,
                 ),
                 idle: DurationSchema.optional().describe(
-                  'A kept-alive connection with no request. Default 5s.',
+                  `A kept-alive connection with no request. Default ${written(FRONT.idleTimeoutMs)}.`,
                 ),
               })
               .strict()
@@ -231,7 +249,7 @@ export const GatewayConfigSchema = z
       .optional()
       .describe('Contracts by gateway-visible tool name.'),
     defaults: GatewayDefaults.optional().describe(
-      'The contract of tools that have neither annotations nor a contract under tools (most published servers annotate nothing), e.g. { replay: read_only }, or { replay: review, attach_window: 1m }. Without it they get replay: review, scope: actor, attach_window: 15m, and the gateway names them at start-up. Per-tool contracts win; annotated tools follow their annotations.',
+      `The contract of tools that have neither annotations nor a contract under tools (most published servers annotate nothing), e.g. { replay: read_only }, or { replay: review, attach_window: 1m }. Without it they get replay: ${CONTRACT_DEFAULTS.replay}, scope: ${CONTRACT_DEFAULTS.scope}, attach_window: ${written(CONTRACT_DEFAULTS.attachWindowMs)}, and the gateway names them at start-up. Per-tool contracts win; annotated tools follow their annotations.`,
     ),
     status_tool: z
       .string()
@@ -240,21 +258,28 @@ export const GatewayConfigSchema = z
       .describe('The name of the tool through which a model asks about an execution by its ref.'),
     receipts: z
       .object({
-        max: z.number().int().positive().optional().describe('All actors together. Default 100000.'),
+        max: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe(`All actors together. Default ${RECEIPT_DEFAULTS.maxReceipts}.`),
         max_per_actor: z
           .number()
           .int()
           .positive()
           .optional()
-          .describe('One actor at most (so one actor cannot lock the others out). Default 10000.'),
+          .describe(
+            `One actor at most (so one actor cannot lock the others out). Default ${RECEIPT_DEFAULTS.maxReceiptsPerActor}.`,
+          ),
         retention: DurationSchema.optional().describe(
-          'How long an answered request id is remembered within its session (a resend gets the same answer). Default 2m.',
+          `How long an answered request id is remembered within its session (a resend gets the same answer). Default ${written(RECEIPT_DEFAULTS.retentionMs)}.`,
         ),
       })
       .strict()
       .optional(),
     retention: DurationSchema.default(DEFAULT_RETENTION).describe('How long finished executions are kept.'),
-    sweep_interval: DurationSchema.default('30s').describe(
+    sweep_interval: DurationSchema.default(DEFAULT_MAINTENANCE_INTERVAL).describe(
       "How often the gateway drops expired receipts and executions past retention, expires undecided approvals and signs the journals' heads.",
     ),
     shutdown_grace: DurationSchema.default(DEFAULT_SHUTDOWN_GRACE).describe(

@@ -3,10 +3,9 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { durationMs } from '../contracts/duration.js';
 import type { ActionTool } from '../dispatch/channel.js';
 import type { UpstreamSpec } from '../dispatch/mcp/index.js';
-import { idemEnvironment } from '../environment.js';
 import type { ConfigError } from '../errors.js';
 import type { Logger } from '../executions/call.js';
-import { ExecutionEngine } from '../executions/engine.js';
+import type { ExecutionEngine } from '../executions/engine.js';
 import { InFlight } from '../executions/in-flight.js';
 import type { FrontAuth } from '../front/auth/index.js';
 import type { Readiness } from '../front/health.js';
@@ -14,18 +13,15 @@ import { serveHttpFront } from '../front/http.js';
 import type { ServedHttp } from '../front/http-options.js';
 import { serveStdioFront } from '../front/stdio.js';
 import { defaultActorOf } from '../identity/actor.js';
-import { resolveDataDir } from '../identity/data-dir.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import type { ActivityEventInput } from '../journal/events.js';
-import { Maintenance } from '../maintenance/maintenance.js';
 import { metricsObserver } from '../metrics/calls.js';
 import { type IdemMetrics, loadMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/revisions.js';
-import { ReceiptBook } from '../receipts/receipt-book.js';
-import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
-import { openDataDirStore } from '../store/index.js';
+import type { ReceiptBook } from '../receipts/receipt-book.js';
+import type { IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
+import { Runtime } from '../runtime/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import type { Log } from '../support/log.js';
 import { checkedActionTools, closeActionTools } from './action-tools.js';
@@ -33,7 +29,6 @@ import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { receiptBookOptions } from './config-receipts.js';
 import { frontAuthOf, storeSpecOf } from './config-specs.js';
-import { gatewayLog, keyFile } from './gateway-log.js';
 import { httpListenOf } from './http-listen.js';
 import { configWithImports } from './openapi/index.js';
 import { startPooledUpstreams } from './pooled-upstreams.js';
@@ -81,15 +76,14 @@ export class Gateway {
   readonly upstreams: UpstreamSpec[];
   readonly #config: GatewayConfig;
   readonly #options: GatewayOptions;
+  /** The engine, store, receipts, known secrets and maintenance, assembled as for the library (src/runtime). */
+  readonly #runtime: Runtime;
   /** Credential values to scrub from what the gateway writes (results, and its log of internal errors). */
   readonly #knownSecrets: KnownSecrets;
   /** The operator's log (options.logger), every line scrubbed of the configured credentials. */
   readonly #log: Log;
-  readonly #fingerprinter: Fingerprinter;
   readonly #sessions = new Set<ProxySession>();
   readonly #calls = new InFlight(); // each tools/call until answered: what a shutdown waits for (shutdown.ts)
-  /** Receipts, sweep, approval expiry and head signing, every `sweep_interval`. */
-  readonly #maintenance: Maintenance;
   /** Who may call the HTTP front (auth.bearer, auth.oauth); undefined: anyone on loopback. */
   readonly #auth: FrontAuth | undefined;
   /** Tools listed with a read-only contract: the receipt layer leaves their calls alone. */
@@ -103,20 +97,20 @@ export class Gateway {
   private constructor(
     config: GatewayConfig,
     options: GatewayOptions,
-    store: ExecutionStore,
-    dataDir: string,
-    knownSecrets: KnownSecrets,
+    runtime: Runtime,
     actionTools: ActionTool[],
     metrics: IdemMetrics,
   ) {
     this.#config = config;
     this.#options = options;
-    this.#knownSecrets = knownSecrets;
-    this.#log = gatewayLog(options.logger, knownSecrets);
+    this.#runtime = runtime;
+    this.#knownSecrets = runtime.knownSecrets;
+    this.#log = runtime.log;
     this.metrics = metrics;
-    // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
-    this.store = measuredStore(store, this.metrics);
-    this.dataDir = dataDir;
+    this.store = runtime.store;
+    this.engine = runtime.engine;
+    this.receipts = runtime.receipts;
+    this.dataDir = runtime.dataDir;
     this.actionTools = actionTools;
     this.#toolNames = new ToolNameGuard(config, {
       warn: this.#tellOperator,
@@ -125,39 +119,13 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
-    const fingerprintKeyFile = keyFile(config.fingerprint_key_file || idemEnvironment().fingerprintKeyFile);
-    this.#fingerprinter = Fingerprinter.forDataDir(dataDir, fingerprintKeyFile);
-    this.upstreams = upstreamSpecsOf(config, this.#fingerprinter, knownSecrets.values()); // identities, once
-    this.engine = new ExecutionEngine({
-      store: this.store,
-      fingerprinter: this.#fingerprinter,
-      statusTool: config.status_tool,
-      knownSecrets,
-      observer: metricsObserver(this.metrics),
-      ...(options.logger ? { logger: this.#log } : {}),
-      // A task lives as long as its execution is kept once finished: at least its ttlMs.
-      taskTtlMs: durationMs(config.retention, 'retention'),
-    });
-    this.receipts = new ReceiptBook(receiptBookOptions(config));
+    this.upstreams = upstreamSpecsOf(config, runtime.fingerprinter, this.#knownSecrets.values()); // identities, once
     this.#auth = frontAuthOf(config, options.clock);
-    this.#maintenance = new Maintenance({
-      store: this.store,
-      retentionMs: durationMs(config.retention, 'retention'),
-      receipts: this.receipts,
-      signing: {
-        dataDir,
-        ...keyFile(config.journal_signing_key_file || idemEnvironment().journalSigningKeyFile),
-      },
-      resume: () => this.#resumeUpstreamTasks(),
-      warn: (message, fields) => this.#log.warn(message, fields),
-    });
-    this.#maintenance.start(durationMs(config.sweep_interval, 'sweep_interval'));
   }
 
   static async start(declared: GatewayConfig, options: GatewayOptions): Promise<Gateway> {
     // OpenAPI operations become http_tools first: from there on they are hand-written ones.
     const config = await configWithImports(declared, options.logger);
-    const dataDir = resolveDataDir(config.data_dir ?? idemEnvironment().dataDir);
     const knownSecrets = new KnownSecrets();
     const actionTools = await checkedActionTools(config, knownSecrets, options.logger);
     let gateway: Gateway | undefined;
@@ -167,8 +135,26 @@ export class Gateway {
       store: () => gateway?.store,
       processMetrics: config.metrics !== undefined || config.console !== undefined,
     });
-    const store = await openDataDirStore(storeSpecOf(config, dataDir), dataDir);
-    gateway = new Gateway(config, options, store, dataDir, knownSecrets, actionTools, metrics);
+    const runtime = await Runtime.open({
+      dataDir: config.data_dir,
+      store: (dataDir) => storeSpecOf(config, dataDir),
+      // Every store operation is measured at one place, whoever calls it (engine, sweeper, sessions).
+      measure: (store) => measuredStore(store, metrics),
+      fingerprintKeyFile: config.fingerprint_key_file,
+      journalSigningKeyFile: config.journal_signing_key_file,
+      statusTool: config.status_tool,
+      retention: config.retention,
+      maintenanceIntervalMs: durationMs(config.sweep_interval, 'sweep_interval'),
+      receipts: receiptBookOptions(config),
+      knownSecrets,
+      logger: options.logger,
+      observer: metricsObserver(metrics),
+      // Each maintenance pass first takes over the upstream tasks whose follower was lost.
+      resume: async () => {
+        if (gateway) await gateway.#resumeUpstreamTasks();
+      },
+    });
+    gateway = new Gateway(config, options, runtime, actionTools, metrics);
     // A holder lost before this start may have left an upstream's task to follow (also every pass).
     const started = gateway;
     void started
@@ -235,7 +221,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
-    this.#maintenance.stop();
+    this.#runtime.stopMaintenance();
     // Followings of upstream tasks cut short by the closing connections are left for the next gateway.
     const resumed = this.engine.stopFollowing();
     await this.#http?.close();
@@ -244,8 +230,7 @@ export class Gateway {
     await closeShared([...this.#shared.values(), ...(this.#pool ? [this.#pool] : [])]);
     await closeActionTools(this.actionTools);
     await resumed;
-    await this.#maintenance.close();
-    await this.store.close();
+    await this.#runtime.close();
   }
 
   /** Follows again the upstream tasks whose holder was lost, over this gateway's shared connections. */
@@ -259,17 +244,11 @@ export class Gateway {
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
-    return new ReceiptTransport(transport, {
-      book: this.receipts,
-      fingerprinter: this.#fingerprinter,
+    return this.#runtime.receiptTransport(transport, {
       actorOf: defaultActorOf,
       idScope,
       // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools with a read-only contract.
       hasEffects: (tool) => tool !== this.#config.status_tool && !this.#readOnlyTools.has(tool),
-      onEvent: (event) => {
-        this.store.appendEvents([event]).catch(() => {});
-      },
-      onSession: (event) => this.#journalSession(event),
       onAnswered: (how) => this.metrics.receiptAnswers.inc({ answer: how }),
     });
   }
@@ -282,7 +261,7 @@ export class Gateway {
 
   /** An agent run's event (its start and end, an upstream restarted under it): the sessions journal, scrubbed. */
   #journalSession(event: ActivityEventInput): void {
-    this.store.appendEvents([this.#knownSecrets.redact(event)], 'sessions').catch(() => {});
+    this.#runtime.journalSession(event);
   }
 
   /**

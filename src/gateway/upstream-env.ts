@@ -1,3 +1,4 @@
+import { UPSTREAM_ENV_INHERIT } from '../defaults.js';
 import { MIN_REDACTED_SECRET_LENGTH } from '../identity/redaction.js';
 import { envReferences, expandEnv, type GatewayConfig } from './config.js';
 
@@ -71,7 +72,7 @@ export function upstreamEnvironment(
   environment: NodeJS.ProcessEnv = process.env,
   secrets: readonly string[] = [],
 ): Record<string, string> {
-  const inherit = upstream.env_inherit ?? 'all';
+  const inherit = upstream.env_inherit ?? UPSTREAM_ENV_INHERIT;
   const isOwn = isIdemVariable(config);
   const inherited: Record<string, string> = {};
   for (const [name, value] of Object.entries(environment)) {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { FINGERPRINT_KEY_FILE } from '../defaults.js';
 import { InvalidInputError } from '../errors.js';
 import { type ArgumentRules, NO_ARGUMENT_RULES } from './argument-rules.js';
 import { prepareArguments } from './arguments.js';
@@ -11,7 +12,6 @@ import { canonicalJson, type JsonValue } from './canonical.js';
 import {
   type BusinessKeyRecord,
   type CanonicalActionRecord,
-  FINGERPRINT_KEY_FILE,
   Fingerprinter,
   type ServerRecord,
 } from './fingerprint.js';

@@ -1,5 +1,6 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { basename, dirname, resolve } from 'node:path';
+import { FINGERPRINT_KEY_FILE } from '../defaults.js';
 import {
   type CanonicalLimits,
   canonicalJson,
@@ -59,8 +60,6 @@ export type ServerRecord =
   | { kind: 'stdio'; command: string; args: string[]; cwd: string | null; env: Record<string, string> }
   /** A Streamable HTTP URL (normalised) and the values of the headers sent with every request. */
   | { kind: 'http'; url: string; headers: Record<string, string> };
-
-export const FINGERPRINT_KEY_FILE = 'fingerprint.key';
 
 /**
  * Keyed digests for intents and secrets. The key is per installation, so a

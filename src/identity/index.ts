@@ -1,7 +1,7 @@
 /**
  * Identity: what a call *is* (docs/lifecycle.md, steps 2 and 4) — the folder's exports in one
- * list. The package's public API (src/index.ts) takes its identity exports
- * from here; code inside src/ imports the file it needs directly.
+ * list; code inside src/ imports the file it needs directly. The package's face (src/index.ts)
+ * exports none of it.
  */
 export { type CallerInfo, defaultActorOf } from './actor.js';
 export { type ArgumentPath, type ArgumentRules, NO_ARGUMENT_RULES } from './argument-rules.js';
@@ -22,7 +22,6 @@ export { resolveDataDir } from './data-dir.js';
 export {
   type BusinessKeyRecord,
   type CanonicalActionRecord,
-  FINGERPRINT_KEY_FILE,
   Fingerprinter,
   type ServerRecord,
 } from './fingerprint.js';

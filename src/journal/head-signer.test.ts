@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { JOURNAL_SIGNING_KEY_FILE } from '../defaults.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { signJournalHeads } from './head-signer.js';
-import { PUBLIC_KEY_FILE, SIGNING_KEY_FILE, verifySignedHead } from './signing.js';
+import { PUBLIC_KEY_FILE, verifySignedHead } from './signing.js';
 
 const root = mkdtempSync(join(tmpdir(), 'idem-head-signer-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -67,7 +68,7 @@ describe('the signing key outside the data directory', () => {
     await store.appendEvents([{ kind: 'receipt_hit', requestRef: 'r' }]);
     const heads = await signJournalHeads(store, dataDir, { keyFile: join(keyDir, 'journal-signing.key') });
     await store.close();
-    expect(existsSync(join(dataDir, SIGNING_KEY_FILE))).toBe(false);
+    expect(existsSync(join(dataDir, JOURNAL_SIGNING_KEY_FILE))).toBe(false);
     expect(existsSync(join(dataDir, PUBLIC_KEY_FILE))).toBe(false);
     const publicKeyPem = readFileSync(join(keyDir, 'journal-signing.pub'), 'utf8');
     expect(heads.length).toBeGreaterThan(0);

@@ -9,6 +9,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { JOURNAL_SIGNING_KEY_FILE } from '../defaults.js';
 
 /** A journal head (seq, hash) signed with the installation's Ed25519 key. */
 export interface SignedHead {
@@ -22,7 +23,6 @@ export interface SignedHead {
   signature: string;
 }
 
-export const SIGNING_KEY_FILE = 'journal-signing.key';
 export const PUBLIC_KEY_FILE = 'journal-signing.pub';
 export const SIGNED_HEAD_FILE = 'journal-head.json';
 
@@ -52,7 +52,10 @@ export function signingKeyPaths(
   keyFile?: string,
 ): { privatePath: string; publicPath: string } {
   if (!keyFile)
-    return { privatePath: join(dataDir, SIGNING_KEY_FILE), publicPath: join(dataDir, PUBLIC_KEY_FILE) };
+    return {
+      privatePath: join(dataDir, JOURNAL_SIGNING_KEY_FILE),
+      publicPath: join(dataDir, PUBLIC_KEY_FILE),
+    };
   // `journal-signing.key` → `journal-signing.pub`; any other name gets `.pub` added.
   const publicPath = keyFile.endsWith('.key') ? `${keyFile.slice(0, -4)}.pub` : `${keyFile}.pub`;
   return { privatePath: keyFile, publicPath };

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { serveHttpFront } from '../front/http.js';
 import type { HttpFrontOptions, ServedHttp } from '../front/http-options.js';
-import type { Idem } from './idem.js';
+import { type Idem, insideOf } from './idem.js';
 
 export type { ServedHttp } from '../front/http-options.js';
 
@@ -18,15 +18,16 @@ export function serveStreamableHttp(
   newServer: () => McpServer,
   options: Omit<HttpFrontOptions, 'wrap' | 'attach'> = {},
 ): Promise<ServedHttp> {
+  const { wrap, modern } = insideOf(idem);
   return serveHttpFront({
     ...options,
-    wrap: (transport) => idem.wrapTransport(transport),
+    wrap: (transport) => wrap(transport),
     attach: async (transport) => {
       await newServer().connect(transport);
       return undefined;
     },
     modern: {
-      wrap: (transport) => idem.wrapTransport(idem.modernBridge(transport), 'none'),
+      wrap: (transport) => wrap(modern(transport), 'none'),
       attach: (transport) => newServer().connect(transport),
     },
   });

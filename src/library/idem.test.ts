@@ -15,7 +15,7 @@ import { PATIENTLY } from '../../test/support/wait.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { serveStreamableHttp } from './http.js';
-import { Idem, type IdemOptions } from './idem.js';
+import { Idem, type IdemOptions, insideOf } from './idem.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -124,7 +124,10 @@ describe('Idem library over real Streamable HTTP', () => {
     const second = raw.callTool(5, 'charge', args);
     // The re-send is answered from the receipt while the first still runs; only then may the first finish.
     await vi.waitFor(
-      async () => expect((await idem.store.readJournal()).map((e) => e.kind)).toContain('receipt_hit'),
+      async () =>
+        expect((await insideOf(idem).runtime.store.readJournal()).map((e) => e.kind)).toContain(
+          'receipt_hit',
+        ),
       PATIENTLY,
     );
     gate.open();
@@ -232,14 +235,14 @@ describe('Idem library over real Streamable HTTP', () => {
     // fast call to outlive the 50 ms too, its late outcome would be recorded the same way.
     await vi.waitFor(
       async () =>
-        expect((await idem.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
+        expect((await insideOf(idem).runtime.store.list({ limit: 100 })).map((r) => r.state).sort()).toEqual([
           'completed',
           'completed',
         ]),
       PATIENTLY,
     );
-    const journal = await idem.store.readJournal(0, 10_000);
-    const records = await idem.store.list({ limit: 100 });
+    const journal = await insideOf(idem).runtime.store.readJournal(0, 10_000);
+    const records = await insideOf(idem).runtime.store.list({ limit: 100 });
     await client.close();
     await idem.close();
     expect(records.length).toBe(2);
@@ -334,7 +337,7 @@ describe('Idem library over real Streamable HTTP', () => {
     await send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'act', arguments: { x: 2 } } });
     await vi.waitFor(() => expect(answered()).toBe(2), PATIENTLY);
     expect(runs).toBe(2);
-    const kinds = (await idem.store.readJournal()).map((e) => e.kind);
+    const kinds = (await insideOf(idem).runtime.store.readJournal()).map((e) => e.kind);
     expect(kinds).toContain('id_reused');
     await clientSide.close();
     await idem.close();

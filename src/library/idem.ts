@@ -1,7 +1,6 @@
-// `Idem` is the library's one public face (open, tool, httpTool, sshTool, connect, close); the
-// parts behind each method live in their own files (tool-config, handler-channel, ssh-tool, http;
-// the channels in src/dispatch, the engine in src/executions).
-import { join } from 'node:path';
+// `Idem` is the library's one public face (open, tool, httpTool, sshTool, connect, approve, deny, drain,
+// close); the parts behind each method live in their own files (tool-config, handler-channel,
+// ssh-tool, http; the channels in src/dispatch; the engine, store and maintenance in src/runtime).
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
@@ -9,33 +8,24 @@ import { honestAnnotations } from '../contracts/annotations.js';
 import { resolveContract, type TaskPolicy } from '../contracts/contract.js';
 import { durationMs } from '../contracts/duration.js';
 import { Credentials, type CredentialsConfig } from '../credentials/index.js';
-import {
-  DEFAULT_RETENTION,
-  DEFAULT_SHUTDOWN_GRACE,
-  DEFAULT_STATUS_TOOL,
-  SQLITE_STORE_FILE,
-} from '../defaults.js';
+import { DEFAULT_SHUTDOWN_GRACE } from '../defaults.js';
 import { actionCall, actionContract, callerOf, refusedArguments } from '../dispatch/action-call.js';
 import type { ActionChannel } from '../dispatch/channel.js';
 import { HttpChannel, HttpToolSpecSchema } from '../dispatch/http/index.js';
-import { idemEnvironment } from '../environment.js';
 import { META, STATUS_TOOL_ANNOTATIONS, STATUS_TOOL_DESCRIPTION } from '../executions/answers.js';
 import type { Approver, Caller, Dispatch, Logger, TaskRequest, ToolCall } from '../executions/call.js';
-import { ExecutionEngine } from '../executions/engine.js';
 import { STATUS_TOOL_INPUT, STATUS_TOOL_TITLE } from '../executions/status-tool.js';
 import type { CallerInfo } from '../identity/actor.js';
 import { defaultActorOf } from '../identity/actor.js';
 import { secretPathsFromSchema } from '../identity/arguments.js';
-import { resolveDataDir } from '../identity/data-dir.js';
-import { Fingerprinter } from '../identity/fingerprint.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { Maintenance } from '../maintenance/maintenance.js';
 import { ModernBridge } from '../protocol/discover-as-initialize.js';
 import { envelopeOf } from '../protocol/revisions.js';
 import { TASKS_EXTENSION } from '../protocol/tasks.js';
-import { ReceiptBook, type ReceiptBookOptions } from '../receipts/receipt-book.js';
-import { type IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
-import { openDataDirStore, type StoreSpec } from '../store/index.js';
+import type { ReceiptBookOptions } from '../receipts/receipt-book.js';
+import type { AdmittingTransport, IdScope } from '../receipts/receipt-transport.js';
+import { Runtime } from '../runtime/index.js';
+import type { StoreSpec } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import { handlerChannel } from './handler-channel.js';
 import { type IdemSshToolConfig, sshToolChannel } from './ssh-tool.js';
@@ -51,7 +41,11 @@ import type {
 export interface IdemOptions {
   /** Where the SQLite file and keys live; default IDEM_DATA_DIR or a per-user directory. */
   dataDir?: string;
-  /** A store instance, or where to open one. Default: SQLite at `<dataDir>/idem.db`. */
+  /**
+   * Where to open the store (`{ kind: 'sqlite' | 'postgres' | 'memory', … }`), or an open one
+   * (`openStore`, shared by several Idems; its owner closes it). Default: IDEM_STORE_URL when it
+   * is a `postgres://` URL, else SQLite at `<dataDir>/idem.db` — as for the gateway.
+   */
   store?: ExecutionStore | StoreSpec;
   /** Who is calling. Default: token subject, else local user + client name. */
   actorOf?: (info: CallerInfo) => string;
@@ -64,10 +58,11 @@ export interface IdemOptions {
   /**
    * Housekeeping every this many ms: expired leases → unknown, finished
    * executions past `retention` trimmed, receipts past retention dropped,
-   * journal heads signed. Default 30 000; 0 turns it off.
+   * journal heads signed. Default 30 s (DEFAULT_MAINTENANCE_INTERVAL, the gateway's `sweep_interval`);
+   * 0 turns it off.
    */
   maintenanceIntervalMs?: number;
-  /** How long finished executions are kept (default 48 h). */
+  /** How long finished executions are kept (default 48 h, DEFAULT_RETENTION). */
   retention?: string | number;
   /**
    * Secrets that action tools (`httpTool`) use by name, as in the gateway's
@@ -76,6 +71,28 @@ export interface IdemOptions {
    * from every result, stored or answered.
    */
   credentials?: CredentialsConfig;
+}
+
+/**
+ * What stands behind an `Idem`'s public face, for the library's own modules (`serveStreamableHttp`)
+ * and for tests; the package does not export it (src/index.ts).
+ */
+export interface IdemInside {
+  /** The engine, store, receipts and maintenance (src/runtime). */
+  readonly runtime: Runtime;
+  /** Receipts and Idem's tasks around a transport; `idScope` overrides the Idem's. */
+  wrap(transport: Transport, idScope?: IdScope): AdmittingTransport;
+  /** A transport that serves 2026-07-28 clients too. */
+  modern(transport: Transport): Transport;
+}
+
+const inside = new WeakMap<Idem, IdemInside>();
+
+/** The runtime and transports behind `idem` (see IdemInside). */
+export function insideOf(idem: Idem): IdemInside {
+  const found = inside.get(idem);
+  if (!found) throw new Error('not an Idem opened by Idem.open');
+  return found;
 }
 
 /**
@@ -88,10 +105,8 @@ export interface IdemOptions {
  *     await idem.connect(server, transport);
  */
 export class Idem {
-  readonly engine: ExecutionEngine;
-  readonly store: ExecutionStore;
-  readonly fingerprinter: Fingerprinter;
-  readonly receipts: ReceiptBook;
+  /** The engine, store, receipts and maintenance, assembled as for the gateway (src/runtime). */
+  readonly #runtime: Runtime;
   readonly #actorOf: (info: CallerInfo) => string;
   readonly #idScope: IdScope | undefined;
   readonly #statusRegistered = new WeakSet<McpServer>();
@@ -105,62 +120,39 @@ export class Idem {
     string,
     (args: unknown, extra: ToolExtra, caller: Caller) => { call: ToolCall; dispatch: Dispatch }
   >();
-  readonly #ownsStore: boolean;
-  /** Credentials by name; their resolved values join `#knownSecrets`, which the engine scrubs. */
+  /** Credentials by name; their resolved values join the known secrets, which the engine scrubs. */
   readonly #credentials: Credentials;
   /** Channels of action tools, closed with Idem (connection pools). */
   readonly #channels: ActionChannel[] = [];
-  readonly #maintenance: Maintenance;
 
-  private constructor(
-    store: ExecutionStore,
-    fingerprinter: Fingerprinter,
-    options: IdemOptions,
-    ownsStore: boolean,
-    dataDir: string,
-  ) {
-    this.store = store;
-    this.fingerprinter = fingerprinter;
-    this.#ownsStore = ownsStore;
+  private constructor(runtime: Runtime, credentials: Credentials, options: IdemOptions) {
+    this.#runtime = runtime;
+    this.#credentials = credentials;
     this.#actorOf = options.actorOf ?? defaultActorOf;
     this.#idScope = options.idScope;
-    this.receipts = new ReceiptBook(options.receipts);
-    const retentionMs = durationMs(options.retention ?? DEFAULT_RETENTION, 'retention');
-    const maintenanceIntervalMs = options.maintenanceIntervalMs ?? 30_000;
-    const knownSecrets = new KnownSecrets();
-    this.#credentials = Credentials.fromConfig(options.credentials, knownSecrets);
-    this.engine = new ExecutionEngine({
-      store,
-      fingerprinter,
-      knownSecrets,
-      statusTool: options.statusToolName ?? DEFAULT_STATUS_TOOL,
-      // A task lives as long as its execution is kept: the retention, while housekeeping trims.
-      taskTtlMs: maintenanceIntervalMs > 0 ? retentionMs : null,
-      ...(options.approver ? { approver: options.approver } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
+    inside.set(this, {
+      runtime,
+      wrap: (transport, idScope) => this.#wrapTransport(transport, idScope),
+      modern: (transport) => this.#modernBridge(transport),
     });
-    const signingKeyFile = idemEnvironment().journalSigningKeyFile;
-    this.#maintenance = new Maintenance({
-      store,
-      retentionMs,
-      receipts: this.receipts,
-      signing: {
-        dataDir,
-        ...(signingKeyFile ? { keyFile: signingKeyFile } : {}),
-      },
-      warn: (message, fields) => options.logger?.warn(message, fields),
-    });
-    this.#maintenance.start(maintenanceIntervalMs);
   }
 
   static async open(options: IdemOptions = {}): Promise<Idem> {
-    const environment = idemEnvironment();
-    const dataDir = resolveDataDir(options.dataDir ?? environment.dataDir);
-    const fingerprinter = Fingerprinter.forDataDir(dataDir, { keyFile: environment.fingerprintKeyFile });
-    const spec = options.store ?? { kind: 'sqlite', path: join(dataDir, SQLITE_STORE_FILE) };
-    const owns = !isStore(spec);
-    const store = isStore(spec) ? spec : await openDataDirStore(spec, dataDir);
-    return new Idem(store, fingerprinter, options, owns, dataDir);
+    // Credentials first: one that cannot be used stops the open before a store is.
+    const knownSecrets = new KnownSecrets();
+    const credentials = Credentials.fromConfig(options.credentials, knownSecrets);
+    const runtime = await Runtime.open({
+      dataDir: options.dataDir,
+      store: options.store,
+      statusTool: options.statusToolName,
+      retention: options.retention,
+      maintenanceIntervalMs: options.maintenanceIntervalMs,
+      receipts: options.receipts,
+      knownSecrets,
+      logger: options.logger,
+      approver: options.approver,
+    });
+    return new Idem(runtime, credentials, options);
   }
 
   /**
@@ -228,7 +220,7 @@ export class Idem {
     const declared =
       typeof perform === 'function' ? config.contract : actionContract(config.contract, perform);
     const contract = resolveContract(declared, config.annotations, secrets);
-    this.engine.registerContract(name, contract);
+    this.#runtime.engine.registerContract(name, contract);
     if (contract.replay !== 'read_only') this.#effectful.add(name);
     this.#taskPolicies.set(name, contract.task);
     this.#ensureStatusTool(server);
@@ -258,7 +250,7 @@ export class Idem {
         const key = extra._meta?.[META.executionId];
         // A client that can take a task for this call (task-transport.ts read it from the request).
         const task = extra._meta ? this.#taskRequests.get(extra._meta) : undefined;
-        return this.engine.execute(
+        return this.#runtime.engine.execute(
           {
             ...call,
             ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
@@ -275,11 +267,11 @@ export class Idem {
    * Idem's tasks in between; 2026-07-28 clients are served too (ModernBridge).
    */
   async connect(server: McpServer, transport: Transport): Promise<void> {
-    await server.connect(this.wrapTransport(this.modernBridge(transport)));
+    await server.connect(this.#wrapTransport(this.#modernBridge(transport)));
   }
 
   /** A transport that serves 2026-07-28 clients too, with Idem's tasks extension in its `server/discover`. */
-  modernBridge(transport: Transport): ModernBridge {
+  #modernBridge(transport: Transport): ModernBridge {
     return new ModernBridge(transport, { extensions: { [TASKS_EXTENSION]: {} } });
   }
 
@@ -288,23 +280,14 @@ export class Idem {
    * Idem's (a 2026-07-28 request has no session). Idem answers `tasks/*` itself: a server with
    * Idem's tools does not use the SDK's own experimental tasks.
    */
-  wrapTransport(transport: Transport, idScope?: IdScope): TaskTransport {
-    const scope = idScope ?? this.#idScope;
-    const receipts = new ReceiptTransport(transport, {
-      book: this.receipts,
-      fingerprinter: this.fingerprinter,
+  #wrapTransport(transport: Transport, idScope?: IdScope): TaskTransport {
+    const receipts = this.#runtime.receiptTransport(transport, {
       actorOf: this.#actorOf,
       hasEffects: (tool) => this.#effectful.has(tool),
-      ...(scope ? { idScope: scope } : {}),
-      onEvent: (event) => {
-        this.store.appendEvents([event]).catch(() => {});
-      },
-      onSession: (event) => {
-        this.store.appendEvents([event], 'sessions').catch(() => {});
-      },
+      idScope: idScope ?? this.#idScope,
     });
     return new TaskTransport(receipts, {
-      tasks: this.engine,
+      tasks: this.#runtime.engine,
       actorOf: this.#actorOf,
       policyOf: (tool) => this.#taskPolicies.get(tool),
       requests: this.#taskRequests,
@@ -318,18 +301,29 @@ export class Idem {
    * did; what outlives the grace becomes `unknown`.
    */
   drain(graceMs = durationMs(DEFAULT_SHUTDOWN_GRACE, 'grace')): Promise<boolean> {
-    return this.engine.drain(graceMs);
+    return this.#runtime.engine.drain(graceMs);
+  }
+
+  /**
+   * A human approved an execution waiting for approval (`approval: every_call | session`): the
+   * next matching call dispatches it, or at once if it is an MCP task this process holds. False
+   * when it was no longer waiting (decided, expired). Journaled `via: api`, by `by`.
+   */
+  async approve(ref: string, by: string): Promise<boolean> {
+    return (await this.#runtime.engine.approve(ref, by)) !== undefined;
+  }
+
+  /** The same, denied with a reason: the caller and every retry in the window get IDEM_DENIED. */
+  async deny(ref: string, by: string, reason: string): Promise<boolean> {
+    return (await this.#runtime.engine.deny(ref, by, reason)) !== undefined;
   }
 
   async close(): Promise<void> {
-    this.#maintenance.stop();
+    this.#runtime.stopMaintenance();
     // Outcomes still held for the store are given up now (logged), not retried against a closed one.
-    await this.engine.stopFollowing();
+    await this.#runtime.engine.stopFollowing();
     await Promise.all(this.#channels.map((c) => c.close?.()));
-    if (this.#ownsStore) {
-      await this.#maintenance.close();
-      await this.store.close();
-    }
+    await this.#runtime.close();
   }
 
   #callerActor(server: McpServer, extra: ToolExtra): string {
@@ -356,7 +350,8 @@ export class Idem {
   #ensureStatusTool(server: McpServer): void {
     if (this.#statusRegistered.has(server)) return;
     this.#statusRegistered.add(server);
-    const statusTool = this.engine.statusTool;
+    const { engine } = this.#runtime;
+    const statusTool = engine.statusTool;
     server.registerTool(
       statusTool,
       {
@@ -366,19 +361,15 @@ export class Idem {
         annotations: STATUS_TOOL_ANNOTATIONS,
       },
       async ({ ref, action }, extra) => {
-        if (action !== 'repeat') return this.engine.status(ref, this.#callerActor(server, extra));
+        if (action !== 'repeat') return engine.status(ref, this.#callerActor(server, extra));
         const caller = this.#caller(server, extra, statusTool);
-        return this.engine.repeat(ref, caller, async (remembered) => {
+        return engine.repeat(ref, caller, async (remembered) => {
           const runner = this.#runners.get(remembered.tool);
           return runner?.(remembered.arguments, extra, caller);
         });
       },
     );
   }
-}
-
-function isStore(spec: ExecutionStore | StoreSpec): spec is ExecutionStore {
-  return typeof (spec as ExecutionStore).claim === 'function';
 }
 
 function jsonSchemaOf(shape: ZodShape): unknown {
@@ -388,5 +379,3 @@ function jsonSchemaOf(shape: ZodShape): unknown {
     return undefined;
   }
 }
-
-export { honestAnnotations } from '../contracts/annotations.js';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { serveStreamableHttp } from './http.js';
-import { Idem } from './idem.js';
+import { Idem, insideOf } from './idem.js';
 
 /**
  * The library's side of issue 9: a tool registered with neither annotations
@@ -112,7 +112,7 @@ describe('Idem library: replays that say so, and a deliberate repeat', () => {
     const fresh = (await client.callTool(repeat)) as CallToolResult;
     expect(fresh.structuredContent).toEqual({ tick: 2, zone: 'UTC' });
     expect(fresh._meta?.['io.idem/repeat-of']).toBe(ref);
-    expect(await idem.store.list({ tool: 'read_clock' })).toHaveLength(2);
+    expect(await insideOf(idem).runtime.store.list({ tool: 'read_clock' })).toHaveLength(2);
 
     // Sent again: the repeat's own result, not a third run.
     const resent = (await client.callTool(repeat)) as CallToolResult;

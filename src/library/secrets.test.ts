@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { META } from '../executions/answers.js';
-import { Idem } from './idem.js';
+import { Idem, insideOf } from './idem.js';
 
 /**
  * Secrets a handler echoes back, through the library on its default SQLite
@@ -79,7 +79,7 @@ describe('secrets a handler echoes back', () => {
     expect(JSON.stringify(live)).toContain(PASSPHRASE);
     const ref = live._meta?.[META.executionId] as string;
 
-    const stored = await idem.store.get(ref);
+    const stored = await insideOf(idem).runtime.store.get(ref);
     expectNoSecret(stored);
     expect(stored?.outcome?.result.structuredContent).toEqual({
       echo: { service: 'api', auth: 'Bearer [secret]', signing: { passphrase: '[secret]' } },
@@ -99,7 +99,7 @@ describe('secrets a handler echoes back', () => {
     const live = (await client.callTool({ name: 'deploy_broken', arguments: args })) as CallToolResult;
     expect(live.isError).toBe(true);
     const ref = live._meta?.[META.executionId] as string;
-    const stored = await idem.store.get(ref);
+    const stored = await insideOf(idem).runtime.store.get(ref);
     expect(stored?.state).toBe('failed');
     expectNoSecret(stored);
     expect(JSON.stringify(stored?.outcome)).toContain('registry refused token [secret] (passphrase');

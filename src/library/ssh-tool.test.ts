@@ -14,7 +14,7 @@ import { startSshd, type TestSshd } from '../demo/sshd.js';
 import type { ResolveCredential } from '../dispatch/ssh/index.js';
 import { idemCodeOf, META } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { Idem } from './idem.js';
+import { Idem, insideOf } from './idem.js';
 
 let sshd: TestSshd;
 beforeAll(async () => {
@@ -53,7 +53,7 @@ async function deployServer(
   const counter = join(dir, 'count');
   const gate = join(dir, 'gate');
   const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'idem-ssh-lib-'));
-  const store = shared?.idem.store ?? new MemoryStore();
+  const store = (shared ? insideOf(shared.idem).runtime.store : undefined) ?? new MemoryStore();
   const idem = await Idem.open({ dataDir, store, maintenanceIntervalMs: 0 });
   const credentialsAsked: string[] = [];
   const newServer = () => {
@@ -140,7 +140,7 @@ describe('idem.sshTool at a real sshd', () => {
     const refused = await call(client, { service: 'api\0; touch /tmp/pwned', version: '1' });
     expect(idemCodeOf(refused)).toBe('IDEM_INVALID_INPUT');
     expect(text(refused)).toContain('unsafe_argument: a NUL byte cannot be passed in a command (at service)');
-    expect(await idem.store.list()).toEqual([]);
+    expect(await insideOf(idem).runtime.store.list()).toEqual([]);
     const quoted = await call(client, { service: '$(touch /tmp/pwned); `id`', version: "'1'" });
     expect(text(quoted)).toContain("deployed $(touch /tmp/pwned); `id` '1'");
     expect(runs()).toEqual(['$(touch /tmp/pwned); `id`']);
@@ -201,7 +201,7 @@ describe('idem.sshTool at a real sshd', () => {
       expect(now.opened > before && now.closed === now.opened).toBe(true);
     }, PATIENTLY);
     expect(stuck.runs()).toEqual(['cron']);
-    expect((await stuck.idem.store.get(ref))?.state).toBe('completed');
+    expect((await insideOf(stuck.idem).runtime.store.get(ref))?.state).toBe('completed');
   });
 
   it('a command template that names an argument the schema lacks, or read_only, is refused when the tool is registered', async () => {

@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { RECEIPT_DEFAULTS } from '../defaults.js';
 
 export interface ReceiptBookOptions {
   /** Most receipts held at once, all actors together. At the bound a *new* id is refused (IDEM_RECEIPTS_FULL). */
@@ -61,18 +62,6 @@ export type ReceiptDecision =
   | { kind: 'full' };
 
 /**
- * A receipt answers a resend of the very same message, which a transport or a
- * retrying HTTP client sends within seconds; later repeats are the intent
- * layer's. So receipts are kept 2 minutes, and up to 100 000 of them: the bound
- * refuses new calls only past ~800 calls/s sustained (the earlier 10 000 for
- * 10 minutes refused past ~17/s). One actor may hold a tenth of that (~80
- * calls/s sustained), so it takes ten actors at their limit to fill the book.
- */
-export const DEFAULT_MAX_RECEIPTS = 100_000;
-export const DEFAULT_MAX_RECEIPTS_PER_ACTOR = 10_000;
-export const DEFAULT_RECEIPT_RETENTION_MS = 2 * 60_000;
-
-/**
  * Layer 1 (docs/lifecycle.md, step 2): request-id receipts. The reply *promise* is stored
  * before the request runs, so a resend that arrives while the first is still
  * running waits on the same promise instead of starting a second run.
@@ -99,9 +88,13 @@ export class ReceiptBook {
   readonly #clock: () => number;
 
   constructor(options: ReceiptBookOptions = {}) {
-    this.#max = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS;
-    this.#maxPerOwner = Math.min(this.#max, options.maxReceiptsPerActor ?? DEFAULT_MAX_RECEIPTS_PER_ACTOR);
-    this.#retentionMs = options.retentionMs ?? DEFAULT_RECEIPT_RETENTION_MS;
+    // What the options leave out: RECEIPT_DEFAULTS (src/defaults.ts says why these bounds).
+    this.#max = options.maxReceipts ?? RECEIPT_DEFAULTS.maxReceipts;
+    this.#maxPerOwner = Math.min(
+      this.#max,
+      options.maxReceiptsPerActor ?? RECEIPT_DEFAULTS.maxReceiptsPerActor,
+    );
+    this.#retentionMs = options.retentionMs ?? RECEIPT_DEFAULTS.retentionMs;
     this.#clock = options.clock ?? Date.now;
   }
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GatewayConfigSchema } from '../../src/gateway/config.js';
 import { Gateway } from '../../src/gateway/gateway.js';
-import { Idem } from '../../src/library/idem.js';
+import { Idem, insideOf } from '../../src/library/idem.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 import { countingUpstream } from '../support/counting-upstream.js';
@@ -33,7 +33,7 @@ describe('the embedded store is durable by default (a claim is on disk before di
   it('Idem.open() with no store option commits with synchronous=FULL', async () => {
     const idem = await Idem.open({ dataDir: freshDir('durability-lib'), maintenanceIntervalMs: 0 });
     try {
-      expect(synchronousOf(idem.store)).toBe('full');
+      expect(synchronousOf(insideOf(idem).runtime.store)).toBe('full');
     } finally {
       await idem.close();
     }
@@ -47,7 +47,7 @@ describe('the embedded store is durable by default (a claim is on disk before di
       store: { kind: 'sqlite', path: join(dir, 'fast.db'), synchronous: 'normal' },
     });
     try {
-      expect(synchronousOf(idem.store)).toBe('normal');
+      expect(synchronousOf(insideOf(idem).runtime.store)).toBe('normal');
     } finally {
       await idem.close();
     }

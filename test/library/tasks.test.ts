@@ -23,7 +23,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { type ServedHttp, serveStreamableHttp } from '../../src/library/http.js';
-import { Idem } from '../../src/library/idem.js';
+import { Idem, insideOf } from '../../src/library/idem.js';
 import { ENVELOPE } from '../../src/protocol/revisions.js';
 import { TASKS_EXTENSION } from '../../src/protocol/tasks.js';
 import { Gate } from '../support/gate.js';
@@ -328,7 +328,7 @@ describe('a client that declares no tasks gets the answers it always got', () =>
       code: -32601,
     });
     expect(ranTimes('req')).toBe(0);
-    expect(await idem.store.list({ tool: 'migrate' })).not.toContainEqual(
+    expect(await insideOf(idem).runtime.store.list({ tool: 'migrate' })).not.toContainEqual(
       expect.objectContaining({ arguments: { release: 'req' } }),
     );
   });

@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { durationMs } from '../../contracts/duration.js';
 import type { Credentials } from '../../credentials/index.js';
+import { HTTP_TOOL_TIMEOUT_MS } from '../../defaults.js';
 import {
   CredentialError,
   DispatchRefusedError,
@@ -43,7 +44,6 @@ export interface HttpChannelOptions {
   dispatcherFor?: (origin: string, pinned: PinnedAddress, connectTimeoutMs: number) => Dispatcher;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
 /** Connection pools kept per channel (one per origin and pinned address). */
 const MAX_POOLS = 32;
 /** Bounded excerpts of a target's answer in error texts. */
@@ -92,7 +92,7 @@ export class HttpChannel implements ActionChannel {
         ? durationMs(spec.timeout, `http_tools.${tool}.timeout`)
         : spec.contract?.timeout !== undefined
           ? durationMs(spec.contract.timeout, `http_tools.${tool}.contract.timeout`)
-          : DEFAULT_TIMEOUT_MS;
+          : HTTP_TOOL_TIMEOUT_MS;
   }
 
   /** Throws InvalidInputError for an argument the URL or a header needs and the call does not give in a form it can carry. */

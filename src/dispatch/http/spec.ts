@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { ToolContractSchema } from '../../contracts/contract.js';
+import { writtenDuration } from '../../contracts/duration.js';
 import { CREDENTIAL_NAME } from '../../credentials/config.js';
+import { HTTP_TOOL_TIMEOUT_MS } from '../../defaults.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
+/** Bytes of an answer body kept (`max_response_bytes`). */
+const MAX_RESPONSE_BYTES = 1_048_576;
 
 /** A status, a class (`2xx`) or a range (`400-499`). */
 const StatusPattern = z.union([
@@ -83,7 +87,9 @@ export const HttpToolSpecSchema = z
       .describe('The header that carries the execution id.'),
     timeout: duration
       .optional()
-      .describe('No full answer by then: the outcome is unknown. Default: the contract timeout, else 30s.'),
+      .describe(
+        `No full answer by then: the outcome is unknown. Default: the contract timeout, else ${writtenDuration(HTTP_TOOL_TIMEOUT_MS)}.`,
+      ),
     target: z
       .string()
       .min(1)
@@ -117,7 +123,7 @@ export const HttpToolSpecSchema = z
       .min(0)
       .max(10)
       .default(0)
-      .describe('How many redirects to follow (each re-checked like the first URL). Default 0: none.'),
+      .describe('How many redirects to follow (each re-checked like the first URL); 0: none.'),
     outcome: z
       .object({
         completed: z.array(StatusPattern).optional(),
@@ -133,9 +139,9 @@ export const HttpToolSpecSchema = z
       .number()
       .int()
       .positive()
-      .default(1_048_576)
+      .default(MAX_RESPONSE_BYTES)
       .describe(
-        'Bytes of the answer body kept (and returned, and stored); the rest is not read. A longer body is cut, marked "[truncated at N bytes]", and is no longer parsed as JSON. Default 1 MiB.',
+        `Bytes of the answer body kept (and returned, and stored); the rest is not read. A longer body is cut, marked "[truncated at N bytes]", and is no longer parsed as JSON. Default ${MAX_RESPONSE_BYTES / 1_048_576} MiB.`,
       ),
     contract: ToolContractSchema.omit({ status_probe: true }).strict().optional(),
   })

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { SSH_MARKER_DIR } from '../../defaults.js';
 
 /** One entry of the SSH inventory: where a tool's commands run, as whom, and which host key to expect. */
 export interface SshHost {
@@ -14,7 +15,7 @@ export interface SshHost {
   hostKey: string;
   /**
    * Where the execution markers live on the host. A relative path is relative to the user's
-   * home directory (an SSH session starts there). Default `.idem/markers`.
+   * home directory (an SSH session starts there). Default SSH_MARKER_DIR (`.idem/markers`).
    */
   markerDir?: string;
 }
@@ -36,7 +37,7 @@ export function checkedHost(host: SshHost): Required<SshHost> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new Error(`ssh host "${host.name}": port must be an integer from 1 to 65535`);
   }
-  const markerDir = host.markerDir ?? '.idem/markers';
+  const markerDir = host.markerDir ?? SSH_MARKER_DIR;
   if (markerDir === '' || markerDir.includes('\0') || /[\n\r]/.test(markerDir)) {
     throw new Error(`ssh host "${host.name}": markerDir must be a non-empty path on one line`);
   }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ToolContractSchema } from '../../contracts/contract.js';
 import { CREDENTIAL_NAME } from '../../credentials/config.js';
+import { SSH_MARKER_DIR } from '../../defaults.js';
 
 const duration = z.union([z.string(), z.number().nonnegative()]);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -26,7 +27,7 @@ export const SshHostSpecSchema = z
       .min(1)
       .optional()
       .describe(
-        "Where execution markers live on the host, used literally (no ~ or $VAR); relative to the user's home. Default .idem/markers.",
+        `Where execution markers live on the host, used literally (no ~ or $VAR); relative to the user's home. Default ${SSH_MARKER_DIR}.`,
       ),
   })
   .strict();

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { writtenDuration } from '../../contracts/duration.js';
 import { CREDENTIAL_NAME } from '../../credentials/config.js';
+import { HTTP_TOOL_TIMEOUT_MS } from '../../defaults.js';
 
 /** One OpenAPI document whose operations become HTTP action tools (docs/openapi.md). */
 export const HttpToolsFromEntrySchema = z
@@ -36,7 +38,7 @@ export const HttpToolsFromEntrySchema = z
       .union([z.string(), z.number().nonnegative()])
       .optional()
       .describe(
-        "Every imported tool's timeout: no full answer by then → unknown. Default: the contract's timeout, else 30s.",
+        `Every imported tool's timeout: no full answer by then → unknown. Default: the contract's timeout, else ${writtenDuration(HTTP_TOOL_TIMEOUT_MS)}.`,
       ),
     allow: z
       .object({
