@@ -58,7 +58,15 @@ export async function recordOutcome(
   }
   // A denial is not a result: nothing is delivered (the caller hears why, and nothing ran).
   const delivering = done.outcome !== 'unknown' && done.outcome !== 'denied';
-  await recordDone(ctx, call, record, token, done, sent.secrets, delivering);
+  const recording = recordDone(ctx, call, record, token, done, sent.secrets, delivering);
+  if (answersBeforeRecorded(call, done, delivering)) {
+    // The answer leaves now; the write follows in the store's next commit. A crash in between
+    // leaves the execution dispatched, so it reads unknown once its lease lapses: never a second
+    // dispatch, never a false answer (docs/lifecycle.md step 11).
+    ctx.inFlight.track(recording, call);
+  } else {
+    await recording;
+  }
   if (done.outcome === 'unknown' || !done.result)
     return {
       step: 'answer',
@@ -66,6 +74,23 @@ export async function recordOutcome(
       ...(done.detail ? { detail: done.detail } : {}),
     };
   return { step: 'settled', answer: markExecuted(done.result, record.id) };
+}
+
+/**
+ * Whether the caller may be answered before its outcome is written. Only where losing that write
+ * (a crash between the answer and the commit) can come to nothing worse than `unknown`: a
+ * completed or failed result of a call that was dispatched, for a replay class whose recovery of
+ * an unknown never sends again (not `keyed`, which re-sends under the same key). A refusal before
+ * sending retires the execution in that write, and an unknown outcome is answered from it: both wait.
+ */
+function answersBeforeRecorded(call: ToolCall, done: Done, delivering: boolean): boolean {
+  return (
+    delivering &&
+    done.result !== undefined &&
+    !done.notDispatched &&
+    !done.left &&
+    call.contract.replay !== 'keyed'
+  );
 }
 
 /** The outcome's one write: its state, the result without secrets, and whether the caller got it. */

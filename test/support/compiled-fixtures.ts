@@ -30,6 +30,7 @@ export const FIXTURE_PROGRAMS = [
   'test/gateway/fixtures/schema-id-server.ts',
   'test/gateway/fixtures/task-server.ts',
   'test/fixtures/hanging-server.ts',
+  'test/fixtures/held-outcome-server.ts',
   'test/fixtures/ssh-tool-server.ts',
   'test/support/counting-mcp-server.ts',
   'test/conformance/fixture-server.ts',
