@@ -58,8 +58,9 @@ export async function recordOutcome(
   }
   // A denial is not a result: nothing is delivered (the caller hears why, and nothing ran).
   const delivering = done.outcome !== 'unknown' && done.outcome !== 'denied';
-  const recording = recordDone(ctx, call, record, token, done, sent.secrets, delivering);
-  if (answersBeforeRecorded(call, done, delivering)) {
+  const early = answersBeforeRecorded(call, done, delivering);
+  const recording = recordDone(ctx, call, record, token, done, sent.secrets, delivering, early);
+  if (early) {
     // The answer leaves now; the write follows in the store's next commit. A crash in between
     // leaves the execution dispatched, so it reads unknown once its lease lapses: never a second
     // dispatch, never a false answer (docs/lifecycle.md step 11).
@@ -102,6 +103,7 @@ async function recordDone(
   done: Done,
   secrets: Sent['secrets'],
   delivering: boolean,
+  deferrable = false,
 ): Promise<ExecutionRecord | undefined> {
   // Closing while it followed the target's task: left dispatched, for the next holder to follow.
   if (done.left) return undefined;
@@ -113,6 +115,8 @@ async function recordDone(
     done.result && !denied ? { result: redactSecrets(done.result, secrets) } : undefined;
   const write = (late: boolean) =>
     ctx.store.transition({
+      // The answer left without waiting for this write (answersBeforeRecorded): it may share the next commit.
+      ...(deferrable && !late ? { deferrable: true } : {}),
       id: record.id,
       // Not yet dispatched when the channel itself marks the dispatch (claim.ts), and it refused first.
       from: ['dispatched', 'unknown', 'accepted', 'authorized'],

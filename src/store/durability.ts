@@ -38,3 +38,11 @@ export type WriteSync = 'sync' | 'lazy';
  * three times it (see postgres/sql.ts).
  */
 export const OUTCOME_SYNC_WITHIN_MS = 200;
+
+/**
+ * The longest a write nobody waits for (TransitionInput.deferrable: an outcome whose answer has
+ * left) may be held before it is committed, so that it shares the next write's transaction — at
+ * one call in flight, the next call's claim: its pages (the row's leaf, the journal's) are then
+ * written once for both. A read of the store commits what is held first.
+ */
+export const OUTCOME_WRITE_WITHIN_MS = 5;

@@ -58,6 +58,35 @@ describe('GroupCommit: who waits for the disk', () => {
     db.close();
   });
 
+  it('holds a deferred write for the next write to join, or for deferWithinMs, or until a read asks', async () => {
+    const writes = groupCommit({ deferWithinMs: 60_000 });
+    const rows = () => db.prepare('SELECT id FROM t ORDER BY id').pluck().all();
+    const held = writes.run(insert, 'deferred', 'a');
+    expect(await settled(held)).toBe(false);
+    expect(rows()).toEqual([]);
+    // The next write takes it into its batch: one commit for both, the held one first.
+    const claim = writes.run(insert, 'sync', 'b');
+    await vi.waitFor(() => expect(syncs).toHaveLength(1), PATIENTLY);
+    expect(rows()).toEqual(['a', 'b']);
+    expect(writes.stats.commits).toBe(1);
+    syncs[0]?.resolve();
+    await expect(Promise.all([held, claim])).resolves.toEqual(['a', 'b']);
+
+    // A read commits what is held before it reads.
+    const another = writes.run(insert, 'deferred', 'c');
+    writes.commitHeld();
+    expect(rows()).toEqual(['a', 'b', 'c']);
+    await expect(another).resolves.toBe('c');
+
+    // Nothing else comes: committed once deferWithinMs has passed.
+    vi.useFakeTimers();
+    const alone = groupCommit({ deferWithinMs: 5 }).run(insert, 'deferred', 'd');
+    vi.advanceTimersByTime(5);
+    vi.useRealTimers();
+    await expect(alone).resolves.toBe('d');
+    expect(rows()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
   it('a batch holding a write that must sync settles only once the sync has; a lazy batch does not wait for one', async () => {
     const writes = groupCommit();
     const claim = writes.run(insert, 'sync', 'a');

@@ -29,6 +29,11 @@ export interface GroupCommitOptions {
   syncFailed: (error: unknown) => unknown;
   /** How long a lazy commit may stay unsynced when no write that must sync follows it. */
   syncWithinMs: number;
+  /**
+   * How long a 'deferred' write may wait for a batch to join before one is run for it alone
+   * (durability.ts OUTCOME_WRITE_WITHIN_MS).
+   */
+  deferWithinMs?: number;
   /** After each batch that committed (checkpointer.ts counts them). */
   onCommit?: () => void;
 }
@@ -64,6 +69,8 @@ export class GroupCommit {
   readonly #batch: Database.Transaction<(writes: PendingWrite[]) => unknown[]>;
   #pending: PendingWrite[] = [];
   #scheduled = false;
+  /** Armed while only deferred writes are queued: runs their batch if no other write comes. */
+  #deferTimer: NodeJS.Timeout | undefined;
   /** Syncs started and not yet settled: close() waits for them. */
   readonly #syncing = new Set<Promise<void>>();
   /**
@@ -93,7 +100,7 @@ export class GroupCommit {
    */
   run<F extends Work>(
     transaction: Database.Transaction<F>,
-    sync: WriteSync,
+    sync: WriteSync | 'deferred',
     ...args: Parameters<F>
   ): Promise<ReturnType<F>> {
     try {
@@ -104,21 +111,32 @@ export class GroupCommit {
     return new Promise<ReturnType<F>>((resolve, reject) => {
       this.#pending.push({
         transaction: transaction as Database.Transaction<Work>,
-        sync,
+        // A deferred write is a lazy one that may also wait for its batch (see deferWithinMs).
+        sync: sync === 'deferred' ? 'lazy' : sync,
         args,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      if (!this.#scheduled) {
+      if (sync === 'deferred') {
+        if (!this.#scheduled)
+          this.#deferTimer ??= setTimeout(() => this.flush(), this.#options.deferWithinMs ?? 0);
+      } else if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => this.flush());
       }
     });
   }
 
+  /** Commits what is queued now if any of it waits (deferred): a read must see every write asked for before it. */
+  commitHeld(): void {
+    if (this.#deferTimer !== undefined) this.flush();
+  }
+
   /** Commits what is queued now (the scheduled turn, or close() so that nothing queued is left unsettled). */
   flush(): void {
     this.#scheduled = false;
+    clearTimeout(this.#deferTimer);
+    this.#deferTimer = undefined;
     const writes = this.#pending;
     this.#pending = [];
     if (writes.length === 0) return;

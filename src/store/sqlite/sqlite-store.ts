@@ -8,7 +8,7 @@ import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../error
 import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
-import { OUTCOME_SYNC_WITHIN_MS, transitionMustSync } from '../durability.js';
+import { OUTCOME_SYNC_WITHIN_MS, OUTCOME_WRITE_WITHIN_MS, transitionMustSync } from '../durability.js';
 import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
@@ -167,6 +167,7 @@ export class SqliteStore implements ExecutionStore {
       ...(walSync ? { syncLog: async () => walSync.sync() } : {}),
       syncFailed: (error) => this.#refusal.syncFailed(error),
       syncWithinMs: OUTCOME_SYNC_WITHIN_MS,
+      deferWithinMs: OUTCOME_WRITE_WITHIN_MS,
       onCommit: () => this.#checkpointer.noteCommit(),
     });
   }
@@ -176,7 +177,8 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {
-    return this.#writes.run(this.#transition, transitionMustSync(input) ? 'sync' : 'lazy', input);
+    const sync = transitionMustSync(input) ? 'sync' : input.deferrable ? 'deferred' : 'lazy';
+    return this.#writes.run(this.#transition, sync, input);
   }
 
   async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
@@ -369,6 +371,8 @@ export class SqliteStore implements ExecutionStore {
   /** SQLite failures that mean "cannot read or write now" become StoreUnavailableError: the engine fails closed. */
   #guard<T>(work: () => T): T {
     this.#checkUsable();
+    // A write held to share the next one's commit (group-commit.ts) is committed before any read.
+    this.#writes.commitHeld();
     try {
       return work();
     } catch (error) {
