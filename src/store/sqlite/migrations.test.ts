@@ -161,6 +161,54 @@ describe('SqliteStore', () => {
       });
     });
 
+    it('bring a file with the full state index (schema 7) up to date: unfinished rows counted and expired from the partial index, finished ones trimmed by rowid range', async () => {
+      const db = new Database(files.path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 7),
+      );
+      const insert = db.prepare(`
+        INSERT INTO executions (id, fingerprint, active, actor, tool, session, replay, state, created_at,
+          updated_at, attach_until, lease_expires_at, arguments_preview)
+        VALUES (?, ?, 1, 'a', 't', NULL, 'review', ?, ?, ?, 2, 3, '{}')`);
+      insert.run('exe_1', 'fp_1', 'completed', 1, 1);
+      insert.run('exe_2', 'fp_2', 'unknown', 2, 2);
+      insert.run('exe_3', 'fp_3', 'dispatched', 3, 3);
+      insert.run('exe_4', 'fp_4', 'failed', 4, 4);
+      db.close();
+
+      let now = 10;
+      const store = await SqliteStore.open({ path: files.path, clock: () => now });
+      try {
+        const { counts } = await store.countStates(['unknown', 'dispatched', 'completed']);
+        expect(counts).toEqual([
+          { state: 'unknown', count: 1, oldestUpdatedAt: 2 },
+          { state: 'dispatched', count: 1, oldestUpdatedAt: 3 },
+          { state: 'completed', count: 1, oldestUpdatedAt: 1 },
+        ]);
+        now = 10_000;
+        const swept = await store.sweep({ retentionMs: 5_000 });
+        expect(swept.expired.map((r) => r.id)).toEqual(['exe_3']);
+        expect(swept.trimmed).toBe(2);
+        expect((await store.list()).map((r) => [r.id, r.state])).toEqual([
+          ['exe_3', 'unknown'],
+          ['exe_2', 'unknown'],
+        ]);
+      } finally {
+        await store.close();
+      }
+      const after = new Database(files.path, { readonly: true });
+      opened.push(after);
+      const indexes = after
+        .prepare(
+          "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'executions' ORDER BY name",
+        )
+        .pluck()
+        .all();
+      expect(indexes).toContain('executions_unfinished');
+      expect(indexes).not.toContain('executions_state_updated');
+    });
+
     it('refuse a file whose schema is newer than this code knows', async () => {
       await (await SqliteStore.open({ path: files.path })).close();
       const db = new Database(files.path);

@@ -209,6 +209,20 @@ export const MIGRATIONS: readonly Migration[] = [
         END;
     `,
   },
+  {
+    version: 8,
+    name: 'a state index over unfinished executions only',
+    sql: `
+      -- Every row sat in the (state, updated_at) index, so every call moved its entry twice
+      -- (dispatched, then completed): a page in the WAL for each. What reads it by state looks
+      -- for unfinished rows (the sweep's expiry, the gauges of unknown and awaiting_approval);
+      -- a finished row leaves this index, and a trim finds finished rows by rowid range
+      -- (sql.ts trimBoundary). The list of states is sql.ts UNFINISHED_ROWS, term for term.
+      DROP INDEX executions_state_updated;
+      CREATE INDEX executions_unfinished ON executions (state, updated_at)
+        WHERE state IN ('accepted', 'awaiting_approval', 'authorized', 'dispatched', 'unknown');
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

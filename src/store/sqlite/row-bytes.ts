@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { UNFINISHED_ROWS } from './sql.js';
 
 export interface RowBytes {
   /**
@@ -11,7 +12,7 @@ export interface RowBytes {
   rows: number;
   /** The executions table, per row, its outcome (result payload) excluded. */
   bytesPerRow: number;
-  /** Its indexes (id, active fingerprint, state), per row, on top of bytesPerRow. */
+  /** Its indexes (id, active fingerprint, state of an unfinished one), per row, on top of bytesPerRow. */
   indexBytesPerRow: number;
   /** dbstat only: table and indexes in whole pages, free space included, outcome excluded. */
   allocatedBytesPerRow: number | null;
@@ -68,7 +69,7 @@ export function bytesPerExecutionRow(
           + ${bytes('journal_seqs')}
           + ${INTEGER_COLUMNS.map(integerBytes).join(' + ')}) AS "table",
         SUM(${INDEX_ENTRY_OVERHEAD} + ${bytes('id')}
-          + ${INDEX_ENTRY_OVERHEAD} + ${bytes('state')} + ${integerBytes('updated_at')}
+          + CASE WHEN ${UNFINISHED_ROWS} THEN ${INDEX_ENTRY_OVERHEAD} + ${bytes('state')} + ${integerBytes('updated_at')} ELSE 0 END
           + CASE active WHEN 1 THEN ${INDEX_ENTRY_OVERHEAD} + ${bytes('fingerprint')} ELSE 0 END) AS indexes
       FROM executions`)
     .get()!;

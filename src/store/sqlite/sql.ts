@@ -5,9 +5,9 @@ import {
   sqliteFingerprint,
 } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry } from '../../journal/events.js';
-import type { ExecutionState } from '../../journal/states.js';
+import { EXECUTION_STATES, type ExecutionState, isFinished } from '../../journal/states.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
-import { type ExecutionColumns, type JournalColumns, recordFromColumns } from '../sql-columns.js';
+import { type ExecutionColumns, type JournalColumns, recordFromColumns, sqlStates } from '../sql-columns.js';
 import { EXPIRED_STATE_SQL, expiresSql, trimmableSql } from '../sweep.js';
 import type { ExecutionRecord, StateCount } from '../types.js';
 
@@ -27,9 +27,17 @@ const APPEND_SEQS = `CASE WHEN @journalSeqs IS NULL THEN journal_seqs WHEN journ
 /** The holder is gone, by the store's clock (see lease.ts). */
 const STALE = holderGoneSql('@now');
 
+/**
+ * The rows of the executions_unfinished index (migration 8), as its WHERE spells it: a query
+ * that has this term can read the index (SQLite matches a partial index's WHERE term for term).
+ */
+export const UNFINISHED = EXECUTION_STATES.filter((state) => !isFinished(state));
+export const UNFINISHED_ROWS = `state IN (${sqlStates(UNFINISHED)})`;
+
 /** The sweep's two conditions (store/sweep.ts), by the store's clock. */
-const EXPIRES = expiresSql('@now');
-const TRIMMABLE = trimmableSql('@cutoff');
+const EXPIRES = `${UNFINISHED_ROWS} AND ${expiresSql('@now')}`;
+/** A trim reads the rowid range trimBoundary found: rows inserted before the cutoff. */
+const TRIMMABLE = `rowid <= @lastRowid AND ${trimmableSql('@cutoff')}`;
 
 /**
  * The prepared statements, named for declaration output (better-sqlite3's own
@@ -47,10 +55,15 @@ export interface Statements {
   renewLease: Database.Statement<{ id: string; token: string; leaseMs: number; now: number }>;
   markDelivered: Database.Statement<{ id: string; now: number }>;
   expire: Database.Statement<{ now: number }, ExecutionRow>;
-  trim: Database.Statement<{ cutoff: number }, { id: string }>;
+  trim: Database.Statement<TrimRange, { id: string }>;
   wouldExpire: Database.Statement<{ now: number }, ExecutionRow>;
-  wouldTrim: Database.Statement<{ cutoff: number }, { n: number }>;
+  wouldTrim: Database.Statement<TrimRange, { n: number }>;
+  /** The first row inserted at or after a rowid, and when: trimBoundary's probe. */
+  createdFrom: Database.Statement<[number], { rowid: number; created_at: number }>;
+  lastRowid: Database.Statement<[], number | null>;
   countState: Database.Statement<[string], { n: number; oldest: number | null }>;
+  /** countState of an unfinished state, from the executions_unfinished index alone. */
+  countUnfinishedState: Database.Statement<[string], { n: number; oldest: number | null }>;
   journal: Record<'activity' | 'sessions', JournalStatements>;
   journalFor: Database.Statement<{ id: string }, JournalRow>;
   /** Adds seqs (comma-separated) to an execution row's journal_seqs; changes nothing if there is no row. */
@@ -130,18 +143,26 @@ export function prepareStatements(db: Database.Database): Statements {
       UPDATE executions SET state = ${EXPIRED_STATE_SQL}, updated_at = @now
       WHERE ${EXPIRES}
       RETURNING *`),
-    trim: db.prepare<{ cutoff: number }, { id: string }>(`
+    trim: db.prepare<TrimRange, { id: string }>(`
       DELETE FROM executions
       WHERE ${TRIMMABLE}
       RETURNING id`),
     wouldExpire: db.prepare<{ now: number }, ExecutionRow>(
       `SELECT * FROM executions WHERE ${EXPIRES} ORDER BY id`,
     ),
-    wouldTrim: db.prepare<{ cutoff: number }, { n: number }>(`
+    wouldTrim: db.prepare<TrimRange, { n: number }>(`
       SELECT COUNT(*) AS n FROM executions WHERE ${TRIMMABLE}`),
-    // Both aggregates read the (state, updated_at) index alone (a covering index): no row is visited.
+    createdFrom: db.prepare<[number], { rowid: number; created_at: number }>(
+      'SELECT rowid, created_at FROM executions WHERE rowid >= ? ORDER BY rowid LIMIT 1',
+    ),
+    lastRowid: db.prepare<[], number | null>('SELECT max(rowid) FROM executions').pluck(),
+    // A finished state has no index: its count reads every row (the console's, never a call's).
     countState: db.prepare<[string], { n: number; oldest: number | null }>(
       'SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM executions WHERE state = ?',
+    ),
+    // Both aggregates read the executions_unfinished index alone (a covering index): no row is visited.
+    countUnfinishedState: db.prepare<[string], { n: number; oldest: number | null }>(
+      `SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM executions WHERE state = ? AND ${UNFINISHED_ROWS}`,
     ),
     journal: {
       activity: journalStatements(db, 'activity_journal'),
@@ -232,6 +253,34 @@ export function toRecord(row: ExecutionRow, readAt: number): ExecutionRecord {
 
 /** One state's count and oldest last change (ExecutionStore.countStates). */
 export function stateCount(statements: Statements, state: ExecutionState): StateCount {
-  const { n, oldest } = statements.countState.get(state)!;
+  const count = isFinished(state) ? statements.countState : statements.countUnfinishedState;
+  const { n, oldest } = count.get(state)!;
   return { state, count: n, oldestUpdatedAt: oldest };
+}
+
+/** What a trim reads: rows up to `lastRowid` whose last change is at or before `cutoff`. */
+export interface TrimRange {
+  cutoff: number;
+  lastRowid: number;
+}
+
+/**
+ * The trim's range: the last rowid of a row created at or before `cutoff`. Rows are inserted in
+ * the order of the store's clock, so created_at grows with the rowid, and a binary search on it
+ * finds the boundary in ~20 lookups; only rows inserted before it are read (the finished ones
+ * nearly all go, and what stays — unfinished, or changed since — is what later sweeps read
+ * again). A clock that stepped back only moves the boundary earlier: a row past it is trimmed
+ * by a later sweep, never one that is not trimmable (the trim's own condition still holds).
+ */
+export function trimBoundary(statements: Statements, cutoff: number): TrimRange {
+  let low = 0;
+  let high = statements.lastRowid.get() ?? 0;
+  // Invariant: every probed row at or before `low` was created at or before the cutoff.
+  while (low < high) {
+    const middle = low + Math.ceil((high - low) / 2);
+    const row = statements.createdFrom.get(middle);
+    if (row && row.created_at <= cutoff) low = Math.max(middle, row.rowid);
+    else high = middle - 1;
+  }
+  return { cutoff, lastRowid: low };
 }
