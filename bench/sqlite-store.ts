@@ -20,6 +20,7 @@ import { ExecutionEngine } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import type { ToolResult } from '../src/store/outcome.js';
 import { SqliteStore, type SqliteSynchronous } from '../src/store/sqlite/index.js';
+import { UNFINISHED_ROWS } from '../src/store/sqlite/sql.js';
 import { WalSync } from '../src/store/sqlite/wal-sync.js';
 import { claimInput } from '../test/support/claim-input.js';
 import { libraryCall } from '../test/support/engine-setup.js';
@@ -455,8 +456,12 @@ function queryPlans(path: string): string[] {
        ORDER BY seq`,
     ],
     [
-      'sweep: expired dispatches',
-      `SELECT * FROM executions WHERE state = 'dispatched' AND lease_expires_at <= 0`,
+      'sweep: expired dispatches (the executions_unfinished index)',
+      `SELECT * FROM executions WHERE ${UNFINISHED_ROWS} AND state = 'dispatched' AND lease_expires_at <= 0`,
+    ],
+    [
+      'sweep: trim (a rowid range)',
+      `SELECT id FROM executions WHERE rowid <= 1000 AND state IN ('completed', 'failed', 'denied') AND updated_at <= 0`,
     ],
   ];
   try {

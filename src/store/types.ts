@@ -276,11 +276,7 @@ export interface TransitionInput {
   release?: boolean;
   note?: string;
   events?: ActivityEventInput[];
-  /**
-   * Nobody waits for this write (the caller's answer has left: docs/lifecycle.md step 11), and
-   * it need not sync (durability.ts): a store may hold it for up to OUTCOME_WRITE_WITHIN_MS to
-   * commit it with the next write, as long as its own reads see it. SQLite does (group-commit.ts).
-   */
+  /** Nobody waits for it (lifecycle.md step 11): held ≤ OUTCOME_WRITE_WITHIN_MS to share the next commit, reads seeing it. */
   deferrable?: boolean;
 }
 

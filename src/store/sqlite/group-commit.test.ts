@@ -80,11 +80,15 @@ describe('GroupCommit: who waits for the disk', () => {
 
     // Nothing else comes: committed once deferWithinMs has passed.
     vi.useFakeTimers();
-    const alone = groupCommit({ deferWithinMs: 5 }).run(insert, 'deferred', 'd');
+    const other = groupCommit({ deferWithinMs: 5 });
+    const alone = other.run(insert, 'deferred', 'd');
     vi.advanceTimersByTime(5);
     vi.useRealTimers();
     await expect(alone).resolves.toBe('d');
     expect(rows()).toEqual(['a', 'b', 'c', 'd']);
+    // Closed here, so that no lazy sync of theirs lands in another test's list.
+    await closeAll(writes);
+    await closeAll(other);
   });
 
   it('a batch holding a write that must sync settles only once the sync has; a lazy batch does not wait for one', async () => {
