@@ -144,7 +144,9 @@ export class SqliteStore implements ExecutionStore {
     this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) =>
       writeClaim(this.#sql, this.#approvalSql, this.#clock(), input, options),
     );
-    this.#transition = db.transaction((t: TransitionInput) => writeTransition(this.#sql, this.#clock(), t));
+    // The time is taken when the transition is asked for, not when its batch commits: a held
+    // (deferred) outcome keeps the moment the answer left, whatever write it commits with.
+    this.#transition = db.transaction((t: TransitionInput, at: number) => writeTransition(this.#sql, at, t));
     this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
       const now = this.#clock();
       if (this.#sql.markDelivered.run({ id, now }).changes === 1) appendJournal(this.#sql, events, now);
@@ -178,7 +180,7 @@ export class SqliteStore implements ExecutionStore {
 
   async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {
     const sync = transitionMustSync(input) ? 'sync' : input.deferrable ? 'deferred' : 'lazy';
-    return this.#writes.run(this.#transition, sync, input);
+    return this.#writes.run(this.#transition, sync, input, this.#clock());
   }
 
   async renewLease(id: string, token: string, leaseMs: number): Promise<boolean> {
