@@ -341,8 +341,8 @@ class Walk {
     if (!declaration) return [];
     if (!this.#inSrc(declaration.getSourceFile().fileName)) return [];
     if (ts.isClassDeclaration(declaration)) {
-      const constructor = declaration.members.find(ts.isConstructorDeclaration);
-      return constructor ? [constructor] : [];
+      const made = declaration.members.find(ts.isConstructorDeclaration);
+      return made ? [made] : [];
     }
     // A member of an interface or type literal: what implements it runs.
     const member = memberOf(declaration);
@@ -402,7 +402,9 @@ class Walk {
     implementation: ts.ClassDeclaration | ts.ObjectLiteralExpression,
     name: string,
   ): FunctionLike | 'absent' | 'unresolved' {
-    const members = ts.isClassDeclaration(implementation) ? implementation.members : implementation.properties;
+    const members = ts.isClassDeclaration(implementation)
+      ? implementation.members
+      : implementation.properties;
     const member = (members as ts.NodeArray<ts.Node>).find(
       (m) => (m as { name?: ts.PropertyName }).name?.getText() === name,
     );

@@ -2,10 +2,14 @@ import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
 import { durationMs } from '../contracts/duration.js';
 import { ConfigError } from '../errors.js';
-import { type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
-import { splitHostPort } from '../gateway/config-operator.js';
+import { ToolOverrides } from '../gateway/catalog/index.js';
+import {
+  type GatewayConfig,
+  GatewayConfigSchema,
+  loadConfig,
+  splitHostPort,
+} from '../gateway/config/index.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { ToolOverrides } from '../gateway/tool-overrides.js';
 import { serveMetrics } from '../metrics/serve.js';
 import {
   createLog,

@@ -47,7 +47,7 @@ export function registerInitCommand(program: Command, version: string): void {
       // Loaded on use: the SDK client and the guesses are only this command's.
       const [{ listServerTools }, { draftConfig }] = await Promise.all([
         import('./list-server-tools.js'),
-        import('../gateway/config-draft.js'),
+        import('../gateway/config/index.js'),
       ]);
       const tools = await listServerTools(cmd, args, version).catch((error: unknown) => {
         throw new CommandExit(`could not list the tools of ${cmd}: ${messageOf(error)}`, EXIT.failed);
@@ -63,7 +63,7 @@ export function registerInitCommand(program: Command, version: string): void {
 /** `idem init --openapi <file>`: the document imported as the gateway would, written as a config to confirm. */
 async function initFromOpenApi(source: string, flags: InitFlags): Promise<void> {
   const [{ GatewayConfigSchema }, { importHttpTools, openApiDraft }] = await Promise.all([
-    import('../gateway/config.js'),
+    import('../gateway/config/index.js'),
     import('../gateway/openapi/index.js'),
   ]);
   const isUrl = /^https?:\/\//i.test(source);

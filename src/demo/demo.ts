@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { idemEnvironment } from '../environment.js';
 import { idemCodeOf } from '../executions/answers.js';
-import { GatewayConfigSchema } from '../gateway/config.js';
+import { GatewayConfigSchema } from '../gateway/config/index.js';
 import { Gateway } from '../gateway/gateway.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { serveStreamableHttp } from '../library/http.js';

@@ -24,24 +24,29 @@ import type { IdScope, ReceiptTransport } from '../receipts/receipt-transport.js
 import { Runtime } from '../runtime/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import type { Log } from '../support/log.js';
-import { checkedActionTools, closeActionTools } from './action-tools.js';
-import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
-import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
-import { receiptBookOptions } from './config-receipts.js';
-import { frontAuthOf, storeSpecOf } from './config-specs.js';
-import { httpListenOf } from './http-listen.js';
+import { checkedActionTools, closeActionTools } from './catalog/action-tools.js';
+import { CautiousDefaultNotices, ToolCatalog } from './catalog/catalog.js';
+import { declaredProbe } from './catalog/status-probe.js';
+import { ToolNameGuard } from './catalog/tool-names.js';
+import type { ToolOverrides } from './catalog/tool-overrides.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config/config.js';
+import { httpListenOf } from './config/http-listen.js';
+import { receiptBookOptions } from './config/receipts.js';
+import { frontAuthOf, storeSpecOf } from './config/specs.js';
 import { configWithImports } from './openapi/index.js';
-import { startPooledUpstreams } from './pooled-upstreams.js';
 import { closeShared, connectionsOf, readinessOf } from './readiness.js';
-import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { startPooledUpstreams } from './sessions/pooled-upstreams.js';
+import {
+  ProxySession,
+  type SessionContext,
+  type SharedUpstreams,
+  startSharedUpstreams,
+} from './sessions/session.js';
 import { type Drained, drainGateway } from './shutdown.js';
-import { declaredProbe } from './status-probe.js';
-import { taskFollowers } from './task-resume.js';
-import { ToolNameGuard } from './tool-names.js';
-import type { ToolOverrides } from './tool-overrides.js';
-import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
-import { UpstreamSpares } from './upstream-spares.js';
-import { upstreamSpecsOf } from './upstream-specs.js';
+import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstreams/log.js';
+import { UpstreamSpares } from './upstreams/spares.js';
+import { upstreamSpecsOf } from './upstreams/specs.js';
+import { taskFollowers } from './upstreams/task-followers.js';
 
 export interface GatewayOptions {
   version: string;

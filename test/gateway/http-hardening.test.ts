@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';

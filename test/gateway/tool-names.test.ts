@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
 import { startAuthorizationServer } from '../support/authorization-server.js';

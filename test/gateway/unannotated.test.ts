@@ -15,7 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { openStore } from '../../src/store/index.js';
 import { idemCommand } from '../support/idem-cli.js';

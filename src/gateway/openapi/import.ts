@@ -1,8 +1,8 @@
 import { type HttpToolSpec, HttpToolSpecSchema } from '../../dispatch/http/index.js';
 import { ConfigError } from '../../errors.js';
 import type { Logger } from '../../executions/call.js';
-import type { GatewayConfig } from '../config.js';
-import { InputValidators } from '../input-validators.js';
+import { InputValidators } from '../catalog/input-validators.js';
+import type { GatewayConfig } from '../config/config.js';
 import type { BusinessKeySuggestion } from './contracts.js';
 import { HTTP_METHOD_NAMES } from './document.js';
 import { LimitExceeded, limitsOf } from './limits.js';

@@ -1,6 +1,6 @@
 import type { CallToolResult, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { JSONRPC_ERROR_META } from '../../dispatch/mcp/index.js';
-import type { ForwardedRequest, SessionState } from '../session-state.js';
+import type { ForwardedRequest, SessionState } from '../sessions/session-state.js';
 
 /**
  * What the pipeline answers a `tools/call` with. The pipeline decides; the

@@ -1,6 +1,6 @@
-import type { CatalogEntry } from '../catalog.js';
-import { forward } from '../forwarding.js';
-import type { SessionState } from '../session-state.js';
+import type { CatalogEntry } from '../catalog/catalog.js';
+import { forward } from '../sessions/forwarding.js';
+import type { SessionState } from '../sessions/session-state.js';
 import { NO_ANSWER, type ToolCallAnswer } from './answer.js';
 import { executeCall } from './engine-call.js';
 import type { RevisionHooks } from './revision-hooks.js';

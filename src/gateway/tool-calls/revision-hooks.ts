@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolCall } from '../../dispatch/mcp/index.js';
 import type { TaskRequest } from '../../executions/call.js';
-import type { CatalogEntry } from '../catalog.js';
-import type { ForwardedRequest } from '../session-state.js';
+import type { CatalogEntry } from '../catalog/catalog.js';
+import type { ForwardedRequest } from '../sessions/session-state.js';
 import type { ToolCallAnswer } from './answer.js';
 import type { ToolCallRequest } from './tool-call-request.js';
 

@@ -1,9 +1,9 @@
 import { IDEM_CODES } from '../../errors.js';
 import { idemAnswer } from '../../executions/answers.js';
 import { checkParamHeaders, paramHeadersFor, paramHeadersOf } from '../../protocol/param-headers.js';
-import type { CatalogEntry } from '../catalog.js';
-import type { SessionState } from '../session-state.js';
-import { lookUpTool } from '../tools-list.js';
+import type { CatalogEntry } from '../catalog/catalog.js';
+import type { SessionState } from '../sessions/session-state.js';
+import { lookUpTool } from '../sessions/tools-list.js';
 import type { ToolCallAnswer } from './answer.js';
 import type { ToolCallRequest } from './tool-call-request.js';
 

@@ -1,0 +1,58 @@
+import { durationMs } from '../../contracts/duration.js';
+import { ConfigError } from '../../errors.js';
+import type { Log } from '../../support/log.js';
+import type { GatewayConfig } from './config.js';
+import { isLoopbackHost, unauthenticatedExposure } from './exposure.js';
+import { sessionBoundsOf } from './session-bounds.js';
+
+/**
+ * Where and how the HTTP front listens, from `listen.http`, checked before it
+ * opens: OAuth off loopback needs `auth.oauth.resource`; without auth it warns
+ * (the actor is whatever the client says it is), and refuses a non-loopback
+ * address unless `listen.http.allow_unauthenticated` is set.
+ */
+export function httpListenOf(config: GatewayConfig, authenticated: boolean, log: Log | undefined) {
+  const http = config.listen?.http;
+  const stateless = http?.stateless ?? false;
+  const host = http?.host ?? '127.0.0.1';
+  if (config.auth?.oauth && !config.auth.oauth.resource && !isLoopbackHost(host)) {
+    // The front's own address is not what clients reach from elsewhere (a proxy, a DNS name).
+    throw new ConfigError(
+      `auth.oauth.resource is required when listening on ${host}: set it to the URL clients use to reach the gateway (tokens name it as their audience).`,
+    );
+  }
+  if (!authenticated) {
+    const exposure = unauthenticatedExposure({
+      host,
+      stateless,
+      allowed: http?.allow_unauthenticated ?? false,
+    });
+    if (exposure.refuse) throw new ConfigError(exposure.message);
+    // Said even without a logger: an operator must not miss it.
+    if (log) log.warn(exposure.message);
+    else process.stderr.write(`idem gateway: ${exposure.message}\n`);
+  }
+  const timeout = (key: 'headers' | 'request' | 'idle') => {
+    const value = http?.timeouts?.[key];
+    return value === undefined ? undefined : durationMs(value, `listen.http.timeouts.${key}`);
+  };
+  const timeouts = Object.fromEntries(
+    (
+      [
+        ['headersMs', timeout('headers')],
+        ['requestMs', timeout('request')],
+        ['idleMs', timeout('idle')],
+      ] as const
+    ).filter(([, ms]) => ms !== undefined),
+  );
+  return {
+    host,
+    timeouts,
+    port: http?.port ?? 8787,
+    path: http?.path ?? '/mcp',
+    stateless,
+    ...sessionBoundsOf(http),
+    ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
+    ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
+  };
+}
