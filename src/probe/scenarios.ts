@@ -14,6 +14,8 @@ export interface Told {
   key: string;
   needs: number;
   answer: Answer;
+  /** The effects of `key` counted as the answer arrived: a failure is judged against these. */
+  countedThen: number;
 }
 
 export interface Observed {
@@ -30,6 +32,8 @@ export interface ScenarioContext {
   key(name: string): string;
   /** A new agent session (closed after the scenario). */
   agent(generation?: Generation): Promise<ProbeAgent>;
+  /** What the agent was told about `key`, with the far side's count as it was told. */
+  told(key: string, needs: number, answer: Promise<Answer>): Promise<Told>;
 }
 
 export interface ProbeScenario {
@@ -87,14 +91,11 @@ function lostThenRetried(
       const args = ctx.target.argsFor(key);
       const agent = await ctx.agent(generation);
       agent.loseNextAnswer('lose', args);
-      const first = await agent.call(args, { timeoutMs: CALL_CAP_MS });
-      const again = await retry(ctx, agent, args);
+      const first = await ctx.told(key, 1, agent.call(args, { timeoutMs: CALL_CAP_MS }));
+      const again = await ctx.told(key, 1, retry(ctx, agent, args));
       return {
         expected: { [key]: 1 },
-        told: [
-          { key, needs: 1, answer: first },
-          { key, needs: 1, answer: again },
-        ],
+        told: [first, again],
         ...(generation === 'v2' ? { note: `v2 client at ${agent.protocolVersion}` } : {}),
       };
     },
@@ -109,10 +110,10 @@ function atOnce(n: number): ProbeScenario {
       const key = ctx.key('a');
       const args = ctx.target.argsFor(key);
       const agent = await ctx.agent('v1');
-      const answers = await Promise.all(
-        Array.from({ length: n }, () => agent.call(args, { timeoutMs: CALL_CAP_MS })),
+      const told = await Promise.all(
+        Array.from({ length: n }, () => ctx.told(key, 1, agent.call(args, { timeoutMs: CALL_CAP_MS }))),
       );
-      return { expected: { [key]: 1 }, told: answers.map((answer) => ({ key, needs: 1, answer })) };
+      return { expected: { [key]: 1 }, told };
     },
   };
 }
@@ -126,8 +127,8 @@ export const SCENARIOS: readonly ProbeScenario[] = [
       const args = ctx.target.argsFor(key);
       const agent = await ctx.agent('v1');
       agent.loseNextAnswer('resend', args);
-      const answer = await agent.call(args, { timeoutMs: CALL_CAP_MS });
-      return { expected: { [key]: 1 }, told: [{ key, needs: 1, answer }] };
+      const answer = await ctx.told(key, 1, agent.call(args, { timeoutMs: CALL_CAP_MS }));
+      return { expected: { [key]: 1 }, told: [answer] };
     },
   },
   lostThenRetried(
@@ -162,14 +163,11 @@ export const SCENARIOS: readonly ProbeScenario[] = [
       const key = ctx.key('a');
       const args = ctx.target.argsFor(key, { delay_ms: SLOW_MS });
       const agent = await ctx.agent('v1');
-      const first = await agent.call(args, { timeoutMs: CLIENT_TIMEOUT_MS });
-      const again = await agent.call(args, { timeoutMs: CALL_CAP_MS });
+      const first = await ctx.told(key, 1, agent.call(args, { timeoutMs: CLIENT_TIMEOUT_MS }));
+      const again = await ctx.told(key, 1, agent.call(args, { timeoutMs: CALL_CAP_MS }));
       return {
         expected: { [key]: 1 },
-        told: [
-          { key, needs: 1, answer: first },
-          { key, needs: 1, answer: again },
-        ],
+        told: [first, again],
       };
     },
   },
@@ -187,16 +185,13 @@ export const SCENARIOS: readonly ProbeScenario[] = [
       const pending = agent.call(args, { timeoutMs: CALL_CAP_MS });
       const early = await startedOrAnswered(controls, key, pending);
       if (!early) await controls.killUpstream(key);
-      const first = await pending;
+      const first = await ctx.told(key, 1, pending);
       // A retry that runs again must not hang: let any later run of it answer at once.
       controls.release(key);
-      const again = await agent.call(args, { timeoutMs: CALL_CAP_MS });
+      const again = await ctx.told(key, 1, agent.call(args, { timeoutMs: CALL_CAP_MS }));
       return {
         expected: { [key]: 1 },
-        told: [
-          { key, needs: 1, answer: first },
-          { key, needs: 1, answer: again },
-        ],
+        told: [first, again],
       };
     },
   },
@@ -217,15 +212,12 @@ export const SCENARIOS: readonly ProbeScenario[] = [
       // The gateway that had the call is gone: once another is up, the agent gives up on the old
       // session (an SDK client would otherwise wait for its stream to resume until its timeout).
       await agent.close();
-      const first = await pending;
+      const first = await ctx.told(key, 1, pending);
       controls.release(key);
-      const again = await (await ctx.agent('v1')).call(args, { timeoutMs: CALL_CAP_MS });
+      const again = await ctx.told(key, 1, (await ctx.agent('v1')).call(args, { timeoutMs: CALL_CAP_MS }));
       return {
         expected: { [key]: 1 },
-        told: [
-          { key, needs: 1, answer: first },
-          { key, needs: 1, answer: again },
-        ],
+        told: [first, again],
       };
     },
   },
@@ -236,16 +228,12 @@ export const SCENARIOS: readonly ProbeScenario[] = [
       const a = ctx.key('a');
       const b = ctx.key('b');
       const agent = await ctx.agent('v1');
-      const first = await agent.call(ctx.target.argsFor(a), { timeoutMs: CALL_CAP_MS });
-      const other = await agent.call(ctx.target.argsFor(b), { timeoutMs: CALL_CAP_MS });
-      const repeat = await agent.call(ctx.target.argsFor(a), { timeoutMs: CALL_CAP_MS });
+      const first = await ctx.told(a, 1, agent.call(ctx.target.argsFor(a), { timeoutMs: CALL_CAP_MS }));
+      const other = await ctx.told(b, 1, agent.call(ctx.target.argsFor(b), { timeoutMs: CALL_CAP_MS }));
+      const repeat = await ctx.told(a, 2, agent.call(ctx.target.argsFor(a), { timeoutMs: CALL_CAP_MS }));
       return {
         expected: { [a]: 2, [b]: 1 },
-        told: [
-          { key: a, needs: 1, answer: first },
-          { key: b, needs: 1, answer: other },
-          { key: a, needs: 2, answer: repeat },
-        ],
+        told: [first, other, repeat],
       };
     },
   },
@@ -265,6 +253,10 @@ export async function runScenario(
       const agent = await connectAgent(target.endpoint(), generation, target.tool);
       agents.push(agent);
       return agent;
+    },
+    told: async (key, needs, answer) => {
+      const said = await answer;
+      return { key, needs, answer: said, countedThen: await target.count(key) };
     },
   };
   try {

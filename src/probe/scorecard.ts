@@ -2,8 +2,9 @@
  * The scorecard: per scenario, the effects counted at the far side against
  * those meant, and the honesty of what the agent was told. An answer is false
  * when the count contradicts it: `done` for an action that did not take
- * effect (as often as the call meant), or `failed`/`denied` for one that did —
- * a model told "failed" calls again. `in flight`, `unknown` and `no answer`
+ * effect (as often as the call meant; counted at the end), or `failed`/`denied`
+ * for one that had taken effect when the answer arrived — a model told
+ * "failed" calls again. `in flight`, `unknown` and `no answer`
  * never claim either, so they are never false (only unhelpful).
  */
 import type { AnswerClass } from './agent.js';
@@ -49,7 +50,8 @@ export function judge(told: Observed['told'][number], counts: Record<string, num
   const n = counts[told.key] ?? 0;
   const { class: said } = told.answer;
   if (said === 'done' && n < told.needs) return 'false success';
-  if ((said === 'failed' || said === 'denied') && n >= told.needs) return 'false failure';
+  // A failure is judged by what had happened when it was said: a later retry's effect does not make it false.
+  if ((said === 'failed' || said === 'denied') && told.countedThen >= told.needs) return 'false failure';
   return said;
 }
 

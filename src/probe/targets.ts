@@ -88,16 +88,26 @@ async function listening(url: string): Promise<boolean> {
   }
 }
 
-/** Stops a process group started `detached` (and waits for its leader). */
+/** Stops a process group started `detached`, and waits until none of its processes is left. */
 async function stopGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const groupAlive = () => {
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!groupAlive()) return;
   try {
-    if (child.pid) process.kill(-child.pid, signal);
+    process.kill(-pid, signal);
   } catch {
     child.kill(signal);
   }
-  await exited;
+  // The shell that leads the group exits at once; the gateway it started may still be draining.
+  await waitUntil(`process group ${pid} to end`, () => !groupAlive());
 }
 
 // --- gateway mode ---
@@ -128,7 +138,8 @@ export async function openGatewayTarget(options: GatewayTargetOptions): Promise<
   const startHttpUpstream = async () => {
     httpPort ??= await freePort();
     const { command, args } = countingUpstreamCommand(dir, httpPort);
-    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    // A group of its own, as the gateway's: stopGroup waits until it is gone (its port free again).
+    const child = spawn(command, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     children.push(child);
     let said = '';
     child.stderr?.on('data', (chunk: Buffer) => {
