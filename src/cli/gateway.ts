@@ -77,7 +77,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
     )
     .argument(
       '[command...]',
-      'after --: an upstream MCP server command, or the URL of a Streamable HTTP MCP server (http:// or https://)',
+      'after --: an upstream MCP server command, or the URL of an HTTP MCP server (http:// or https://; Streamable HTTP, or the /sse of an HTTP+SSE server, found out when it refuses the POST)',
     )
     .option(
       '--log-level <level>',
