@@ -1,7 +1,8 @@
 // The HTTP front's request handler is one ordered list of checks (path, Host/Origin, auth, session
 // ownership, body, revision, receipts) that reads best top to bottom; its options are in
 // http-options.ts, and what each check needs beyond a few lines lives beside it (auth/,
-// request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies, request-body).
+// request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies, request-body,
+// legacy-sse for the 2024-11-05 HTTP+SSE transport beside it).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +26,7 @@ import {
   type ServedHttp,
 } from './http-options.js';
 import { idleSweepIntervalMs, idleTimeouts } from './idle-sessions.js';
+import { type LegacySseRoute, LegacySseTransport, legacySsePaths } from './legacy-sse.js';
 import { NodeStreamableTransport } from './node-streamable.js';
 import { rpcError, sendJson } from './replies.js';
 import { readJsonBody, refuse } from './request-body.js';
@@ -44,6 +46,14 @@ interface Session extends TableSession {
   owner: string;
 }
 
+/** A session of the 2024-11-05 HTTP+SSE transport (legacy-sse.ts): reached only on its own paths. */
+interface SseSession extends SessionBase {
+  sse: LegacySseTransport;
+}
+
+/** What every session of the front has, whichever its transport. */
+type SessionBase = Omit<Session, 'http'>;
+
 /**
  * MCP over Streamable HTTP, with what a public-facing front needs around the
  * SDK transport: Host/Origin checks, bearer auth, body limits (request-body.ts), sessions with
@@ -57,13 +67,13 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...options.timeouts };
   const idle = idleTimeouts(options.sessionIdleTimeoutMs, options.unusedSessionTimeoutMs);
   const clock = options.clock ?? Date.now;
-  const sessions = new SessionTable<Session>({
+  const sessions = new SessionTable<Session | SseSession>({
     caps: { ...DEFAULT_SESSION_CAPS, ...options.sessionCaps },
     idle,
     clock,
     ...(options.onSessionClosed
       ? {
-          onClosed: (s: Session, reason: SessionCloseReason) =>
+          onClosed: (s: Session | SseSession, reason: SessionCloseReason) =>
             options.onSessionClosed?.({ actor: s.actor, reason }),
         }
       : {}),
@@ -81,6 +91,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const cors = options.allowedOrigins
     ? (await import('./cors.js')).corsFor(options.allowedOrigins)
     : undefined;
+  const ssePaths = options.sse ? legacySsePaths(path) : undefined;
 
   /** A session for this request; `admitted` when the caps already count it (an initialize). */
   const openSession = async (owner: string, admitted?: Session): Promise<Session> => {
@@ -115,14 +126,15 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     return session;
   };
 
-  const newSession = (owner: string, actor: string): Session => {
-    const session = { lastSeen: clock(), busy: 0, used: false, owner, actor } as Session;
+  const newSession = (owner: string, actor: string): Session => newSessionBase(owner, actor) as Session;
+  const newSessionBase = (owner: string, actor: string): SessionBase => {
+    const session = { lastSeen: clock(), busy: 0, used: false, owner, actor } as SessionBase;
     session.close = () => void session.receipts?.close().catch(() => {});
     return session;
   };
 
   /** The session is busy until this response ends (a GET stream: until the client leaves). */
-  const busyUntilDone = (session: Session, res: ServerResponse) => {
+  const busyUntilDone = (session: Session | SseSession, res: ServerResponse) => {
     session.busy++;
     res.once('close', () => {
       session.busy--;
@@ -142,7 +154,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (pathname !== path && (await answerProbe(req.method, pathname, res, readiness))) return;
+    const legacy = legacyRouteOf(pathname, ssePaths);
+    const served = pathname === path || legacy !== undefined;
+    if (!served && (await answerProbe(req.method, pathname, res, readiness))) return;
     const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
     if (metadata !== undefined) {
       // Public by design (RFC 9728): clients in browsers read it from other origins.
@@ -150,7 +164,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       sendJson(res, 200, metadata);
       return;
     }
-    if (pathname !== path) {
+    if (!served) {
       refuse(req, res, 404, undefined);
       return;
     }
@@ -171,9 +185,14 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       req.auth = authentication.auth;
     }
     const owner = ownerOf(req.auth);
+    if (legacy) {
+      await serveLegacySse(legacy, req, res, owner);
+      return;
+    }
     const sessionId = req.headers['mcp-session-id'];
-    const existing =
-      !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    const found = !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    // An HTTP+SSE session's id is no Streamable HTTP session's.
+    const existing = found && 'http' in found ? found : undefined;
     // Another actor's session does not exist for this caller (same answer as an unknown id).
     if (
       !options.stateless &&
@@ -272,6 +291,94 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     else if (!existing) await discardUnlessInitialized(session);
   };
 
+  /**
+   * The 2024-11-05 HTTP+SSE transport (legacy-sse.ts), past the checks every request gets (Host/Origin,
+   * CORS, auth): GET on the stream's path opens a session, counted by the caps as an initialize is;
+   * a POST on the messages' path reaches only its owner's session, and is read, checked and
+   * authorized as a Streamable HTTP POST is, then delivered: 202, the answer on the stream.
+   */
+  const serveLegacySse = async (
+    route: LegacySseRoute,
+    req: IncomingMessage & { auth?: AuthInfo },
+    res: ServerResponse,
+    owner: string,
+  ) => {
+    const method = route === 'stream' ? 'GET' : 'POST';
+    if (req.method !== method) {
+      res.setHeader('allow', method);
+      refuse(req, res, 405, rpcError(-32000, `Method not allowed: ${method} ${pathOf(route)} only`));
+      return;
+    }
+    if (route === 'stream') {
+      if (draining) {
+        res.setHeader('retry-after', '1');
+        sendJson(res, 503, shuttingDown(undefined));
+        return;
+      }
+      // The client names itself only in its initialize, on a POST after this: the caps count the token's actor.
+      // Its transport is set below, once the caps have counted it.
+      const session = newSessionBase(
+        owner,
+        options.sessionActorOf?.(req.auth, undefined) ?? owner,
+      ) as SseSession;
+      const full = sessions.admit(session);
+      if (full) {
+        sendJson(res, full.status, full.reply(null));
+        return;
+      }
+      session.sse = new LegacySseTransport(pathOf('messages'), res);
+      session.receipts = options.wrap(session.sse);
+      busyUntilDone(session, res);
+      endWhenTokenExpires(req, res);
+      try {
+        // Starts the transport: the stream's headers and its endpoint event go out.
+        session.served = (await options.attach(session.receipts)) ?? undefined;
+      } catch (error) {
+        sessions.forget(session, undefined);
+        throw error;
+      }
+      sessions.identified(session.sse.sessionId, session);
+      const closed = session.receipts.onclose;
+      session.receipts.onclose = () => {
+        closed?.();
+        sessions.forget(session, session.sse.sessionId);
+      };
+      return;
+    }
+    const id = new URL(req.url ?? '/', 'http://localhost').searchParams.get('sessionId');
+    const found = id ? sessions.get(id) : undefined;
+    // Another actor's session does not exist for this caller (same answer as an unknown id).
+    const session = found && 'sse' in found && found.owner === owner ? found : undefined;
+    if (!session) {
+      refuse(req, res, 404, rpcError(-32001, 'Session not found'));
+      return;
+    }
+    const body = await readJsonBody(req, res);
+    if (body === undefined) return;
+    // One message per POST in this transport.
+    const invalid = Array.isArray(body)
+      ? rpcError(-32600, 'Invalid Request: the HTTP+SSE transport takes one message per POST')
+      : invalidRequest(body);
+    if (invalid) {
+      sendJson(res, 400, invalid);
+      return;
+    }
+    if (draining && carriesRequest(body)) {
+      res.setHeader('retry-after', '1');
+      sendJson(res, 503, shuttingDown(body));
+      return;
+    }
+    const forbidden = req.auth && options.auth?.authorize(req.auth, [body], frontUrl);
+    if (forbidden) {
+      refuseAuth(req, res, forbidden);
+      return;
+    }
+    busyUntilDone(session, res);
+    if (requestsBeyondHandshake(body)) session.used = true;
+    await session.sse.post(req, res, body);
+  };
+  const pathOf = (route: LegacySseRoute) => (ssePaths as Record<LegacySseRoute, string>)[route];
+
   // A GET stream is opened once and then only written to: without this, a token that expired (or
   // was not renewed) would go on receiving the session's messages for as long as the client
   // stays connected. At expiry the stream ends; the client opens it again with a fresh token
@@ -329,6 +436,16 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Which path of the HTTP+SSE transport (legacy-sse.ts) this is, when the front serves it. */
+function legacyRouteOf(
+  pathname: string,
+  paths: Record<LegacySseRoute, string> | undefined,
+): LegacySseRoute | undefined {
+  if (paths?.stream === pathname) return 'stream';
+  if (paths?.messages === pathname) return 'messages';
+  return undefined;
 }
 
 /** Whether a POST body holds a request (a call, an initialize): what a front shutting down refuses. */
