@@ -1,21 +1,15 @@
 // The HTTP front's request handler is one ordered list of checks (path, Host/Origin, auth, session
 // ownership, body, revision, receipts) that reads best top to bottom; its options are in
 // http-options.ts, and what each check needs beyond a few lines lives beside it (auth/,
-// request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies, request-body,
-// legacy-sse for the 2024-11-05 HTTP+SSE transport beside it).
+// post-checks, request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies,
+// request-body; legacy-sse for the 2024-11-05 HTTP+SSE transport beside it).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import {
-  isInitializeRequest,
-  type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isRequest } from '../protocol/message-kind.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
-import type { AuthRefusal } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { answerProbe, READY, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
@@ -26,10 +20,17 @@ import {
   type ServedHttp,
 } from './http-options.js';
 import { idleSweepIntervalMs, idleTimeouts } from './idle-sessions.js';
-import { type LegacySseRoute, LegacySseTransport, legacySsePaths } from './legacy-sse.js';
+import {
+  type LegacySseFront,
+  type LegacySseRoute,
+  legacySsePaths,
+  type SseSession,
+  serveLegacySse,
+} from './legacy-sse.js';
 import { NodeStreamableTransport } from './node-streamable.js';
+import { checkedBody, ownerOf, type PostChecks, refuseAuth, requestsBeyondHandshake } from './post-checks.js';
 import { rpcError, sendJson } from './replies.js';
-import { readJsonBody, refuse } from './request-body.js';
+import { refuse } from './request-body.js';
 import { classifyEra, serveModernRequest } from './request-per-post.js';
 import { legacyRefusal } from './session-post-refusals.js';
 import {
@@ -44,11 +45,6 @@ interface Session extends TableSession {
   receipts: AdmittingTransport;
   /** Who opened it (the bearer principal; '' without auth): nobody else may use it. */
   owner: string;
-}
-
-/** A session of the 2024-11-05 HTTP+SSE transport (legacy-sse.ts): reached only on its own paths. */
-interface SseSession extends SessionBase {
-  sse: LegacySseTransport;
 }
 
 /** What every session of the front has, whichever its transport. */
@@ -185,8 +181,8 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       req.auth = authentication.auth;
     }
     const owner = ownerOf(req.auth);
-    if (legacy) {
-      await serveLegacySse(legacy, req, res, owner);
+    if (legacy && legacySse) {
+      await serveLegacySse(legacy, req, res, owner, legacySse);
       return;
     }
     const sessionId = req.headers['mcp-session-id'];
@@ -216,25 +212,8 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await existing.http.serve(req, res);
       return;
     }
-    const body = await readJsonBody(req, res);
+    const body = await checkedBody(req, res, postChecks(true));
     if (body === undefined) return;
-    // JSON that is not a JSON-RPC message is an Invalid Request (-32600), not a Parse error (the SDK's answer).
-    const invalid = invalidRequest(body);
-    if (invalid) {
-      sendJson(res, 400, invalid);
-      return;
-    }
-    if (draining && carriesRequest(body)) {
-      res.setHeader('retry-after', '1');
-      sendJson(res, 503, shuttingDown(body));
-      return;
-    }
-    const forbidden =
-      req.auth && options.auth?.authorize(req.auth, Array.isArray(body) ? body : [body], frontUrl);
-    if (forbidden) {
-      refuseAuth(req, res, forbidden);
-      return;
-    }
     // Which revision the request speaks decides everything after: 2026-07-28 has no sessions.
     const era = classifyEra(req, body);
     if (era.kind === 'reject') {
@@ -291,93 +270,26 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     else if (!existing) await discardUnlessInitialized(session);
   };
 
-  /**
-   * The 2024-11-05 HTTP+SSE transport (legacy-sse.ts), past the checks every request gets (Host/Origin,
-   * CORS, auth): GET on the stream's path opens a session, counted by the caps as an initialize is;
-   * a POST on the messages' path reaches only its owner's session, and is read, checked and
-   * authorized as a Streamable HTTP POST is, then delivered: 202, the answer on the stream.
-   */
-  const serveLegacySse = async (
-    route: LegacySseRoute,
-    req: IncomingMessage & { auth?: AuthInfo },
-    res: ServerResponse,
-    owner: string,
-  ) => {
-    const method = route === 'stream' ? 'GET' : 'POST';
-    if (req.method !== method) {
-      res.setHeader('allow', method);
-      refuse(req, res, 405, rpcError(-32000, `Method not allowed: ${method} ${pathOf(route)} only`));
-      return;
-    }
-    if (route === 'stream') {
-      if (draining) {
-        res.setHeader('retry-after', '1');
-        sendJson(res, 503, shuttingDown(undefined));
-        return;
-      }
-      // The client names itself only in its initialize, on a POST after this: the caps count the token's actor.
-      // Its transport is set below, once the caps have counted it.
-      const session = newSessionBase(
-        owner,
-        options.sessionActorOf?.(req.auth, undefined) ?? owner,
-      ) as SseSession;
-      const full = sessions.admit(session);
-      if (full) {
-        sendJson(res, full.status, full.reply(null));
-        return;
-      }
-      session.sse = new LegacySseTransport(pathOf('messages'), res);
-      session.receipts = options.wrap(session.sse);
-      busyUntilDone(session, res);
-      endWhenTokenExpires(req, res);
-      try {
-        // Starts the transport: the stream's headers and its endpoint event go out.
-        session.served = (await options.attach(session.receipts)) ?? undefined;
-      } catch (error) {
-        sessions.forget(session, undefined);
-        throw error;
-      }
-      sessions.identified(session.sse.sessionId, session);
-      const closed = session.receipts.onclose;
-      session.receipts.onclose = () => {
-        closed?.();
-        sessions.forget(session, session.sse.sessionId);
-      };
-      return;
-    }
-    const id = new URL(req.url ?? '/', 'http://localhost').searchParams.get('sessionId');
-    const found = id ? sessions.get(id) : undefined;
-    // Another actor's session does not exist for this caller (same answer as an unknown id).
-    const session = found && 'sse' in found && found.owner === owner ? found : undefined;
-    if (!session) {
-      refuse(req, res, 404, rpcError(-32001, 'Session not found'));
-      return;
-    }
-    const body = await readJsonBody(req, res);
-    if (body === undefined) return;
-    // One message per POST in this transport.
-    const invalid = Array.isArray(body)
-      ? rpcError(-32600, 'Invalid Request: the HTTP+SSE transport takes one message per POST')
-      : invalidRequest(body);
-    if (invalid) {
-      sendJson(res, 400, invalid);
-      return;
-    }
-    if (draining && carriesRequest(body)) {
-      res.setHeader('retry-after', '1');
-      sendJson(res, 503, shuttingDown(body));
-      return;
-    }
-    const forbidden = req.auth && options.auth?.authorize(req.auth, [body], frontUrl);
-    if (forbidden) {
-      refuseAuth(req, res, forbidden);
-      return;
-    }
-    busyUntilDone(session, res);
-    if (requestsBeyondHandshake(body)) session.used = true;
-    await session.sse.post(req, res, body);
+  /** What every POST is checked for (post-checks.ts), as of now. */
+  const postChecks = (batches: boolean): PostChecks => ({
+    draining,
+    auth: options.auth,
+    frontUrl,
+    batches,
+  });
+
+  /** The 2024-11-05 HTTP+SSE transport, when served: its sessions in the same table, counted by the same caps. */
+  const legacySse: LegacySseFront | undefined = ssePaths && {
+    paths: ssePaths,
+    sessions,
+    draining: () => draining,
+    postChecks: () => postChecks(false),
+    newSession: (owner, auth) => newSessionBase(owner, options.sessionActorOf?.(auth, undefined) ?? owner),
+    wrap: (transport) => options.wrap(transport),
+    attach: (transport) => options.attach(transport),
+    busyUntilDone: (session, res) => busyUntilDone(session, res),
+    endWhenTokenExpires: (req, res) => endWhenTokenExpires(req, res),
   };
-  const pathOf = (route: LegacySseRoute) => (ssePaths as Record<LegacySseRoute, string>)[route];
 
   // A GET stream is opened once and then only written to: without this, a token that expired (or
   // was not renewed) would go on receiving the session's messages for as long as the client
@@ -448,59 +360,8 @@ function legacyRouteOf(
   return undefined;
 }
 
-/** Whether a POST body holds a request (a call, an initialize): what a front shutting down refuses. */
-function carriesRequest(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some((m) => isRequest(m as JSONRPCMessage));
-}
-
-/** A front shutting down answers a request: nothing of it ran, and it may be sent again (another instance, or after the restart). */
-function shuttingDown(body: unknown) {
-  const id = Array.isArray(body) ? undefined : (body as { id?: RequestId }).id;
-  return rpcError(
-    -32000,
-    'Service unavailable: this server is shutting down; nothing of this request was run. Send it again (the server restarts, or another instance answers).',
-    id ?? null,
-  );
-}
-
-/** Whether a POST body holds a request other than the handshake: the session is in use. */
-function requestsBeyondHandshake(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some(
-    (m) => isRequest(m as JSONRPCMessage) && (m as { method: string }).method !== 'initialize',
-  );
-}
-
 /** A quarter of the shortest timeout set, between 25 ms and 1 s. */
 function checkingInterval(timeouts: HttpTimeouts): number {
   const set = [timeouts.headersMs, timeouts.requestMs].filter((ms) => ms > 0);
   return set.length === 0 ? 30_000 : Math.max(25, Math.min(1_000, Math.floor(Math.min(...set) / 4)));
-}
-
-/**
- * Who a request comes from, as far as the front can tell: the actor its token
- * names (one subject's new token still owns its sessions), '' without auth.
- */
-function ownerOf(auth: AuthInfo | undefined): string {
-  const actor = (auth?.extra as { actor?: unknown } | undefined)?.actor;
-  return auth ? `token:${typeof actor === 'string' ? actor : auth.clientId}` : '';
-}
-
-/** 401/403/503 from the auth, with its WWW-Authenticate challenge (and Retry-After for a 503 that knows when). */
-function refuseAuth(req: IncomingMessage, res: ServerResponse, refusal: AuthRefusal): void {
-  if (refusal.challenge) res.setHeader('www-authenticate', refusal.challenge);
-  if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
-  refuse(req, res, refusal.status, rpcError(refusal.status === 503 ? -32603 : -32001, refusal.message));
-}
-
-/** The JSON-RPC error for a body that is not a message or a non-empty batch of them; undefined if it is. */
-function invalidRequest(body: unknown) {
-  const messages: unknown[] = Array.isArray(body) ? body : [body];
-  // An empty batch is invalid too.
-  const bad =
-    messages.length === 0 ? 0 : messages.findIndex((m) => !JSONRPCMessageSchema.safeParse(m).success);
-  if (bad < 0) return undefined;
-  // The request's own id when it can be read (so the client can match the error), else null.
-  const id = (messages[bad] as { id?: unknown } | null | undefined)?.id;
-  const usable = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
-  return rpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message', usable ? (id as RequestId) : null);
 }
