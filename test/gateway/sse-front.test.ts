@@ -9,6 +9,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
+import { Gateway } from '../../src/gateway/gateway.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayCli } from '../support/gateway-process.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
@@ -85,7 +87,11 @@ describe('an HTTP+SSE client at idem gateway --sse', () => {
       { env: { IDEM_DATA_DIR: freshDir('sse-front-gw') } },
     );
     closers.push(() => gateway.kill());
-    expect(gateway.stderr()).toContain(`HTTP+SSE on ${sseUrlOf(gateway.url).href}`);
+    // Said right after the Streamable HTTP line, which is what the start waited for.
+    await vi.waitFor(
+      () => expect(gateway.stderr()).toContain(`HTTP+SSE on ${sseUrlOf(gateway.url).href}`),
+      PATIENTLY,
+    );
 
     const client = new Client({ name: 'old-client', version: '1' });
     await client.connect(new SSEClientTransport(sseUrlOf(gateway.url)));
@@ -196,6 +202,21 @@ describe('HTTP+SSE sessions and checks', () => {
       headers: { host: 'evil.example', accept: 'text/event-stream', authorization: `Bearer ${tokens.alice}` },
     });
     expect(foreign.status).toBe(403);
+  });
+
+  it('needs sessions: with stateless the front refuses to start', async () => {
+    const stateless = await Gateway.start(
+      GatewayConfigSchema.parse({
+        data_dir: freshDir('sse-front-stateless'),
+        upstreams: { counter: countingUpstream(dir) },
+        listen: { http: { host: '127.0.0.1', port: 0, sse: true, stateless: true } },
+      }),
+      { version: 'test', upstreamStderr: 'ignore' },
+    );
+    closers.push(() => stateless.close());
+    await expect(stateless.serveHttp()).rejects.toThrow(
+      /listen\.http\.sse .* cannot be combined with listen\.http\.stateless/,
+    );
   });
 
   it('off by default: /sse and /messages are 404, as any unknown path', async () => {
