@@ -32,6 +32,7 @@ interface GatewayFlags {
   listen?: string;
   port?: string;
   stateless?: boolean;
+  sse?: boolean;
   header?: string[];
   stdio?: boolean;
   allowUnauthenticated?: boolean;
@@ -66,6 +67,10 @@ export function registerGatewayCommand(program: Command, version: string): void 
     .option('-p, --port <port>', 'serve Streamable HTTP on 127.0.0.1:<port> (--listen 127.0.0.1:<port>)')
     .option('--stateless', 'serve HTTP without sessions: every POST stands alone (listen.http.stateless)')
     .option(
+      '--sse',
+      'also serve clients of the older HTTP+SSE transport: GET /sse, POST /messages (listen.http.sse)',
+    )
+    .option(
       '-H, --header <name: value>',
       `a header sent to the HTTP upstream given after -- (repeatable); '\${NAME}' is taken from the environment, keeping a secret out of the command line`,
       (value: string, previous: string[] = []) => [...previous, value],
@@ -77,7 +82,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
     )
     .argument(
       '[command...]',
-      'after --: an upstream MCP server command, or the URL of a Streamable HTTP MCP server (http:// or https://)',
+      'after --: an upstream MCP server command, or the URL of an HTTP MCP server (http:// or https://; Streamable HTTP, or the /sse of an HTTP+SSE server, found out when it refuses the POST)',
     )
     .option(
       '--log-level <level>',
@@ -125,6 +130,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
           throw error;
         });
         announce(`Streamable HTTP on ${http.url}`);
+        if (config.listen.http.sse) announce(`HTTP+SSE on ${new URL('sse', http.url).href} (and /messages)`);
       }
       closeOperatorListeners = await serveOperatorListeners(gateway, config, flags, announce);
       if (config.listen?.stdio ?? !config.listen?.http) {
@@ -194,6 +200,7 @@ export function buildConfig(command: string[], flags: GatewayFlags): GatewayConf
       http: {
         path: '/mcp',
         stateless: false,
+        sse: false,
         allow_unauthenticated: false,
         ...config.listen?.http,
         host,
@@ -210,6 +217,13 @@ export function buildConfig(command: string[], flags: GatewayFlags): GatewayConf
         '--stateless is for the HTTP front: give --listen or --port too (or listen.http in the config)',
       );
     config.listen.http.stateless = true;
+  }
+  if (flags.sse) {
+    if (!config.listen?.http)
+      throw new ConfigError(
+        '--sse is for the HTTP front: give --listen or --port too (or listen.http in the config)',
+      );
+    config.listen.http.sse = true;
   }
   if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
   return config;

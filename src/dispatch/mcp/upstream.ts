@@ -3,7 +3,6 @@
 // handshake learned). What is not that machine lives beside it: the shapes it is configured and
 // reports with (upstream-spec.ts), whether a failed send delivered anything (delivery.ts), what
 // each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type {
   InitializeResult,
@@ -22,6 +21,7 @@ import { isNotification, isRequest, isResponse } from '../../protocol/message-ki
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
+import { speaksStreamableHttp } from './http-transports.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
@@ -165,8 +165,7 @@ export class UpstreamConnection {
     params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.client);
     // Over 2026-07-28 HTTP the cancel closes the request's stream (how such a server hears it), and
     // nothing can come after it; elsewhere an answer may still come, when the caller awaits one.
-    const closesStream =
-      this.#revision.era === 'modern' && transport instanceof StreamableHTTPClientTransport;
+    const closesStream = this.#revision.era === 'modern' && speaksStreamableHttp(transport);
     const waitMs = closesStream ? undefined : answerWithinMs;
     const closes = signal && waitMs === undefined ? signal : undefined;
     const { id, reply } = this.#pending.open(
@@ -313,9 +312,9 @@ export class UpstreamConnection {
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
       return;
     }
-    // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
-    const related =
-      takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
+    // Over Streamable HTTP an unmarked message came on the standalone stream: it is said to concern no
+    // request. Over SSE every message rides the one stream: nothing can say.
+    const related = takeRelatedMark(message) ?? (speaksStreamableHttp(transport) ? null : undefined);
     if (isRequest(message)) {
       const upstreamId = message.id;
       // A request of ours that asks for itself (a task's input) answers first; the rest is the handlers'.

@@ -151,6 +151,12 @@ export const GatewayConfigSchema = z
               .boolean()
               .default(false)
               .describe('No sessions: every POST stands alone (--stateless).'),
+            sse: z
+              .boolean()
+              .default(false)
+              .describe(
+                "Also serve clients of the 2024-11-05 HTTP+SSE transport, beside the Streamable HTTP path: GET /sse opens a session's event stream, POST /messages?sessionId=… carries its messages (--sse; docs/gateway.md). Same Host/Origin checks, auth, session owner and limits as Streamable HTTP; a session ends with its stream. Needs sessions (not with stateless). Default false.",
+              ),
             session_idle_timeout: DurationSchema.optional().describe(
               `A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default ${written(FRONT.sessionIdleMs)}.`,
             ),

@@ -14,6 +14,11 @@ import { sessionBoundsOf } from './session-bounds.js';
 export function httpListenOf(config: GatewayConfig, authenticated: boolean, log: Log | undefined) {
   const http = config.listen?.http;
   const stateless = http?.stateless ?? false;
+  const sse = http?.sse ?? false;
+  if (sse && stateless)
+    throw new ConfigError(
+      'listen.http.sse serves sessions (each lives as long as its event stream): it cannot be combined with listen.http.stateless (--stateless)',
+    );
   const host = http?.host ?? '127.0.0.1';
   if (config.auth?.oauth && !config.auth.oauth.resource && !isLoopbackHost(host)) {
     // The front's own address is not what clients reach from elsewhere (a proxy, a DNS name).
@@ -51,6 +56,7 @@ export function httpListenOf(config: GatewayConfig, authenticated: boolean, log:
     port: http?.port ?? 8787,
     path: http?.path ?? '/mcp',
     stateless,
+    sse,
     ...sessionBoundsOf(http),
     ...(http?.allowed_hosts ? { allowedHosts: http.allowed_hosts } : {}),
     ...(http?.allowed_origins ? { allowedOrigins: http.allowed_origins } : {}),
