@@ -40,6 +40,6 @@ export function unauthenticatedExposure(options: { host: string; stateless: bool
   }
   return {
     refuse: false,
-    message: `WARNING: the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See ${packageDoc('security.md')}.`,
+    message: `the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See ${packageDoc('security.md')}.`,
   };
 }
