@@ -124,6 +124,7 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    this.#toolNames.include(options.toolOverrides?.nameEntries() ?? []); // the command line's, by the same rule
     this.upstreams = upstreamSpecsOf(config, runtime.fingerprinter, this.#knownSecrets.values()); // identities, once
     this.#auth = frontAuthOf(config, options.clock);
   }
