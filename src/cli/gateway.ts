@@ -10,6 +10,7 @@ import {
   splitHostPort,
 } from '../gateway/config/index.js';
 import type { Gateway } from '../gateway/gateway.js';
+import { unstartableReason } from '../gateway/upstreams/command-check.js';
 import { serveMetrics } from '../metrics/serve.js';
 import {
   createLog,
@@ -100,11 +101,29 @@ export function registerGatewayCommand(program: Command, version: string): void 
       let stop = async (_code: number) => {};
       const gateway = await Gateway.start(config, {
         version,
-        // The config names a tool nobody publishes (the logger has said which): the gateway must not go on serving.
-        onConfigFault: () => void stop(2),
+        // The config or a flag names a tool nobody publishes (the logger has said which); no tool runs from now on.
+        // Over stdio its one client was told in the answer that found it: the gateway exits. An HTTP front stays
+        // up and answers every client the same error at once, /readyz not ready, rather than die on its first one.
+        onConfigFault: () => {
+          if (!config.listen?.http) {
+            void stop(2);
+            return;
+          }
+          log.error(
+            'the HTTP front stays up, answering every client with this error and /readyz not ready: fix the config or the flags and restart the gateway',
+          );
+        },
         toolOverrides,
         logger: log,
       });
+      // Said at start, not at the first client: a command that is not there will not be there then either.
+      for (const spec of gateway.upstreams) {
+        const why = unstartableReason(spec);
+        if (why)
+          log.error(
+            `upstream ${spec.name} cannot be started: ${why}; clients get an error for it, and /readyz says not ready, until it can be`,
+          );
+      }
       let closeOperatorListeners = async () => {};
       stop = async (code: number) => {
         await closeOperatorListeners();

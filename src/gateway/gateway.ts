@@ -218,7 +218,7 @@ export class Gateway {
   /** Ready: the store answers, and no upstream is down in any live session or shared set (readiness.ts). */
   async readiness(): Promise<Readiness> {
     const connections = await connectionsOf(this.#sessions, this.#shared.values());
-    return readinessOf(this.store, connections, Object.keys(this.#config.upstreams).length);
+    return readinessOf(this.store, connections, this.upstreams, this.#toolNames.fault);
   }
 
   /** Shutting down: no new calls, and those under way finished and recorded within `graceMs` (shutdown.ts). */
