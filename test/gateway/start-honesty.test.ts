@@ -176,14 +176,17 @@ describe('/readyz and an upstream that cannot start', () => {
 
 describe('an upstream that exits', () => {
   it('is logged with its exit code, not as the write that found it gone (EPIPE)', async () => {
-    // Answers initialize after closing its stdin, so the gateway's next write fails (EPIPE); exits 4 a moment later.
+    // Reads initialize, closes its stdin (fd 0, no stream of Node's on it), answers, and exits 4 a moment
+    // later: the gateway's next write finds no reader (EPIPE) before the exit is known.
     const script = `
-      process.stdin.once('data', (chunk) => {
-        const id = JSON.parse(chunk.toString().split('\\n')[0]).id;
-        process.stdin.destroy();
-        process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'quitter', version: '1' } } }) + '\\n');
-        setTimeout(() => process.exit(4), 300);
-      });`;
+      const fs = require('node:fs');
+      const buffer = Buffer.alloc(65536);
+      const read = fs.readSync(0, buffer);
+      const id = JSON.parse(buffer.subarray(0, read).toString().split('\\n')[0]).id;
+      fs.closeSync(0);
+      const serverInfo = { name: 'quitter', version: '1' };
+      process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo } }) + '\\n');
+      setTimeout(() => process.exit(4), 300);`;
     const gateway = await httpGateway(['--port', '0', '--', process.execPath, '-e', script]);
     await rawSession(gateway.url, 'c').catch(() => {});
     await vi.waitFor(() => expect(gateway.stderr()).toMatch(/upstream \S+ .*exited with code 4/), PATIENTLY);

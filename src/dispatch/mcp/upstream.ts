@@ -344,24 +344,24 @@ export class UpstreamConnection {
     this.#pending.failAll(
       new UpstreamClosedError(`upstream ${this.name} went away${error ? `: ${error.message}` : ''}`),
     );
+    void transport.close().catch(() => {});
     const wasServing = this.#serving;
     this.#serving = false;
+    if (this.#closed) return;
     this.#down = { transport, error };
-    const report = () => {
-      void transport.close().catch(() => {});
-      if (this.#closed) return;
+    // Said even if the connection is closed meanwhile (a refused initialize closes it): then with no retry.
+    const report = () =>
       this.#report({
         kind: wasServing ? 'down' : 'start_failed',
         reason: this.#whyDown(),
         retryInMs: this.#scheduleRestart(),
       });
-    };
-    if (this.#closed || !(transport instanceof StdioUpstreamTransport) || transport.exitStatus) {
+    if (!(transport instanceof StdioUpstreamTransport) || transport.exitStatus) {
       report();
       return;
     }
-    // A failed write (EPIPE) says the process is going, not how: its exit code or signal is what
-    // the log must say. Closing the transport would kill it first, so it waits as long as a close does.
+    // A failed write (EPIPE) says the process is going, not how: its exit code or signal is what the
+    // log must say. The close above lets it exit by itself for as long as this waits, before SIGTERM.
     this.#awaitingExit = true;
     void transport.exitWithin(STDIO_EXIT_WAIT_MS).finally(() => {
       this.#awaitingExit = false;
