@@ -49,6 +49,8 @@ export interface HttpFrontOptions {
    * allowed hosts (http/https). When set, these origins also get CORS (cors.ts).
    */
   allowedOrigins?: string[];
+  /** Serve HTTPS with this certificate chain and key (PEM); undefined = plain HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
   auth?: FrontAuth;
   /**

@@ -5,6 +5,7 @@
 // request-body; legacy-sse for the 2024-11-05 HTTP+SSE transport beside it).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
@@ -310,22 +311,23 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     await session.receipts.close().catch(() => {});
   };
 
-  const server: Server = createServer(
-    {
-      // Node refuses a headers timeout longer than the request's (0: no limit).
-      headersTimeout:
-        timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
-      requestTimeout: timeouts.requestMs,
-      // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
-      connectionsCheckingInterval: checkingInterval(timeouts),
-    },
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
-        else res.end();
-      });
-    },
-  );
+  const serverOptions = {
+    // Node refuses a headers timeout longer than the request's (0: no limit).
+    headersTimeout:
+      timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
+    requestTimeout: timeouts.requestMs,
+    // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
+    connectionsCheckingInterval: checkingInterval(timeouts),
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
+      else res.end();
+    });
+  };
+  const server: Server = options.tls
+    ? createHttpsServer({ ...serverOptions, ...options.tls }, onRequest)
+    : createServer(serverOptions, onRequest);
   server.keepAliveTimeout = timeouts.idleMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -333,7 +335,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   });
   const { port } = server.address() as AddressInfo;
   allowedHosts ??= new Set(defaultAllowedHosts(host, port));
-  frontUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
+  frontUrl = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
   return {
     url: frontUrl,
     server,

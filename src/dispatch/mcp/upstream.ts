@@ -36,6 +36,9 @@ import type {
 } from './upstream-spec.js';
 import { createUpstreamTransport } from './upstream-transport.js';
 
+/** How long a lost stdio process's exit status is waited for before its loss is reported: as long as the SDK's close waits before SIGTERM. */
+const STDIO_EXIT_WAIT_MS = 2_000;
+
 /**
  * One connection to an upstream MCP server, at the JSON-RPC message level so
  * that everything passes through faithfully. The gateway is the upstream's
@@ -345,12 +348,28 @@ export class UpstreamConnection {
     this.#serving = false;
     if (this.#closed) return;
     this.#down = { transport, error };
-    this.#report({
-      kind: wasServing ? 'down' : 'start_failed',
-      reason: this.#whyDown(),
-      retryInMs: this.#scheduleRestart(),
+    // Said even if the connection is closed meanwhile (a refused initialize closes it): then with no retry.
+    const report = () =>
+      this.#report({
+        kind: wasServing ? 'down' : 'start_failed',
+        reason: this.#whyDown(),
+        retryInMs: this.#scheduleRestart(),
+      });
+    if (!(transport instanceof StdioUpstreamTransport) || transport.exitStatus) {
+      report();
+      return;
+    }
+    // A failed write (EPIPE) says the process is going, not how: its exit code or signal is what the
+    // log must say. The close above lets it exit by itself for as long as this waits, before SIGTERM.
+    this.#awaitingExit = true;
+    void transport.exitWithin(STDIO_EXIT_WAIT_MS).finally(() => {
+      this.#awaitingExit = false;
+      report();
     });
   }
+
+  /** A lost stdio process's exit status is being waited for; its report and restart come then. */
+  #awaitingExit = false;
 
   /** A first start failed: torn down like a crash (which retries), unless it already was. */
   #retryAfterFailedStart(error: unknown): void {
@@ -360,7 +379,7 @@ export class UpstreamConnection {
       this.#lost(transport, error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    if (this.#restartTimer !== undefined) return;
+    if (this.#restartTimer !== undefined || this.#awaitingExit) return;
     this.#report({ kind: 'start_failed', reason: messageOf(error), retryInMs: this.#scheduleRestart() });
   }
 
