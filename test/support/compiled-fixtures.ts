@@ -35,6 +35,7 @@ export const FIXTURE_PROGRAMS = [
   'test/conformance/fixture-server.ts',
   'test/conformance/tasks-upstream.ts',
   'test/conformance/tasks-upstream-v1.ts',
+  'test/probe/fixtures/pass-through.ts',
   'examples/charge-card.ts',
 ] as const;
 
