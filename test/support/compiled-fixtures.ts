@@ -37,6 +37,7 @@ export const FIXTURE_PROGRAMS = [
   'test/conformance/tasks-upstream-v1.ts',
   'test/probe/fixtures/pass-through.ts',
   'examples/charge-card.ts',
+  'examples/probe-counter.ts',
 ] as const;
 
 const COMPILED = join(REPO_ROOT, 'test/.compiled');
