@@ -49,7 +49,7 @@ export function registerProbeCommand(program: Command): void {
     .option('--verbose', "pass the gateway's stderr through")
     .action(async (server: string[], flags: ProbeFlags) => {
       const probe = await import('../probe/index.js');
-      const expect = { duplicates: 0, falseAnswers: 0 };
+      const expect = { ...probe.DEFAULT_EXPECT };
       try {
         for (const text of flags.expect) probe.parseExpect(text, expect);
       } catch (error) {
@@ -79,13 +79,13 @@ export function registerProbeCommand(program: Command): void {
       } finally {
         await target.close();
       }
-      const failures = probe.broken(card, expect);
+      const { exitCode, failures } = probe.verdict(card, expect);
       if (flags.json) printJson(card);
       else {
         process.stdout.write(`${probe.formatScorecard(card)}\n`);
         process.stdout.write(failures.length === 0 ? 'OK\n' : `FAILED: ${failures.join('; ')}\n`);
       }
-      process.exitCode = failures.length === 0 ? CHECK_EXIT.clean : CHECK_EXIT.found;
+      process.exitCode = exitCode === 0 ? CHECK_EXIT.clean : CHECK_EXIT.found;
     });
 }
 

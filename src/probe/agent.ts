@@ -25,6 +25,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { droppingStdio, losingFetch, type PlannedLoss } from './losses.js';
 
 /** Where the agent connects: a Streamable HTTP URL, or a command it starts and speaks stdio to. */
 export type Endpoint = { url: string } | { command: string; args: string[]; env?: Record<string, string> };
@@ -50,7 +51,6 @@ export interface Answer {
 }
 
 type Args = Record<string, unknown>;
-type Loss = { mode: 'lose' | 'resend'; args: Args; abort?: () => void };
 
 const IDEM_CLASSES: Record<string, AnswerClass> = {
   IDEM_IN_FLIGHT: 'in flight',
@@ -101,9 +101,9 @@ export async function connectAgent(
   generation: Generation,
   tool: string,
 ): Promise<ProbeAgent> {
-  const losses: Loss[] = [];
+  const losses: PlannedLoss[] = [];
   const isHttp = 'url' in endpoint;
-  const fetchLosing = losingFetch(losses, tool);
+  const fetchLosing = losingFetch(losses);
   let transport: Transport;
   if (generation === 'v1') {
     transport = isHttp
@@ -111,8 +111,8 @@ export async function connectAgent(
       : new StdioV1({ ...endpoint, env: endpoint.env ?? childEnv(), stderr: 'ignore' });
     const client = new ClientV1(CLIENT_INFO, { capabilities: {} });
     await connectOrClose(client, transport);
-    if (!isHttp) droppingStdio(transport, losses, tool);
-    return agentOf('v1', client.getServerVersion() ? negotiatedV1(transport) : 'unknown', losses, {
+    if (!isHttp) droppingStdio(transport, losses);
+    return agentOf('v1', client.getServerVersion() ? negotiatedV1(transport) : 'unknown', losses, tool, {
       call: (args, signal, timeout) =>
         client.callTool({ name: tool, arguments: args }, undefined, {
           signal,
@@ -130,8 +130,8 @@ export async function connectAgent(
       })) as unknown as Transport;
   const client = new ClientV2(CLIENT_INFO, { capabilities: {}, versionNegotiation: { mode: 'auto' } });
   await connectOrClose(client as unknown as ClientV1, transport);
-  if (!isHttp) droppingStdio(transport, losses, tool);
-  return agentOf('v2', client.getNegotiatedProtocolVersion() ?? 'unknown', losses, {
+  if (!isHttp) droppingStdio(transport, losses);
+  return agentOf('v2', client.getNegotiatedProtocolVersion() ?? 'unknown', losses, tool, {
     call: async (args, signal, timeout) =>
       (await client.callTool(
         { name: tool, arguments: args },
@@ -158,7 +158,8 @@ async function connectOrClose(client: ClientV1, transport: Transport): Promise<v
 function agentOf(
   generation: Generation,
   protocolVersion: string,
-  losses: Loss[],
+  losses: PlannedLoss[],
+  tool: string,
   sdk: {
     call(args: Args, signal: AbortSignal, timeoutMs?: number): Promise<unknown>;
     close(): Promise<void>;
@@ -167,11 +168,12 @@ function agentOf(
   return {
     generation,
     protocolVersion,
-    loseNextAnswer: (mode, args) => losses.push({ mode, args }),
+    loseNextAnswer: (mode, args) => losses.push({ tool, mode, args }),
     async call(args, options = {}) {
       const controller = new AbortController();
-      const loss = losses.find((l) => isDeepStrictEqual(l.args, args) && !l.abort);
-      if (loss) loss.abort = () => controller.abort(new Error('the answer was lost'));
+      // Over stdio the dropped answer would leave the call waiting: the client is told it was lost.
+      const loss = losses.find((l) => isDeepStrictEqual(l.args, args) && !l.dropped);
+      if (loss) loss.dropped = () => controller.abort(new Error('the answer was lost'));
       try {
         return classifyResult((await sdk.call(args, controller.signal, options.timeoutMs)) as CallToolResult);
       } catch (error) {
@@ -179,58 +181,6 @@ function agentOf(
       }
     },
     close: () => sdk.close().catch(() => {}),
-  };
-}
-
-/** The planned loss a tools/call message of `tool` matches, taken off the list. */
-function takeLoss(losses: Loss[], tool: string, message: unknown): Loss | undefined {
-  const rpc = message as { method?: string; params?: { name?: unknown; arguments?: unknown } } | undefined;
-  if (rpc?.method !== 'tools/call' || rpc.params?.name !== tool) return undefined;
-  const at = losses.findIndex((l) => isDeepStrictEqual(l.args, rpc.params?.arguments ?? {}));
-  return at < 0 ? undefined : losses.splice(at, 1)[0];
-}
-
-function rpcOf(init: RequestInit | undefined): unknown {
-  if (typeof init?.body !== 'string') return undefined;
-  try {
-    return JSON.parse(init.body) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Over HTTP: the response to a call with a planned loss is read to its end, then lost. */
-function losingFetch(losses: Loss[], tool: string): typeof fetch {
-  return async (url, init) => {
-    const loss = takeLoss(losses, tool, rpcOf(init));
-    if (!loss) return fetch(url, init);
-    const first = await fetch(url, init);
-    await first.text();
-    if (loss.mode === 'lose') throw new TypeError(`fetch failed: the response to ${tool} was lost`);
-    return fetch(url, init);
-  };
-}
-
-/** Over stdio: the answer to a call with a planned loss is dropped before the client reads it. */
-function droppingStdio(transport: Transport, losses: Loss[], tool: string): void {
-  const doomed = new Map<unknown, { loss: Loss; message: unknown }>();
-  const send = transport.send.bind(transport);
-  transport.send = async (message, options) => {
-    const loss = takeLoss(losses, tool, message);
-    if (loss && 'id' in message) doomed.set(message.id, { loss, message });
-    return send(message, options);
-  };
-  const deliver = transport.onmessage;
-  transport.onmessage = (message, extra) => {
-    const entry = 'id' in message ? doomed.get(message.id) : undefined;
-    if (entry && ('result' in message || 'error' in message)) {
-      doomed.delete(message.id);
-      if (entry.loss.mode === 'resend')
-        void send(entry.message as Parameters<typeof send>[0]).catch(() => {});
-      else entry.loss.abort?.();
-      return;
-    }
-    deliver?.(message, extra);
   };
 }
 

@@ -9,11 +9,13 @@ export { type ProbeOptions, runProbe } from './probe.js';
 export { SCENARIOS } from './scenarios.js';
 export {
   broken,
+  DEFAULT_EXPECT,
   type ExpectKey,
   formatScorecard,
   parseExpect,
   type ScenarioScore,
   type Scorecard,
+  verdict,
 } from './scorecard.js';
 export {
   type GatewayTargetOptions,

@@ -178,6 +178,12 @@ export function formatScorecard(card: Scorecard): string {
 
 export type ExpectKey = 'duplicates' | 'falseAnswers' | 'missing';
 
+/** What `idem probe` expects without `--expect`: no duplicate, no false answer. */
+export const DEFAULT_EXPECT: Readonly<Partial<Record<ExpectKey, number>>> = {
+  duplicates: 0,
+  falseAnswers: 0,
+};
+
 /** `duplicates=0,falseAnswers=0` → the most each total may be. */
 export function parseExpect(
   text: string,
@@ -204,4 +210,13 @@ export function broken(card: Scorecard, expect: Partial<Record<ExpectKey, number
       .map(([key, most]) => `${key} = ${card[key]}, expected at most ${most}`),
     ...card.scenarios.filter((s) => s.error).map((s) => `${s.id} could not be run through: ${s.error}`),
   ];
+}
+
+/** The probe's exit code: 0 when the scorecard meets `expect` and every scenario ran through, 1 otherwise. */
+export function verdict(
+  card: Scorecard,
+  expect: Partial<Record<ExpectKey, number>>,
+): { exitCode: 0 | 1; failures: string[] } {
+  const failures = broken(card, expect);
+  return { exitCode: failures.length === 0 ? 0 : 1, failures };
 }
