@@ -21,6 +21,7 @@ import {
 import { isNotification, isRequest, isResponse } from '../../protocol/message-kind.js';
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
+import type { TrafficTap } from '../../protocol/traffic-log.js';
 import { neverDelivered } from './delivery.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
@@ -50,8 +51,10 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>> &
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>> &
     Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>;
+  /** `--log-level debug`: this connection's messages, one line each (UpstreamOptions.traffic). */
+  readonly #tap: TrafficTap | undefined;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -85,6 +88,7 @@ export class UpstreamConnection {
       spare: options.spare,
       secrets: options.secrets,
     };
+    this.#tap = options.traffic?.tap(`upstream ${spec.name}`);
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
@@ -255,6 +259,7 @@ export class UpstreamConnection {
         this.#options.secrets,
       );
     this.#transport = transport;
+    if (this.#tap) tapSends(transport, this.#tap);
     transport.onmessage = (message) => this.#receive(transport, message);
     transport.onclose = () => this.#lost(transport, undefined);
     transport.onerror = (error) => {
@@ -308,6 +313,7 @@ export class UpstreamConnection {
     if (transport !== this.#transport) return;
     // Scrubbed here, once, for every path on: replies, errors, progress, logs, requests to the client.
     const message = this.#options.secrets?.redact(received) ?? received;
+    this.#tap?.inbound(message, transport.sessionId);
     if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
@@ -395,4 +401,13 @@ export class UpstreamConnection {
     const exit = down?.transport instanceof StdioUpstreamTransport ? down.transport.exitStatus : undefined;
     return exit ?? down?.error?.message ?? 'its connection closed';
   }
+}
+
+/** Says each message on `tap` as it is sent: patched on the transport itself, which stays what it was (instanceof). */
+function tapSends(transport: Transport, tap: TrafficTap): void {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    tap.outbound(message, transport.sessionId);
+    return send(message, options);
+  };
 }
