@@ -10,6 +10,7 @@ import {
 } from '../../errors.js';
 import { headWithoutSecrets } from '../../identity/secret-cut.js';
 import type { ToolResult } from '../../store/outcome.js';
+import { IDEM_USER_AGENT } from '../../support/package-version.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import { neverSentCode } from '../network-errors.js';
 import {
@@ -107,10 +108,13 @@ export class HttpChannel implements ActionChannel {
     const spec = this.#spec;
     const url = withQuery(buildUrl(spec.url, args), spec.query, args);
     checkUrl(url, this.allowed);
-    const headers = {
+    const headers: Record<string, string> = { 'user-agent': IDEM_USER_AGENT };
+    for (const [name, value] of Object.entries({
       ...buildOptionalHeaders(spec.optional_headers, args),
       ...buildHeaders(spec.headers, args),
-    };
+      ...spec.fixed_headers,
+    }))
+      setHeader(headers, name, value);
     let body: string | undefined;
     if (spec.body !== undefined) {
       body = JSON.stringify(buildBody(spec.body, args));
