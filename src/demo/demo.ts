@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -28,7 +28,10 @@ export interface ScenarioReport {
 }
 
 export interface DemoOptions {
+  /** Where the store and keys go (created); kept. Default: IDEM_DATA_DIR, else a temporary directory removed at the end. */
   dataDir?: string;
+  /** Keep the temporary directory (to look at the store with `idem executions --data-dir …`). */
+  keep?: boolean;
   out?: (line: string) => void;
   /**
    * `gateway` (default): the example server is a stdio upstream behind `idem gateway`,
@@ -169,20 +172,27 @@ const CARD = '4242424242424242';
  * scenario; every count must be right.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
-  const dataDir = demoDataDir(options.dataDir);
+  const { dataDir, temporary } = demoDataDir(options.dataDir);
+  const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const processor = new PaymentProcessor();
-  const processorUrl = await processor.start();
-  // Whatever fails, the processor's server goes: left listening, it would keep the process alive.
+  // Whatever fails, the processor's server goes: left listening, it would keep the process alive;
+  // and a temporary directory goes, unless asked to stay (a demo run per day would fill /tmp).
   try {
-    return await runScenarios(processor, processorUrl, dataDir, options);
+    const processorUrl = await processor.start();
+    return await runScenarios(processor, processorUrl, dataDir, { ...options, out });
   } finally {
     await processor.stop();
+    if (temporary && !options.keep) {
+      rmSync(dataDir, { recursive: true, force: true });
+      out(`removed ${dataDir} (--keep keeps it, --data-dir <dir> writes elsewhere)`);
+    } else if (temporary) out(`kept ${dataDir} (--keep): IDEM_DATA_DIR=${dataDir} idem executions list`);
   }
 }
 
 /** `--data-dir` or IDEM_DATA_DIR, created (0700) like every command creates it; else a fresh temporary one. */
-function demoDataDir(named = idemEnvironment().dataDir): string {
-  return named ? resolveDataDir(named) : mkdtempSync(join(tmpdir(), 'idem-demo-'));
+function demoDataDir(named = idemEnvironment().dataDir): { dataDir: string; temporary: boolean } {
+  if (named) return { dataDir: resolveDataDir(named), temporary: false };
+  return { dataDir: mkdtempSync(join(tmpdir(), 'idem-demo-')), temporary: true };
 }
 
 async function runScenarios(
