@@ -163,7 +163,9 @@ describe('a large document', () => {
     }
     const lines = said.filter((m) => m.startsWith('http_tools_from[0]:'));
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^http_tools_from\[0\]: 38 operations of .* served as HTTP tools, 0 skipped \(\d+ ms\)$/);
+    expect(lines[0]).toMatch(
+      /^http_tools_from\[0\]: 38 operations of .* served as HTTP tools, 0 skipped \(\d+ ms\)$/,
+    );
     expect(lines[1]).toMatch(/\(\d+ ms; validated by an earlier start\)$/);
   }, 60_000);
 });
