@@ -17,6 +17,11 @@ export interface TrafficSink {
 export interface TrafficTap {
   inbound(message: JSONRPCMessage, session?: string): void;
   outbound(message: JSONRPCMessage, session?: string): void;
+  /**
+   * Says each message `transport` sends and hands on (to the `onmessage` it has now): patched on
+   * the transport itself, which stays what it was (an upstream connection asks `instanceof`).
+   */
+  watch(transport: Transport): void;
 }
 
 /**
@@ -51,10 +56,23 @@ export class TrafficLog {
         // A line that cannot be made (a message that does not serialise) must not stop the message.
       }
     };
-    return {
+    const tap: TrafficTap = {
       inbound: (message, session) => say(peer, 'idem', message, session),
       outbound: (message, session) => say('idem', peer, message, session),
+      watch: (transport) => {
+        const send = transport.send.bind(transport);
+        transport.send = (message, options) => {
+          tap.outbound(message, transport.sessionId);
+          return send(message, options);
+        };
+        const receive = transport.onmessage;
+        transport.onmessage = (message, extra) => {
+          tap.inbound(message, transport.sessionId);
+          receive?.(message, extra);
+        };
+      },
     };
+    return tap;
   }
 
   #say(

@@ -10,7 +10,6 @@ import {
 } from '../../errors.js';
 import { headWithoutSecrets } from '../../identity/secret-cut.js';
 import type { ToolResult } from '../../store/outcome.js';
-import { IDEM_USER_AGENT } from '../../support/package-version.js';
 import type { ActionChannel, ActionDispatch } from '../channel.js';
 import { neverSentCode } from '../network-errors.js';
 import {
@@ -26,10 +25,10 @@ import type { HttpToolSpec } from './spec.js';
 import { allowedTargets } from './targets.js';
 import {
   buildBody,
-  buildHeaders,
-  buildOptionalHeaders,
   buildUrl,
   checkTemplateArguments,
+  requestHeaders,
+  setHeader,
   withQuery,
 } from './template.js';
 
@@ -108,13 +107,7 @@ export class HttpChannel implements ActionChannel {
     const spec = this.#spec;
     const url = withQuery(buildUrl(spec.url, args), spec.query, args);
     checkUrl(url, this.allowed);
-    const headers: Record<string, string> = { 'user-agent': IDEM_USER_AGENT };
-    for (const [name, value] of Object.entries({
-      ...buildOptionalHeaders(spec.optional_headers, args),
-      ...buildHeaders(spec.headers, args),
-      ...spec.fixed_headers,
-    }))
-      setHeader(headers, name, value);
+    const headers = requestHeaders(spec, args);
     let body: string | undefined;
     if (spec.body !== undefined) {
       body = JSON.stringify(buildBody(spec.body, args));
@@ -344,12 +337,6 @@ export class HttpChannel implements ActionChannel {
     }
     return pool;
   }
-}
-
-/** Sets a header, dropping any other-cased copy of its name. */
-function setHeader(headers: Record<string, string>, name: string, value: string): void {
-  for (const key of Object.keys(headers)) if (key.toLowerCase() === name.toLowerCase()) delete headers[key];
-  headers[name] = value;
 }
 
 function redirectRefused(error: unknown, status?: number): Error {

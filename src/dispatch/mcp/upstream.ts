@@ -21,7 +21,6 @@ import {
 import { isNotification, isRequest, isResponse } from '../../protocol/message-kind.js';
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
-import type { TrafficTap } from '../../protocol/traffic-log.js';
 import { neverDelivered } from './delivery.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
@@ -52,9 +51,7 @@ export class UpstreamConnection {
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
   readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>> &
-    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>;
-  /** `--log-level debug`: this connection's messages, one line each (UpstreamOptions.traffic). */
-  readonly #tap: TrafficTap | undefined;
+    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -87,8 +84,8 @@ export class UpstreamConnection {
       prefer: options.prefer ?? 'legacy',
       spare: options.spare,
       secrets: options.secrets,
+      traffic: options.traffic,
     };
-    this.#tap = options.traffic?.tap(`upstream ${spec.name}`);
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
@@ -259,13 +256,13 @@ export class UpstreamConnection {
         this.#options.secrets,
       );
     this.#transport = transport;
-    if (this.#tap) tapSends(transport, this.#tap);
     transport.onmessage = (message) => this.#receive(transport, message);
     transport.onclose = () => this.#lost(transport, undefined);
     transport.onerror = (error) => {
       // HTTP transports report failed requests here without closing: only a closed transport is "down".
       if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
     };
+    this.#options.traffic?.tap(`upstream ${this.name}`).watch(transport);
     // A spare is already spawned: what it said while it waited comes now, to these handlers.
     if (spare) spare.release((skipped) => this.#skipped(skipped));
     else await transport.start();
@@ -313,7 +310,6 @@ export class UpstreamConnection {
     if (transport !== this.#transport) return;
     // Scrubbed here, once, for every path on: replies, errors, progress, logs, requests to the client.
     const message = this.#options.secrets?.redact(received) ?? received;
-    this.#tap?.inbound(message, transport.sessionId);
     if (isResponse(message)) {
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
@@ -401,13 +397,4 @@ export class UpstreamConnection {
     const exit = down?.transport instanceof StdioUpstreamTransport ? down.transport.exitStatus : undefined;
     return exit ?? down?.error?.message ?? 'its connection closed';
   }
-}
-
-/** Says each message on `tap` as it is sent: patched on the transport itself, which stays what it was (instanceof). */
-function tapSends(transport: Transport, tap: TrafficTap): void {
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    tap.outbound(message, transport.sessionId);
-    return send(message, options);
-  };
 }
