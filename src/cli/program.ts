@@ -6,6 +6,7 @@ import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerInitCommand } from './init.js';
 import { registerLintCommand } from './lint.js';
+import { registerProbeCommand } from './probe.js';
 import { registerSessionCommands } from './sessions.js';
 import { registerStoreCommands } from './store.js';
 import { registerSweepCommand } from './sweep.js';
@@ -60,5 +61,6 @@ export function buildProgram(version: string, onCommanderError: (error: Commande
   registerSweepCommand(program);
   registerStoreCommands(program);
   registerConsoleCommand(program);
+  registerProbeCommand(program);
   return program;
 }

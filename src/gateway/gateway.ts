@@ -130,6 +130,7 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    this.#toolNames.include(options.toolOverrides?.nameEntries() ?? []); // the command line's, by the same rule
     this.upstreams = upstreamSpecsOf(config, runtime.fingerprinter, this.#knownSecrets.values()); // identities, once
     this.#auth = frontAuthOf(config, options.clock);
   }
@@ -223,7 +224,7 @@ export class Gateway {
   /** Ready: the store answers, and no upstream is down in any live session or shared set (readiness.ts). */
   async readiness(): Promise<Readiness> {
     const connections = await connectionsOf(this.#sessions, this.#shared.values());
-    return readinessOf(this.store, connections, Object.keys(this.#config.upstreams).length);
+    return readinessOf(this.store, connections, this.upstreams, this.#toolNames.fault);
   }
 
   /** Shutting down: no new calls, and those under way finished and recorded within `graceMs` (shutdown.ts). */

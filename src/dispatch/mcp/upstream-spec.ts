@@ -12,7 +12,8 @@ import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
 /**
- * Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. `name` is
+ * Where an upstream MCP server is: a command speaking stdio, or a URL (Streamable HTTP, or the
+ * 2024-11-05 HTTP+SSE transport: `transport`, default found out). `name` is
  * the operator's handle for it; `server`, when the gateway computed it, what it IS
  * (identity/upstream-identity.ts: `srv_…`), which its calls' fingerprints name as their target.
  */
@@ -26,7 +27,20 @@ export type UpstreamSpec =
       env?: Record<string, string>;
       cwd?: string;
     }
-  | { name: string; server?: string; url: string; headers?: Record<string, string> };
+  | {
+      name: string;
+      server?: string;
+      url: string;
+      headers?: Record<string, string>;
+      transport?: HttpTransportKind;
+    };
+
+/**
+ * Which HTTP transport an upstream URL speaks: Streamable HTTP, the 2024-11-05 HTTP+SSE transport
+ * (GET an event stream, POST each message where its `endpoint` event says), or `auto`: found out on
+ * the first message, as the SDK's client fallback does (http-transports.ts).
+ */
+export type HttpTransportKind = 'auto' | 'streamable_http' | 'sse';
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 

@@ -3,7 +3,6 @@
 // handshake learned). What is not that machine lives beside it: the shapes it is configured and
 // reports with (upstream-spec.ts), whether a failed send delivered anything (delivery.ts), what
 // each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type {
   InitializeResult,
@@ -22,6 +21,7 @@ import { isNotification, isRequest, isResponse } from '../../protocol/message-ki
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
+import { speaksStreamableHttp } from './http-transports.js';
 import { PendingRequests } from './pending-requests.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
@@ -35,6 +35,9 @@ import type {
   UpstreamSpec,
 } from './upstream-spec.js';
 import { createUpstreamTransport } from './upstream-transport.js';
+
+/** How long a lost stdio process's exit status is waited for before its loss is reported: as long as the SDK's close waits before SIGTERM. */
+const STDIO_EXIT_WAIT_MS = 2_000;
 
 /**
  * One connection to an upstream MCP server, at the JSON-RPC message level so
@@ -166,8 +169,7 @@ export class UpstreamConnection {
     params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.client);
     // Over 2026-07-28 HTTP the cancel closes the request's stream (how such a server hears it), and
     // nothing can come after it; elsewhere an answer may still come, when the caller awaits one.
-    const closesStream =
-      this.#revision.era === 'modern' && transport instanceof StreamableHTTPClientTransport;
+    const closesStream = this.#revision.era === 'modern' && speaksStreamableHttp(transport);
     const waitMs = closesStream ? undefined : answerWithinMs;
     const closes = signal && waitMs === undefined ? signal : undefined;
     const { id, reply } = this.#pending.open(
@@ -315,9 +317,9 @@ export class UpstreamConnection {
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
       return;
     }
-    // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
-    const related =
-      takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
+    // Over Streamable HTTP an unmarked message came on the standalone stream: it is said to concern no
+    // request. Over SSE every message rides the one stream: nothing can say.
+    const related = takeRelatedMark(message) ?? (speaksStreamableHttp(transport) ? null : undefined);
     if (isRequest(message)) {
       const upstreamId = message.id;
       // A request of ours that asks for itself (a task's input) answers first; the rest is the handlers'.
@@ -348,12 +350,28 @@ export class UpstreamConnection {
     this.#serving = false;
     if (this.#closed) return;
     this.#down = { transport, error };
-    this.#report({
-      kind: wasServing ? 'down' : 'start_failed',
-      reason: this.#whyDown(),
-      retryInMs: this.#scheduleRestart(),
+    // Said even if the connection is closed meanwhile (a refused initialize closes it): then with no retry.
+    const report = () =>
+      this.#report({
+        kind: wasServing ? 'down' : 'start_failed',
+        reason: this.#whyDown(),
+        retryInMs: this.#scheduleRestart(),
+      });
+    if (!(transport instanceof StdioUpstreamTransport) || transport.exitStatus) {
+      report();
+      return;
+    }
+    // A failed write (EPIPE) says the process is going, not how: its exit code or signal is what the
+    // log must say. The close above lets it exit by itself for as long as this waits, before SIGTERM.
+    this.#awaitingExit = true;
+    void transport.exitWithin(STDIO_EXIT_WAIT_MS).finally(() => {
+      this.#awaitingExit = false;
+      report();
     });
   }
+
+  /** A lost stdio process's exit status is being waited for; its report and restart come then. */
+  #awaitingExit = false;
 
   /** A first start failed: torn down like a crash (which retries), unless it already was. */
   #retryAfterFailedStart(error: unknown): void {
@@ -363,7 +381,7 @@ export class UpstreamConnection {
       this.#lost(transport, error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    if (this.#restartTimer !== undefined) return;
+    if (this.#restartTimer !== undefined || this.#awaitingExit) return;
     this.#report({ kind: 'start_failed', reason: messageOf(error), retryInMs: this.#scheduleRestart() });
   }
 

@@ -127,7 +127,7 @@ describe('tool names in the config', () => {
     expect(guard.fault).toBeUndefined();
     guard.listed('files', catalog([tool('pay', 'count'), tool('files', 'read')], ['pay', 'files']));
     expect(faults).toHaveLength(1);
-    expect(guard.fault?.message).toContain('so the gateway stops');
+    expect(guard.fault?.message).toContain('so the gateway runs no tool until that is fixed');
     expect(guard.fault?.message).toContain('tools.cuont: no published tool is named "cuont"');
 
     const later = new ToolNameGuard(config({ tools: { pay__count: { replay: 'keyed' } } }), {

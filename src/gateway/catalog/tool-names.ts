@@ -49,6 +49,11 @@ export interface ToolNameEntry {
   security: boolean;
   /** Whether two entries of this group may not name one tool (two contracts for one tool). */
   group?: string;
+  /**
+   * A pattern given on the command line (`--read-only`, `--tool`): it names every tool it matches,
+   * and must match one at least. Without it, `key` names a tool by the rule above.
+   */
+  matches?(tool: NamedTool): boolean;
 }
 
 /** Every entry of a config that names a tool. */
@@ -90,8 +95,10 @@ export function toolNameProblems(
   const problems: ToolNameProblem[] = [];
   const claimed = new Map<string, ToolNameEntry>();
   for (const entry of entries) {
-    const named = published.filter((tool) => keyNames(entry.key, tool, separator));
-    if (named.length > 1) {
+    const named = published.filter((tool) =>
+      entry.matches ? entry.matches(tool) : keyNames(entry.key, tool, separator),
+    );
+    if (named.length > 1 && !entry.matches) {
       problems.push({
         entry,
         text: `${entry.where}: "${entry.key}" names ${named.length} published tools (${named.map((t) => t.name).join(', ')}); write the one you mean as it is published.`,
@@ -101,7 +108,10 @@ export function toolNameProblems(
     const tool = named[0];
     if (!tool) {
       if (mayStillName(entry.key, unlisted, all, separator)) continue;
-      problems.push({ entry, text: `${entry.where}: ${unresolvedText(entry.key, published, separator)}` });
+      const text = entry.matches
+        ? unmatchedText(entry.key, published, separator)
+        : unresolvedText(entry.key, published, separator);
+      problems.push({ entry, text: `${entry.where}: ${text}` });
       continue;
     }
     if (!entry.group) continue;
@@ -134,15 +144,44 @@ function mayStillName(
 
 function unresolvedText(key: string, published: readonly NamedTool[], separator: string): string {
   const base = `no published tool is named "${key}" (no upstream offers a tool of that name, and no action tool has it)`;
+  const byAlias = aliasMap(published, separator);
+  if (byAlias.size === 0) return `${base}.`;
+  const rule = `Name a tool as it is published, as <upstream>${separator}<tool>, or by its upstream's own name while only one upstream publishes that name.`;
+  const near = nearestName(key, [...byAlias.keys()]);
+  if (near) return `${base}; did you mean ${byAlias.get(near)}? ${rule}`;
+  return `${base}. ${publishedList(byAlias)}. ${rule}`;
+}
+
+/** A command-line pattern that matches nothing: the nearest name (or `prefix*`) when one is close. */
+function unmatchedText(pattern: string, published: readonly NamedTool[], separator: string): string {
+  const base = `no published tool matches "${pattern}"`;
+  const byAlias = aliasMap(published, separator);
+  if (byAlias.size === 0) return `${base}.`;
+  // `lsit_*` is a misspelt prefix: compared with each name's prefix of that length.
+  const prefix = /^([^*?[\]{}()!+@]+)\*$/.exec(pattern)?.[1];
+  const candidates = prefix
+    ? [...byAlias.keys()].map((alias) => `${alias.slice(0, prefix.length)}*`)
+    : [...byAlias.keys()].map((alias) => byAlias.get(alias) as string);
+  const near = nearestName(pattern, [...new Set(candidates)]);
+  return near ? `${base}; did you mean ${near}?` : `${base}. ${publishedList(byAlias)}.`;
+}
+
+function aliasMap(published: readonly NamedTool[], separator: string): Map<string, string> {
   const byAlias = new Map<string, string>();
   for (const tool of published) for (const alias of aliasesOf(tool, separator)) byAlias.set(alias, tool.name);
-  if (byAlias.size === 0) return `${base}.`;
-  const nearest = closest(key, [...byAlias.keys()]);
-  const rule = `Name a tool as it is published, as <upstream>${separator}<tool>, or by its upstream's own name while only one upstream publishes that name.`;
-  if (distance(key, nearest) <= Math.max(2, Math.floor(key.length / 3)))
-    return `${base}; did you mean ${byAlias.get(nearest)}? ${rule}`;
+  return byAlias;
+}
+
+/** The candidate nearest to what was written, when it is near enough to be a misspelling of it. */
+function nearestName(written: string, candidates: readonly string[]): string | undefined {
+  if (candidates.length === 0) return undefined;
+  const nearest = closest(written, [...candidates]);
+  return distance(written, nearest) <= Math.max(2, Math.floor(written.length / 3)) ? nearest : undefined;
+}
+
+function publishedList(byAlias: Map<string, string>): string {
   const names = [...new Set(byAlias.values())];
-  return `${base}. Published: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''}. ${rule}`;
+  return `Published: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''}`;
 }
 
 /**
@@ -214,6 +253,11 @@ export class ToolNameGuard {
     this.#upstreams = Object.keys(config.upstreams);
   }
 
+  /** Entries from elsewhere than the config (the command line's patterns, ToolOverrides.nameEntries), held to the same rule. */
+  include(entries: readonly ToolNameEntry[]): void {
+    this.#entries.push(...entries);
+  }
+
   /** Set once the config was found to name a tool in a way that stops the gateway: no tool runs from then on. */
   get fault(): ConfigError | undefined {
     return this.#fault;
@@ -234,7 +278,7 @@ export class ToolNameGuard {
     for (const problem of problems) if (!stopping.includes(problem)) this.report.warn(problem.text);
     if (stopping.length === 0 || this.#fault) return;
     this.#fault = new ConfigError(
-      `the config names tools that are not published, so the gateway stops:\n${stopping.map((p) => `  ${p.text}`).join('\n')}`,
+      `the config or the command line names tools that are not published, so the gateway runs no tool until that is fixed:\n${stopping.map((p) => `  ${p.text}`).join('\n')}`,
     );
     this.report.fault(this.#fault);
   }

@@ -2,10 +2,13 @@ import picomatch from 'picomatch';
 import type { ReplayClass } from '../../contracts/contract.js';
 import { ConfigError } from '../../errors.js';
 import type { GatewayToolContractConfig } from '../config/config.js';
+import type { ToolNameEntry } from './tool-names.js';
 
 const REPLAYS: readonly ReplayClass[] = ['read_only', 'review', 'keyed', 'status'];
 
 interface Override {
+  /** The flag as given, for what is said about it (`--tool wirte_file=read_only`). */
+  flag: string;
   pattern: string;
   matches(name: string): boolean;
   replay: ReplayClass;
@@ -43,7 +46,12 @@ export class ToolOverrides {
     const overrides: Override[] = [];
     for (const pattern of readOnly.flatMap((value) => value.split(',')).map((p) => p.trim())) {
       if (pattern === '') continue;
-      overrides.push({ pattern, matches: picomatch(pattern), replay: 'read_only' });
+      overrides.push({
+        flag: `--read-only ${pattern}`,
+        pattern,
+        matches: picomatch(pattern),
+        replay: 'read_only',
+      });
     }
     for (const value of tools) {
       const at = value.lastIndexOf('=');
@@ -57,9 +65,22 @@ export class ToolOverrides {
         throw new ConfigError(
           `--tool ${value}: replay: status needs a status probe; declare tools.${pattern}.status_probe in a --config file (the flag then only sets replay)`,
         );
-      overrides.push({ pattern, matches: picomatch(pattern), replay });
+      overrides.push({ flag: `--tool ${value}`, pattern, matches: picomatch(pattern), replay });
     }
     return new ToolOverrides(overrides, contracts);
+  }
+
+  /**
+   * Each pattern as the tool-name check sees it (tool-names.ts): like a config entry, one that
+   * matches no published tool stops the gateway at start-up, with the nearest name.
+   */
+  nameEntries(): ToolNameEntry[] {
+    return this.#overrides.map((override) => ({
+      where: override.flag,
+      key: override.pattern,
+      security: false,
+      matches: (tool) => override.matches(tool.name) || override.matches(tool.upstreamName),
+    }));
   }
 
   get empty(): boolean {

@@ -68,6 +68,24 @@ const GatewayDefaults = ToolContractSchema.pick({
   })
   .strict();
 
+/**
+ * A browser's Origin value: scheme://host[:port], as a browser sends it. "*" is refused: any
+ * origin would let every web page the user visits call the gateway (with the user's network).
+ */
+const OriginSchema = z.string().refine(
+  (origin) => {
+    try {
+      return new URL(origin).origin === origin;
+    } catch {
+      return false;
+    }
+  },
+  {
+    message:
+      'expected an origin as a browser sends it, scheme://host[:port] with no path (e.g. https://app.example.com); "*" is not accepted: list the origins of the pages that may call the gateway',
+  },
+);
+
 export const GatewayConfigSchema = z
   .object({
     data_dir: z
@@ -146,11 +164,17 @@ export const GatewayConfigSchema = z
               .default('127.0.0.1')
               .describe('The address the Streamable HTTP front listens on.'),
             port: z.number().int().min(0).max(65535).default(8787).describe('Its port (0: any free one).'),
-            path: z.string().startsWith('/').default('/mcp').describe('The MCP endpoint.'),
+            path: z.string().startsWith('/').default('/mcp').describe('The MCP endpoint (--path).'),
             stateless: z
               .boolean()
               .default(false)
               .describe('No sessions: every POST stands alone (--stateless).'),
+            sse: z
+              .boolean()
+              .default(false)
+              .describe(
+                "Also serve clients of the 2024-11-05 HTTP+SSE transport, beside the Streamable HTTP path: GET /sse opens a session's event stream, POST /messages?sessionId=… carries its messages (--sse; docs/gateway.md). Same Host/Origin checks, auth, session owner and limits as Streamable HTTP; a session ends with its stream. Needs sessions (not with stateless). Default false.",
+              ),
             session_idle_timeout: DurationSchema.optional().describe(
               `A session with nothing in progress and no request for this long is closed, with its upstream connections (0: never). Default ${written(FRONT.sessionIdleMs)}.`,
             ),
@@ -180,9 +204,25 @@ export const GatewayConfigSchema = z
                 'Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost.',
               ),
             allowed_origins: z
-              .array(z.string())
+              .array(OriginSchema)
               .optional()
-              .describe('Origin header values accepted when a browser sends one. Default: none.'),
+              .describe(
+                'Origin header values accepted when a browser sends one, each given CORS (--cors). Default: none.',
+              ),
+            tls: z
+              .object({
+                cert_file: z
+                  .string()
+                  .min(1)
+                  .describe('The certificate chain, PEM (--tls-cert); relative to this file.'),
+                key_file: z
+                  .string()
+                  .min(1)
+                  .describe('Its private key, PEM (--tls-key); relative to this file.'),
+              })
+              .strict()
+              .optional()
+              .describe('Serve HTTPS instead of HTTP, with this certificate and key. Default: plain HTTP.'),
             allow_unauthenticated: z
               .boolean()
               .default(false)
@@ -339,6 +379,8 @@ export function loadConfig(path: string): GatewayConfig {
   for (const upstream of Object.values(config.upstreams))
     if ('cwd' in upstream && upstream.cwd) upstream.cwd = rel(upstream.cwd);
   if (config.console?.token_file) config.console.token_file = rel(config.console.token_file);
+  const tls = config.listen?.http?.tls;
+  if (tls) Object.assign(tls, { cert_file: rel(tls.cert_file), key_file: rel(tls.key_file) });
   // A document named by a URL is fetched as written; a file is where the config says, relative to it.
   for (const entry of config.http_tools_from ?? [])
     if (!/^https?:\/\//i.test(entry.openapi)) entry.openapi = rel(entry.openapi);

@@ -27,7 +27,7 @@ describe('what serving HTTP without auth exposes', () => {
     });
     expect(unauthenticatedExposure({ host: '0.0.0.0', stateless: false, allowed: true })).toMatchObject({
       refuse: false,
-      message: expect.stringMatching(/^WARNING/),
+      message: expect.stringMatching(/^the HTTP front on 0.0.0.0 has no auth/),
     });
     expect(unauthenticatedExposure({ host: '127.0.0.1', stateless: true, allowed: false }).message).toMatch(
       /EVERY client one and the same actor/,

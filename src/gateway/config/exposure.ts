@@ -34,12 +34,12 @@ export function unauthenticatedExposure(options: { host: string; stateless: bool
       refuse: true,
       message:
         `refusing to serve HTTP on ${options.host} without auth: ${who}, and this address is reachable from other machines. ` +
-        'Configure auth.bearer tokens or auth.oauth, listen on 127.0.0.1, or set listen.http.allow_unauthenticated: true ' +
+        'Configure auth.bearer tokens (CLI: --api-key-env NAME) or auth.oauth, listen on 127.0.0.1, or set listen.http.allow_unauthenticated: true ' +
         `(CLI: --allow-unauthenticated) if the network in front of the gateway authenticates callers. See ${packageDoc('security.md')}.`,
     };
   }
   return {
     refuse: false,
-    message: `WARNING: the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See ${packageDoc('security.md')}.`,
+    message: `the HTTP front on ${options.host} has no auth (neither auth.bearer nor auth.oauth): ${who}. See ${packageDoc('security.md')}.`,
   };
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { durationMs } from '../../contracts/duration.js';
 import { SQLITE_STORE_FILE } from '../../defaults.js';
+import { ConfigError } from '../../errors.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../../front/auth/index.js';
 import type { StoreSpec } from '../../store/index.js';
 import { configKeyMatcher } from '../catalog/tool-names.js';
@@ -62,7 +63,7 @@ export function bearerTokens(config: GatewayConfig): Map<string, string> {
     if ('token_sha256' in entry) tokens.set(entry.token_sha256, entry.actor);
     else {
       const token = process.env[entry.token_env];
-      if (!token) throw new Error(`auth.bearer: environment variable ${entry.token_env} is not set`);
+      if (!token) throw new ConfigError(`auth.bearer: environment variable ${entry.token_env} is not set`);
       tokens.set(createHash('sha256').update(token).digest('hex'), entry.actor);
     }
   }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { UPSTREAM_ENV_INHERIT } from '../../defaults.js';
 
-/** The `upstreams:` section's two shapes: a command (stdio) or a URL (Streamable HTTP). */
+/** The `upstreams:` section's two shapes: a command (stdio) or a URL (Streamable HTTP or HTTP+SSE). */
 
 /** `share:`, the same for a command and a URL upstream (docs/protocol.md). */
 const ShareSchema = z
@@ -63,10 +63,20 @@ export const StdioUpstreamSchema = z
   })
   .strict();
 
-/** An upstream MCP server reached over Streamable HTTP. */
+/** An upstream MCP server reached over HTTP: Streamable HTTP, or the 2024-11-05 HTTP+SSE transport. */
 export const HttpUpstreamSchema = z
   .object({
-    url: z.url().describe("The server's Streamable HTTP endpoint."),
+    url: z
+      .url()
+      .describe(
+        "The server's MCP endpoint: its Streamable HTTP endpoint, or an SSE server's event stream (/sse).",
+      ),
+    transport: z
+      .enum(['auto', 'streamable_http', 'sse'])
+      .optional()
+      .describe(
+        'How the URL is spoken to. auto (default): Streamable HTTP, and if the server refuses the first POST with a 4xx, the 2024-11-05 HTTP+SSE transport at the same URL (a GET for its event stream), as the SDK client does. streamable_http: never SSE. sse: only SSE (an SSE-only server, without the refused POST first).',
+      ),
     headers: z
       .record(z.string(), z.string())
       .optional()

@@ -24,7 +24,7 @@ export async function findTool(s: SessionState, call: ToolCallRequest): Promise<
   const fault = s.ctx.configFault?.();
   if (fault) {
     return refusal(IDEM_CODES.IDEM_DENIED, {
-      detail: `The gateway is stopping because of an error in its config, and runs no tool: ${fault.message}`,
+      detail: `The gateway's config has an error, and it runs no tool until that is fixed: ${fault.message}`,
     });
   }
   if (!entry && unlisted.length > 0) {

@@ -40,6 +40,7 @@ export function upstreamSpecsOf(
         ? {
             name,
             url: spec.url,
+            ...(spec.transport ? { transport: spec.transport } : {}),
             ...(spec.headers
               ? {
                   headers: Object.fromEntries(
