@@ -19,6 +19,7 @@ import { metricsObserver } from '../metrics/calls.js';
 import { type IdemMetrics, loadMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/revisions.js';
+import { logsDebug, TrafficLog, tapped } from '../protocol/traffic-log.js';
 import type { ReceiptBook } from '../receipts/receipt-book.js';
 import type { IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { Runtime } from '../runtime/index.js';
@@ -98,6 +99,8 @@ export class Gateway {
   /** The config's tool names, checked whenever an upstream's tools are listed; a fault stops every tool. */
   readonly #toolNames: ToolNameGuard;
   #http: ServedHttp | undefined;
+  /** `--log-level debug`: every message with a client or an upstream, one line each (protocol/traffic-log.ts). */
+  readonly #traffic: TrafficLog | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -111,6 +114,9 @@ export class Gateway {
     this.#runtime = runtime;
     this.#knownSecrets = runtime.knownSecrets;
     this.#log = runtime.log;
+    this.#traffic = logsDebug(options.logger)
+      ? new TrafficLog(this.#log, () => this.#knownSecrets.values())
+      : undefined;
     this.metrics = metrics;
     this.store = runtime.store;
     this.engine = runtime.engine;
@@ -250,7 +256,7 @@ export class Gateway {
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
-    return this.#runtime.receiptTransport(transport, {
+    return this.#runtime.receiptTransport(tapped(transport, this.#traffic), {
       actorOf: defaultActorOf,
       idScope,
       // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools with a read-only contract.
@@ -320,6 +326,7 @@ export class Gateway {
       engine: this.engine,
       calls: this.#calls,
       upstreams,
+      ...(this.#traffic ? { traffic: this.#traffic } : {}),
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,
       ...(this.#auth ? { scopesMissing: (auth, tool) => this.#auth?.scopesMissing(auth, tool) ?? [] } : {}),

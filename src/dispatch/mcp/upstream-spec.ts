@@ -7,6 +7,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
+import type { TrafficLog } from '../../protocol/traffic-log.js';
 import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
@@ -135,4 +136,6 @@ export interface UpstreamOptions {
    * then relayed line by line instead of inherited.
    */
   secrets?: KnownSecrets;
+  /** `--log-level debug`: every message to and from the upstream said on the log, one line each. */
+  traffic?: TrafficLog;
 }

@@ -53,8 +53,8 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>> &
-    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>;
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>> &
+    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -87,6 +87,7 @@ export class UpstreamConnection {
       prefer: options.prefer ?? 'legacy',
       spare: options.spare,
       secrets: options.secrets,
+      traffic: options.traffic,
     };
     this.#restartDelay = this.#options.restartDelayMs;
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
@@ -263,6 +264,7 @@ export class UpstreamConnection {
       // HTTP transports report failed requests here without closing: only a closed transport is "down".
       if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
     };
+    this.#options.traffic?.tap(`upstream ${this.name}`).watch(transport);
     // A spare is already spawned: what it said while it waited comes now, to these handlers.
     if (spare) spare.release((skipped) => this.#skipped(skipped));
     else await transport.start();

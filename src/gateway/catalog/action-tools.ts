@@ -5,7 +5,7 @@ import { sshActionTool } from '../../dispatch/ssh/index.js';
 import { ConfigError, CredentialError } from '../../errors.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import { loadSsh2 } from '../../support/optional-packages.js';
-import type { GatewayConfig } from '../config/config.js';
+import { expandEnv, type GatewayConfig } from '../config/config.js';
 import { registerSecretVariables } from '../upstreams/env.js';
 import { checkContracts } from './contract-check.js';
 
@@ -36,10 +36,19 @@ export function actionToolsOf(config: GatewayConfig, credentials: Credentials): 
     }
   };
   for (const [name, spec] of Object.entries(config.http_tools ?? {}))
-    add('http_tools', name, () => httpActionTool(name, spec, { credentials }));
+    add('http_tools', name, () => httpActionTool(name, withFixedHeadersExpanded(spec), { credentials }));
   for (const [name, spec] of Object.entries(config.ssh_tools ?? {}))
     add('ssh_tools', name, () => sshActionTool(name, spec, config.ssh_hosts, { credentials }));
   return tools;
+}
+
+/** A spec's `fixed_headers` with each `$` + `{NAME}` taken from the environment (their values are secrets: registerSecretVariables). */
+function withFixedHeadersExpanded<T extends { fixed_headers?: Record<string, string> | undefined }>(
+  spec: T,
+): T {
+  if (!spec.fixed_headers) return spec;
+  const expanded = Object.entries(spec.fixed_headers).map(([name, value]) => [name, expandEnv(value)]);
+  return { ...spec, fixed_headers: Object.fromEntries(expanded) };
 }
 
 /** Closes what the tools' channels hold open (connection pools). */

@@ -1,6 +1,8 @@
 import { type HttpToolSpec, HttpToolSpecSchema } from '../../dispatch/http/index.js';
+import { idemEnvironment } from '../../environment.js';
 import { ConfigError } from '../../errors.js';
 import type { Logger } from '../../executions/call.js';
+import { resolveDataDir } from '../../identity/data-dir.js';
 import { InputValidators } from '../catalog/input-validators.js';
 import type { GatewayConfig } from '../config/config.js';
 import type { BusinessKeySuggestion } from './contracts.js';
@@ -12,12 +14,14 @@ import { type MappedOperation, mapOperation, type SkippedOperation } from './ope
 import { SchemaBudget } from './schema.js';
 import { operationSelector } from './select.js';
 import { serverText } from './servers.js';
+import { ValidatedDocuments } from './validated.js';
 
 /** An operation served as an HTTP action tool, with the contract it got and why (for lint). */
 export interface ImportedTool {
   name: string;
   label: string;
   operationId?: string;
+  tags: string[];
   replay: string;
   why: string;
   /** Its contract is the operator's own (`tools.<name>`), not the suggestion. */
@@ -36,6 +40,8 @@ export interface OpenApiImport {
   skipped: SkippedOperation[];
   /** How long loading and mapping took. */
   ms: number;
+  /** Validated now, or these bytes were validated by an earlier start (validated.ts). */
+  validation: 'done' | 'remembered';
 }
 
 /**
@@ -47,6 +53,8 @@ export interface OpenApiImport {
  */
 export async function importHttpTools(
   config: GatewayConfig,
+  /** Documents validated by earlier starts (the data directory's): validated once, not at every start. */
+  validated?: ValidatedDocuments,
 ): Promise<{ config: GatewayConfig; imports: OpenApiImport[] }> {
   const entries = config.http_tools_from ?? [];
   if (entries.length === 0) return { config, imports: [] };
@@ -60,7 +68,7 @@ export async function importHttpTools(
     const where = `http_tools_from[${index}]`;
     const started = performance.now();
     const limits = limitsOf(entry.limits);
-    const document = await loadOpenApi(entry.openapi, where, limits);
+    const { document, validation } = await loadOpenApi(entry.openapi, where, limits, validated);
     const schemas = new SchemaBudget(limits);
     const selector = operationSelector(entry.include);
     const result: OpenApiImport = {
@@ -70,6 +78,7 @@ export async function importHttpTools(
       tools: [],
       skipped: [],
       ms: 0,
+      validation,
     };
     // Every operation mapped first — its schemas copied and counted (schema.ts) — so that a
     // document past its bounds is refused before any schema is compiled, where the time goes.
@@ -135,6 +144,7 @@ export async function importHttpTools(
         name: mapped.name,
         label: mapped.label,
         ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
+        tags: mapped.tags,
         replay: contract.replay ?? 'review',
         why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
         confirmed: declared !== undefined,
@@ -205,7 +215,7 @@ export function importLines(imports: readonly OpenApiImport[]): { info: string[]
   const warn: string[] = [];
   for (const result of imports) {
     info.push(
-      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms)`,
+      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms${result.validation === 'remembered' ? '; validated by an earlier start' : ''})`,
     );
     for (const skipped of result.skipped.slice(0, SKIPPED_LINES))
       warn.push(`${result.where}: skipped ${skipped.label} (${skipped.name}): ${skipped.reason}`);
@@ -222,7 +232,7 @@ export async function configWithImports(
   declared: GatewayConfig,
   logger: Logger | undefined,
 ): Promise<GatewayConfig> {
-  const { config, imports } = await importHttpTools(declared);
+  const { config, imports } = await importHttpTools(declared, validatedDocumentsOf(declared));
   const { info, warn } = importLines(imports);
   const say = (line: string, level: 'info' | 'warn') => {
     if (!logger) process.stderr.write(`idem gateway: ${line}\n`);
@@ -232,4 +242,10 @@ export async function configWithImports(
   for (const line of info) say(line, 'info');
   for (const line of warn) say(line, 'warn');
   return config;
+}
+
+/** The documents the data directory remembers as validated (only when there is an import to do). */
+export function validatedDocumentsOf(config: GatewayConfig): ValidatedDocuments | undefined {
+  if ((config.http_tools_from ?? []).length === 0) return undefined;
+  return new ValidatedDocuments(resolveDataDir(config.data_dir ?? idemEnvironment().dataDir));
 }

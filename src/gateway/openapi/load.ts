@@ -4,6 +4,7 @@ import type { OpenApiDocument } from './document.js';
 import { checkExpansion } from './expansion.js';
 import { DEFAULT_OPENAPI_LIMITS, LimitExceeded, type OpenApiLimits } from './limits.js';
 import { BoundedFiles, FETCH_TIMEOUT_MS } from './read.js';
+import { ValidatedDocuments } from './validated.js';
 
 /** Whether a configured `openapi:` is a URL (fetched) rather than a file. */
 export function isUrl(source: string): boolean {
@@ -22,7 +23,8 @@ export async function loadOpenApi(
   source: string,
   where: string,
   limits: OpenApiLimits = DEFAULT_OPENAPI_LIMITS,
-): Promise<OpenApiDocument> {
+  validated?: ValidatedDocuments,
+): Promise<{ document: OpenApiDocument; validation: 'done' | 'remembered' }> {
   const files = new BoundedFiles(limits);
   const options = {
     resolve: {
@@ -36,22 +38,34 @@ export async function loadOpenApi(
   };
   const parser = new SwaggerParser();
   let document: unknown;
+  let validation: 'done' | 'remembered' = 'done';
   try {
     await parser.resolve(source, options);
-    checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
-    // The document as parsed above, and every file it names read again from what was kept.
-    document = await parser.validate(source, parser.api, options);
+    const key = validated ? ValidatedDocuments.keyOf(files.files, limits) : undefined;
+    if (key && validated?.has(key)) {
+      // These bytes passed under these bounds before (validated.ts): only the $refs are replaced.
+      validation = 'remembered';
+      document = await parser.dereference(source, parser.api, options);
+    } else {
+      checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
+      // The document as parsed above, and every file it names read again from what was kept.
+      document = await parser.validate(source, parser.api, options);
+      if (key && isOpenApi3(document)) validated?.add(key);
+    }
   } catch (error) {
     const refusal = files.refusal ?? (error instanceof LimitExceeded ? error : undefined);
     if (refusal) throw new ConfigError(`${where}: ${source} is refused: ${refusal.message}`);
     throw new ConfigError(`${where}: ${source} ${problemOf(error)}`);
   }
-  const version = String((document as { openapi?: unknown }).openapi ?? '');
-  if (!/^3\.[01]\./.test(version))
+  if (!isOpenApi3(document))
     throw new ConfigError(
       `${where}: ${source} is ${(document as { swagger?: string }).swagger ? `Swagger ${(document as { swagger?: string }).swagger}` : 'not OpenAPI 3'}; only OpenAPI 3.0 and 3.1 are imported (convert it first, e.g. with swagger2openapi)`,
     );
-  return document as OpenApiDocument;
+  return { document: document as OpenApiDocument, validation };
+}
+
+function isOpenApi3(document: unknown): boolean {
+  return /^3\.[01]\./.test(String((document as { openapi?: unknown }).openapi ?? ''));
 }
 
 /** The parser's error as one line with the JSON pointer of where it is, when it says. */

@@ -116,6 +116,7 @@ async function startAll(
       ...options,
       ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
       ...(ctx.secrets ? { secrets: ctx.secrets } : {}),
+      ...(ctx.traffic ? { traffic: ctx.traffic } : {}),
       ...(spareFor ? { spare: () => spareFor(spec) } : {}),
     });
     into.set(spec.name, connection);

@@ -50,6 +50,7 @@ export async function startPooledUpstreams(ctx: SessionContext): Promise<SharedU
       const connection = new UpstreamConnection(spec, pooledHandlers(ctx, pool, spec.name), {
         ...(ctx.upstreamStderr ? { stderr: ctx.upstreamStderr } : {}),
         ...(ctx.secrets ? { secrets: ctx.secrets } : {}),
+        ...(ctx.traffic ? { traffic: ctx.traffic } : {}),
       });
       pool.upstreams.set(spec.name, connection);
       await connection.start({

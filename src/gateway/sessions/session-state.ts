@@ -18,6 +18,7 @@ import type { KnownSecrets } from '../../identity/redaction.js';
 import { renderRequestId } from '../../identity/request-key.js';
 import { isErrorResponse, isResponse, isResultResponse } from '../../protocol/message-kind.js';
 import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../../protocol/revisions.js';
+import type { TrafficLog } from '../../protocol/traffic-log.js';
 import type { ToolCatalog } from '../catalog/catalog.js';
 import type { InputRound } from '../revisions/input-round.js';
 import type { SubscriptionHub } from './subscription-hub.js';
@@ -48,6 +49,8 @@ export interface SessionContext {
   upstreamStderr?: 'inherit' | 'ignore' | 'pipe';
   /** The credentials' values: scrubbed from everything an upstream sends (UpstreamOptions.secrets). */
   secrets?: KnownSecrets;
+  /** `--log-level debug`: every upstream message said on the log (UpstreamOptions.traffic). */
+  traffic?: TrafficLog;
   /**
    * The config names a tool (a scope, an approval) that no upstream publishes: the gateway is
    * stopping and serves no tool meanwhile, since the tool meant may run unprotected.

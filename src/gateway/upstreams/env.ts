@@ -22,13 +22,16 @@ export function isIdemVariable(config: GatewayConfig): (name: string) => boolean
 const SECRET_HEADER = /auth|token|key|secret|password|cookie|session/i;
 
 /**
- * The variables of bearer tokens and credentials, and the `${NAME}` of upstream headers that
- * `header` picks.
+ * The variables of bearer tokens and credentials, the `${NAME}` of HTTP tools' fixed headers, and
+ * those of upstream headers that `header` picks.
  */
 function secretVariables(config: GatewayConfig, header: (name: string) => boolean): string[] {
   const names: string[] = [];
   for (const entry of config.auth?.bearer ?? []) if ('token_env' in entry) names.push(entry.token_env);
   for (const source of Object.values(config.credentials ?? {})) if ('env' in source) names.push(source.env);
+  // An HTTP tool's fixed header takes from the environment what the file must not hold: a secret, whatever its name.
+  for (const tool of Object.values(config.http_tools ?? {}))
+    for (const value of Object.values(tool.fixed_headers ?? {})) names.push(...envReferences(value));
   for (const upstream of Object.values(config.upstreams)) {
     if (!('url' in upstream)) continue;
     for (const [name, value] of Object.entries(upstream.headers ?? {}))
