@@ -23,9 +23,10 @@ import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
 import { speaksStreamableHttp } from './http-transports.js';
 import { PendingRequests } from './pending-requests.js';
+import { RestartBackoff } from './restart-backoff.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
-import type { SkippedLine } from './stdout-lines.js';
+import { answeredIdOf, type SkippedLine } from './stdout-lines.js';
 import type {
   RequestOptions,
   UpstreamHandlers,
@@ -64,12 +65,9 @@ export class UpstreamConnection {
   /** Connected but not yet initialized: only the initialize request may go out. */
   #initializing = false;
   #closed = false;
-  #restartDelay: number;
-  #restartTimer: NodeJS.Timeout | undefined;
+  readonly #backoff: RestartBackoff;
   /** Calls waiting in `whenReady`: told when the upstream is available again, or closed for good. */
   readonly #readyWaiters = new Set<(error?: Error) => void>();
-  /** How many times the upstream went down since it last served: the restart attempt being made. */
-  #attempt = 0;
   /** Why it last went down: read when the restart is made, by which time the process's exit is known. */
   #down: { transport: Transport; error: Error | undefined } | undefined;
   /** Initialized and not lost since: a loss now is `down`, not `start_failed`. */
@@ -89,7 +87,7 @@ export class UpstreamConnection {
       secrets: options.secrets,
       traffic: options.traffic,
     };
-    this.#restartDelay = this.#options.restartDelayMs;
+    this.#backoff = new RestartBackoff(this.#options.restartDelayMs, this.#options.maxRestartDelayMs);
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
 
@@ -100,7 +98,7 @@ export class UpstreamConnection {
 
   /** It went away and is being restarted (true from then until a restart has served its handshake). */
   get down(): boolean {
-    return !this.#closed && (this.#restartTimer !== undefined || this.#attempt > 0);
+    return !this.#closed && this.#backoff.retrying;
   }
 
   /**
@@ -152,10 +150,9 @@ export class UpstreamConnection {
   }
 
   /**
-   * Sends a request and resolves with the upstream's reply (result or error).
-   * Throws UpstreamUnavailableError if it could not be sent (nothing
-   * happened), UpstreamClosedError if the upstream went away before replying
-   * (it may have acted), or its cancel ended the wait (RequestOptions).
+   * Sends a request and resolves with the upstream's reply (result or error). Throws
+   * UpstreamUnavailableError if it could not be sent (nothing happened), UpstreamClosedError if the
+   * upstream went away before replying (it may have acted), or its cancel ended the wait (RequestOptions).
    */
   async request(
     method: string,
@@ -207,8 +204,7 @@ export class UpstreamConnection {
   async close(): Promise<void> {
     this.#closed = true;
     this.#available = false;
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
+    this.#backoff.cancel();
     const transport = this.#transport;
     this.#transport = undefined;
     this.#pending.failAll(new UpstreamClosedError(`upstream ${this.name} closed`));
@@ -226,16 +222,15 @@ export class UpstreamConnection {
         client: this.client,
       });
       this.#initializing = false;
-      this.#restartDelay = this.#options.restartDelayMs;
+      const attempt = this.#backoff.served();
       this.#serving = true;
       this.#report({
         kind: 'started',
         pid:
           this.#transport instanceof StdioUpstreamTransport ? (this.#transport.pid ?? undefined) : undefined,
         era: this.#revision.era ?? 'legacy',
-        attempt: this.#attempt,
+        attempt,
       });
-      this.#attempt = 0;
       for (const waiter of [...this.#readyWaiters]) waiter();
     })().catch((error: unknown) => {
       this.#available = false;
@@ -285,15 +280,11 @@ export class UpstreamConnection {
    * will get no other answer: it ends now, its outcome unknown.
    */
   #skipped(skipped: SkippedLine): void {
-    try {
-      this.#handlers.onSkippedLine?.(skipped);
-    } catch {
-      // Reporting a line must never stop the reading.
-    }
-    const value = skipped.value as { id?: unknown; result?: unknown; error?: unknown } | null | undefined;
-    if (typeof value !== 'object' || value === null || !('result' in value || 'error' in value)) return;
+    this.#tell(() => this.#handlers.onSkippedLine?.(skipped));
+    const answered = answeredIdOf(skipped);
+    if (!answered) return;
     this.#pending.fail(
-      value.id as RequestId,
+      answered.id as RequestId,
       new UpstreamInvalidReplyError(
         `upstream ${this.name} answered with a message that is not valid JSON-RPC; whether it acted is unknown`,
       ),
@@ -301,10 +292,15 @@ export class UpstreamConnection {
   }
 
   #report(event: UpstreamLifecycle): void {
+    this.#tell(() => this.#handlers.onLifecycle?.(event));
+  }
+
+  /** Tells a handler something: what it does with it (or throws) never changes what the connection does. */
+  #tell(handler: () => void): void {
     try {
-      this.#handlers.onLifecycle?.(event);
+      handler();
     } catch {
-      // Reporting must never change what the connection does.
+      // A handler's failure is its own.
     }
   }
 
@@ -381,33 +377,19 @@ export class UpstreamConnection {
       this.#lost(transport, error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    if (this.#restartTimer !== undefined || this.#awaitingExit) return;
+    if (this.#backoff.pending || this.#awaitingExit) return;
     this.#report({ kind: 'start_failed', reason: messageOf(error), retryInMs: this.#scheduleRestart() });
   }
 
-  /**
-   * One restart attempt at a time, with doubling delays: a crash-looping upstream is not hammered.
-   * Returns the delay of the attempt scheduled (undefined: none, the connection is closed).
-   */
+  /** The next restart, after the backoff's delay. Returns that delay (undefined: none, one is waiting or the connection is closed). */
   #scheduleRestart(): number | undefined {
     if (this.#closed) return undefined;
-    if (this.#restartTimer !== undefined) return undefined;
-    const delay = this.#restartDelay;
-    this.#restartDelay = Math.min(this.#restartDelay * 2, this.#options.maxRestartDelayMs);
-    this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
+    return this.#backoff.schedule((attempt, delayMs) => {
       if (this.#closed) return;
-      this.#attempt++;
-      try {
-        this.#handlers.onRestart?.({ attempt: this.#attempt, delayMs: delay, reason: this.#whyDown() });
-      } catch {
-        // Reporting a restart must never stop it.
-      }
+      this.#tell(() => this.#handlers.onRestart?.({ attempt, delayMs, reason: this.#whyDown() }));
       // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
       this.#connect().catch((error: unknown) => this.#retryAfterFailedStart(error));
-    }, delay);
-    this.#restartTimer.unref();
-    return delay;
+    });
   }
 
   #whyDown(): string {

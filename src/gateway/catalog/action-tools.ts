@@ -5,7 +5,8 @@ import { sshActionTool } from '../../dispatch/ssh/index.js';
 import { ConfigError, CredentialError } from '../../errors.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import { loadSsh2 } from '../../support/optional-packages.js';
-import { expandEnv, type GatewayConfig } from '../config/config.js';
+import type { GatewayConfig } from '../config/config.js';
+import { expandEnv } from '../config/env-references.js';
 import { registerSecretVariables } from '../upstreams/env.js';
 import { checkContracts } from './contract-check.js';
 

@@ -393,15 +393,3 @@ export function loadConfig(path: string): GatewayConfig {
 export function configJsonSchema(): unknown {
   return z.toJSONSchema(GatewayConfigSchema, { io: 'input', unrepresentable: 'any' });
 }
-
-const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
-/** `${NAME}` → process.env.NAME in header values and a stdio upstream's `env`. */
-export function expandEnv(value: string, environment: NodeJS.ProcessEnv = process.env): string {
-  return value.replace(ENV_REFERENCE, (_, name: string) => environment[name] ?? '');
-}
-
-/** The NAMEs of the `${NAME}` references in a value. */
-export function envReferences(value: string): string[] {
-  return [...value.matchAll(ENV_REFERENCE)].map((match) => match[1] as string);
-}

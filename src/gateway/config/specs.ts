@@ -6,7 +6,8 @@ import { ConfigError } from '../../errors.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../../front/auth/index.js';
 import type { StoreSpec } from '../../store/index.js';
 import { configKeyMatcher } from '../catalog/tool-names.js';
-import { expandEnv, type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
+import { expandEnv } from './env-references.js';
 
 /**
  * What the gateway opens and accepts, read off its config: the store, and the

@@ -1,6 +1,7 @@
 import { UPSTREAM_ENV_INHERIT } from '../../defaults.js';
 import { MIN_REDACTED_SECRET_LENGTH } from '../../identity/redaction.js';
-import { envReferences, expandEnv, type GatewayConfig } from '../config/config.js';
+import type { GatewayConfig } from '../config/config.js';
+import { envReferences, expandEnv } from '../config/env-references.js';
 
 type StdioUpstreamConfig = Extract<GatewayConfig['upstreams'][string], { command: string }>;
 

@@ -1,7 +1,8 @@
 import type { UpstreamSpec } from '../../dispatch/mcp/index.js';
 import type { Fingerprinter } from '../../identity/fingerprint.js';
 import { upstreamIdentity } from '../../identity/upstream-identity.js';
-import { expandEnv, type GatewayConfig } from '../config/config.js';
+import type { GatewayConfig } from '../config/config.js';
+import { expandEnv } from '../config/env-references.js';
 import { upstreamEnvironment } from './env.js';
 
 /**
