@@ -106,9 +106,11 @@ class SseUpstreamTransport implements Transport {
 }
 
 /**
- * Streamable HTTP first; if the server refuses the opening handshake's POST with a 4xx, the
- * 2024-11-05 SSE transport at the same URL (a GET for its event stream), as the SDK's client
- * fallback does. Decided once per transport, on a handshake only: a message with effects is never
+ * Streamable HTTP first; if the server has no POST there (404 or 405, what an SSE-only server
+ * answers), the 2024-11-05 SSE transport at the same URL (a GET for its event stream), as the
+ * SDK's client fallback does. Another 4xx is a Streamable server refusing the handshake (a 400 for
+ * a `server/discover` it does not know): its GET would open a stream that never names an
+ * endpoint, so it is that server's answer, not a reason to fall back. Decided once per transport, on a handshake only: a message with effects is never
  * sent twice to find out. When both fail, the error names both attempts and the URL.
  */
 class DetectingHttpTransport implements Transport {
@@ -146,7 +148,7 @@ class DetectingHttpTransport implements Transport {
       this.#decided = true;
       return;
     } catch (error) {
-      if (!(error instanceof StreamableHTTPError) || !isClientError(error.code)) throw error;
+      if (!(error instanceof StreamableHTTPError) || !hasNoPost(error.code)) throw error;
       await this.#fallBack(error);
     }
     await this.#active.send(message, options);
@@ -165,7 +167,7 @@ class DetectingHttpTransport implements Transport {
   async #fallBack(refused: StreamableHTTPError): Promise<void> {
     const sse = new SseUpstreamTransport(this.#target);
     try {
-      await sse.start();
+      await startedWithin(sse, SSE_ENDPOINT_WITHIN_MS);
     } catch (error) {
       await sse.close().catch(() => {});
       throw new NoHttpTransportError(
@@ -188,6 +190,23 @@ class DetectingHttpTransport implements Transport {
   }
 }
 
-function isClientError(status: number | undefined): boolean {
-  return status !== undefined && status >= 400 && status < 500;
+/** No POST at this URL: not found, or the method not allowed. */
+function hasNoPost(status: number | undefined): boolean {
+  return status === 404 || status === 405;
+}
+
+/** How long the fallback waits for an SSE server's `endpoint` event before it gives up on the URL. */
+const SSE_ENDPOINT_WITHIN_MS = 15_000;
+
+/** `start` of an SSE transport, bounded: a stream that opens but never names its endpoint is no SSE server. */
+async function startedWithin(transport: Transport, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no endpoint event within ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([transport.start(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
