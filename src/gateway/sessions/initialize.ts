@@ -15,13 +15,14 @@ import {
 import { tasksCapabilityV1 } from '../../protocol/task-requests.js';
 import { TASKS_EXTENSION } from '../../protocol/tasks.js';
 import type { ToolCatalog } from '../catalog/catalog.js';
+import { LEGACY } from '../revisions/client-revision.js';
 import { ROUND_CAPABILITIES } from '../revisions/input-round.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  s.era = 'legacy';
+  s.revision = LEGACY;
   if (s.shared) {
     // The shared upstreams were initialized once, by the gateway: the client still gets the
     // revision it asked for, when the gateway speaks it.
