@@ -221,7 +221,7 @@ export async function startSharedUpstreams(
     {
       protocolVersion: LATEST_LEGACY_VERSION,
       // 2026-07-28 clients answer a 2025-era upstream's requests through input rounds
-      // (gateway/input-rounds.ts): what any of them may answer is declared, and a request a given
+      // (revisions/input-rounds.ts): what any of them may answer is declared, and a request a given
       // client did not declare is refused to the upstream then. Stateless 2025-era clients cannot
       // be asked anything.
       capabilities: prefer === 'modern' ? ROUND_CAPABILITIES : {},

@@ -88,7 +88,7 @@ export interface SharedUpstreams {
   nextProgressToken: number;
   /** The 2026-07-28 clients' open `subscriptions/listen` streams (gateway/subscriptions.ts). */
   subscriptions: SubscriptionHub;
-  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (gateway/input-rounds.ts). */
+  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (revisions/input-rounds.ts). */
   rounds: Map<string, InputRound>;
 }
 
@@ -132,7 +132,7 @@ export class SessionState implements CallSession {
    */
   working = 0;
   clientInfo: CallerInfo = {};
-  /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */
+  /** What the client declared in initialize (elicitation decides who approves: sessions/elicitation.ts). */
   clientCapabilities: ClientCapabilities | undefined;
   initialized = false;
   initializing = false;
