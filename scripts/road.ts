@@ -30,8 +30,9 @@
  *   hook of what wraps it) or into a file ranked above the caller's (`ranks`,
  *   the gateway's layering as biome.json holds it, top first).
  * - `exits`: functions where a call leaves this road for a road of its own (the
- *   status tool, a read-only tool passed through, a continued input round);
- *   listed, not walked.
+ *   status tool, a continued input round); listed, not walked. A read-only tool
+ *   passed through is no exit: the handler returns it as its answer, and the
+ *   session forwards it (part of the way back up).
  *
  * After `stop`, the walk goes on back up: the calls each running function makes
  * after the one it was in, to the answer (the `answer` part; not bounded).
@@ -84,9 +85,9 @@ export interface Road {
 
 /** The road docs/architecture.md states: the session's dispatch of a tools/call to engine.execute. */
 export const TOOLS_CALL_ROAD: RoadSpec = {
-  start: { file: 'gateway/sessions/session.ts', name: 'ProxySession.#toolCall' },
+  start: { file: 'gateway/sessions/session.ts', name: 'toolCall' },
   stop: 'ExecutionEngine.execute',
-  exits: ['callStatusTool', 'passThrough', 'continueRound'],
+  exits: ['callStatusTool', 'continueRound'],
   carriers: ['JSONRPCRequest', 'ToolCallRequest', 'CallContext'],
   ranks: [
     'cli/',
@@ -98,14 +99,14 @@ export const TOOLS_CALL_ROAD: RoadSpec = {
     // The proxy core: what serves each request of a session.
     'gateway/sessions/session.ts',
     'gateway/sessions/initialize.ts',
-    'gateway/sessions/tools-list.ts',
     'gateway/sessions/forwarding.ts',
     'gateway/sessions/pooled-upstreams.ts',
     'gateway/sessions/subscriptions.ts',
+    // A tools/call: the handler, then what it consults (the client's revision, tasks).
     'gateway/tool-calls/',
     'gateway/revisions/',
     'gateway/tasks/',
-    // What a session holds, below every part that serves it.
+    // What a session holds and lends a call (CallSession, ToolLookup), below every part that serves it.
     'gateway/sessions/',
     'gateway/upstreams/',
     'gateway/catalog/',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DurationSchema } from './duration.js';
+import { DurationSchema } from '../../contracts/duration.js';
 
 /** The `auth:` section's parts: static bearer tokens and OAuth. */
 

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ToolContractSchema } from '../../contracts/contract.js';
-import { writtenDuration as written } from '../../contracts/duration.js';
+import { DurationSchema, writtenDuration as written } from '../../contracts/duration.js';
 import { CredentialsConfigSchema } from '../../credentials/config.js';
 import {
   CONTRACT_DEFAULTS,
@@ -24,7 +24,6 @@ import { DEFAULT_SQLITE_SYNCHRONOUS } from '../../store/sqlite/index.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../../support/log.js';
 import { HttpToolsFromSchema } from '../openapi/config.js';
 import { BearerTokenSchema, OAuthConfigSchema } from './auth.js';
-import { DurationSchema } from './duration.js';
 import { describeConfigIssues } from './errors.js';
 import { ConsoleConfigSchema, MetricsConfigSchema } from './operator.js';
 import { HttpUpstreamSchema, StdioUpstreamSchema } from './upstreams.js';

@@ -4,15 +4,28 @@ import { durationMs } from '../../contracts/duration.js';
 import { SQLITE_STORE_FILE } from '../../defaults.js';
 import { ConfigError } from '../../errors.js';
 import { createFrontAuth, type FrontAuth, ScopePolicy, TokenVerifier } from '../../front/auth/index.js';
+import type { ReceiptBookOptions } from '../../receipts/receipt-book.js';
 import type { StoreSpec } from '../../store/index.js';
 import { configKeyMatcher } from '../catalog/tool-names.js';
 import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
 import { expandEnv } from './env-references.js';
 
 /**
- * What the gateway opens and accepts, read off its config: the store, and the
+ * What the gateway opens and accepts, read off its config: the store, the receipt book, and the
  * tokens of the HTTP front. Kept apart from the Gateway class, which only wires them up.
  */
+
+/** The config's `receipts:` section as the receipt book takes it; what it leaves out, the book's defaults. */
+export function receiptBookOptions(config: GatewayConfig): ReceiptBookOptions {
+  const receipts = config.receipts;
+  return {
+    ...(receipts?.max ? { maxReceipts: receipts.max } : {}),
+    ...(receipts?.max_per_actor ? { maxReceiptsPerActor: receipts.max_per_actor } : {}),
+    ...(receipts?.retention !== undefined
+      ? { retentionMs: durationMs(receipts.retention, 'receipts.retention') }
+      : {}),
+  };
+}
 
 /**
  * The store of a config's `store:` section; undefined without one, for the runtime's default

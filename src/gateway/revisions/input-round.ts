@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamReply } from '../../dispatch/mcp/index.js';
+import canonicalize from 'canonicalize';
+import type { UpstreamConnection, UpstreamReply } from '../../dispatch/mcp/index.js';
 import type { TaskHold } from '../../executions/call.js';
+import { envelopeOf } from '../../protocol/revisions.js';
+import type { ToolCallRequest } from '../../protocol/tool-call-request.js';
 
 // One input round (input-rounds.ts says what rounds are and serves them): what a 2025-era
 // upstream asked in the middle of a 2026-07-28 client's call, held until the client answers.
@@ -61,24 +64,32 @@ export class InputRound {
   /** The call is not answered as a task while questions are held (RoundHold). */
   readonly hold = new RoundHold();
 
+  /** Cancels the call (the client closed a later round's stream): the outcome becomes unknown. */
+  #cancel: () => void = () => {};
+  /** The arguments, canonical (RFC 8785), once the round runs. */
+  argsKey: string | undefined;
+
   constructor(
-    /** The open rounds of the shared connections, by token: this one is among them until it ends. */
+    /** The open rounds of the shared connections, by token: this one is among them from `run` until it ends. */
     readonly rounds: Map<string, InputRound>,
     readonly actor: string,
     readonly tool: string,
-    /** The call's arguments, canonical (RFC 8785): a continuation must be the same call. */
-    readonly argsKey: string,
+    /** The call's arguments (checked before it runs): a continuation must be the same call. */
+    readonly args: unknown,
     readonly upstream: string,
     /** What the client declared it can answer (its envelope's capabilities). */
     readonly clientCapabilities: Record<string, unknown>,
-    /** Cancels the call (the client closed a later round's stream): the outcome becomes unknown. */
-    readonly cancel: () => void,
-  ) {
-    rounds.set(this.token, this);
-  }
+  ) {}
 
-  /** The execution this round belongs to; the round ends with it. */
-  run(execution: Promise<CallToolResult>): void {
+  /**
+   * The execution this round belongs to, just started; the round ends with it. It is open from
+   * here: the engine sends nothing to the upstream before its first await, so the upstream's
+   * first question already finds it (forwarding.ts, `roundAsking`).
+   */
+  run(execution: Promise<CallToolResult>, cancel: () => void): void {
+    this.#cancel = cancel;
+    this.argsKey = argsKeyOf(this.args);
+    this.rounds.set(this.token, this);
     this.#execution = execution;
     void execution.then(
       () => this.end(),
@@ -158,7 +169,50 @@ export class InputRound {
     }
   }
 
+  cancel(): void {
+    this.#cancel();
+  }
+
   get ended(): boolean {
     return this.#ended;
+  }
+}
+
+/**
+ * A 2026-07-28 client's call on the shared connections, as input rounds see it: the open round it
+ * continues (its `requestState` names this actor's round of the same tool and arguments; anything
+ * else is a call of its own), else the round it opens when it runs, if its upstream speaks a
+ * 2025-era revision (which asks for input by sending requests while the call runs).
+ */
+export function roundOf(
+  rounds: Map<string, InputRound>,
+  call: ToolCallRequest,
+  actor: string,
+  upstream: UpstreamConnection | undefined,
+): { continues?: InputRound; round?: InputRound } {
+  const state = call.requestState;
+  if (typeof state === 'string' && state.startsWith(ROUND_STATE_PREFIX)) {
+    const round = rounds.get(state);
+    const same =
+      round &&
+      !round.ended &&
+      round.actor === actor &&
+      round.tool === call.name &&
+      round.argsKey === argsKeyOf(call.arguments ?? {});
+    if (same) return { continues: round };
+  }
+  if (upstream?.era !== 'legacy') return {};
+  const capabilities = envelopeOf({ _meta: call.meta }).clientCapabilities ?? {};
+  return {
+    round: new InputRound(rounds, actor, call.name, call.arguments ?? {}, upstream.name, capabilities),
+  };
+}
+
+/** Canonical arguments; '' for those too deeply nested to write (they are refused before a round runs). */
+function argsKeyOf(args: unknown): string {
+  try {
+    return canonicalize(args) ?? '';
+  } catch {
+    return '';
   }
 }

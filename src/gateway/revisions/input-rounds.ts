@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import canonicalize from 'canonicalize';
-import type { UpstreamConnection, UpstreamReply } from '../../dispatch/mcp/index.js';
+import type { UpstreamReply } from '../../dispatch/mcp/index.js';
 import { NotDispatchedError } from '../../errors.js';
-import { renderRequestId } from '../../identity/request-key.js';
-import { envelopeOf, isInputRequired } from '../../protocol/revisions.js';
-import { askClient } from '../sessions/elicitation.js';
-import type { ForwardedRequest, SessionState, SharedUpstreams } from '../sessions/session-state.js';
-import type { ToolCallAnswer } from '../tool-calls/answer.js';
-import type { ToolCallRequest } from '../tool-calls/tool-call-request.js';
-import { INPUT_METHODS, InputRound, MAX_INPUT_ROUNDS, ROUND_STATE_PREFIX } from './input-round.js';
+import { isInputRequired } from '../../protocol/revisions.js';
+import type { ToolCallRequest } from '../../protocol/tool-call-request.js';
+import type { SharedUpstreams } from '../sessions/session-state.js';
+import type {
+  CallContext,
+  CallSession,
+  ForwardedRequest,
+  ToolCallAnswer,
+} from '../tool-calls/call-context.js';
+import { INPUT_METHODS, type InputRound, MAX_INPUT_ROUNDS } from './input-round.js';
 
 /**
  * Input a tool asks of the client in the middle of a call, across the two
@@ -30,50 +32,36 @@ import { INPUT_METHODS, InputRound, MAX_INPUT_ROUNDS, ROUND_STATE_PREFIX } from 
  */
 
 /**
- * Opens a round for a call that needs one: a 2026-07-28 client calling an
- * MCP tool of a 2025-era upstream through the shared connections.
+ * Runs a call in the round it opened: the round is open while the execution runs, and the call
+ * is answered with the execution's result or, first, with the questions the upstream asked.
  */
-export function openRound(
-  s: SessionState,
-  upstream: UpstreamConnection | undefined,
-  tool: string,
-  args: Record<string, unknown>,
-  meta: Record<string, unknown> | undefined,
+export function answerInRound(
+  ctx: CallContext,
+  round: InputRound,
+  execution: Promise<CallToolResult>,
   forwarded: ForwardedRequest,
-): InputRound | undefined {
-  if (s.era !== 'modern' || !s.shared || !upstream || upstream.era !== 'legacy') return undefined;
-  const capabilities = envelopeOf({ _meta: meta }).clientCapabilities ?? {};
-  const round = new InputRound(
-    s.shared.rounds,
-    s.actor(),
-    tool,
-    argsKeyOf(args),
-    upstream.name,
-    capabilities,
-    () => {
-      forwarded.cancelled?.abort();
-      if (forwarded.upstreamId !== undefined)
-        void upstream.notify('notifications/cancelled', {
-          requestId: forwarded.upstreamId,
-          reason: 'the client closed the request stream',
-        });
-    },
-  );
-  forwarded.inputHold = round.hold;
-  return round;
+): Promise<ToolCallAnswer> {
+  const upstream = ctx.upstreams.get(round.upstream);
+  round.run(execution, () => {
+    forwarded.cancelled?.abort();
+    if (upstream && forwarded.upstreamId !== undefined)
+      void upstream.notify('notifications/cancelled', {
+        requestId: forwarded.upstreamId,
+        reason: 'the client closed the request stream',
+      });
+  });
+  return answerFromRound(ctx, round, forwarded);
 }
 
-type AnswerOf = (result: CallToolResult, forwarded: ForwardedRequest) => ToolCallAnswer;
-
 /** What a call of the round gets: the execution's result, or the questions still open. */
-export async function answerFromRound(
+async function answerFromRound(
+  ctx: CallContext,
   round: InputRound,
   forwarded: ForwardedRequest,
-  answerOf: AnswerOf,
 ): Promise<ToolCallAnswer> {
   const next = await round.next();
   if ('inputRequired' in next) return { result: next.inputRequired };
-  return answerOf(next.final, forwarded);
+  return ctx.revision.answer(ctx, next.final, forwarded);
 }
 
 /**
@@ -82,40 +70,18 @@ export async function answerFromRound(
  * Closing its stream cancels that execution, as closing the first would have.
  */
 export async function continueRound(
-  s: SessionState,
+  ctx: CallContext,
   call: ToolCallRequest,
   round: InputRound,
-  answerOf: AnswerOf,
 ): Promise<ToolCallAnswer> {
-  const forwarded = s.track(call.id, round.upstream, call.meta, true);
+  const forwarded = ctx.session.track(call.id, round.upstream, call.meta, true);
   forwarded.cancelled?.signal.addEventListener('abort', () => round.cancel(), { once: true });
   try {
     round.answer(call.inputResponses);
-    return await answerFromRound(round, forwarded, answerOf);
+    return await answerFromRound(ctx, round, forwarded);
   } finally {
-    s.inFlight.delete(renderRequestId(call.id));
+    ctx.session.untrack(call.id);
   }
-}
-
-function argsKeyOf(args: Record<string, unknown>): string {
-  return canonicalize(args) ?? '';
-}
-
-/**
- * The round a call continues (its `requestState`), if it is this actor's open
- * round of the same call (tool and arguments): anything else is a call of its own.
- */
-export function roundContinued(
-  s: SessionState,
-  params: { requestState?: unknown },
-  tool: string,
-  args: Record<string, unknown>,
-): InputRound | undefined {
-  const state = params.requestState;
-  if (typeof state !== 'string' || !state.startsWith(ROUND_STATE_PREFIX)) return undefined;
-  const round = s.shared?.rounds.get(state);
-  const same = round && round.actor === s.actor() && round.tool === tool && round.argsKey === argsKeyOf(args);
-  return same && !round.ended ? round : undefined;
 }
 
 /**
@@ -135,14 +101,14 @@ export function roundAsking(shared: SharedUpstreams, upstreamName: string): Inpu
  * be asked ends the call as not executed: the upstream has not acted.
  */
 export async function withLegacyClientAnswers(
-  s: SessionState,
+  s: CallSession,
   first: UpstreamReply,
   send: (round: Record<string, unknown>) => Promise<UpstreamReply>,
   forwarded: ForwardedRequest,
   timeoutMs: number,
 ): Promise<UpstreamReply> {
-  // A client of the stateless front (or of 2026-07-28) has no session to be asked in.
-  if (s.era === 'modern' || s.shared) return first;
+  // A client of the stateless front has no session to be asked in.
+  if (!s.canAsk) return first;
   let reply = first;
   for (let round = 1; 'result' in reply && isInputRequired(reply.result); round++) {
     const answers =
@@ -164,7 +130,7 @@ export async function withLegacyClientAnswers(
  * Returns the params of the re-issued call, or why it cannot be made.
  */
 async function answerForLegacyClient(
-  s: SessionState,
+  s: CallSession,
   inputRequired: Record<string, unknown>,
   forwarded: ForwardedRequest,
   timeoutMs: number,
@@ -189,14 +155,7 @@ async function answerForLegacyClient(
     // 2025-11-25 requires an id on URL-mode elicitations; the 2026-07-28 in-band form has none.
     if (method === 'elicitation/create' && params.mode === 'url' && params.elicitationId === undefined)
       params.elicitationId = randomUUID();
-    const reply = await askClient(
-      s,
-      method,
-      params,
-      forwarded.frontId,
-      forwarded.cancelled?.signal,
-      timeoutMs,
-    );
+    const reply = await s.ask(method, params, forwarded.frontId, forwarded.cancelled?.signal, timeoutMs);
     if (!reply) return { problem: `the client did not answer ${method}` };
     if ('error' in reply) return { problem: `the client refused ${method}: ${reply.error.message}` };
     inputResponses[key] = reply.result;

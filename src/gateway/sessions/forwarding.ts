@@ -10,8 +10,9 @@ import { messageOf } from '../../errors.js';
 import { renderRequestId } from '../../identity/request-key.js';
 import { forUpstream } from '../../protocol/upstream-params.js';
 import { roundAsking } from '../revisions/input-rounds.js';
+import type { ForwardedRequest } from '../tool-calls/call-context.js';
 import { unprefixed } from './routing.js';
-import type { ForwardedRequest, SessionContext, SessionState, SharedUpstreams } from './session-state.js';
+import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 import { routeToSubscriptions } from './subscriptions.js';
 
 /** Passes a request to an upstream and its reply back, ids translated both ways. */
@@ -149,8 +150,8 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
       if (notification.method === 'notifications/message') {
         const owner = related == null ? undefined : inFlightHere().find(({ f }) => f.upstreamId === related);
         if (!owner) return;
-        // A 2026-07-28 request gets log messages only at the level it asked for (absent: none).
-        if (owner.s.era === 'modern' && !atLeast(params.level, owner.f.logLevel)) return;
+        // By the client's revision: a 2026-07-28 request asks for a level (absent: none).
+        if (owner.s.revision && !owner.s.revision.hears(params.level, owner.f.logLevel)) return;
         void owner.s.send(notification, owner.f.frontId);
       }
     },
@@ -159,14 +160,6 @@ export function sharedHandlers(ctx: SessionContext, shared: SharedUpstreams, ups
     onLifecycle: (event: UpstreamLifecycle) => ctx.onUpstreamLifecycle?.(upstreamName, null, event),
     onSkippedLine: (skipped: SkippedLine) => ctx.onUpstreamSkippedLine?.(upstreamName, null, skipped),
   };
-}
-
-const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
-
-/** True if a message at `level` passes a filter at `threshold` (none set: nothing passes). */
-function atLeast(level: unknown, threshold: string | undefined): boolean {
-  if (threshold === undefined) return false;
-  return LOG_LEVELS.indexOf(String(level)) >= Math.max(0, LOG_LEVELS.indexOf(threshold));
 }
 
 /** Passes an upstream's request (sampling, elicitation, roots) to the session's client, under an id of ours. */

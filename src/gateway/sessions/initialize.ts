@@ -15,13 +15,14 @@ import {
 import { tasksCapabilityV1 } from '../../protocol/task-requests.js';
 import { TASKS_EXTENSION } from '../../protocol/tasks.js';
 import type { ToolCatalog } from '../catalog/catalog.js';
+import { LEGACY } from '../revisions/client-revision.js';
 import { ROUND_CAPABILITIES } from '../revisions/input-round.js';
 import { handlersFor, sharedHandlers } from './forwarding.js';
 import { emptySharedUpstreams, joinPool } from './pooled-upstreams.js';
 import type { SessionContext, SessionState, SharedUpstreams } from './session-state.js';
 
 export async function initialize(s: SessionState, request: JSONRPCRequest): Promise<void> {
-  s.era = 'legacy';
+  s.revision = LEGACY;
   if (s.shared) {
     // The shared upstreams were initialized once, by the gateway: the client still gets the
     // revision it asked for, when the gateway speaks it.
@@ -221,7 +222,7 @@ export async function startSharedUpstreams(
     {
       protocolVersion: LATEST_LEGACY_VERSION,
       // 2026-07-28 clients answer a 2025-era upstream's requests through input rounds
-      // (gateway/input-rounds.ts): what any of them may answer is declared, and a request a given
+      // (revisions/input-rounds.ts): what any of them may answer is declared, and a request a given
       // client did not declare is refused to the upstream then. Stateless 2025-era clients cannot
       // be asked anything.
       capabilities: prefer === 'modern' ? ROUND_CAPABILITIES : {},

@@ -10,17 +10,17 @@ import type {
   UpstreamSpec,
 } from '../../dispatch/mcp/index.js';
 import type { SkippedLine } from '../../dispatch/mcp/stdout-lines.js';
-import type { TaskHold } from '../../executions/call.js';
 import type { ExecutionEngine } from '../../executions/engine.js';
 import type { InFlight } from '../../executions/in-flight.js';
 import type { CallerInfo } from '../../identity/actor.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import { renderRequestId } from '../../identity/request-key.js';
 import { isErrorResponse, isResponse, isResultResponse } from '../../protocol/message-kind.js';
-import { envelopeOf, legacyResult, modernResult, type ProtocolEra } from '../../protocol/revisions.js';
+import { envelopeOf, legacyResult } from '../../protocol/revisions.js';
 import type { TrafficLog } from '../../protocol/traffic-log.js';
 import type { ToolCatalog } from '../catalog/catalog.js';
 import type { InputRound } from '../revisions/input-round.js';
+import type { CallSession, ClientRevision, ForwardedRequest } from '../tool-calls/call-context.js';
 import type { SubscriptionHub } from './subscription-hub.js';
 
 export interface SessionContext {
@@ -91,28 +91,8 @@ export interface SharedUpstreams {
   nextProgressToken: number;
   /** The 2026-07-28 clients' open `subscriptions/listen` streams (gateway/subscriptions.ts). */
   subscriptions: SubscriptionHub;
-  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (gateway/input-rounds.ts). */
+  /** Calls of 2026-07-28 clients to 2025-era upstreams, open while they run, by `requestState` (revisions/input-rounds.ts). */
   rounds: Map<string, InputRound>;
-}
-
-/** A client request the gateway is serving, as the upstream and progress notifications find it. */
-export interface ForwardedRequest {
-  frontId: RequestId;
-  upstream: string;
-  upstreamId?: RequestId;
-  progressToken?: string | number;
-  /** The token the upstream was given instead, on shared connections. */
-  upstreamProgressToken?: string;
-  /** The request's `_meta` as the upstream gets it: the progress token as the upstream knows it. */
-  upstreamMeta?: Record<string, unknown>;
-  /** The level of log messages a 2026-07-28 request asked for (absent: none). */
-  logLevel?: string;
-  /** A 2026-07-28 upstream's `input_required` answer, passed on to a client of that revision. */
-  inputRequired?: Record<string, unknown>;
-  /** Aborted when the client cancels: the engine then records the outcome as unknown. */
-  cancelled?: AbortController;
-  /** Held while the client holds questions an input round asked in this call's answer (revision-bridge/input-round.ts). */
-  inputHold?: TaskHold;
 }
 
 /**
@@ -121,7 +101,7 @@ export interface ForwardedRequest {
  * upstream connections, the catalog, the requests in flight, and the one way
  * to answer the client.
  */
-export class SessionState {
+export class SessionState implements CallSession {
   readonly ctx: SessionContext;
   readonly front: Transport;
   readonly upstreams: Map<string, UpstreamConnection>;
@@ -130,8 +110,11 @@ export class SessionState {
   shared: SharedUpstreams | undefined;
   /** The gateway-wide connections to the upstreams configured `share: true`, beside this session's own. */
   pool: SharedUpstreams | undefined;
-  /** The revision family the client speaks, known from its first request. */
-  era: ProtocolEra | undefined;
+  /**
+   * What differs for the client's generation of MCP (revisions/client-revision.ts), known from
+   * its first request: LEGACY after `initialize`, MODERN from a 2026-07-28 request on.
+   */
+  revision: ClientRevision | undefined;
   /**
    * The client's requests not answered yet, by rendered id, with their method: a modern
    * answer's shape depends on it, and one whose handling fails is answered all the same
@@ -152,13 +135,13 @@ export class SessionState {
    */
   working = 0;
   clientInfo: CallerInfo = {};
-  /** What the client declared in initialize (elicitation decides who approves: gateway/elicitation.ts). */
+  /** What the client declared in initialize (elicitation decides who approves: sessions/elicitation.ts). */
   clientCapabilities: ClientCapabilities | undefined;
   initialized = false;
   initializing = false;
   closed = false;
   /** Aborted when the session closes: what waits on the session's behalf (task watches, tasks/result) ends. */
-  readonly ended = new AbortController();
+  readonly ending = new AbortController();
   /**
    * Upstreams that were not serving when initialize was answered: their tools
    * were not announced, so when one comes up the client is told to list again
@@ -235,6 +218,84 @@ export class SessionState {
     this.pool?.sessions.delete(this);
   }
 
+  get ended(): AbortSignal {
+    return this.ending.signal;
+  }
+
+  get id(): string | null {
+    return this.front.sessionId ?? null;
+  }
+
+  /** On the gateway's shared connections (stateless, 2026-07-28) there is no session to ask a client in. */
+  get canAsk(): boolean {
+    return !this.shared;
+  }
+
+  get rounds(): Map<string, InputRound> | undefined {
+    return this.shared?.rounds;
+  }
+
+  get upstreamWaitMs(): number {
+    return this.ctx.upstreamWaitMs;
+  }
+
+  get statusTool(): string {
+    return this.ctx.statusTool;
+  }
+
+  scopesMissing(auth: AuthInfo | undefined, tool: string): string[] {
+    return this.ctx.scopesMissing?.(auth, tool) ?? [];
+  }
+
+  untrack(frontId: RequestId): void {
+    this.inFlight.delete(renderRequestId(frontId));
+  }
+
+  dispatching(): () => void {
+    this.working++;
+    return () => {
+      this.working--;
+    };
+  }
+
+  failed(what: string, error: unknown): void {
+    this.ctx.onRequestFailed?.(what, error);
+  }
+
+  /**
+   * Sends a request of the gateway's own to the client and waits for its reply,
+   * at most `timeoutMs`; undefined if none came (the session closed, the call it
+   * belongs to was cancelled, or time ran out). The id space is the one requests
+   * from upstreams use, so replies route the same way.
+   */
+  async ask(
+    method: string,
+    params: Record<string, unknown>,
+    relatedTo: RequestId,
+    cancelled: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<UpstreamReply | undefined> {
+    if (this.closed || cancelled?.aborted) return undefined;
+    const id = `idem-${this.nextFrontId++}`;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const reply = new Promise<UpstreamReply | undefined>((resolve) => {
+      this.toClient.set(id, resolve);
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+      timer.unref();
+      onAbort = () => resolve(undefined);
+      cancelled?.addEventListener('abort', onAbort, { once: true });
+    });
+    await this.send({ jsonrpc: '2.0', id, method, params }, relatedTo);
+    try {
+      return await reply;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) cancelled?.removeEventListener('abort', onAbort);
+      this.toClient.delete(id);
+    }
+  }
+
   get prefixed(): boolean {
     return this.ctx.upstreams.length > 1;
   }
@@ -253,7 +314,7 @@ export class SessionState {
 
   async send(message: JSONRPCMessage, relatedRequestId?: RequestId): Promise<void> {
     if (this.closed) return;
-    message = this.#forClientEra(message);
+    message = this.#forClientRevision(message);
     const id = (message as { id?: RequestId }).id;
     const related = relatedRequestId ?? (isResponse(message) ? id : undefined);
     try {
@@ -268,14 +329,15 @@ export class SessionState {
    * needs `resultType` (and cache hints on lists), a 2025-era one must not
    * meet them (its upstream may speak 2026-07-28).
    */
-  #forClientEra(message: JSONRPCMessage): JSONRPCMessage {
+  #forClientRevision(message: JSONRPCMessage): JSONRPCMessage {
     if (!isResultResponse(message) && !isErrorResponse(message)) return message;
     const key = renderRequestId(message.id as RequestId);
     const method = this.awaitingReply.get(key);
     this.awaitingReply.delete(key);
     if (!isResultResponse(message)) return message;
     const result = message.result as Record<string, unknown>;
-    if (this.era === 'modern') return { ...message, result: modernResult(method, result) } as JSONRPCMessage;
-    return { ...message, result: legacyResult(result) } as JSONRPCMessage;
+    // Not known yet (a stateless 2025-era front's session, which has no initialize): 2025-era.
+    const shaped = this.revision ? this.revision.result(method, result) : legacyResult(result);
+    return { ...message, result: shaped } as JSONRPCMessage;
   }
 }

@@ -16,21 +16,24 @@ import {
   MODERN_VERSIONS,
   unsupportedVersionError,
 } from '../../protocol/revisions.js';
-import { statusToolCall, toolsCall } from '../revisions/bridge.js';
-import { answerTaskRequest, TASK_METHODS } from '../tasks/tasks.js';
-import { sendAnswer } from '../tool-calls/answer.js';
+import { TASK_METHODS } from '../../protocol/task-requests.js';
+import { readToolCall } from '../../protocol/tool-call-request.js';
+import { LEGACY, MODERN } from '../revisions/client-revision.js';
+import type { CallContext, ToolCallAnswer, ToolLookup } from '../tool-calls/call-context.js';
+import { callStatusTool } from '../tool-calls/status-tool-call.js';
+import { callTool } from '../tool-calls/tool-call.js';
 import { forward } from './forwarding.js';
 import { discover, initialize } from './initialize.js';
 import { pooledRefusal } from './pooled-upstreams.js';
 import { routeFor } from './routing.js';
 import { type SessionContext, SessionState } from './session-state.js';
 import { listen } from './subscriptions.js';
-import { lookUpTool, toolsList } from './tools-list.js';
+import { lookUpTool, SessionTools, toolsList } from './tools-list.js';
 
 // The steps of a session live beside this file, in the order a request meets them:
-// session-state (what a session holds, how it answers), session-initialize, routing,
-// forwarding, tools-list (catalog paging, tool lookup); a tools/call goes to revision-bridge/bridge.ts,
-// which wraps the pipeline of tool-calls/ (the engine path, the status tool).
+// session-state (what a session holds, how it answers), initialize, routing, forwarding,
+// tools-list (catalog paging, tool lookup); a tools/call goes to tool-calls/tool-call.ts (or
+// tool-calls/status-tool-call.ts) with a narrow context (CallContext), and its answer comes back here.
 export { startSharedUpstreams } from './initialize.js';
 export type { SessionContext, SharedUpstreams } from './session-state.js';
 
@@ -50,9 +53,12 @@ const SESSION_ENDED = new DOMException('the client session ended', 'AbortError')
  */
 export class ProxySession {
   readonly #s: SessionState;
+  /** The tools a call of this session can name (its catalog, as its upstreams list them). */
+  readonly #tools: ToolLookup;
 
   constructor(ctx: SessionContext, front: Transport) {
     this.#s = new SessionState(ctx, front);
+    this.#tools = new SessionTools(this.#s);
   }
 
   async start(): Promise<void> {
@@ -77,7 +83,7 @@ export class ProxySession {
 
   async #close(): Promise<void> {
     this.#s.closed = true;
-    this.#s.ended.abort(SESSION_ENDED);
+    this.#s.ending.abort(SESSION_ENDED);
     // Requests to the client (elicitations, an upstream's sampling) will get no reply now: settle them.
     for (const [id, settle] of this.#s.toClient)
       settle({ jsonrpc: '2.0', id, error: { code: -32000, message: 'the client session closed' } });
@@ -151,11 +157,10 @@ export class ProxySession {
       case 'tools/list':
         return toolsList(this.#s, request);
       case 'tools/call':
-        return toolCall(this.#s, request, extra);
+        return toolCall(this.#s, this.#tools, request, extra);
       default: {
         // Idem's tasks are its executions: answered here, from the store, never by an upstream.
-        if (TASK_METHODS.has(request.method))
-          return sendAnswer(this.#s, request.id, await answerTaskRequest(this.#s, request));
+        if (TASK_METHODS.has(request.method)) return this.#taskRequest(request);
         const upstream = routeFor(this.#s.upstreams, request);
         const refused = upstream && pooledRefusal(this.#s, upstream, request.method);
         if (refused) return this.#s.replyError(request.id, -32601, refused);
@@ -171,14 +176,14 @@ export class ProxySession {
    */
   async #onModernRequest(request: JSONRPCRequest, version: string, extra?: MessageExtraInfo): Promise<void> {
     const s = this.#s;
-    if (s.era === 'legacy') {
+    if (s.revision === LEGACY) {
       return s.replyError(
         request.id,
         -32600,
         'Invalid Request: this connection was initialized with a 2025-era revision; a request carrying a 2026-07-28 envelope cannot be mixed into it',
       );
     }
-    s.era = 'modern';
+    s.revision = MODERN;
     if (!MODERN_VERSIONS.includes(version)) {
       return s.send({
         jsonrpc: '2.0',
@@ -212,14 +217,19 @@ export class ProxySession {
       case 'tools/list':
         return toolsList(s, request);
       case 'tools/call':
-        return toolCall(s, request, extra);
+        return toolCall(s, this.#tools, request, extra);
       case 'subscriptions/listen':
         return listen(s, request);
       default:
-        if (TASK_METHODS.has(request.method))
-          return sendAnswer(s, request.id, await answerTaskRequest(s, request));
+        if (TASK_METHODS.has(request.method)) return this.#taskRequest(request);
         return forward(s, request, routeFor(s.upstreams, request));
     }
+  }
+
+  /** A client's `tasks/*`, answered from the store by its revision's rules, never by an upstream. */
+  async #taskRequest(request: JSONRPCRequest): Promise<void> {
+    const ctx = contextOf(this.#s, this.#tools);
+    return sendAnswer(this.#s, request.id, await ctx.revision.answerTaskRequest(ctx, request));
   }
 
   async #onNotification(notification: JSONRPCNotification): Promise<void> {
@@ -269,18 +279,47 @@ export class ProxySession {
   }
 }
 
-/** Idem's own status tool is answered by Idem; a call of any other tool goes through the pipeline. */
-function toolCall(s: SessionState, request: JSONRPCRequest, extra?: MessageExtraInfo): Promise<void> {
+/**
+ * A `tools/call`, dispatched: Idem's own status tool to its entry, any other tool to the handler
+ * (tool-calls/tool-call.ts), each with the call's narrow context; the answer they return is sent here.
+ */
+function toolCall(
+  s: SessionState,
+  tools: ToolLookup,
+  request: JSONRPCRequest,
+  extra?: MessageExtraInfo,
+): Promise<void> {
   const answering = (async () => {
-    const name = (request.params as { name?: unknown } | undefined)?.name;
+    const ctx = contextOf(s, tools);
+    const call = readToolCall(request, extra);
     const answer =
-      name === s.ctx.statusTool
-        ? await statusToolCall(s, request, extra)
-        : await toolsCall(s, request, extra);
+      call.name === s.ctx.statusTool ? await callStatusTool(ctx, call) : await callTool(ctx, call);
     return sendAnswer(s, request.id, answer);
   })();
   // Counted until its answer is sent: a gateway shutting down delivers what it ran.
   return s.ctx.calls ? s.ctx.calls.track(answering) : answering;
+}
+
+/** What one call of this session runs on: not the session's whole state. */
+function contextOf(s: SessionState, tools: ToolLookup): CallContext {
+  return {
+    catalog: tools,
+    upstreams: s.upstreams,
+    engine: s.ctx.engine,
+    actor: s.ctx.actorOf(s.clientInfo),
+    session: s,
+    // Not known yet only on a stateless 2025-era front (no initialize there).
+    revision: s.revision ?? LEGACY,
+  };
+}
+
+/** Sends the answer a handler returned; a read-only tool's call goes to its upstream as it came. */
+function sendAnswer(s: SessionState, id: RequestId, answer: ToolCallAnswer): Promise<void> {
+  if ('result' in answer) return s.reply(id, answer.result);
+  if ('error' in answer) return s.send({ jsonrpc: '2.0', id, error: answer.error });
+  if ('forward' in answer)
+    return forward(s, answer.forward.request, answer.forward.upstream, answer.forward.headers);
+  return Promise.resolve();
 }
 
 /** What a client is told when the gateway failed while handling its request (session.ts #answer). */

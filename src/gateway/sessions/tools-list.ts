@@ -2,6 +2,7 @@ import type { JSONRPCRequest, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConnection } from '../../dispatch/mcp/index.js';
 import { statusToolDefinition } from '../../executions/status-tool.js';
 import type { CatalogEntry } from '../catalog/catalog.js';
+import type { ToolLookup } from '../tool-calls/call-context.js';
 import type { SessionState } from './session-state.js';
 
 export async function toolsList(s: SessionState, request: JSONRPCRequest): Promise<void> {
@@ -113,4 +114,22 @@ export async function refreshCatalog(s: SessionState, names: string[]): Promise<
     }
   }
   return unlisted;
+}
+
+/** A session's tools for its calls (CallContext.catalog): looked up, and the config's fault, which stops every tool. */
+export class SessionTools implements ToolLookup {
+  readonly #s: SessionState;
+
+  constructor(s: SessionState) {
+    this.#s = s;
+  }
+
+  async lookUp(
+    name: string,
+  ): Promise<{ entry: CatalogEntry | undefined; unlisted: string[]; fault?: Error }> {
+    const found = await lookUpTool(this.#s, name);
+    // The listing may have shown that the config names a tool nobody publishes: the gateway is stopping.
+    const fault = this.#s.ctx.configFault?.();
+    return fault ? { ...found, fault } : found;
+  }
 }

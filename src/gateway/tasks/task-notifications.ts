@@ -1,6 +1,7 @@
 import type { JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
 import { getTaskResultV2, type TaskView, taskV1 } from '../../protocol/tasks.js';
 import type { SessionState } from '../sessions/session-state.js';
+import type { CallContext, CallSession } from '../tool-calls/call-context.js';
 
 /**
  * Task status notifications (docs/tasks.md): a task's client hears when its status changes, as
@@ -19,14 +20,14 @@ import type { SessionState } from '../sessions/session-state.js';
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** The tasks each 2025-11-25 session is watching now, by task id. */
-const watchedBy = new WeakMap<SessionState, Set<string>>();
+const watchedBy = new WeakMap<CallSession, Set<string>>();
 
 /** 2025-11-25: the session that made task `view` hears of its status changes while the session lives. */
-export function notifyTaskStatusV1(s: SessionState, view: TaskView): void {
+export function notifyTaskStatusV1({ session, engine, actor }: CallContext, view: TaskView): void {
   // A duplicate of the call hands the same task again: it is watched once per session.
-  const watched = watchedBy.get(s) ?? new Set<string>();
-  watchedBy.set(s, watched);
-  if (s.closed || watched.has(view.taskId)) return;
+  const watched = watchedBy.get(session) ?? new Set<string>();
+  watchedBy.set(session, watched);
+  if (session.closed || watched.has(view.taskId)) return;
   watched.add(view.taskId);
   let told = taskV1(view).status;
   let ended = false;
@@ -37,20 +38,20 @@ export function notifyTaskStatusV1(s: SessionState, view: TaskView): void {
     watched.delete(view.taskId);
     unwatched?.();
   };
-  void s.ctx.engine
-    .watchTask(view.taskId, s.actor(), (now) => {
+  void engine
+    .watchTask(view.taskId, actor, (now) => {
       const task = taskV1(now);
-      if (task.status === told || s.closed) return;
+      if (task.status === told || session.closed) return;
       told = task.status;
-      void s.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
+      void session.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       if (TERMINAL.has(now.status)) stop();
     })
     .then((unwatch) => {
       unwatched = unwatch;
       if (ended) unwatch?.();
-      else endWithSession(s, unwatch);
+      else endWithSession(session.ended, unwatch);
     })
-    .catch((error: unknown) => s.ctx.onRequestFailed?.('notifications/tasks/status', error));
+    .catch((error: unknown) => session.failed('notifications/tasks/status', error));
 }
 
 /**
@@ -95,8 +96,8 @@ export async function watchListenedTasks(
 }
 
 /** A session's watch ends when the session does (at once, if it closed while the watch began). */
-function endWithSession(s: SessionState, unwatch: (() => void) | undefined): void {
+function endWithSession(ended: AbortSignal, unwatch: (() => void) | undefined): void {
   if (!unwatch) return;
-  if (s.ended.signal.aborted) unwatch();
-  else s.ended.signal.addEventListener('abort', unwatch, { once: true });
+  if (ended.aborted) unwatch();
+  else ended.addEventListener('abort', unwatch, { once: true });
 }

@@ -3,7 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { JSONRPCRequest, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
 
 /**
- * One `tools/call` as the pipeline reads it: what the client asked, and what
+ * One `tools/call` as the gateway reads it: what the client asked, and what
  * its transport said about it (the HTTP headers a 2026-07-28 call mirrors its
  * arguments into, the token it came with).
  */
@@ -11,7 +11,7 @@ export interface ToolCallRequest {
   id: RequestId;
   /** The tool's name as the client sees it ('' when the client sent none, or not a string). */
   name: string;
-  /** As sent: checked against the tool's schema before anything is claimed (tool-call-checks.ts). */
+  /** As sent: checked against the tool's schema before anything is claimed (gateway/tool-calls/tool-call.ts). */
   arguments: unknown;
   meta: Record<string, unknown> | undefined;
   /** 2026-07-28: the answers to an `input_required` round, and the state it named. */
