@@ -11,8 +11,9 @@ import { LimitExceeded, limitsOf } from './limits.js';
 import { loadOpenApi } from './load.js';
 import { toolNameOf } from './names.js';
 import { type MappedOperation, mapOperation, type SkippedOperation } from './operations.js';
+import type { PathSelection } from './prune.js';
 import { SchemaBudget } from './schema.js';
-import { operationSelector } from './select.js';
+import { operationSelector, type SelectableOperation } from './select.js';
 import { serverText } from './servers.js';
 import { ValidatedDocuments } from './validated.js';
 
@@ -42,6 +43,8 @@ export interface OpenApiImport {
   ms: number;
   /** Validated now, or these bytes were validated by an earlier start (validated.ts). */
   validation: 'done' | 'remembered';
+  /** Path items resolved, of how many, when only those the `include:` selects were (a remembered document). */
+  pathsRead?: { kept: number; of: number };
 }
 
 /**
@@ -68,7 +71,13 @@ export async function importHttpTools(
     const where = `http_tools_from[${index}]`;
     const started = performance.now();
     const limits = limitsOf(entry.limits);
-    const { document, validation } = await loadOpenApi(entry.openapi, where, limits, validated);
+    const { document, validation, pathsRead } = await loadOpenApi(
+      entry.openapi,
+      where,
+      limits,
+      validated,
+      entry.include ? selectsAnyOf(operationSelector(entry.include)) : undefined,
+    );
     const schemas = new SchemaBudget(limits);
     const selector = operationSelector(entry.include);
     const result: OpenApiImport = {
@@ -79,6 +88,7 @@ export async function importHttpTools(
       skipped: [],
       ms: 0,
       validation,
+      ...(pathsRead ? { pathsRead } : {}),
     };
     // Every operation mapped first — its schemas copied and counted (schema.ts) — so that a
     // document past its bounds is refused before any schema is compiled, where the time goes.
@@ -87,12 +97,7 @@ export async function importHttpTools(
       for (const method of HTTP_METHOD_NAMES) {
         const operation = item[method];
         if (!operation) continue;
-        const selectable = {
-          ...(operation.operationId ? { operationId: operation.operationId } : {}),
-          toolName: toolNameOf(operation.operationId, method, path),
-          path,
-          tags: operation.tags ?? [],
-        };
+        const selectable = selectableOf(operation, method, path);
         if (!selector.selects(selectable)) continue;
         schemas.nextOperation();
         operations.push(
@@ -215,7 +220,7 @@ export function importLines(imports: readonly OpenApiImport[]): { info: string[]
   const warn: string[] = [];
   for (const result of imports) {
     info.push(
-      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms${result.validation === 'remembered' ? '; validated by an earlier start' : ''})`,
+      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms${result.validation === 'remembered' ? '; validated by an earlier start' : ''}${result.pathsRead ? `; ${result.pathsRead.kept} of ${result.pathsRead.of} paths read` : ''})`,
     );
     for (const skipped of result.skipped.slice(0, SKIPPED_LINES))
       warn.push(`${result.where}: skipped ${skipped.label} (${skipped.name}): ${skipped.reason}`);
@@ -248,4 +253,35 @@ export async function configWithImports(
 export function validatedDocumentsOf(config: GatewayConfig): ValidatedDocuments | undefined {
   if ((config.http_tools_from ?? []).length === 0) return undefined;
   return new ValidatedDocuments(resolveDataDir(config.data_dir ?? idemEnvironment().dataDir));
+}
+
+/** What an `include:` entry reads of an operation (select.ts). */
+function selectableOf(
+  operation: { operationId?: string; tags?: string[] },
+  method: string,
+  path: string,
+): SelectableOperation & { tags: string[] } {
+  return {
+    ...(operation.operationId ? { operationId: operation.operationId } : {}),
+    toolName: toolNameOf(operation.operationId, method, path),
+    path,
+    tags: operation.tags ?? [],
+  };
+}
+
+/**
+ * The path items holding an operation the selector selects, read before any `$ref` is resolved
+ * (load.ts). A path item that is itself a `$ref` is kept: its operations are not known yet.
+ */
+function selectsAnyOf(selector: ReturnType<typeof operationSelector>): PathSelection {
+  return (path, item) =>
+    typeof item.$ref === 'string' ||
+    HTTP_METHOD_NAMES.some((method) => {
+      const operation = item[method];
+      return (
+        typeof operation === 'object' &&
+        operation !== null &&
+        selector.selects(selectableOf(operation as { operationId?: string; tags?: string[] }, method, path))
+      );
+    });
 }

@@ -3,6 +3,7 @@ import { ConfigError } from '../../errors.js';
 import type { OpenApiDocument } from './document.js';
 import { checkExpansion } from './expansion.js';
 import { DEFAULT_OPENAPI_LIMITS, LimitExceeded, type OpenApiLimits } from './limits.js';
+import { type PathSelection, pruneToSelection } from './prune.js';
 import { BoundedFiles, FETCH_TIMEOUT_MS } from './read.js';
 import { ValidatedDocuments } from './validated.js';
 
@@ -24,7 +25,14 @@ export async function loadOpenApi(
   where: string,
   limits: OpenApiLimits = DEFAULT_OPENAPI_LIMITS,
   validated?: ValidatedDocuments,
-): Promise<{ document: OpenApiDocument; validation: 'done' | 'remembered' }> {
+  /** The path items the import reads (its `include:`): a remembered document resolves only what they reach (prune.ts). */
+  keep?: PathSelection,
+): Promise<{
+  document: OpenApiDocument;
+  validation: 'done' | 'remembered';
+  /** Path items resolved, of how many, when only the selection's were. */
+  pathsRead?: { kept: number; of: number };
+}> {
   const files = new BoundedFiles(limits);
   const options = {
     resolve: {
@@ -39,13 +47,18 @@ export async function loadOpenApi(
   const parser = new SwaggerParser();
   let document: unknown;
   let validation: 'done' | 'remembered' = 'done';
+  let pathsRead: { kept: number; of: number } | undefined;
   try {
     await parser.resolve(source, options);
     const key = validated ? ValidatedDocuments.keyOf(files.files, limits) : undefined;
     if (key && validated?.has(key)) {
       // These bytes passed under these bounds before (validated.ts): only the $refs are replaced.
       validation = 'remembered';
-      document = await parser.dereference(source, parser.api, options);
+      const pruned = keep
+        ? pruneToSelection(parser.api as unknown as Record<string, unknown>, keep)
+        : undefined;
+      pathsRead = pruned?.paths;
+      document = await parser.dereference(source, (pruned?.api ?? parser.api) as typeof parser.api, options);
     } else {
       checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
       // The document as parsed above, and every file it names read again from what was kept.
@@ -61,7 +74,7 @@ export async function loadOpenApi(
     throw new ConfigError(
       `${where}: ${source} is ${(document as { swagger?: string }).swagger ? `Swagger ${(document as { swagger?: string }).swagger}` : 'not OpenAPI 3'}; only OpenAPI 3.0 and 3.1 are imported (convert it first, e.g. with swagger2openapi)`,
     );
-  return { document: document as OpenApiDocument, validation };
+  return { document: document as OpenApiDocument, validation, ...(pathsRead ? { pathsRead } : {}) };
 }
 
 function isOpenApi3(document: unknown): boolean {

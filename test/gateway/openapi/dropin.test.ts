@@ -52,15 +52,32 @@ function largeDocument(n: number, tags: number): string {
       get: {
         operationId: `getThing${i}`,
         tags: [`group${i % tags}`],
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        // Reached through the components: a selection must keep what its operations refer to.
+        parameters: [
+          { $ref: '#/components/parameters/Id' },
+          { $ref: `#/components/parameters/Filter${i % tags}` },
+        ],
         responses: { '200': { description: 'ok' } },
       },
     };
+  const parameters: Record<string, unknown> = {
+    Id: { name: 'id', in: 'path', required: true, schema: { $ref: '#/components/schemas/Id' } },
+  };
+  const schemas: Record<string, unknown> = { Id: { type: 'string', minLength: 1 } };
+  for (let t = 0; t < tags; t++) {
+    parameters[`Filter${t}`] = {
+      name: `filter${t}`,
+      in: 'query',
+      schema: { $ref: `#/components/schemas/Filter${t}` },
+    };
+    schemas[`Filter${t}`] = { type: 'string', enum: [`a${t}`, `b${t}`] };
+  }
   return JSON.stringify({
     openapi: '3.1.0',
     info: { title: 'Things', version: '1' },
     servers: [{ url: 'https://api.things.example' }],
     paths,
+    components: { parameters, schemas },
   });
 }
 
@@ -149,7 +166,13 @@ describe('a large document', () => {
     expect(first.imports[0]?.tools).toHaveLength(38);
     const second = await importHttpTools(config, remembered());
     expect(second.imports[0]?.validation).toBe('remembered');
+    // Only what the selection reads is resolved: its 38 path items and the components they reach.
+    expect(first.imports[0]?.pathsRead).toBeUndefined();
+    expect(second.imports[0]?.pathsRead).toEqual({ kept: 38, of: 150 });
     expect(second.config.http_tools).toEqual(first.config.http_tools);
+    expect(second.config.http_tools?.getThing1?.input_schema).toMatchObject({
+      properties: { id: { type: 'string', minLength: 1 }, filter1: { enum: ['a1', 'b1'] } },
+    });
     writeFileSync(openapi, largeDocument(151, 4));
     expect((await importHttpTools(config, remembered())).imports[0]?.validation).toBe('done');
 
@@ -166,6 +189,6 @@ describe('a large document', () => {
     expect(lines[0]).toMatch(
       /^http_tools_from\[0\]: 38 operations of .* served as HTTP tools, 0 skipped \(\d+ ms\)$/,
     );
-    expect(lines[1]).toMatch(/\(\d+ ms; validated by an earlier start\)$/);
+    expect(lines[1]).toMatch(/\(\d+ ms; validated by an earlier start; 38 of 152 paths read\)$/);
   }, 60_000);
 });
