@@ -78,6 +78,6 @@ const BY_REFERENCE = new Set([
 function componentOf(ref: string): [string, string] | undefined {
   const match = /^#\/components\/([^/]+)\/([^/]+)(?:\/.*)?$/.exec(ref);
   if (!match) return undefined;
-  const unescape = (part: string) => decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-  return [unescape(match[1] as string), unescape(match[2] as string)];
+  const pointerPart = (part: string) => decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+  return [pointerPart(match[1] as string), pointerPart(match[2] as string)];
 }
