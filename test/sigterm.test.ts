@@ -11,15 +11,18 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf, META } from '../src/executions/answers.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import { executionsOf, finishedOf } from './gateway/fixtures/counting-server.js';
 import { countingUpstream } from './support/counting-upstream.js';
-import { mcpClient, startGatewayCli, startGatewayProcess } from './support/gateway-process.js';
-import { idemCommand } from './support/idem-cli.js';
+import {
+  mcpClient,
+  startGatewayCli,
+  startGatewayProcess,
+  stdioIdemClient,
+} from './support/gateway-process.js';
 import { freshDir, removeTemporaries } from './support/temp-dirs.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -151,20 +154,10 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     const dataDir = freshDir('sigterm-stdio');
     const counts = freshDir('sigterm-stdio-counts');
     const upstream = countingUpstream(counts);
-    const cli = idemCommand(['gateway', '--', upstream.command, ...upstream.args]);
-    const transport = new StdioClientTransport({
-      command: cli.command,
-      args: cli.args,
-      cwd: cli.cwd,
-      env: { IDEM_DATA_DIR: dataDir },
-      stderr: 'pipe',
-    });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const client = new Client({ name: 'sigterm-stdio-agent', version: '1.0.0' });
-    await client.connect(transport);
+    const { client, transport, stderr } = await stdioIdemClient(
+      ['gateway', '--', upstream.command, ...upstream.args],
+      { name: 'sigterm-stdio-agent', env: { IDEM_DATA_DIR: dataDir } },
+    );
     const pid = transport.pid as number;
     let closed = false;
     client.onclose = () => {
@@ -179,7 +172,7 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     await vi.waitFor(() => expect(executionsOf(counts, 'slow')).toBe(1), PATIENTLY);
 
     process.kill(pid, 'SIGTERM');
-    await vi.waitFor(() => expect(stderr).toContain('SIGTERM: taking no new calls'), PATIENTLY);
+    await vi.waitFor(() => expect(stderr()).toContain('SIGTERM: taking no new calls'), PATIENTLY);
     const refused = await held(client, 'refused');
     expect(idemCodeOf(refused)).toBe('IDEM_NOT_EXECUTED');
     expect(executionsOf(counts, 'refused')).toBe(0);
@@ -192,7 +185,7 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     await vi.waitFor(() => expect(closed).toBe(true), PATIENTLY);
     const ref = answer._meta?.[META.executionId] as string;
     expect(await stateOf(dataDir, ref)).toEqual({ state: 'completed', delivered: true });
-    expect(stderr).not.toContain('unhandled rejection');
+    expect(stderr()).not.toContain('unhandled rejection');
   });
 
   it('HTTP+SSE (--sse): no new event stream and no new call (503), the call in flight answered on its stream, exit 0', async () => {

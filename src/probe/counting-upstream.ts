@@ -15,9 +15,9 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { recordEffect } from './effects.js';
+import { statelessMcp } from './stateless-http.js';
 
 export const PROBE_TOOL = 'act';
 
@@ -52,25 +52,7 @@ function probeServer(dir: string): McpServer {
 }
 
 async function serveHttp(dir: string, port: number): Promise<void> {
-  const http = createServer((req, res) => {
-    if (!req.url?.startsWith('/mcp')) {
-      res.writeHead(404).end();
-      return;
-    }
-    // Stateless: one server per request, as the SDK's example does.
-    const server = probeServer(dir);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    server
-      .connect(transport)
-      .then(() => transport.handleRequest(req, res))
-      .catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-  });
+  const http = createServer(statelessMcp(() => probeServer(dir)));
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(port, '127.0.0.1', resolve);

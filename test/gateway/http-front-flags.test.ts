@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildConfig } from '../../src/cli/gateway-config.js';
 import { countingUpstream } from '../support/counting-upstream.js';
+import { stopChild } from '../support/gateway-process.js';
 import { idemCommand } from '../support/idem-cli.js';
 import { MCP_HEADERS, rawRequest, rawSession } from '../support/raw-http.js';
 import { runIdem } from '../support/run-cli.js';
@@ -20,12 +21,7 @@ import { PATIENTLY } from '../support/wait.js';
 
 const children: ChildProcess[] = [];
 afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
+  for (const child of children) await stopChild(child, 'SIGKILL');
   removeTemporaries();
 });
 

@@ -9,11 +9,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
+import { stdioIdemClient, stopChild } from '../support/gateway-process.js';
 import { idemCommand } from '../support/idem-cli.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { MCP_HEADERS, rawRequest, rawSession } from '../support/raw-http.js';
@@ -31,12 +31,7 @@ afterEach(async () => {
   for (const client of clients.splice(0)) await client.close().catch(() => {});
 });
 afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
+  for (const child of children) await stopChild(child, 'SIGKILL');
   removeTemporaries();
 });
 
@@ -68,20 +63,13 @@ async function httpGateway(args: string[]) {
 
 /** `idem gateway <flags> -- <plain tools server>` over stdio, as a desktop client runs it. */
 async function stdioGateway(flags: string[]) {
-  const cli = idemCommand(['gateway', ...flags, '--', ...PLAIN_SERVER, '--dir', freshDir('honesty-counts')]);
-  const transport = new StdioClientTransport({
-    command: cli.command,
-    args: cli.args,
-    cwd: cli.cwd,
-    env: { ...process.env, IDEM_DATA_DIR: freshDir('honesty-data') } as Record<string, string>,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const client = new Client({ name: 'honesty-agent', version: '1.0.0' });
-  await client.connect(transport);
+  const { client, transport, stderr } = await stdioIdemClient(
+    ['gateway', ...flags, '--', ...PLAIN_SERVER, '--dir', freshDir('honesty-counts')],
+    {
+      name: 'honesty-agent',
+      env: { ...process.env, IDEM_DATA_DIR: freshDir('honesty-data') } as Record<string, string>,
+    },
+  );
   clients.push(client);
   const exitCode = new Promise<number | null>((resolve) => {
     const pid = transport.pid;
@@ -89,7 +77,7 @@ async function stdioGateway(flags: string[]) {
     if (!child || pid === null) resolve(null);
     else child.once('exit', (code) => resolve(code));
   });
-  return { client, exitCode, stderr: () => stderr };
+  return { client, exitCode, stderr };
 }
 
 describe('a tool named on the command line is held to the config’s rule', () => {
