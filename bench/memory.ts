@@ -160,6 +160,17 @@ function medianPerOp(batch: number, op: (i: number) => void): number {
   return perOp.sort((a, b) => a - b)[10] as number;
 }
 
+/**
+ * RSS per session, from the growth over `sessions` sessions. RSS also moves with what V8 and the
+ * allocator give back to the system, by more than a session costs: a growth below zero is not a
+ * session freeing memory, it is that noise, and is said so rather than printed as a negative cost.
+ */
+function rssPerSession(growth: number, sessions: number): string {
+  if (growth <= 0)
+    return `within RSS's noise (${mib(growth)} MiB over ${sessions} sessions; the live memory line below is the per-session cost)`;
+  return `${mib(growth / sessions)} MiB`;
+}
+
 /** The gateway's RSS idle, per open session, and through a soak of `soakCalls` calls (16 in flight). */
 export async function benchGatewayMemory(soakCalls: number, sessions = 20): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-bench-memory-'));
@@ -190,6 +201,7 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
   const lines: string[] = [];
   const inspector = await InspectorClient.connect(inspectorUrl as string);
   try {
+    await inspector.liveMemory(); // a full collection first: the start's garbage is not the idle cost
     const idle = rssOf(server.pid);
     // Per session: from one working session (the gateway warmed up) to `sessions` more, each
     // with a call done; then they end, as a client ends one (DELETE), and the gateway stops each
@@ -198,8 +210,10 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
     const call = (client: Client, id: string) => client.callTool({ name: 'echo', arguments: { id } });
     clients.push(await connectClient(server.url, 'memory-0'));
     await call(clients[0] as Client, 's-0');
-    const oneSession = rssOf(server.pid);
+    // Each RSS read right after a full collection (liveMemory makes one): read before it, the
+    // garbage of the warm-up could be counted against one reading and not the other.
     const oneLive = await inspector.liveMemory();
+    const oneSession = rssOf(server.pid);
     let withSessions = 0;
     let openLive: LiveMemory | undefined;
     const endedLive: LiveMemory[] = [];
@@ -207,8 +221,8 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       for (let i = 1; i <= sessions; i++) clients.push(await connectClient(server.url, `memory-${i}`));
       await Promise.all(clients.map((client, i) => call(client, `s-${round}-${i}`)));
       if (round === 0) {
-        withSessions = rssOf(server.pid);
         openLive = await inspector.liveMemory();
+        withSessions = rssOf(server.pid);
       }
       for (const client of clients.splice(1)) {
         await (client.transport as StreamableHTTPClientTransport).terminateSession();
@@ -229,8 +243,7 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       `| gateway RSS idle (started, no session) | ${mib(idle)} MiB |`,
       `| gateway RSS with 1 session (one call done) | ${mib(oneSession)} MiB |`,
       `| gateway RSS with ${sessions + 1} sessions (one call each) | ${mib(withSessions)} MiB |`,
-      // RSS moves with V8's collections too: a per-session figure within their noise can come out negative.
-      `| gateway RSS per open session (the gateway process only; each stateful session also starts its own stdio upstream process) | ${mib((withSessions - oneSession) / sessions)} MiB |`,
+      `| gateway RSS per open session (the gateway process only; each stateful session also starts its own stdio upstream process) | ${rssPerSession(withSessions - oneSession, sessions)} |`,
       `| gateway live memory per open session (JS heap + external after a full GC, ${sessions} sessions with a call each) | ${kib((live(openLive as LiveMemory) - live(oneLive)) / sessions)} KiB |`,
       `| gateway live memory left per ended session (after a full GC; ${sessions * (SESSION_ROUNDS - 1)} sessions ended after the first ${sessions}) | ${kib(leftPerEnded)} KiB |`,
       ...receiptHeapPer10k(),

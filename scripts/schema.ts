@@ -1,6 +1,6 @@
 /** Writes schema/idem-config.schema.json from the config's zod schema (npm run schema). */
 import { writeFileSync } from 'node:fs';
-import { configJsonSchema } from '../src/gateway/config.js';
+import { configJsonSchema } from '../src/gateway/config/index.js';
 
 const path = new URL('../schema/idem-config.schema.json', import.meta.url);
 writeFileSync(

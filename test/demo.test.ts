@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +54,45 @@ describe.each(['gateway', 'library'] as const)('idem demo (via %s)', (via) => {
     }
     // Six charge scenarios and, via the gateway, three at a real sshd: over a minute on a loaded machine.
   }, 180_000);
+});
+
+describe('idem demo without a data directory', () => {
+  it('removes the temporary directory it made, and says so; --keep keeps it', {
+    timeout: 300_000,
+  }, async () => {
+    // The system temp dir as the demo sees it (os.tmpdir reads TMPDIR): one of its own, to count in.
+    const parent = mkdtempSync(join(tmpdir(), 'idem-demo-tmp-'));
+    const saved = { TMPDIR: process.env.TMPDIR, IDEM_DATA_DIR: process.env.IDEM_DATA_DIR };
+    process.env.TMPDIR = parent;
+    delete process.env.IDEM_DATA_DIR;
+    try {
+      const lines: string[] = [];
+      const run = (keep: boolean) =>
+        runDemo({
+          via: 'library',
+          keep,
+          out: (line) => lines.push(line),
+          sshdBinary: join(parent, 'no-sshd'),
+        });
+      const reports = await run(false);
+      expect(reports.charges.every((r) => r.ok)).toBe(true);
+      expect(readdirSync(parent)).toEqual([]);
+      expect(lines.at(-1)).toMatch(
+        /^removed .*idem-demo-\w+ \(--keep keeps it, --data-dir <dir> writes elsewhere\)$/,
+      );
+      await run(true);
+      const kept = readdirSync(parent);
+      expect(kept).toHaveLength(1);
+      expect(lines.at(-1)).toBe(
+        `kept ${join(parent, kept[0] as string)} (--keep): IDEM_DATA_DIR=${join(parent, kept[0] as string)} idem executions list`,
+      );
+    } finally {
+      for (const [name, value] of Object.entries(saved))
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('idem demo that fails', () => {

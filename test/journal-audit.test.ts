@@ -7,7 +7,7 @@ import { resolveContract, type ToolContract } from '../src/contracts/contract.js
 import { OutcomeUnknownError } from '../src/errors.js';
 import type { ToolCall } from '../src/executions/call.js';
 import { ExecutionEngine } from '../src/executions/engine.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/gateway/config/index.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { rebuildStates } from '../src/journal/rebuild.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { verifyFromFlags } from '../src/cli/audit.js';
 import { StoreRefusedError } from '../src/errors.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/gateway/config/index.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { signJournalHeads } from '../src/journal/head-signer.js';
 import { Idem } from '../src/library/idem.js';

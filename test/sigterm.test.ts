@@ -5,20 +5,24 @@
  * 503 with Retry-After for a new request or session, /readyz 503; stdio: IDEM_NOT_EXECUTED), lets
  * the call finish, records it, answers it, and exits 0. A grace (`shutdown_grace`) bounds the wait:
  * past it the gateway exits 1 and only what outlived it is left unfinished; a second signal exits
- * at once.
+ * at once. The same over the older HTTP+SSE transport (`--sse`): no new stream, no new call.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf, META } from '../src/executions/answers.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import { executionsOf, finishedOf } from './gateway/fixtures/counting-server.js';
 import { countingUpstream } from './support/counting-upstream.js';
-import { mcpClient, startGatewayProcess } from './support/gateway-process.js';
-import { idemCommand } from './support/idem-cli.js';
+import {
+  mcpClient,
+  startGatewayCli,
+  startGatewayProcess,
+  stdioIdemClient,
+} from './support/gateway-process.js';
 import { freshDir, removeTemporaries } from './support/temp-dirs.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -150,20 +154,10 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     const dataDir = freshDir('sigterm-stdio');
     const counts = freshDir('sigterm-stdio-counts');
     const upstream = countingUpstream(counts);
-    const cli = idemCommand(['gateway', '--', upstream.command, ...upstream.args]);
-    const transport = new StdioClientTransport({
-      command: cli.command,
-      args: cli.args,
-      cwd: cli.cwd,
-      env: { IDEM_DATA_DIR: dataDir },
-      stderr: 'pipe',
-    });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const client = new Client({ name: 'sigterm-stdio-agent', version: '1.0.0' });
-    await client.connect(transport);
+    const { client, transport, stderr } = await stdioIdemClient(
+      ['gateway', '--', upstream.command, ...upstream.args],
+      { name: 'sigterm-stdio-agent', env: { IDEM_DATA_DIR: dataDir } },
+    );
     const pid = transport.pid as number;
     let closed = false;
     client.onclose = () => {
@@ -178,7 +172,7 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     await vi.waitFor(() => expect(executionsOf(counts, 'slow')).toBe(1), PATIENTLY);
 
     process.kill(pid, 'SIGTERM');
-    await vi.waitFor(() => expect(stderr).toContain('SIGTERM: taking no new calls'), PATIENTLY);
+    await vi.waitFor(() => expect(stderr()).toContain('SIGTERM: taking no new calls'), PATIENTLY);
     const refused = await held(client, 'refused');
     expect(idemCodeOf(refused)).toBe('IDEM_NOT_EXECUTED');
     expect(executionsOf(counts, 'refused')).toBe(0);
@@ -191,6 +185,45 @@ describe('idem gateway on SIGTERM with a call in flight', { timeout: 120_000 }, 
     await vi.waitFor(() => expect(closed).toBe(true), PATIENTLY);
     const ref = answer._meta?.[META.executionId] as string;
     expect(await stateOf(dataDir, ref)).toEqual({ state: 'completed', delivered: true });
-    expect(stderr).not.toContain('unhandled rejection');
+    expect(stderr()).not.toContain('unhandled rejection');
+  });
+
+  it('HTTP+SSE (--sse): no new event stream and no new call (503), the call in flight answered on its stream, exit 0', async () => {
+    const counts = freshDir('sigterm-sse-counts');
+    const upstream = countingUpstream(counts);
+    const gateway = await startGatewayCli(
+      ['--listen', '127.0.0.1:0', '--sse', '--', upstream.command, ...upstream.args],
+      { env: { IDEM_DATA_DIR: freshDir('sigterm-sse') } },
+    );
+    cleanups.push(async () => {
+      writeFileSync(join(counts, 'hold-slow'), '');
+      await gateway.kill('SIGKILL');
+    });
+    const exited = new Promise<number | null>((resolve) =>
+      gateway.child.once('exit', (code) => resolve(code)),
+    );
+    const sse = new URL('sse', gateway.url);
+    const client = new Client({ name: 'old-sse-agent', version: '1' });
+    await client.connect(new SSEClientTransport(sse));
+    cleanups.push(() => client.close());
+    const call = held(client, 'slow');
+    call.catch(() => {});
+    await vi.waitFor(() => expect(executionsOf(counts, 'slow')).toBe(1), PATIENTLY);
+
+    gateway.child.kill('SIGTERM');
+    await vi.waitFor(() => expect(gateway.stderr()).toContain('SIGTERM: taking no new calls'), PATIENTLY);
+    const opening = await fetch(sse, { headers: { accept: 'text/event-stream' } });
+    expect(opening.status).toBe(503);
+    await opening.body?.cancel();
+    await expect(held(client, 'refused')).rejects.toThrow(/503|shutting down/);
+    expect(executionsOf(counts, 'refused')).toBe(0);
+
+    expect(gateway.child.exitCode).toBeNull();
+    writeFileSync(join(counts, 'hold-slow'), '');
+    const answer = await call;
+    expect(answer.isError).toBeFalsy();
+    expect(answer.structuredContent).toEqual({ key: 'slow', value: 1 });
+    expect(await exited).toBe(0);
+    expect(executionsOf(counts, 'slow')).toBe(1);
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreRefusedError } from '../src/errors.js';
-import { GatewayConfigSchema } from '../src/gateway/config.js';
+import { GatewayConfigSchema } from '../src/gateway/config/index.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
 import { readExecutions } from './gateway/fixtures/counting-server.js';

@@ -1,5 +1,5 @@
 /** docs/reference/config.md: every key of the gateway's config, read off its JSON Schema. */
-import { configJsonSchema } from '../../src/gateway/config.js';
+import { configJsonSchema } from '../../src/gateway/config/index.js';
 import { code, generatedHeading, table } from './markdown.js';
 import { type FieldRow, type JsonSchema, keyRows, type WalkOptions } from './schema-fields.js';
 

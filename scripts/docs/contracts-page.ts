@@ -1,5 +1,5 @@
 /** docs/reference/contracts.md: the fields of a tool contract, read off the config's JSON Schema. */
-import { configJsonSchema } from '../../src/gateway/config.js';
+import { configJsonSchema } from '../../src/gateway/config/index.js';
 import { rowsTable } from './config-page.js';
 import { generatedHeading } from './markdown.js';
 import { fieldRows, type JsonSchema } from './schema-fields.js';

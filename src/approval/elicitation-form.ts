@@ -3,7 +3,7 @@ import { type ApprovalView, approvalMessage } from './view.js';
 
 /**
  * Approval by the client's human, as an MCP elicitation form: asked by the gateway's elicitation
- * approver while a call waits (gateway/elicitation.ts), or as a task's input request answered
+ * approver while a call waits (gateway/sessions/elicitation.ts), or as a task's input request answered
  * with `tasks/update` (executions/task-approval.ts). One form, one reading of its answer.
  */
 

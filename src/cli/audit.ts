@@ -4,7 +4,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { idemEnvironment } from '../environment.js';
 import { messageOf } from '../errors.js';
-import { loadConfig } from '../gateway/config.js';
+import { loadConfig } from '../gateway/config/index.js';
 import { resolveDataDir } from '../identity/data-dir.js';
 import { JOURNAL_STREAMS, type JournalStream } from '../journal/events.js';
 import {

@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors.js';
-import { type GatewayConfig, GatewayConfigSchema } from '../gateway/config.js';
+import { type GatewayConfig, GatewayConfigSchema } from '../gateway/config/index.js';
 
 /**
  * The config of `idem gateway --config FILE -- <command or URL>`: what is

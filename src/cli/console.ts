@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
-import { loadConfig } from '../gateway/config.js';
-import { splitHostPort } from '../gateway/config-operator.js';
-import { isLoopbackHost } from '../gateway/exposure.js';
+import { isLoopbackHost, loadConfig, splitHostPort } from '../gateway/config/index.js';
 import { verifyFromFlags } from './audit.js';
 import { locateStore, openLocatedStore, type StoreFlags, storeOptions } from './store-access.js';
 

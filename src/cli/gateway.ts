@@ -2,10 +2,10 @@ import type { Command } from 'commander';
 import { loadOperatorToken } from '../console/auth.js';
 import { durationMs } from '../contracts/duration.js';
 import { ConfigError } from '../errors.js';
-import { type GatewayConfig, GatewayConfigSchema, loadConfig } from '../gateway/config.js';
-import { splitHostPort } from '../gateway/config-operator.js';
+import { ToolOverrides } from '../gateway/catalog/index.js';
+import { type GatewayConfig, splitHostPort } from '../gateway/config/index.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { ToolOverrides } from '../gateway/tool-overrides.js';
+import { unstartableReason } from '../gateway/upstreams/command-check.js';
 import { serveMetrics } from '../metrics/serve.js';
 import {
   createLog,
@@ -16,31 +16,16 @@ import {
   type LogLevel,
 } from '../support/log.js';
 import { verifyFromFlags } from './audit.js';
-import { withCommandUpstream } from './command-upstream.js';
 import { plainHttpWarning } from './console.js';
+import { API_KEY_ACTOR, buildConfig, type GatewayFlags } from './gateway-config.js';
 import { stopGracefully } from './gateway-shutdown.js';
-import { commandUpstreamName, urlUpstreamName } from './upstream-name.js';
-
-interface GatewayFlags {
-  config?: string;
-  readOnly?: string[];
-  tool?: string[];
-  listen?: string;
-  port?: string;
-  stateless?: boolean;
-  header?: string[];
-  stdio?: boolean;
-  allowUnauthenticated?: boolean;
-  logLevel?: string;
-  logFormat?: string;
-}
 
 /** `idem gateway [--config idem.yaml] [--listen host:port] [-- command args…]` */
 export function registerGatewayCommand(program: Command, version: string): void {
   program
     .command('gateway')
     .description(
-      'Run the MCP gateway. Zero config: `idem gateway -- <command> [args…]` wraps one stdio MCP server and serves it on stdio.',
+      'Run the MCP gateway. Zero config: `idem gateway -- <command> [args…]` wraps one stdio MCP server and serves it on stdio. A flag that names a config key (in parentheses) sets that key, checked as the key is, and wins over the file; only --api-key and --api-key-env are refused beside a config with auth:.',
     )
     .option(
       '-c, --config <file>',
@@ -58,9 +43,29 @@ export function registerGatewayCommand(program: Command, version: string): void 
       collect,
       [],
     )
-    .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (path /mcp)')
+    .option('-l, --listen <host:port>', 'serve Streamable HTTP on this address (listen.http.host and port)')
     .option('-p, --port <port>', 'serve Streamable HTTP on 127.0.0.1:<port> (--listen 127.0.0.1:<port>)')
+    .option('--path <path>', 'the MCP endpoint of the HTTP front (listen.http.path; default /mcp)')
     .option('--stateless', 'serve HTTP without sessions: every POST stands alone (listen.http.stateless)')
+    .option(
+      '--sse',
+      'also serve clients of the older HTTP+SSE transport: GET /sse, POST /messages (listen.http.sse)',
+    )
+    .option(
+      '--cors <origins>',
+      'browser origins allowed to call the HTTP front, with CORS, as comma-separated scheme://host[:port] (listen.http.allowed_origins; no "*"); repeatable',
+      collect,
+    )
+    .option(
+      '--api-key-env <name>',
+      `require "Authorization: Bearer <key>" on the HTTP front, the key read from this environment variable (auth.bearer token_env; actor ${API_KEY_ACTOR})`,
+    )
+    .option(
+      '--api-key <key>',
+      'the same with the key itself; prefer --api-key-env: a key on the command line shows in ps and in shell history',
+    )
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate chain (listen.http.tls.cert_file)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert (listen.http.tls.key_file)')
     .option(
       '-H, --header <name: value>',
       `a header sent to the HTTP upstream given after -- (repeatable); '\${NAME}' is taken from the environment, keeping a secret out of the command line`,
@@ -73,7 +78,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
     )
     .argument(
       '[command...]',
-      'after --: an upstream MCP server command, or the URL of a Streamable HTTP MCP server (http:// or https://)',
+      'after --: an upstream MCP server command, or the URL of an HTTP MCP server (http:// or https://; Streamable HTTP, or the /sse of an HTTP+SSE server, found out when it refuses the POST)',
     )
     .option(
       '--log-level <level>',
@@ -96,11 +101,29 @@ export function registerGatewayCommand(program: Command, version: string): void 
       let stop = async (_code: number) => {};
       const gateway = await Gateway.start(config, {
         version,
-        // The config names a tool nobody publishes (the logger has said which): the gateway must not go on serving.
-        onConfigFault: () => void stop(2),
+        // The config or a flag names a tool nobody publishes (the logger has said which); no tool runs from now on.
+        // Over stdio its one client was told in the answer that found it: the gateway exits. An HTTP front stays
+        // up and answers every client the same error at once, /readyz not ready, rather than die on its first one.
+        onConfigFault: () => {
+          if (!config.listen?.http) {
+            void stop(2);
+            return;
+          }
+          log.error(
+            'the HTTP front stays up, answering every client with this error and /readyz not ready: fix the config or the flags and restart the gateway',
+          );
+        },
         toolOverrides,
         logger: log,
       });
+      // Said at start, not at the first client: a command that is not there will not be there then either.
+      for (const spec of gateway.upstreams) {
+        const why = unstartableReason(spec);
+        if (why)
+          log.error(
+            `upstream ${spec.name} cannot be started: ${why}; clients get an error for it, and /readyz says not ready, until it can be`,
+          );
+      }
       let closeOperatorListeners = async () => {};
       stop = async (code: number) => {
         await closeOperatorListeners();
@@ -121,6 +144,7 @@ export function registerGatewayCommand(program: Command, version: string): void 
           throw error;
         });
         announce(`Streamable HTTP on ${http.url}`);
+        if (config.listen.http.sse) announce(`HTTP+SSE on ${new URL('sse', http.url).href} (and /messages)`);
       }
       closeOperatorListeners = await serveOperatorListeners(gateway, config, flags, announce);
       if (config.listen?.stdio ?? !config.listen?.http) {
@@ -159,98 +183,7 @@ function logFor(
   };
 }
 
-/** The config the flags describe: --config's file, or one upstream after --, with the flags on top. */
-export function buildConfig(command: string[], flags: GatewayFlags): GatewayConfig {
-  let config: GatewayConfig;
-  if (flags.config) {
-    config = loadConfig(flags.config);
-    // The command (or URL) after -- joins the config's upstreams: tune a zero-config server with a file.
-    if (command.length > 0)
-      config = withCommandUpstream(config, commandLineUpstream(command, flags.header ?? []));
-    else if (flags.header)
-      throw new ConfigError(
-        '--header is for an HTTP upstream after --; in a config file, set upstreams.<name>.headers',
-      );
-  } else {
-    config = GatewayConfigSchema.parse({ upstreams: commandLineUpstream(command, flags.header ?? []) });
-  }
-  if (flags.listen && flags.port) throw new ConfigError('give either --listen or --port, not both');
-  const listen = flags.listen ?? (flags.port ? `127.0.0.1:${flags.port}` : undefined);
-  if (listen) {
-    const match = /^(.*):(\d+)$/.exec(listen);
-    if (!match)
-      throw new ConfigError(
-        flags.port
-          ? `--port ${flags.port}: expected a port number, e.g. 8787`
-          : `--listen ${listen}: expected host:port, e.g. 127.0.0.1:8787`,
-      );
-    const host = (match[1] as string).replace(/^\[|\]$/g, '');
-    config.listen = {
-      ...config.listen,
-      http: {
-        path: '/mcp',
-        stateless: false,
-        allow_unauthenticated: false,
-        ...config.listen?.http,
-        host,
-        port: Number(match[2]),
-      },
-    };
-  }
-  // With HTTP on, stdio is served only when asked for (here, or listen.stdio in the config).
-  if (config.listen?.http) config.listen.stdio = flags.stdio ?? config.listen.stdio ?? false;
-  else if (flags.stdio) config.listen = { ...config.listen, stdio: true };
-  if (flags.stateless) {
-    if (!config.listen?.http)
-      throw new ConfigError(
-        '--stateless is for the HTTP front: give --listen or --port too (or listen.http in the config)',
-      );
-    config.listen.http.stateless = true;
-  }
-  if (flags.allowUnauthenticated && config.listen?.http) config.listen.http.allow_unauthenticated = true;
-  return config;
-}
-
-/** The one upstream named after --: a Streamable HTTP server for a URL, else a stdio command. */
-function commandLineUpstream(command: string[], headerFlags: string[]): GatewayConfig['upstreams'] {
-  const [cmd, ...args] = command;
-  if (!cmd)
-    throw new ConfigError(
-      'nothing to serve: give --config idem.yaml, or a command or URL after -- (idem gateway -- npx some-mcp-server, idem gateway -- https://host/mcp)',
-    );
-  if (/^https?:\/\//i.test(cmd)) {
-    if (args.length > 0)
-      throw new ConfigError(`after the URL ${cmd}: nothing else may follow (got ${args.join(' ')})`);
-    let url: URL;
-    try {
-      url = new URL(cmd);
-    } catch {
-      throw new ConfigError(`${cmd} is not a valid URL`);
-    }
-    const headers = Object.fromEntries(headerFlags.map(parseHeaderFlag));
-    return {
-      [urlUpstreamName(url)]: { url: url.href, ...(headerFlags.length > 0 ? { headers } : {}) },
-    };
-  }
-  if (headerFlags.length > 0)
-    throw new ConfigError(
-      '--header is for an HTTP upstream: give its URL after -- (idem gateway -H "Name: value" -- https://host/mcp)',
-    );
-  // Started by a client with its `env` block: what it inherits is its configuration, and names it.
-  return { [commandUpstreamName(cmd, args)]: { command: cmd, args, identity_env: 'inherited' } };
-}
-
-/** `Name: value` (curl's form) → [name, value]. */
-function parseHeaderFlag(flag: string): [string, string] {
-  const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):\s*(.*)$/.exec(flag);
-  if (!match)
-    throw new ConfigError(
-      `--header ${flag}: expected "Name: value", e.g. --header 'Authorization: Bearer \${API_TOKEN}'`,
-    );
-  return [match[1] as string, (match[2] as string).trim()];
-}
-
-function collect(value: string, previous: string[]): string[] {
+function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 

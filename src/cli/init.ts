@@ -47,7 +47,7 @@ export function registerInitCommand(program: Command, version: string): void {
       // Loaded on use: the SDK client and the guesses are only this command's.
       const [{ listServerTools }, { draftConfig }] = await Promise.all([
         import('./list-server-tools.js'),
-        import('../gateway/config-draft.js'),
+        import('../gateway/config/index.js'),
       ]);
       const tools = await listServerTools(cmd, args, version).catch((error: unknown) => {
         throw new CommandExit(`could not list the tools of ${cmd}: ${messageOf(error)}`, EXIT.failed);
@@ -62,8 +62,8 @@ export function registerInitCommand(program: Command, version: string): void {
 
 /** `idem init --openapi <file>`: the document imported as the gateway would, written as a config to confirm. */
 async function initFromOpenApi(source: string, flags: InitFlags): Promise<void> {
-  const [{ GatewayConfigSchema }, { importHttpTools, openApiDraft }] = await Promise.all([
-    import('../gateway/config.js'),
+  const [{ GatewayConfigSchema }, { importHttpTools, LARGE_IMPORT, openApiDraft }] = await Promise.all([
+    import('../gateway/config/index.js'),
     import('../gateway/openapi/index.js'),
   ]);
   const isUrl = /^https?:\/\//i.test(source);
@@ -83,6 +83,10 @@ async function initFromOpenApi(source: string, flags: InitFlags): Promise<void> 
     imported,
   );
   writeFileSync(flags.output, text, { flag: flags.force ? 'w' : 'wx' });
+  if (imported.tools.length > LARGE_IMPORT)
+    process.stderr.write(
+      `idem init: ${imported.tools.length} operations is a lot for an agent (each is in every tools/list, and compiled at start): select the ones it needs with include: — ${flags.output} lists the document's tags to choose from\n`,
+    );
   process.stdout.write(
     `wrote ${flags.output}: ${imported.tools.length} operation${imported.tools.length === 1 ? '' : 's'} as HTTP tools, each with a suggested contract to confirm, ${imported.skipped.length} skipped (listed in the file). Then: idem lint --config ${flags.output}; idem gateway --config ${flags.output}\n`,
   );

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { messageOf } from '../errors.js';
-import { loadConfig } from '../gateway/config.js';
+import { loadConfig } from '../gateway/config/index.js';
 import { CHECK_EXIT, CommandExit } from './exit-codes.js';
 import { printJson } from './format.js';
 

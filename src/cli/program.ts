@@ -6,6 +6,7 @@ import { registerExecutionCommands } from './executions.js';
 import { registerGatewayCommand } from './gateway.js';
 import { registerInitCommand } from './init.js';
 import { registerLintCommand } from './lint.js';
+import { registerProbeCommand } from './probe.js';
 import { registerSessionCommands } from './sessions.js';
 import { registerStoreCommands } from './store.js';
 import { registerSweepCommand } from './sweep.js';
@@ -30,16 +31,21 @@ export function buildProgram(version: string, onCommanderError: (error: Commande
     .description(
       'Run the charge_card demo through idem gateway on the embedded SQLite store, then the SSH action tool scenarios at a throwaway loopback sshd (skipped, said in one line, without openssh-server); exits 0 only if every count is right',
     )
-    .option('--data-dir <dir>', 'data directory (default: IDEM_DATA_DIR, else a fresh temporary directory)')
+    .option(
+      '--data-dir <dir>',
+      'data directory, kept (default: IDEM_DATA_DIR, else a fresh temporary directory, removed at the end)',
+    )
+    .option('--keep', 'keep the temporary data directory (its path is printed) to look at the executions')
     .option(
       '--library',
       'the agent talks to the example server directly (Idem inside it) instead of through idem gateway',
     )
-    .action(async (options: { dataDir?: string; library?: boolean }) => {
+    .action(async (options: { dataDir?: string; library?: boolean; keep?: boolean }) => {
       // Loaded on use: the demo's module graph (gateway, SSH, HTTP) is the heaviest of all commands.
       const { runDemo } = await import('../demo/demo.js');
       const reports = await runDemo({
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+        ...(options.keep ? { keep: true } : {}),
         via: options.library ? 'library' : 'gateway',
       });
       process.exitCode = [...reports.charges, ...reports.ssh].every((r) => r.ok) ? 0 : 1;
@@ -55,5 +61,6 @@ export function buildProgram(version: string, onCommanderError: (error: Commande
   registerSweepCommand(program);
   registerStoreCommands(program);
   registerConsoleCommand(program);
+  registerProbeCommand(program);
   return program;
 }

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { SQLITE_STORE_FILE } from '../defaults.js';
 import { idemEnvironment } from '../environment.js';
-import { loadConfig } from '../gateway/config.js';
+import { loadConfig } from '../gateway/config/index.js';
 import { dataDirPath } from '../identity/data-dir.js';
 import { openStore } from '../store/index.js';
 import type { ExecutionStore } from '../store/types.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { idemEnvironment } from '../environment.js';
 import { StoreRefusedError } from '../errors.js';
-import { loadConfig } from '../gateway/config.js';
+import { loadConfig } from '../gateway/config/index.js';
 import { signJournalHeads } from '../journal/head-signer.js';
 import { SIGNED_HEAD_FILE } from '../journal/signing.js';
 import { journalEvidence, refuseEmptyJournal } from '../store/lost-store.js';

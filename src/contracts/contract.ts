@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CONTRACT_DEFAULTS } from '../defaults.js';
 import type { ArgumentRules } from '../identity/argument-rules.js';
 import type { JsonValue } from '../identity/canonical.js';
-import { durationMs, writtenDuration as written } from './duration.js';
+import { DurationSchema, durationMs, writtenDuration as written } from './duration.js';
 
 /**
  * How a lost response is recovered for one tool (docs/contracts.md).
@@ -51,7 +51,7 @@ export type AfterFailure = (typeof AFTER_FAILURE)[number];
 export const JSONRPC_ERRORS = ['unknown', 'failed'] as const;
 export type JsonRpcErrors = (typeof JSONRPC_ERRORS)[number];
 
-const duration = z.union([z.string(), z.number().nonnegative()]);
+const duration = DurationSchema;
 const path = z.string().min(1);
 /** The descriptions below state each default from CONTRACT_DEFAULTS, as a user writes it back. */
 const DEFAULTS = CONTRACT_DEFAULTS;

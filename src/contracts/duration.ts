@@ -1,7 +1,11 @@
 import ms from 'ms';
+import { z } from 'zod';
 
 /** `"15m"`, `"2s"`, `"48h"` or a number of milliseconds. */
 export type Duration = string | number;
+
+/** A duration as a config or a contract writes it: `"30s"`, `"15m"`, `"48h"`, or a number of milliseconds. */
+export const DurationSchema = z.union([z.string(), z.number().nonnegative()]);
 
 /** A duration as a user writes it back into a config: "48h", "15m", "30s" (a whole unit when there is one). */
 export function writtenDuration(ms: number): string {

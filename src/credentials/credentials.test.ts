@@ -1,12 +1,12 @@
-import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { freshDir } from '../../test/support/temp-dirs.js';
 import { CredentialError } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
 import { Credentials } from './index.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'idem-cred-'));
+const dir = freshDir('cred');
 function secretFile(name: string, content: string, mode: number): string {
   const path = join(dir, name);
   writeFileSync(path, content);

@@ -1,19 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { idemEnvironment } from '../environment.js';
 import { idemCodeOf } from '../executions/answers.js';
-import { GatewayConfigSchema } from '../gateway/config.js';
+import { GatewayConfigSchema } from '../gateway/config/index.js';
 import { Gateway } from '../gateway/gateway.js';
-import { resolveDataDir } from '../identity/data-dir.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';
 import { connect, pollStatus, refOf, summarize } from './agent.js';
 import { createChargeCardServer, QUICK_TIMEOUT } from './charge-card-server.js';
+import { demoDataDir } from './data-dir.js';
 import { PaymentProcessor } from './processor.js';
 import { runSshScenarios, type SshScenarioReport } from './ssh-demo.js';
 import { upstreamCommand } from './upstream-command.js';
@@ -28,7 +26,10 @@ export interface ScenarioReport {
 }
 
 export interface DemoOptions {
+  /** Where the store and keys go (created); kept. Default: IDEM_DATA_DIR, else a temporary directory removed at the end. */
   dataDir?: string;
+  /** Keep that temporary directory (its path is said at the end). */
+  keep?: boolean;
   out?: (line: string) => void;
   /**
    * `gateway` (default): the example server is a stdio upstream behind `idem gateway`,
@@ -169,20 +170,17 @@ const CARD = '4242424242424242';
  * scenario; every count must be right.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
-  const dataDir = demoDataDir(options.dataDir);
+  const { dataDir, done } = demoDataDir(options.dataDir, options.keep);
+  const out = options.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const processor = new PaymentProcessor();
-  const processorUrl = await processor.start();
   // Whatever fails, the processor's server goes: left listening, it would keep the process alive.
   try {
-    return await runScenarios(processor, processorUrl, dataDir, options);
+    const processorUrl = await processor.start();
+    return await runScenarios(processor, processorUrl, dataDir, { ...options, out });
   } finally {
     await processor.stop();
+    done(out);
   }
-}
-
-/** `--data-dir` or IDEM_DATA_DIR, created (0700) like every command creates it; else a fresh temporary one. */
-function demoDataDir(named = idemEnvironment().dataDir): string {
-  return named ? resolveDataDir(named) : mkdtempSync(join(tmpdir(), 'idem-demo-'));
 }
 
 async function runScenarios(

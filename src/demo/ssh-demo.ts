@@ -5,7 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { MissingPackageError } from '../errors.js';
 import { idemCodeOf } from '../executions/answers.js';
-import { GatewayConfigSchema } from '../gateway/config.js';
+import { GatewayConfigSchema } from '../gateway/config/index.js';
 import { Gateway } from '../gateway/gateway.js';
 import { serveStreamableHttp } from '../library/http.js';
 import { Idem } from '../library/idem.js';

@@ -16,6 +16,8 @@ export interface Readiness {
   ready: boolean;
   store: 'ok' | 'unreachable';
   upstreams: { configured: number; down: number };
+  /** The config (or a flag) names a tool that is not published: no tool runs until it is fixed and the gateway restarted. */
+  config?: 'invalid';
   /** Shutting down: no new calls are taken (set by the front, never by the store or upstreams). */
   draining?: true;
 }

@@ -37,6 +37,11 @@ export interface HttpFrontOptions {
   path?: string;
   /** No sessions: every POST stands alone (ids have no session scope). */
   stateless?: boolean;
+  /**
+   * Also serve the 2024-11-05 HTTP+SSE transport beside `path` (legacy-sse.ts): GET `sse` opens a
+   * session's stream, POST `messages?sessionId=…` delivers its messages. Default off.
+   */
+  sse?: boolean;
   /** Host header values accepted (DNS-rebinding protection). Default: the listen address and localhost. */
   allowedHosts?: string[];
   /**
@@ -44,6 +49,8 @@ export interface HttpFrontOptions {
    * allowed hosts (http/https). When set, these origins also get CORS (cors.ts).
    */
   allowedOrigins?: string[];
+  /** Serve HTTPS with this certificate chain and key (PEM); undefined = plain HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   /** Static bearer and/or OAuth (src/front/auth): undefined = no auth required. */
   auth?: FrontAuth;
   /**

@@ -1,20 +1,16 @@
 // The HTTP front's request handler is one ordered list of checks (path, Host/Origin, auth, session
 // ownership, body, revision, receipts) that reads best top to bottom; its options are in
 // http-options.ts, and what each check needs beyond a few lines lives beside it (auth/,
-// request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies, request-body).
+// post-checks, request-per-post, session-post-refusals, idle-sessions, session-table, event-store, replies,
+// request-body; legacy-sse for the 2024-11-05 HTTP+SSE transport beside it).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import {
-  isInitializeRequest,
-  type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isRequest } from '../protocol/message-kind.js';
 import type { AdmittingTransport } from '../receipts/receipt-transport.js';
-import type { AuthRefusal } from './auth/index.js';
 import { BoundedEventStore } from './event-store.js';
 import { answerProbe, READY, type Readiness } from './health.js';
 import { defaultAllowedHosts, hostOriginRefusal, originsOf } from './host-origin.js';
@@ -25,9 +21,17 @@ import {
   type ServedHttp,
 } from './http-options.js';
 import { idleSweepIntervalMs, idleTimeouts } from './idle-sessions.js';
+import {
+  type LegacySseFront,
+  type LegacySseRoute,
+  legacySsePaths,
+  type SseSession,
+  serveLegacySse,
+} from './legacy-sse.js';
 import { NodeStreamableTransport } from './node-streamable.js';
+import { checkedBody, ownerOf, type PostChecks, refuseAuth, requestsBeyondHandshake } from './post-checks.js';
 import { rpcError, sendJson } from './replies.js';
-import { readJsonBody, refuse } from './request-body.js';
+import { refuse } from './request-body.js';
 import { classifyEra, serveModernRequest } from './request-per-post.js';
 import { legacyRefusal } from './session-post-refusals.js';
 import {
@@ -44,6 +48,9 @@ interface Session extends TableSession {
   owner: string;
 }
 
+/** What every session of the front has, whichever its transport. */
+type SessionBase = Omit<Session, 'http'>;
+
 /**
  * MCP over Streamable HTTP, with what a public-facing front needs around the
  * SDK transport: Host/Origin checks, bearer auth, body limits (request-body.ts), sessions with
@@ -57,13 +64,13 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...options.timeouts };
   const idle = idleTimeouts(options.sessionIdleTimeoutMs, options.unusedSessionTimeoutMs);
   const clock = options.clock ?? Date.now;
-  const sessions = new SessionTable<Session>({
+  const sessions = new SessionTable<Session | SseSession>({
     caps: { ...DEFAULT_SESSION_CAPS, ...options.sessionCaps },
     idle,
     clock,
     ...(options.onSessionClosed
       ? {
-          onClosed: (s: Session, reason: SessionCloseReason) =>
+          onClosed: (s: Session | SseSession, reason: SessionCloseReason) =>
             options.onSessionClosed?.({ actor: s.actor, reason }),
         }
       : {}),
@@ -81,6 +88,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   const cors = options.allowedOrigins
     ? (await import('./cors.js')).corsFor(options.allowedOrigins)
     : undefined;
+  const ssePaths = options.sse ? legacySsePaths(path) : undefined;
 
   /** A session for this request; `admitted` when the caps already count it (an initialize). */
   const openSession = async (owner: string, admitted?: Session): Promise<Session> => {
@@ -115,14 +123,15 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     return session;
   };
 
-  const newSession = (owner: string, actor: string): Session => {
-    const session = { lastSeen: clock(), busy: 0, used: false, owner, actor } as Session;
+  const newSession = (owner: string, actor: string): Session => newSessionBase(owner, actor) as Session;
+  const newSessionBase = (owner: string, actor: string): SessionBase => {
+    const session = { lastSeen: clock(), busy: 0, used: false, owner, actor } as SessionBase;
     session.close = () => void session.receipts?.close().catch(() => {});
     return session;
   };
 
   /** The session is busy until this response ends (a GET stream: until the client leaves). */
-  const busyUntilDone = (session: Session, res: ServerResponse) => {
+  const busyUntilDone = (session: Session | SseSession, res: ServerResponse) => {
     session.busy++;
     res.once('close', () => {
       session.busy--;
@@ -142,7 +151,9 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (pathname !== path && (await answerProbe(req.method, pathname, res, readiness))) return;
+    const legacy = legacyRouteOf(pathname, ssePaths);
+    const served = pathname === path || legacy !== undefined;
+    if (!served && (await answerProbe(req.method, pathname, res, readiness))) return;
     const metadata = req.method === 'GET' ? options.auth?.wellKnown(pathname, frontUrl) : undefined;
     if (metadata !== undefined) {
       // Public by design (RFC 9728): clients in browsers read it from other origins.
@@ -150,7 +161,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       sendJson(res, 200, metadata);
       return;
     }
-    if (pathname !== path) {
+    if (!served) {
       refuse(req, res, 404, undefined);
       return;
     }
@@ -171,9 +182,14 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       req.auth = authentication.auth;
     }
     const owner = ownerOf(req.auth);
+    if (legacy && legacySse) {
+      await serveLegacySse(legacy, req, res, owner, legacySse);
+      return;
+    }
     const sessionId = req.headers['mcp-session-id'];
-    const existing =
-      !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    const found = !options.stateless && typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    // An HTTP+SSE session's id is no Streamable HTTP session's.
+    const existing = found && 'http' in found ? found : undefined;
     // Another actor's session does not exist for this caller (same answer as an unknown id).
     if (
       !options.stateless &&
@@ -197,25 +213,8 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
       await existing.http.serve(req, res);
       return;
     }
-    const body = await readJsonBody(req, res);
+    const body = await checkedBody(req, res, postChecks(true));
     if (body === undefined) return;
-    // JSON that is not a JSON-RPC message is an Invalid Request (-32600), not a Parse error (the SDK's answer).
-    const invalid = invalidRequest(body);
-    if (invalid) {
-      sendJson(res, 400, invalid);
-      return;
-    }
-    if (draining && carriesRequest(body)) {
-      res.setHeader('retry-after', '1');
-      sendJson(res, 503, shuttingDown(body));
-      return;
-    }
-    const forbidden =
-      req.auth && options.auth?.authorize(req.auth, Array.isArray(body) ? body : [body], frontUrl);
-    if (forbidden) {
-      refuseAuth(req, res, forbidden);
-      return;
-    }
     // Which revision the request speaks decides everything after: 2026-07-28 has no sessions.
     const era = classifyEra(req, body);
     if (era.kind === 'reject') {
@@ -272,6 +271,27 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     else if (!existing) await discardUnlessInitialized(session);
   };
 
+  /** What every POST is checked for (post-checks.ts), as of now. */
+  const postChecks = (batches: boolean): PostChecks => ({
+    draining,
+    auth: options.auth,
+    frontUrl,
+    batches,
+  });
+
+  /** The 2024-11-05 HTTP+SSE transport, when served: its sessions in the same table, counted by the same caps. */
+  const legacySse: LegacySseFront | undefined = ssePaths && {
+    paths: ssePaths,
+    sessions,
+    draining: () => draining,
+    postChecks: () => postChecks(false),
+    newSession: (owner, auth) => newSessionBase(owner, options.sessionActorOf?.(auth, undefined) ?? owner),
+    wrap: (transport) => options.wrap(transport),
+    attach: (transport) => options.attach(transport),
+    busyUntilDone: (session, res) => busyUntilDone(session, res),
+    endWhenTokenExpires: (req, res) => endWhenTokenExpires(req, res),
+  };
+
   // A GET stream is opened once and then only written to: without this, a token that expired (or
   // was not renewed) would go on receiving the session's messages for as long as the client
   // stays connected. At expiry the stream ends; the client opens it again with a fresh token
@@ -291,22 +311,23 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
     await session.receipts.close().catch(() => {});
   };
 
-  const server: Server = createServer(
-    {
-      // Node refuses a headers timeout longer than the request's (0: no limit).
-      headersTimeout:
-        timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
-      requestTimeout: timeouts.requestMs,
-      // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
-      connectionsCheckingInterval: checkingInterval(timeouts),
-    },
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
-        else res.end();
-      });
-    },
-  );
+  const serverOptions = {
+    // Node refuses a headers timeout longer than the request's (0: no limit).
+    headersTimeout:
+      timeouts.requestMs > 0 ? Math.min(timeouts.headersMs, timeouts.requestMs) : timeouts.headersMs,
+    requestTimeout: timeouts.requestMs,
+    // Node checks the two above on this interval (default 30 s): short timeouts need it shorter.
+    connectionsCheckingInterval: checkingInterval(timeouts),
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, rpcError(-32603, String(error)));
+      else res.end();
+    });
+  };
+  const server: Server = options.tls
+    ? createHttpsServer({ ...serverOptions, ...options.tls }, onRequest)
+    : createServer(serverOptions, onRequest);
   server.keepAliveTimeout = timeouts.idleMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -314,7 +335,7 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   });
   const { port } = server.address() as AddressInfo;
   allowedHosts ??= new Set(defaultAllowedHosts(host, port));
-  frontUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
+  frontUrl = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
   return {
     url: frontUrl,
     server,
@@ -331,59 +352,18 @@ export async function serveHttpFront(options: HttpFrontOptions): Promise<ServedH
   };
 }
 
-/** Whether a POST body holds a request (a call, an initialize): what a front shutting down refuses. */
-function carriesRequest(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some((m) => isRequest(m as JSONRPCMessage));
-}
-
-/** A front shutting down answers a request: nothing of it ran, and it may be sent again (another instance, or after the restart). */
-function shuttingDown(body: unknown) {
-  const id = Array.isArray(body) ? undefined : (body as { id?: RequestId }).id;
-  return rpcError(
-    -32000,
-    'Service unavailable: this server is shutting down; nothing of this request was run. Send it again (the server restarts, or another instance answers).',
-    id ?? null,
-  );
-}
-
-/** Whether a POST body holds a request other than the handshake: the session is in use. */
-function requestsBeyondHandshake(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some(
-    (m) => isRequest(m as JSONRPCMessage) && (m as { method: string }).method !== 'initialize',
-  );
+/** Which path of the HTTP+SSE transport (legacy-sse.ts) this is, when the front serves it. */
+function legacyRouteOf(
+  pathname: string,
+  paths: Record<LegacySseRoute, string> | undefined,
+): LegacySseRoute | undefined {
+  if (paths?.stream === pathname) return 'stream';
+  if (paths?.messages === pathname) return 'messages';
+  return undefined;
 }
 
 /** A quarter of the shortest timeout set, between 25 ms and 1 s. */
 function checkingInterval(timeouts: HttpTimeouts): number {
   const set = [timeouts.headersMs, timeouts.requestMs].filter((ms) => ms > 0);
   return set.length === 0 ? 30_000 : Math.max(25, Math.min(1_000, Math.floor(Math.min(...set) / 4)));
-}
-
-/**
- * Who a request comes from, as far as the front can tell: the actor its token
- * names (one subject's new token still owns its sessions), '' without auth.
- */
-function ownerOf(auth: AuthInfo | undefined): string {
-  const actor = (auth?.extra as { actor?: unknown } | undefined)?.actor;
-  return auth ? `token:${typeof actor === 'string' ? actor : auth.clientId}` : '';
-}
-
-/** 401/403/503 from the auth, with its WWW-Authenticate challenge (and Retry-After for a 503 that knows when). */
-function refuseAuth(req: IncomingMessage, res: ServerResponse, refusal: AuthRefusal): void {
-  if (refusal.challenge) res.setHeader('www-authenticate', refusal.challenge);
-  if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
-  refuse(req, res, refusal.status, rpcError(refusal.status === 503 ? -32603 : -32001, refusal.message));
-}
-
-/** The JSON-RPC error for a body that is not a message or a non-empty batch of them; undefined if it is. */
-function invalidRequest(body: unknown) {
-  const messages: unknown[] = Array.isArray(body) ? body : [body];
-  // An empty batch is invalid too.
-  const bad =
-    messages.length === 0 ? 0 : messages.findIndex((m) => !JSONRPCMessageSchema.safeParse(m).success);
-  if (bad < 0) return undefined;
-  // The request's own id when it can be read (so the client can match the error), else null.
-  const id = (messages[bad] as { id?: unknown } | null | undefined)?.id;
-  const usable = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
-  return rpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message', usable ? (id as RequestId) : null);
 }

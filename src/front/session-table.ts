@@ -41,7 +41,8 @@ export type SessionCloseReason = 'idle' | 'evicted';
 /** A new session refused: every session under the cap it would exceed is in use right now. */
 export interface SessionsFull {
   status: 429 | 503;
-  reply(id: RequestId): ReturnType<typeof rpcError>;
+  /** The refusal, with the initialize's id (null: a request without one, an HTTP+SSE stream). */
+  reply(id: RequestId | null): ReturnType<typeof rpcError>;
 }
 
 /**

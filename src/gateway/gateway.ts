@@ -19,29 +19,34 @@ import { metricsObserver } from '../metrics/calls.js';
 import { type IdemMetrics, loadMetrics } from '../metrics/metrics.js';
 import { measuredStore } from '../metrics/store.js';
 import type { ProtocolEra } from '../protocol/revisions.js';
+import { logsDebug, TrafficLog, tapped } from '../protocol/traffic-log.js';
 import type { ReceiptBook } from '../receipts/receipt-book.js';
 import type { IdScope, ReceiptTransport } from '../receipts/receipt-transport.js';
 import { Runtime } from '../runtime/index.js';
 import type { ExecutionStore } from '../store/types.js';
 import type { Log } from '../support/log.js';
-import { checkedActionTools, closeActionTools } from './action-tools.js';
-import { CautiousDefaultNotices, ToolCatalog } from './catalog.js';
-import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
-import { receiptBookOptions } from './config-receipts.js';
-import { frontAuthOf, storeSpecOf } from './config-specs.js';
-import { httpListenOf } from './http-listen.js';
+import { checkedActionTools, closeActionTools } from './catalog/action-tools.js';
+import { CautiousDefaultNotices, ToolCatalog } from './catalog/catalog.js';
+import { declaredProbe } from './catalog/status-probe.js';
+import { ToolNameGuard } from './catalog/tool-names.js';
+import type { ToolOverrides } from './catalog/tool-overrides.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config/config.js';
+import { httpListenOf } from './config/http-listen.js';
+import { frontAuthOf, receiptBookOptions, storeSpecOf } from './config/specs.js';
 import { configWithImports } from './openapi/index.js';
-import { startPooledUpstreams } from './pooled-upstreams.js';
 import { closeShared, connectionsOf, readinessOf } from './readiness.js';
-import { ProxySession, type SessionContext, type SharedUpstreams, startSharedUpstreams } from './session.js';
+import { startPooledUpstreams } from './sessions/pooled-upstreams.js';
+import {
+  ProxySession,
+  type SessionContext,
+  type SharedUpstreams,
+  startSharedUpstreams,
+} from './sessions/session.js';
 import { type Drained, drainGateway } from './shutdown.js';
-import { declaredProbe } from './status-probe.js';
-import { taskFollowers } from './task-resume.js';
-import { ToolNameGuard } from './tool-names.js';
-import type { ToolOverrides } from './tool-overrides.js';
-import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstream-log.js';
-import { UpstreamSpares } from './upstream-spares.js';
-import { upstreamSpecsOf } from './upstream-specs.js';
+import { logSkippedLine, logUpstreamLifecycle, logUpstreamRestart } from './upstreams/log.js';
+import { UpstreamSpares } from './upstreams/spares.js';
+import { upstreamSpecsOf } from './upstreams/specs.js';
+import { taskFollowers } from './upstreams/task-followers.js';
 
 export interface GatewayOptions {
   version: string;
@@ -93,6 +98,8 @@ export class Gateway {
   /** The config's tool names, checked whenever an upstream's tools are listed; a fault stops every tool. */
   readonly #toolNames: ToolNameGuard;
   #http: ServedHttp | undefined;
+  /** `--log-level debug`: every message with a client or an upstream, one line each (protocol/traffic-log.ts). */
+  readonly #traffic: TrafficLog | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -106,6 +113,9 @@ export class Gateway {
     this.#runtime = runtime;
     this.#knownSecrets = runtime.knownSecrets;
     this.#log = runtime.log;
+    this.#traffic = logsDebug(options.logger)
+      ? new TrafficLog(this.#log, () => this.#knownSecrets.values())
+      : undefined;
     this.metrics = metrics;
     this.store = runtime.store;
     this.engine = runtime.engine;
@@ -119,6 +129,7 @@ export class Gateway {
         options.onConfigFault?.(error);
       },
     });
+    this.#toolNames.include(options.toolOverrides?.nameEntries() ?? []); // the command line's, by the same rule
     this.upstreams = upstreamSpecsOf(config, runtime.fingerprinter, this.#knownSecrets.values()); // identities, once
     this.#auth = frontAuthOf(config, options.clock);
   }
@@ -212,7 +223,7 @@ export class Gateway {
   /** Ready: the store answers, and no upstream is down in any live session or shared set (readiness.ts). */
   async readiness(): Promise<Readiness> {
     const connections = await connectionsOf(this.#sessions, this.#shared.values());
-    return readinessOf(this.store, connections, Object.keys(this.#config.upstreams).length);
+    return readinessOf(this.store, connections, this.upstreams, this.#toolNames.fault);
   }
 
   /** Shutting down: no new calls, and those under way finished and recorded within `graceMs` (shutdown.ts). */
@@ -244,7 +255,7 @@ export class Gateway {
   }
 
   #wrap(transport: Transport, idScope: IdScope): ReceiptTransport {
-    return this.#runtime.receiptTransport(transport, {
+    return this.#runtime.receiptTransport(tapped(transport, this.#traffic), {
       actorOf: defaultActorOf,
       idScope,
       // Reads pass straight through (docs/lifecycle.md, step 2): the status tool, and tools with a read-only contract.
@@ -314,6 +325,7 @@ export class Gateway {
       engine: this.engine,
       calls: this.#calls,
       upstreams,
+      ...(this.#traffic ? { traffic: this.#traffic } : {}),
       statusTool: this.#config.status_tool,
       actorOf: defaultActorOf,
       ...(this.#auth ? { scopesMissing: (auth, tool) => this.#auth?.scopesMissing(auth, tool) ?? [] } : {}),

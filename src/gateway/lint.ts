@@ -4,13 +4,13 @@ import type { ActionTool } from '../dispatch/channel.js';
 import { UpstreamConnection } from '../dispatch/mcp/index.js';
 import { ConfigError, CredentialError, messageOf } from '../errors.js';
 import { KnownSecrets } from '../identity/redaction.js';
-import { actionToolsOf } from './action-tools.js';
-import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog.js';
-import { type GatewayConfig, NAME_SEPARATOR } from './config.js';
-import { contractProblems } from './contract-check.js';
+import { actionToolsOf } from './catalog/action-tools.js';
+import { annotationMismatches, type CatalogEntry, settlingLine, ToolCatalog } from './catalog/catalog.js';
+import { contractProblems } from './catalog/contract-check.js';
+import { toolNameEntries, toolNameProblems } from './catalog/tool-names.js';
+import { type GatewayConfig, NAME_SEPARATOR } from './config/config.js';
 import { importHttpTools, type OpenApiImport } from './openapi/index.js';
-import { toolNameEntries, toolNameProblems } from './tool-names.js';
-import { upstreamSpecsOf } from './upstream-specs.js';
+import { upstreamSpecsOf } from './upstreams/specs.js';
 
 export interface LintFinding {
   tool: string;

@@ -1,17 +1,21 @@
 import { STORE_ANSWER_MS } from '../defaults.js';
-import type { UpstreamConnection } from '../dispatch/mcp/index.js';
+import type { UpstreamConnection, UpstreamSpec } from '../dispatch/mcp/index.js';
 import type { Readiness } from '../front/health.js';
 import type { ExecutionStore } from '../store/types.js';
+import { unstartableReason } from './upstreams/command-check.js';
 
 /**
- * Ready: the store answers a read (within 2 s), and none of the upstream
- * connections given is down (being restarted). An upstream nobody has started
- * yet is not down: it starts with the session that needs it.
+ * Ready: a client can be served. The store answers a read (within 2 s); none
+ * of the upstream connections given is down (being restarted); no stdio
+ * upstream's command is missing (a spawn would fail: command-check.ts), though
+ * nobody started it yet; and the config's tool names have not stopped every
+ * tool (`configFault`, tool-names.ts).
  */
 export async function readinessOf(
   store: ExecutionStore,
   connections: readonly UpstreamConnection[],
-  configured: number,
+  upstreams: readonly UpstreamSpec[],
+  configFault?: Error,
 ): Promise<Readiness> {
   let timer: NodeJS.Timeout | undefined;
   const storeAnswers = await Promise.race([
@@ -24,10 +28,12 @@ export async function readinessOf(
     }),
   ]).finally(() => clearTimeout(timer));
   const down = new Set(connections.filter((c) => c.down).map((c) => c.name));
+  for (const spec of upstreams) if (unstartableReason(spec)) down.add(spec.name);
   return {
-    ready: storeAnswers && down.size === 0,
+    ready: storeAnswers && down.size === 0 && !configFault,
     store: storeAnswers ? 'ok' : 'unreachable',
-    upstreams: { configured, down: down.size },
+    upstreams: { configured: upstreams.length, down: down.size },
+    ...(configFault ? { config: 'invalid' as const } : {}),
   };
 }
 

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freshDir } from '../../test/support/temp-dirs.js';
 import type { JsonValue } from '../identity/canonical.js';
 import { chainGenesis, GENESIS_HASH, journalEntryHash, nextEntry } from './chain.js';
 import type { ActivityEventInput } from './events.js';
@@ -11,10 +11,10 @@ import { loadOrCreateSigningKey, type SignedHead, signHead } from './signing.js'
 import { verifyJournal } from './verify.js';
 import type { StoredJournalRow } from './verify-report.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'idem-verify-'));
+const dir = freshDir('verify');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const keys = loadOrCreateSigningKey(dir);
-const otherKeys = loadOrCreateSigningKey(mkdtempSync(join(tmpdir(), 'idem-verify-other-')));
+const otherKeys = loadOrCreateSigningKey(freshDir('verify-other'));
 
 const KINDS: ActivityEventInput['kind'][] = ['received', 'accepted', 'dispatched', 'outcome', 'delivered'];
 

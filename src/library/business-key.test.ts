@@ -1,15 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { openTestIdem } from '../../test/support/library-idem.js';
 import type { ToolContract } from '../contracts/contract.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import { Idem } from './idem.js';
 
 /**
  * The library with `scope: { business_key }`: the key names the action
@@ -23,14 +19,8 @@ afterEach(async () => {
 });
 
 async function chargeLibrary(contract: ToolContract) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'idem-lib-key-'));
-  const store = new MemoryStore();
-  const idem = await Idem.open({ dataDir, store, maintenanceIntervalMs: 0 });
+  const { idem, store } = await openTestIdem(cleanups, 'idem-lib-key-');
   const charged: { order_id: string; amount_cents: number }[] = [];
-  cleanups.push(async () => {
-    await idem.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
 
   /** One client (its name is its actor) on its own server instance, over a linked in-memory pair. */
   const client = async (name: string) => {

@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import { Idem } from './idem.js';
+import { openTestIdem } from '../../test/support/library-idem.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -17,13 +13,7 @@ afterEach(async () => {
 
 describe('Idem library: the caller it journals', () => {
   it('records the OAuth token a call came with (issuer, jti) on the execution journal, as the gateway does', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'idem-caller-'));
-    const store = new MemoryStore();
-    const idem = await Idem.open({ dataDir, store, maintenanceIntervalMs: 0 });
-    cleanups.push(async () => {
-      await idem.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    const { idem, store } = await openTestIdem(cleanups, 'idem-caller-');
     const server = new McpServer({ name: 'test', version: '1.0.0' });
     let runs = 0;
     idem.tool(

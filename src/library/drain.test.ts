@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -8,9 +5,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Gate } from '../../test/support/gate.js';
+import { openTestIdem } from '../../test/support/library-idem.js';
 import { idemCodeOf } from '../executions/answers.js';
-import { MemoryStore } from '../store/memory/memory-store.js';
-import { Idem } from './idem.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -19,13 +15,7 @@ afterEach(async () => {
 
 describe('Idem.drain (a library server shutting down)', () => {
   it('refuses new calls as not executed, and resolves once the call under way is finished and recorded', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'idem-drain-'));
-    const store = new MemoryStore();
-    const idem = await Idem.open({ dataDir, store, maintenanceIntervalMs: 0 });
-    cleanups.push(async () => {
-      await idem.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    const { idem, store } = await openTestIdem(cleanups, 'idem-drain-');
     const server = new McpServer({ name: 'test', version: '1.0.0' });
     const gate = new Gate();
     let runs = 0;

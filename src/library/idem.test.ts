@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { Gate } from '../../test/support/gate.js';
 import { RawMcpHttp } from '../../test/support/raw-mcp-http.js';
+import { freshDir } from '../../test/support/temp-dirs.js';
 import { PATIENTLY } from '../../test/support/wait.js';
 import { idemCodeOf } from '../executions/answers.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
  */
 async function chargeServer(options: Partial<IdemOptions> & { gate?: Gate } = {}) {
   const { gate, ...idemOptions } = options;
-  const dataDir = mkdtempSync(join(tmpdir(), 'idem-lib-'));
+  const dataDir = freshDir('lib');
   const idem = await Idem.open({ dataDir, store: new MemoryStore(), ...idemOptions });
   const counter = { invocations: 0, keys: [] as (string | null)[] };
   const newServer = () => {
@@ -187,7 +187,7 @@ describe('Idem library over real Streamable HTTP', () => {
   });
 
   it('a secret argument never lands in the SQLite file, the journal, logs or result metadata', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'idem-secret-'));
+    const dataDir = freshDir('secret');
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const logged: string[] = [];
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
@@ -266,7 +266,7 @@ describe('Idem library over real Streamable HTTP', () => {
 
   it("a caller's own key in _meta (a gateway's execution id) names the action: same key, one execution; another key, another", async () => {
     const idem = await Idem.open({
-      dataDir: mkdtempSync(join(tmpdir(), 'idem-key-')),
+      dataDir: freshDir('key'),
       store: new MemoryStore(),
     });
     cleanups.push(() => idem.close());
@@ -303,7 +303,7 @@ describe('Idem library over real Streamable HTTP', () => {
 
   it('ids without session scope: a reused id with new content is a new request, journaled as id_reused', async () => {
     const idem = await Idem.open({
-      dataDir: mkdtempSync(join(tmpdir(), 'idem-nosess-')),
+      dataDir: freshDir('nosess'),
       store: new MemoryStore(),
       idScope: 'none',
     });

@@ -17,6 +17,8 @@ export interface Log {
   warn(message: string, fields?: LogFields): void;
   info(message: string, fields?: LogFields): void;
   debug(message: string, fields?: LogFields): void;
+  /** The least severe level written, when the log says (createLog's does): `debug` turns on the traffic lines. */
+  readonly level?: LogLevel;
 }
 
 export interface LogOptions {
@@ -58,7 +60,13 @@ export function createLog(options: LogOptions = {}): Log {
         // A log that cannot be written (stderr closed) must not fail what was being logged.
       }
     };
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+  return {
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    level: LOG_LEVELS[threshold] as LogLevel,
+  };
 }
 
 /** A log whose messages and fields pass through `scrub` first (known secrets replaced). */
@@ -67,7 +75,13 @@ export function scrubbedLog(log: Log, scrub: <T>(value: T) => T): Log {
     (level: LogLevel) =>
     (message: string, fields?: LogFields): void =>
       log[level](scrub(message), fields ? scrub(fields) : undefined);
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+  return {
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    ...(log.level ? { level: log.level } : {}),
+  };
 }
 
 /** A bounded, one-line excerpt of text from elsewhere (an upstream's stdout): at most `max` characters. */

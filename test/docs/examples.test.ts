@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/gateway/config.js';
+import { loadConfig } from '../../src/gateway/config/index.js';
 import { BUILT_CLI } from '../support/dist.js';
 import {
   anchorsOf,

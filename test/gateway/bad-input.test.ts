@@ -12,7 +12,7 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/front/request-body.js';
-import { ProxySession } from '../../src/gateway/session.js';
+import { ProxySession } from '../../src/gateway/sessions/session.js';
 import { stopProcess } from '../conformance/harness.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { isAlive, type RunningGateway, rssOf, startHttpGateway } from '../support/http-gateway.js';

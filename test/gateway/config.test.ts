@@ -5,7 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ConfigError } from '../../src/errors.js';
-import { configJsonSchema, loadConfig } from '../../src/gateway/config.js';
+import { configJsonSchema, loadConfig } from '../../src/gateway/config/index.js';
 import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { runIdem } from '../support/run-cli.js';
 

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
 import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf } from '../../src/executions/answers.js';
-import { GatewayConfigSchema, loadConfig } from '../../src/gateway/config.js';
+import { GatewayConfigSchema, loadConfig } from '../../src/gateway/config/index.js';
 import { fixtureArgs } from '../support/compiled-fixtures.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { GatewayConfig } from '../../src/gateway/config.js';
+import type { GatewayConfig } from '../../src/gateway/config/index.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { type LostResponse, losingFetch, lostResult } from '../support/losing-fetch.js';
 import { packageBin } from '../support/node22.js';

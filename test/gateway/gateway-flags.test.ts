@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/cli/gateway.js';
+import { buildConfig } from '../../src/cli/gateway-config.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { idemCommand } from '../support/idem-cli.js';
 import { MCP_HEADERS, messagesOf, rawRequest } from '../support/raw-http.js';

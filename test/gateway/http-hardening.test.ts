@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
@@ -303,7 +303,7 @@ describe('serving HTTP without auth', () => {
     const gateway = await start({ host: '127.0.0.1' }, warnings);
     try {
       await gateway.serveHttp();
-      expect(warnings.join('\n')).toMatch(/WARNING.*no auth.*client name/);
+      expect(warnings.join('\n')).toMatch(/^the HTTP front on 127.0.0.1 has no auth.*client name/);
     } finally {
       await gateway.close();
     }
@@ -314,7 +314,9 @@ describe('serving HTTP without auth', () => {
     const gateway = await start({ host: '127.0.0.1', stateless: true }, warnings);
     try {
       await gateway.serveHttp();
-      expect(warnings.join('\n')).toMatch(/WARNING.*EVERY client one and the same actor/);
+      expect(warnings.join('\n')).toMatch(
+        /^the HTTP front on 127.0.0.1 has no auth.*EVERY client one and the same actor/,
+      );
     } finally {
       await gateway.close();
     }
@@ -365,7 +367,7 @@ describe('serving HTTP without auth', () => {
     );
     // Refused by the config check: a usage error (2); past it, the listen failed: an operational one (1).
     expect(allowed.code).toBe(1);
-    expect(allowed.stderr).toMatch(/WARNING/);
+    expect(allowed.stderr).toMatch(/idem gateway: warn: the HTTP front on 192.0.2.1 has no auth/);
     expect(allowed.stderr).toMatch(/EADDRNOTAVAIL/);
   });
 });

@@ -17,7 +17,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
 import { ConfigError } from '../../src/errors.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { lintGateway } from '../../src/gateway/lint.js';
 import { countingUpstream } from '../support/counting-upstream.js';

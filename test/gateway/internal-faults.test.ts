@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { internalErrorText } from '../../src/gateway/session.js';
+import { internalErrorText } from '../../src/gateway/sessions/session.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { startHttpGateway } from '../support/http-gateway.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';

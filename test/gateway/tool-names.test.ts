@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { fixtureStdioCommand } from '../conformance/harness.js';
 import { startAuthorizationServer } from '../support/authorization-server.js';
@@ -125,7 +125,7 @@ describe('contracts and approvals named by the upstream’s own tool name, with 
       expect(text).toContain('tools.cuont: no published tool is named "cuont"');
       expect(text).toContain('did you mean pay__count?');
       expect(executionsOf(counts, 'typo')).toBe(0);
-      expect(faults).toEqual([expect.stringContaining('so the gateway stops')]);
+      expect(faults).toEqual([expect.stringContaining('so the gateway runs no tool until that is fixed')]);
       const list = await session.call({ id: 2, method: 'tools/list' });
       expect(list.error).toMatchObject({ code: -32603, message: expect.stringContaining('tools.cuont') });
     } finally {

@@ -11,14 +11,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { openStore } from '../../src/store/index.js';
-import { idemCommand } from '../support/idem-cli.js';
+import { stdioIdemClient } from '../support/gateway-process.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { runIdem } from '../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
@@ -91,26 +90,21 @@ async function gateway(config: Record<string, unknown>) {
 describe('idem gateway -- <an un-annotated server>, as an MCP client config runs it', () => {
   it('names the tools it treats as having effects once on stderr; their replays say so; a repeat runs again', async () => {
     const dataDir = freshDir('stdio-data');
-    const cli = idemCommand(['gateway', '--', UNANNOTATED.command, ...UNANNOTATED.args]);
-    const transport = new StdioClientTransport({
-      command: cli.command,
-      args: cli.args,
-      cwd: cli.cwd,
-      env: { IDEM_DATA_DIR: dataDir },
-      stderr: 'pipe',
-    });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const client = new Client({ name: 'stdio-agent', version: '1.0.0' });
-    await client.connect(transport);
+    const { client, stderr } = await stdioIdemClient(
+      ['gateway', '--', UNANNOTATED.command, ...UNANNOTATED.args],
+      {
+        name: 'stdio-agent',
+        env: { IDEM_DATA_DIR: dataDir },
+      },
+    );
     open.push(client);
 
     const { tools } = await client.listTools();
     await client.listTools();
-    await vi.waitFor(() => expect(stderr.includes(NOTICE), 'the start-up notice').toBe(true), PATIENTLY);
-    const lines = stderr.split('\n').filter((line) => line.includes('neither annotations nor a contract'));
+    await vi.waitFor(() => expect(stderr().includes(NOTICE), 'the start-up notice').toBe(true), PATIENTLY);
+    const lines = stderr()
+      .split('\n')
+      .filter((line) => line.includes('neither annotations nor a contract'));
     expect(lines).toHaveLength(1);
     for (const name of TOOLS) expect(lines[0]).toContain(name);
     expect(lines[0]).toContain('tools: { get-annotated-message: { replay: read_only } }');
@@ -137,7 +131,7 @@ describe('idem gateway -- <an un-annotated server>, as an MCP client config runs
       arguments: { ref, action: 'repeat' },
     });
     expect(textOf(off)).toMatch(/^Stopped/);
-    expect(stderr.split(NOTICE)).toHaveLength(2);
+    expect(stderr().split(NOTICE)).toHaveLength(2);
 
     const store = await openStore({ kind: 'sqlite', path: join(dataDir, 'idem.db') });
     try {

@@ -13,7 +13,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PaymentProcessor } from '../../src/demo/processor.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';

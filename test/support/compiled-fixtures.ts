@@ -36,7 +36,9 @@ export const FIXTURE_PROGRAMS = [
   'test/conformance/fixture-server.ts',
   'test/conformance/tasks-upstream.ts',
   'test/conformance/tasks-upstream-v1.ts',
+  'test/probe/fixtures/pass-through.ts',
   'examples/charge-card.ts',
+  'examples/probe-counter.ts',
 ] as const;
 
 const COMPILED = join(REPO_ROOT, 'test/.compiled');

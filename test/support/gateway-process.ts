@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { IDEM_CLI } from './idem-cli.js';
+import { IDEM_CLI, idemCommand } from './idem-cli.js';
 import { REPO_ROOT } from './node22.js';
 
 export interface GatewayProcess {
@@ -67,12 +68,7 @@ export async function startGatewayCli(
     url,
     child,
     stderr: () => stderr,
-    kill: async (signal = 'SIGTERM') => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill(signal);
-      await exited;
-    },
+    kill: (signal = 'SIGTERM') => stopChild(child, signal),
   };
 }
 
@@ -80,4 +76,37 @@ export async function mcpClient(url: string, name = 'pg-test-agent'): Promise<Cl
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
+}
+
+/** Sends `signal` to a process still running and waits for its exit; one already gone is left alone. */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  await exited;
+}
+
+/**
+ * `idem <args…>` over stdio, as a desktop client runs it: an SDK client connected to it, what it
+ * wrote on stderr so far, and its transport (its pid). `env` is given to it as it is.
+ */
+export async function stdioIdemClient(
+  args: string[],
+  options: { name: string; env: Record<string, string> },
+): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
+  const cli = idemCommand(args);
+  const transport = new StdioClientTransport({
+    command: cli.command,
+    args: cli.args,
+    cwd: cli.cwd,
+    env: options.env,
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const client = new Client({ name: options.name, version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport, stderr: () => stderr };
 }

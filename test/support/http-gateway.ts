@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { ServedHttp } from '../../src/front/http-options.js';
-import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config.js';
+import { type GatewayConfig, GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { idemCommand } from './idem-cli.js';
 import { freshDir } from './temp-dirs.js';

@@ -9,7 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GatewayToolContractConfig } from '../../src/gateway/config.js';
+import type { GatewayToolContractConfig } from '../../src/gateway/config/index.js';
 import { SqliteStore } from '../../src/store/index.js';
 import type { ExecutionRecord } from '../../src/store/types.js';
 import { startFixture, TASKS_UPSTREAM_PATH, TASKS_UPSTREAM_V1_PATH } from '../conformance/harness.js';

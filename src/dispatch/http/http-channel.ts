@@ -25,10 +25,10 @@ import type { HttpToolSpec } from './spec.js';
 import { allowedTargets } from './targets.js';
 import {
   buildBody,
-  buildHeaders,
-  buildOptionalHeaders,
   buildUrl,
   checkTemplateArguments,
+  requestHeaders,
+  setHeader,
   withQuery,
 } from './template.js';
 
@@ -107,10 +107,7 @@ export class HttpChannel implements ActionChannel {
     const spec = this.#spec;
     const url = withQuery(buildUrl(spec.url, args), spec.query, args);
     checkUrl(url, this.allowed);
-    const headers = {
-      ...buildOptionalHeaders(spec.optional_headers, args),
-      ...buildHeaders(spec.headers, args),
-    };
+    const headers = requestHeaders(spec, args);
     let body: string | undefined;
     if (spec.body !== undefined) {
       body = JSON.stringify(buildBody(spec.body, args));
@@ -340,12 +337,6 @@ export class HttpChannel implements ActionChannel {
     }
     return pool;
   }
-}
-
-/** Sets a header, dropping any other-cased copy of its name. */
-function setHeader(headers: Record<string, string>, name: string, value: string): void {
-  for (const key of Object.keys(headers)) if (key.toLowerCase() === name.toLowerCase()) delete headers[key];
-  headers[name] = value;
 }
 
 function redirectRefused(error: unknown, status?: number): Error {

@@ -67,6 +67,13 @@ export const HttpToolSpecSchema = z
       .describe(
         'Header templates sent only when every argument they name is given (an optional header parameter); otherwise as headers.',
       ),
+    fixed_headers: z
+      .record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/), z.string())
+      .optional()
+      .describe(
+        'Headers sent as written, whatever the arguments (no {argument} placeholders); they win over a header template of the same name. In the gateway config a $' +
+          '{NAME} in a value is taken from the environment at start, and that value is scrubbed as a credential is. User-Agent defaults to idem/<version>.',
+      ),
     query: z
       .record(z.string().min(1), z.string())
       .optional()

@@ -1,4 +1,6 @@
 import { DispatchRefusedError, InvalidInputError } from '../../errors.js';
+import { IDEM_USER_AGENT } from '../../support/package-version.js';
+import type { HttpToolSpec } from './spec.js';
 
 /** `{name}` or `{a.b.c}`: an argument, by path. */
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}/g;
@@ -208,4 +210,26 @@ export function buildBody(template: unknown, args: Record<string, unknown>): unk
     return out;
   }
   return template;
+}
+
+/**
+ * The headers of a call before Idem's own (the credential, the idempotency key): `User-Agent:
+ * idem/<version>`, then the optional and required header templates, then the fixed headers,
+ * each replacing any other-cased copy of its name — so the operator's fixed value wins.
+ */
+export function requestHeaders(
+  spec: Pick<HttpToolSpec, 'headers' | 'optional_headers' | 'fixed_headers'>,
+  args: Record<string, unknown>,
+): Record<string, string> {
+  const headers: Record<string, string> = { 'user-agent': IDEM_USER_AGENT };
+  const given = { ...buildOptionalHeaders(spec.optional_headers, args), ...buildHeaders(spec.headers, args) };
+  for (const [name, value] of Object.entries({ ...given, ...spec.fixed_headers }))
+    setHeader(headers, name, value);
+  return headers;
+}
+
+/** Sets a header, dropping any other-cased copy of its name. */
+export function setHeader(headers: Record<string, string>, name: string, value: string): void {
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === name.toLowerCase()) delete headers[key];
+  headers[name] = value;
 }

@@ -26,6 +26,8 @@ export class StdioUpstreamTransport extends StdioClientTransport {
   /** The last write: the next one starts when it has settled. */
   #writing: Promise<void> = Promise.resolve();
   #exit: string | undefined;
+  /** Settles with how the process ended, once it has. */
+  #exited: Promise<string> | undefined;
   #onSkipped: (skipped: SkippedLine) => void;
   /** Started ahead of its user (`hold`): what it read meanwhile, for the handlers `release` is given. */
   #held: (() => void)[] | undefined;
@@ -70,11 +72,29 @@ export class StdioUpstreamTransport extends StdioClientTransport {
     return this.#exit;
   }
 
+  /**
+   * How the process ended, waited for up to `withinMs`: a write that failed because the process
+   * was exiting (EPIPE) comes before its exit status. Undefined if it is still running then.
+   */
+  async exitWithin(withinMs: number): Promise<string | undefined> {
+    if (this.#exit !== undefined || !this.#exited) return this.#exit;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), withinMs);
+    });
+    return Promise.race([this.#exited, late]).finally(() => clearTimeout(timer));
+  }
+
   override async start(): Promise<void> {
     await super.start();
-    this.#child()?.once('exit', (code, signal) => {
-      this.#exit = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    });
+    const child = this.#child();
+    if (!child) return;
+    this.#exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.#exit = signal ? `killed by ${signal}` : `exited with code ${code}`;
+        resolve(this.#exit);
+      }),
+    );
   }
 
   /** The SDK keeps the child in a private field; without it the transport is not connected. */

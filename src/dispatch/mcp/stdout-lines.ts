@@ -12,6 +12,14 @@ export interface SkippedLine {
   value?: unknown;
 }
 
+/** The id of a skipped line shaped like an answer (an id, a result or an error): that request will get no other. */
+export function answeredIdOf(skipped: SkippedLine): { id: unknown } | undefined {
+  const value = skipped.value as { id?: unknown; result?: unknown; error?: unknown } | null | undefined;
+  if (typeof value !== 'object' || value === null || !('result' in value || 'error' in value))
+    return undefined;
+  return { id: value.id };
+}
+
 /** A line grew past the bound without a newline: it cannot be read, and it may have been a reply. */
 export class LineTooLongError extends Error {
   override readonly name = 'LineTooLongError';

@@ -7,11 +7,13 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
+import type { TrafficLog } from '../../protocol/traffic-log.js';
 import type { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
 
 /**
- * Where an upstream MCP server is: a command speaking stdio, or a Streamable HTTP URL. `name` is
+ * Where an upstream MCP server is: a command speaking stdio, or a URL (Streamable HTTP, or the
+ * 2024-11-05 HTTP+SSE transport: `transport`, default found out). `name` is
  * the operator's handle for it; `server`, when the gateway computed it, what it IS
  * (identity/upstream-identity.ts: `srv_…`), which its calls' fingerprints name as their target.
  */
@@ -25,7 +27,20 @@ export type UpstreamSpec =
       env?: Record<string, string>;
       cwd?: string;
     }
-  | { name: string; server?: string; url: string; headers?: Record<string, string> };
+  | {
+      name: string;
+      server?: string;
+      url: string;
+      headers?: Record<string, string>;
+      transport?: HttpTransportKind;
+    };
+
+/**
+ * Which HTTP transport an upstream URL speaks: Streamable HTTP, the 2024-11-05 HTTP+SSE transport
+ * (GET an event stream, POST each message where its `endpoint` event says), or `auto`: found out on
+ * the first message, as the SDK's client fallback does (http-transports.ts).
+ */
+export type HttpTransportKind = 'auto' | 'streamable_http' | 'sse';
 
 export type UpstreamReply = JSONRPCResultResponse | JSONRPCErrorResponse;
 
@@ -121,4 +136,6 @@ export interface UpstreamOptions {
    * then relayed line by line instead of inherited.
    */
   secrets?: KnownSecrets;
+  /** `--log-level debug`: every message to and from the upstream said on the log, one line each. */
+  traffic?: TrafficLog;
 }

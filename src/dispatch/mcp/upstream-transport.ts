@@ -1,9 +1,9 @@
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { KnownSecrets } from '../../identity/redaction.js';
 import { withRelatedStreams } from '../../protocol/related-streams.js';
 import { type PerRequestHttp, withStandardHeaders } from '../../protocol/standard-headers.js';
+import { httpUpstreamTransport } from './http-transports.js';
 import { scrubbedLines } from './stderr-relay.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
 import type { SkippedLine } from './stdout-lines.js';
@@ -11,8 +11,9 @@ import type { UpstreamOptions, UpstreamSpec } from './upstream-spec.js';
 
 /**
  * A new transport to the upstream `spec` names: its process over stdio, or
- * its URL over Streamable HTTP, where each request's POST carries what
- * `httpOf` gives for its id.
+ * its URL over Streamable HTTP (where each request's POST carries what
+ * `httpOf` gives for its id) or the older HTTP+SSE transport, as its
+ * `transport` says (default: found out, http-transports.ts).
  */
 export function createUpstreamTransport(
   spec: UpstreamSpec,
@@ -22,10 +23,14 @@ export function createUpstreamTransport(
   secrets?: KnownSecrets,
 ): Transport {
   if ('url' in spec) {
-    return new StreamableHTTPClientTransport(new URL(spec.url), {
-      ...(spec.headers ? { requestInit: { headers: spec.headers } } : {}),
-      fetch: withRelatedStreams(withStandardHeaders((id) => httpOf(id as RequestId))),
-    });
+    return httpUpstreamTransport(
+      {
+        url: new URL(spec.url),
+        ...(spec.headers ? { headers: spec.headers } : {}),
+        fetch: withRelatedStreams(withStandardHeaders((id) => httpOf(id as RequestId))),
+      },
+      spec.transport ?? 'auto',
+    );
   }
   // With secrets to keep out of the operator's log, stderr is relayed scrubbed instead of inherited.
   const relay = (stderr ?? 'inherit') === 'inherit' && secrets !== undefined && secrets.values().length > 0;

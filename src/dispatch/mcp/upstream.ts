@@ -3,7 +3,6 @@
 // handshake learned). What is not that machine lives beside it: the shapes it is configured and
 // reports with (upstream-spec.ts), whether a failed send delivered anything (delivery.ts), what
 // each revision asks and answers (revision.ts), the transports (upstream-transport.ts).
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type {
   InitializeResult,
@@ -22,10 +21,12 @@ import { isNotification, isRequest, isResponse } from '../../protocol/message-ki
 import { takeRelatedMark } from '../../protocol/related-streams.js';
 import type { ProtocolEra } from '../../protocol/revisions.js';
 import { neverDelivered } from './delivery.js';
+import { speaksStreamableHttp } from './http-transports.js';
 import { PendingRequests } from './pending-requests.js';
+import { RestartBackoff } from './restart-backoff.js';
 import { type ConnectingClient, isHandshake, paramsForEra, RevisionNegotiation } from './revision.js';
 import { StdioUpstreamTransport } from './stdio-transport.js';
-import type { SkippedLine } from './stdout-lines.js';
+import { answeredIdOf, type SkippedLine } from './stdout-lines.js';
 import type {
   RequestOptions,
   UpstreamHandlers,
@@ -35,6 +36,9 @@ import type {
   UpstreamSpec,
 } from './upstream-spec.js';
 import { createUpstreamTransport } from './upstream-transport.js';
+
+/** How long a lost stdio process's exit status is waited for before its loss is reported: as long as the SDK's close waits before SIGTERM. */
+const STDIO_EXIT_WAIT_MS = 2_000;
 
 /**
  * One connection to an upstream MCP server, at the JSON-RPC message level so
@@ -50,8 +54,8 @@ export class UpstreamConnection {
   readonly #spec: UpstreamSpec;
   readonly #handlers: UpstreamHandlers;
   /** `spare`: a process spawned ahead, for the first connect (UpstreamOptions.spare); asked once, then dropped. */
-  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>> &
-    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets'>;
+  readonly #options: Required<Omit<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>> &
+    Pick<UpstreamOptions, 'stderr' | 'spare' | 'secrets' | 'traffic'>;
   /** Which revision this connection speaks, once negotiated, and what the upstream said in that handshake. */
   readonly #revision: RevisionNegotiation;
   #transport: Transport | undefined;
@@ -61,12 +65,9 @@ export class UpstreamConnection {
   /** Connected but not yet initialized: only the initialize request may go out. */
   #initializing = false;
   #closed = false;
-  #restartDelay: number;
-  #restartTimer: NodeJS.Timeout | undefined;
+  readonly #backoff: RestartBackoff;
   /** Calls waiting in `whenReady`: told when the upstream is available again, or closed for good. */
   readonly #readyWaiters = new Set<(error?: Error) => void>();
-  /** How many times the upstream went down since it last served: the restart attempt being made. */
-  #attempt = 0;
   /** Why it last went down: read when the restart is made, by which time the process's exit is known. */
   #down: { transport: Transport; error: Error | undefined } | undefined;
   /** Initialized and not lost since: a loss now is `down`, not `start_failed`. */
@@ -84,8 +85,9 @@ export class UpstreamConnection {
       prefer: options.prefer ?? 'legacy',
       spare: options.spare,
       secrets: options.secrets,
+      traffic: options.traffic,
     };
-    this.#restartDelay = this.#options.restartDelayMs;
+    this.#backoff = new RestartBackoff(this.#options.restartDelayMs, this.#options.maxRestartDelayMs);
     this.#revision = new RevisionNegotiation(spec.name, this.#options.prefer);
   }
 
@@ -96,7 +98,7 @@ export class UpstreamConnection {
 
   /** It went away and is being restarted (true from then until a restart has served its handshake). */
   get down(): boolean {
-    return !this.#closed && (this.#restartTimer !== undefined || this.#attempt > 0);
+    return !this.#closed && this.#backoff.retrying;
   }
 
   /**
@@ -148,10 +150,9 @@ export class UpstreamConnection {
   }
 
   /**
-   * Sends a request and resolves with the upstream's reply (result or error).
-   * Throws UpstreamUnavailableError if it could not be sent (nothing
-   * happened), UpstreamClosedError if the upstream went away before replying
-   * (it may have acted), or its cancel ended the wait (RequestOptions).
+   * Sends a request and resolves with the upstream's reply (result or error). Throws
+   * UpstreamUnavailableError if it could not be sent (nothing happened), UpstreamClosedError if the
+   * upstream went away before replying (it may have acted), or its cancel ended the wait (RequestOptions).
    */
   async request(
     method: string,
@@ -165,8 +166,7 @@ export class UpstreamConnection {
     params = paramsForEra(method, params, this.#revision.era, this.#revision.server, this.client);
     // Over 2026-07-28 HTTP the cancel closes the request's stream (how such a server hears it), and
     // nothing can come after it; elsewhere an answer may still come, when the caller awaits one.
-    const closesStream =
-      this.#revision.era === 'modern' && transport instanceof StreamableHTTPClientTransport;
+    const closesStream = this.#revision.era === 'modern' && speaksStreamableHttp(transport);
     const waitMs = closesStream ? undefined : answerWithinMs;
     const closes = signal && waitMs === undefined ? signal : undefined;
     const { id, reply } = this.#pending.open(
@@ -204,8 +204,7 @@ export class UpstreamConnection {
   async close(): Promise<void> {
     this.#closed = true;
     this.#available = false;
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
+    this.#backoff.cancel();
     const transport = this.#transport;
     this.#transport = undefined;
     this.#pending.failAll(new UpstreamClosedError(`upstream ${this.name} closed`));
@@ -223,16 +222,15 @@ export class UpstreamConnection {
         client: this.client,
       });
       this.#initializing = false;
-      this.#restartDelay = this.#options.restartDelayMs;
+      const attempt = this.#backoff.served();
       this.#serving = true;
       this.#report({
         kind: 'started',
         pid:
           this.#transport instanceof StdioUpstreamTransport ? (this.#transport.pid ?? undefined) : undefined,
         era: this.#revision.era ?? 'legacy',
-        attempt: this.#attempt,
+        attempt,
       });
-      this.#attempt = 0;
       for (const waiter of [...this.#readyWaiters]) waiter();
     })().catch((error: unknown) => {
       this.#available = false;
@@ -261,6 +259,7 @@ export class UpstreamConnection {
       // HTTP transports report failed requests here without closing: only a closed transport is "down".
       if (transport instanceof StdioUpstreamTransport) this.#lost(transport, error);
     };
+    this.#options.traffic?.tap(`upstream ${this.name}`).watch(transport);
     // A spare is already spawned: what it said while it waited comes now, to these handlers.
     if (spare) spare.release((skipped) => this.#skipped(skipped));
     else await transport.start();
@@ -281,15 +280,11 @@ export class UpstreamConnection {
    * will get no other answer: it ends now, its outcome unknown.
    */
   #skipped(skipped: SkippedLine): void {
-    try {
-      this.#handlers.onSkippedLine?.(skipped);
-    } catch {
-      // Reporting a line must never stop the reading.
-    }
-    const value = skipped.value as { id?: unknown; result?: unknown; error?: unknown } | null | undefined;
-    if (typeof value !== 'object' || value === null || !('result' in value || 'error' in value)) return;
+    this.#tell(() => this.#handlers.onSkippedLine?.(skipped));
+    const answered = answeredIdOf(skipped);
+    if (!answered) return;
     this.#pending.fail(
-      value.id as RequestId,
+      answered.id as RequestId,
       new UpstreamInvalidReplyError(
         `upstream ${this.name} answered with a message that is not valid JSON-RPC; whether it acted is unknown`,
       ),
@@ -297,10 +292,15 @@ export class UpstreamConnection {
   }
 
   #report(event: UpstreamLifecycle): void {
+    this.#tell(() => this.#handlers.onLifecycle?.(event));
+  }
+
+  /** Tells a handler something: what it does with it (or throws) never changes what the connection does. */
+  #tell(handler: () => void): void {
     try {
-      this.#handlers.onLifecycle?.(event);
+      handler();
     } catch {
-      // Reporting must never change what the connection does.
+      // A handler's failure is its own.
     }
   }
 
@@ -313,9 +313,9 @@ export class UpstreamConnection {
       if (id !== undefined) this.#pending.answer(id, message as UpstreamReply);
       return;
     }
-    // Over HTTP an unmarked message came on the standalone stream: it is said to concern no request.
-    const related =
-      takeRelatedMark(message) ?? (transport instanceof StreamableHTTPClientTransport ? null : undefined);
+    // Over Streamable HTTP an unmarked message came on the standalone stream: it is said to concern no
+    // request. Over SSE every message rides the one stream: nothing can say.
+    const related = takeRelatedMark(message) ?? (speaksStreamableHttp(transport) ? null : undefined);
     if (isRequest(message)) {
       const upstreamId = message.id;
       // A request of ours that asks for itself (a task's input) answers first; the rest is the handlers'.
@@ -346,12 +346,28 @@ export class UpstreamConnection {
     this.#serving = false;
     if (this.#closed) return;
     this.#down = { transport, error };
-    this.#report({
-      kind: wasServing ? 'down' : 'start_failed',
-      reason: this.#whyDown(),
-      retryInMs: this.#scheduleRestart(),
+    // Said even if the connection is closed meanwhile (a refused initialize closes it): then with no retry.
+    const report = () =>
+      this.#report({
+        kind: wasServing ? 'down' : 'start_failed',
+        reason: this.#whyDown(),
+        retryInMs: this.#scheduleRestart(),
+      });
+    if (!(transport instanceof StdioUpstreamTransport) || transport.exitStatus) {
+      report();
+      return;
+    }
+    // A failed write (EPIPE) says the process is going, not how: its exit code or signal is what the
+    // log must say. The close above lets it exit by itself for as long as this waits, before SIGTERM.
+    this.#awaitingExit = true;
+    void transport.exitWithin(STDIO_EXIT_WAIT_MS).finally(() => {
+      this.#awaitingExit = false;
+      report();
     });
   }
+
+  /** A lost stdio process's exit status is being waited for; its report and restart come then. */
+  #awaitingExit = false;
 
   /** A first start failed: torn down like a crash (which retries), unless it already was. */
   #retryAfterFailedStart(error: unknown): void {
@@ -361,33 +377,19 @@ export class UpstreamConnection {
       this.#lost(transport, error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    if (this.#restartTimer !== undefined) return;
+    if (this.#backoff.pending || this.#awaitingExit) return;
     this.#report({ kind: 'start_failed', reason: messageOf(error), retryInMs: this.#scheduleRestart() });
   }
 
-  /**
-   * One restart attempt at a time, with doubling delays: a crash-looping upstream is not hammered.
-   * Returns the delay of the attempt scheduled (undefined: none, the connection is closed).
-   */
+  /** The next restart, after the backoff's delay. Returns that delay (undefined: none, one is waiting or the connection is closed). */
   #scheduleRestart(): number | undefined {
     if (this.#closed) return undefined;
-    if (this.#restartTimer !== undefined) return undefined;
-    const delay = this.#restartDelay;
-    this.#restartDelay = Math.min(this.#restartDelay * 2, this.#options.maxRestartDelayMs);
-    this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
+    return this.#backoff.schedule((attempt, delayMs) => {
       if (this.#closed) return;
-      this.#attempt++;
-      try {
-        this.#handlers.onRestart?.({ attempt: this.#attempt, delayMs: delay, reason: this.#whyDown() });
-      } catch {
-        // Reporting a restart must never stop it.
-      }
+      this.#tell(() => this.#handlers.onRestart?.({ attempt, delayMs, reason: this.#whyDown() }));
       // A transport that started but failed to initialize is torn down like a crash (which schedules the next try).
       this.#connect().catch((error: unknown) => this.#retryAfterFailedStart(error));
-    }, delay);
-    this.#restartTimer.unref();
-    return delay;
+    });
   }
 
   #whyDown(): string {

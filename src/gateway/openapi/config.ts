@@ -26,6 +26,13 @@ export const HttpToolsFromEntrySchema = z
       .describe(
         "A credential under credentials:, sent as each operation's security scheme says (bearer, basic, an API key in a header or the query). Default: none.",
       ),
+    headers: z
+      .record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/), z.string())
+      .optional()
+      .describe(
+        'Headers every imported tool sends as written (an API version, a tenant); a $' +
+          '{NAME} in a value is taken from the environment at start and scrubbed as a credential is. A header parameter of that name is then not an argument. Default: User-Agent: idem/<version>, Accept: application/json.',
+      ),
     username: z.string().optional().describe('The user name of an HTTP basic security scheme.'),
     server: z
       .string()

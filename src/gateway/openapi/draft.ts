@@ -15,6 +15,37 @@ function key(name: string): string {
 }
 
 /**
+ * Past this many tools, `idem init --openapi` suggests an `include:`: every tool is in every
+ * tools/list a client fetches and in the model's context (GitHub's 1,221 make a 1.8 MB list), and
+ * each input schema is compiled at start.
+ */
+export const LARGE_IMPORT = 100;
+
+/** A commented `include:` listing the document's tags, most operations first, to uncomment the few the agent needs. */
+function includeSuggestion(tools: readonly OpenApiImport['tools'][number][]): string[] {
+  const byTag = new Map<string, number>();
+  let untagged = 0;
+  for (const tool of tools) {
+    if (tool.tags.length === 0) untagged++;
+    for (const tag of tool.tags) byTag.set(tag, (byTag.get(tag) ?? 0) + 1);
+  }
+  const tags = [...byTag].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const lines = [
+    `    # ${tools.length} operations is a lot for an agent: every one is in each tools/list (and the model's`,
+    '    # context) and is compiled at start. Serve only what the agent needs: uncomment include: and the',
+    '    # tags, operationIds or path globs (/repos/**) it uses.',
+    '    # include:',
+  ];
+  for (const [tag, count] of tags)
+    lines.push(`    #   - ${JSON.stringify(`tag:${tag}`)}   # ${count} operation${count === 1 ? '' : 's'}`);
+  if (untagged > 0)
+    lines.push(
+      `    #   (${untagged} operation${untagged === 1 ? '' : 's'} without a tag: name them by operationId or path)`,
+    );
+  return lines;
+}
+
+/**
  * The config `idem init --openapi` writes: the document under http_tools_from, the credential
  * and server as comments to fill in, and per operation its suggested contract as a commented
  * `tools:` line — a suggestion the operator confirms by uncommenting it (until then the gateway
@@ -41,6 +72,7 @@ export function openApiDraft(
       ? `    server: ${JSON.stringify(written.server)}`
       : `    # server: https://…               # instead of the document's ${commentText(written.documentServer, 80)}`,
   ];
+  if (tools.length > LARGE_IMPORT) lines.push(...includeSuggestion(tools));
   if (tools.length > 0) lines.push('# tools:');
   for (const tool of tools) {
     const scope = tool.businessKey.path ? `, scope: { business_key: ${tool.businessKey.path} }` : '';

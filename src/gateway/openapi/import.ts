@@ -1,23 +1,28 @@
 import { type HttpToolSpec, HttpToolSpecSchema } from '../../dispatch/http/index.js';
+import { idemEnvironment } from '../../environment.js';
 import { ConfigError } from '../../errors.js';
 import type { Logger } from '../../executions/call.js';
-import type { GatewayConfig } from '../config.js';
-import { InputValidators } from '../input-validators.js';
+import { resolveDataDir } from '../../identity/data-dir.js';
+import { InputValidators } from '../catalog/input-validators.js';
+import type { GatewayConfig } from '../config/config.js';
 import type { BusinessKeySuggestion } from './contracts.js';
 import { HTTP_METHOD_NAMES } from './document.js';
 import { LimitExceeded, limitsOf } from './limits.js';
 import { loadOpenApi } from './load.js';
 import { toolNameOf } from './names.js';
 import { type MappedOperation, mapOperation, type SkippedOperation } from './operations.js';
+import type { PathSelection } from './prune.js';
 import { SchemaBudget } from './schema.js';
-import { operationSelector } from './select.js';
+import { operationSelector, type SelectableOperation } from './select.js';
 import { serverText } from './servers.js';
+import { ValidatedDocuments } from './validated.js';
 
 /** An operation served as an HTTP action tool, with the contract it got and why (for lint). */
 export interface ImportedTool {
   name: string;
   label: string;
   operationId?: string;
+  tags: string[];
   replay: string;
   why: string;
   /** Its contract is the operator's own (`tools.<name>`), not the suggestion. */
@@ -36,6 +41,10 @@ export interface OpenApiImport {
   skipped: SkippedOperation[];
   /** How long loading and mapping took. */
   ms: number;
+  /** Validated now, or these bytes were validated by an earlier start (validated.ts). */
+  validation: 'done' | 'remembered';
+  /** Path items resolved, of how many, when only those the `include:` selects were (a remembered document). */
+  pathsRead?: { kept: number; of: number };
 }
 
 /**
@@ -47,6 +56,8 @@ export interface OpenApiImport {
  */
 export async function importHttpTools(
   config: GatewayConfig,
+  /** Documents validated by earlier starts (the data directory's): validated once, not at every start. */
+  validated?: ValidatedDocuments,
 ): Promise<{ config: GatewayConfig; imports: OpenApiImport[] }> {
   const entries = config.http_tools_from ?? [];
   if (entries.length === 0) return { config, imports: [] };
@@ -60,7 +71,13 @@ export async function importHttpTools(
     const where = `http_tools_from[${index}]`;
     const started = performance.now();
     const limits = limitsOf(entry.limits);
-    const document = await loadOpenApi(entry.openapi, where, limits);
+    const { document, validation, pathsRead } = await loadOpenApi(
+      entry.openapi,
+      where,
+      limits,
+      validated,
+      entry.include ? selectsAnyOf(operationSelector(entry.include)) : undefined,
+    );
     const schemas = new SchemaBudget(limits);
     const selector = operationSelector(entry.include);
     const result: OpenApiImport = {
@@ -70,6 +87,8 @@ export async function importHttpTools(
       tools: [],
       skipped: [],
       ms: 0,
+      validation,
+      ...(pathsRead ? { pathsRead } : {}),
     };
     // Every operation mapped first — its schemas copied and counted (schema.ts) — so that a
     // document past its bounds is refused before any schema is compiled, where the time goes.
@@ -78,12 +97,7 @@ export async function importHttpTools(
       for (const method of HTTP_METHOD_NAMES) {
         const operation = item[method];
         if (!operation) continue;
-        const selectable = {
-          ...(operation.operationId ? { operationId: operation.operationId } : {}),
-          toolName: toolNameOf(operation.operationId, method, path),
-          path,
-          tags: operation.tags ?? [],
-        };
+        const selectable = selectableOf(operation, method, path);
         if (!selector.selects(selectable)) continue;
         schemas.nextOperation();
         operations.push(
@@ -135,6 +149,7 @@ export async function importHttpTools(
         name: mapped.name,
         label: mapped.label,
         ...(mapped.operationId ? { operationId: mapped.operationId } : {}),
+        tags: mapped.tags,
         replay: contract.replay ?? 'review',
         why: declared ? `declared under tools.${mapped.name}` : mapped.suggestion.why,
         confirmed: declared !== undefined,
@@ -205,7 +220,7 @@ export function importLines(imports: readonly OpenApiImport[]): { info: string[]
   const warn: string[] = [];
   for (const result of imports) {
     info.push(
-      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms)`,
+      `${result.where}: ${result.tools.length} operation${result.tools.length === 1 ? '' : 's'} of ${result.source} served as HTTP tools, ${result.skipped.length} skipped (${Math.round(result.ms)} ms${result.validation === 'remembered' ? '; validated by an earlier start' : ''}${result.pathsRead ? `; ${result.pathsRead.kept} of ${result.pathsRead.of} paths read` : ''})`,
     );
     for (const skipped of result.skipped.slice(0, SKIPPED_LINES))
       warn.push(`${result.where}: skipped ${skipped.label} (${skipped.name}): ${skipped.reason}`);
@@ -222,7 +237,7 @@ export async function configWithImports(
   declared: GatewayConfig,
   logger: Logger | undefined,
 ): Promise<GatewayConfig> {
-  const { config, imports } = await importHttpTools(declared);
+  const { config, imports } = await importHttpTools(declared, validatedDocumentsOf(declared));
   const { info, warn } = importLines(imports);
   const say = (line: string, level: 'info' | 'warn') => {
     if (!logger) process.stderr.write(`idem gateway: ${line}\n`);
@@ -232,4 +247,41 @@ export async function configWithImports(
   for (const line of info) say(line, 'info');
   for (const line of warn) say(line, 'warn');
   return config;
+}
+
+/** The documents the data directory remembers as validated (only when there is an import to do). */
+export function validatedDocumentsOf(config: GatewayConfig): ValidatedDocuments | undefined {
+  if ((config.http_tools_from ?? []).length === 0) return undefined;
+  return new ValidatedDocuments(resolveDataDir(config.data_dir ?? idemEnvironment().dataDir));
+}
+
+/** What an `include:` entry reads of an operation (select.ts). */
+function selectableOf(
+  operation: { operationId?: string; tags?: string[] },
+  method: string,
+  path: string,
+): SelectableOperation & { tags: string[] } {
+  return {
+    ...(operation.operationId ? { operationId: operation.operationId } : {}),
+    toolName: toolNameOf(operation.operationId, method, path),
+    path,
+    tags: operation.tags ?? [],
+  };
+}
+
+/**
+ * The path items holding an operation the selector selects, read before any `$ref` is resolved
+ * (load.ts). A path item that is itself a `$ref` is kept: its operations are not known yet.
+ */
+function selectsAnyOf(selector: ReturnType<typeof operationSelector>): PathSelection {
+  return (path, item) =>
+    typeof item.$ref === 'string' ||
+    HTTP_METHOD_NAMES.some((method) => {
+      const operation = item[method];
+      return (
+        typeof operation === 'object' &&
+        operation !== null &&
+        selector.selects(selectableOf(operation as { operationId?: string; tags?: string[] }, method, path))
+      );
+    });
 }

@@ -1,5 +1,5 @@
 export { type HttpToolsFromEntry, HttpToolsFromSchema } from './config.js';
-export { openApiDraft } from './draft.js';
+export { LARGE_IMPORT, openApiDraft } from './draft.js';
 export {
   configWithImports,
   type ImportedTool,

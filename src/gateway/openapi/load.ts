@@ -3,7 +3,9 @@ import { ConfigError } from '../../errors.js';
 import type { OpenApiDocument } from './document.js';
 import { checkExpansion } from './expansion.js';
 import { DEFAULT_OPENAPI_LIMITS, LimitExceeded, type OpenApiLimits } from './limits.js';
+import { type PathSelection, pruneToSelection } from './prune.js';
 import { BoundedFiles, FETCH_TIMEOUT_MS } from './read.js';
+import { ValidatedDocuments } from './validated.js';
 
 /** Whether a configured `openapi:` is a URL (fetched) rather than a file. */
 export function isUrl(source: string): boolean {
@@ -22,7 +24,15 @@ export async function loadOpenApi(
   source: string,
   where: string,
   limits: OpenApiLimits = DEFAULT_OPENAPI_LIMITS,
-): Promise<OpenApiDocument> {
+  validated?: ValidatedDocuments,
+  /** The path items the import reads (its `include:`): a remembered document resolves only what they reach (prune.ts). */
+  keep?: PathSelection,
+): Promise<{
+  document: OpenApiDocument;
+  validation: 'done' | 'remembered';
+  /** Path items resolved, of how many, when only the selection's were. */
+  pathsRead?: { kept: number; of: number };
+}> {
   const files = new BoundedFiles(limits);
   const options = {
     resolve: {
@@ -36,22 +46,39 @@ export async function loadOpenApi(
   };
   const parser = new SwaggerParser();
   let document: unknown;
+  let validation: 'done' | 'remembered' = 'done';
+  let pathsRead: { kept: number; of: number } | undefined;
   try {
     await parser.resolve(source, options);
-    checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
-    // The document as parsed above, and every file it names read again from what was kept.
-    document = await parser.validate(source, parser.api, options);
+    const key = validated ? ValidatedDocuments.keyOf(files.files, limits) : undefined;
+    if (key && validated?.has(key)) {
+      // These bytes passed under these bounds before (validated.ts): only the $refs are replaced.
+      validation = 'remembered';
+      const pruned = keep
+        ? pruneToSelection(parser.api as unknown as Record<string, unknown>, keep)
+        : undefined;
+      pathsRead = pruned?.paths;
+      document = await parser.dereference(source, (pruned?.api ?? parser.api) as typeof parser.api, options);
+    } else {
+      checkExpansion(parser.api, parser.$refs.paths()[0] ?? source, parser.$refs, limits);
+      // The document as parsed above, and every file it names read again from what was kept.
+      document = await parser.validate(source, parser.api, options);
+      if (key && isOpenApi3(document)) validated?.add(key);
+    }
   } catch (error) {
     const refusal = files.refusal ?? (error instanceof LimitExceeded ? error : undefined);
     if (refusal) throw new ConfigError(`${where}: ${source} is refused: ${refusal.message}`);
     throw new ConfigError(`${where}: ${source} ${problemOf(error)}`);
   }
-  const version = String((document as { openapi?: unknown }).openapi ?? '');
-  if (!/^3\.[01]\./.test(version))
+  if (!isOpenApi3(document))
     throw new ConfigError(
       `${where}: ${source} is ${(document as { swagger?: string }).swagger ? `Swagger ${(document as { swagger?: string }).swagger}` : 'not OpenAPI 3'}; only OpenAPI 3.0 and 3.1 are imported (convert it first, e.g. with swagger2openapi)`,
     );
-  return document as OpenApiDocument;
+  return { document: document as OpenApiDocument, validation, ...(pathsRead ? { pathsRead } : {}) };
+}
+
+function isOpenApi3(document: unknown): boolean {
+  return /^3\.[01]\./.test(String((document as { openapi?: unknown }).openapi ?? ''));
 }
 
 /** The parser's error as one line with the JSON pointer of where it is, when it says. */

@@ -55,6 +55,14 @@ const SUPPORTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELET
 /** OpenAPI: header parameters of these names "SHALL be ignored" (the request's own machinery sets them). */
 const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 const IDEMPOTENCY_HEADER = 'idempotency-key';
+/**
+ * What every imported tool sends besides its parameters (the channel adds `User-Agent:
+ * idem/<version>`): the documents describe JSON APIs, and some (GitHub's) answer otherwise or
+ * refuse without. The entry's `headers:` go on top.
+ */
+export const IMPORTED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  Accept: 'application/json',
+});
 /** A media type whose body is JSON: application/json, application/vnd.x+json, with parameters. */
 const JSON_MEDIA = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 /** A description kept within what a model is shown without drowning the rest. */
@@ -105,6 +113,8 @@ export function mapOperation(
   for (const parameter of [...(item.parameters ?? []), ...(operation.parameters ?? [])])
     byKey.set(`${parameter.in}\u0000${parameter.name}`, parameter);
 
+  const fixedHeaders = { ...IMPORTED_HEADERS, ...entry.headers };
+  const fixed = new Set(Object.keys(entry.headers ?? {}).map((name) => name.toLowerCase()));
   const properties: Record<string, JsonSchema> = {};
   const required: string[] = [];
   const pathArguments = new Map<string, string>();
@@ -117,6 +127,8 @@ export function mapOperation(
   for (const parameter of byKey.values()) {
     const where = `${parameter.in} parameter ${parameter.name}`;
     if (parameter.in === 'header' && IGNORED_HEADERS.has(parameter.name.toLowerCase())) continue;
+    // The operator's fixed value is sent: the model is not asked for it.
+    if (parameter.in === 'header' && fixed.has(parameter.name.toLowerCase())) continue;
     if (
       credential.fills &&
       credential.fills.in === parameter.in &&
@@ -201,6 +213,7 @@ export function mapOperation(
     ...(Object.keys(query).length > 0 ? { query } : {}),
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(Object.keys(optionalHeaders).length > 0 ? { optional_headers: optionalHeaders } : {}),
+    fixed_headers: fixedHeaders,
     ...(body ? { body: '{body}' } : {}),
     ...(credential.use ? { credential: credential.use } : {}),
     ...(idempotencyHeader ? { idempotency_header: idempotencyHeader } : {}),

@@ -29,6 +29,11 @@ export class BoundedFiles {
     this.#limits = limits;
   }
 
+  /** Every file read so far, by the URL or path it was read from. */
+  get files(): ReadonlyMap<string, Buffer> {
+    return this.#read;
+  }
+
   /** swagger-parser's `resolve.file.read`. */
   readonly readFile = (file: { url: string }): Promise<Buffer> =>
     this.#once(file.url, async () => {

@@ -1,30 +1,20 @@
 import { actionCall, callerOf } from '../../dispatch/action-call.js';
-import type { UpstreamConnection } from '../../dispatch/mcp/index.js';
 import { IDEM_CODES } from '../../errors.js';
 import { idemAnswer } from '../../executions/answers.js';
 import type { Caller, Rerun } from '../../executions/call.js';
 import { parseStatusArguments } from '../../executions/status-tool.js';
-import { renderRequestId } from '../../identity/request-key.js';
-import { paramHeadersFor, paramHeadersOf } from '../../protocol/param-headers.js';
-import { approverFor } from '../elicitation.js';
-import type { ForwardedRequest, SessionState } from '../session-state.js';
-import { lookUpTool } from '../tools-list.js';
-import type { ToolCallAnswer } from './answer.js';
-import { callerParts, upstreamChannel } from './engine-call.js';
-import type { RevisionHooks } from './revision-hooks.js';
-import type { ToolCallRequest } from './tool-call-request.js';
+import type { ToolCallRequest } from '../../protocol/tool-call-request.js';
+import { approverFor } from '../sessions/elicitation.js';
+import type { CallContext, ForwardedRequest, ToolCallAnswer } from './call-context.js';
+import { callerParts, upstreamChannel, upstreamHeaders } from './tool-call.js';
 
-/** A call of Idem's status tool: an execution's status, or `action: "repeat"`. */
-export async function callStatusTool(
-  s: SessionState,
-  call: ToolCallRequest,
-  bridge: RevisionHooks,
-): Promise<ToolCallAnswer> {
+/** A call of Idem's status tool (session.ts routes it by name): an execution's status, or `action: "repeat"`. */
+export async function callStatusTool(ctx: CallContext, call: ToolCallRequest): Promise<ToolCallAnswer> {
   const parsed = parseStatusArguments(call.arguments);
   if ('problem' in parsed)
     return { result: idemAnswer(IDEM_CODES.IDEM_INVALID_INPUT, { detail: parsed.problem }) };
-  if (parsed.action === 'repeat') return repeat(s, call, parsed.ref, bridge);
-  return { result: await s.ctx.engine.status(parsed.ref, s.actor()) };
+  if (parsed.action === 'repeat') return repeat(ctx, call, parsed.ref);
+  return { result: await ctx.engine.status(parsed.ref, ctx.actor) };
 }
 
 /**
@@ -33,37 +23,31 @@ export async function callStatusTool(
  * the tool call it was, under this status request's id (so progress and
  * cancellation follow it).
  */
-async function repeat(
-  s: SessionState,
-  call: ToolCallRequest,
-  ref: string,
-  bridge: RevisionHooks,
-): Promise<ToolCallAnswer> {
-  const forwarded = s.track(call.id, '', call.meta, true);
+async function repeat(ctx: CallContext, call: ToolCallRequest, ref: string): Promise<ToolCallAnswer> {
+  const forwarded = ctx.session.track(call.id, '', call.meta, true);
   try {
-    const caller = callerOf(callerParts(s, call.id, s.ctx.statusTool, call.authInfo));
-    const result = await s.ctx.engine.repeat(ref, caller, (remembered) =>
-      planRepeat(s, call, remembered, caller, forwarded, bridge),
+    const caller = callerOf(callerParts(ctx, call, ctx.session.statusTool));
+    const result = await ctx.engine.repeat(ref, caller, (remembered) =>
+      planRepeat(ctx, call, remembered, caller, forwarded),
     );
-    return bridge.answer(result, forwarded);
+    return ctx.revision.answer(ctx, result, forwarded);
   } finally {
-    s.inFlight.delete(renderRequestId(call.id));
+    ctx.session.untrack(call.id);
   }
 }
 
 /** How the remembered call runs again here: on the channel of the tool as this session knows it now. */
 async function planRepeat(
-  s: SessionState,
+  ctx: CallContext,
   call: ToolCallRequest,
   remembered: Parameters<Rerun>[0],
   caller: Caller,
   forwarded: ForwardedRequest,
-  bridge: RevisionHooks,
 ): ReturnType<Rerun> {
-  const { entry } = await lookUpTool(s, remembered.tool);
+  const { entry } = await ctx.catalog.lookUp(remembered.tool);
   if (!entry) return undefined;
   // The front checked the status tool's scopes, not those of the tool it would run again.
-  const missing = s.ctx.scopesMissing?.(call.authInfo, entry.name) ?? [];
+  const missing = ctx.session.scopesMissing(call.authInfo, entry.name);
   if (missing.length > 0) {
     return {
       answer: idemAnswer(IDEM_CODES.IDEM_INSUFFICIENT_SCOPE, {
@@ -81,10 +65,10 @@ async function planRepeat(
       caller,
       forwarded.cancelled?.signal,
     );
-  const upstream = s.upstreams.get(entry.upstream) as UpstreamConnection;
-  if (!upstream.available) {
+  const upstream = ctx.upstreams.get(entry.upstream);
+  if (!upstream?.available) {
     try {
-      await upstream.whenReady(s.ctx.upstreamWaitMs);
+      await upstream?.whenReady(ctx.session.upstreamWaitMs);
     } catch {
       return {
         answer: idemAnswer(IDEM_CODES.IDEM_NOT_EXECUTED, {
@@ -95,15 +79,7 @@ async function planRepeat(
   }
   forwarded.upstream = entry.upstream;
   const params = call.meta ? { _meta: call.meta } : {};
-  const headers = paramHeadersFor(paramHeadersOf(entry.tool.inputSchema), args);
-  const channel = upstreamChannel(
-    s,
-    entry,
-    params,
-    headers,
-    forwarded,
-    bridge.channelHooks(forwarded, entry),
-  );
+  const channel = upstreamChannel(ctx, entry, params, upstreamHeaders(entry, args), forwarded);
   const { call: toolCall, dispatch } = actionCall(
     entry.name,
     channel,
@@ -113,7 +89,7 @@ async function planRepeat(
     forwarded.cancelled?.signal,
   );
   return {
-    call: { ...toolCall, ...approverFor(s, forwarded, entry.contract) },
+    call: { ...toolCall, ...approverFor(ctx.session, ctx.actor, forwarded, entry.contract) },
     dispatch,
   };
 }

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
-import { GatewayConfigSchema } from '../../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../../src/gateway/config/index.js';
 import { importHttpTools } from '../../../src/gateway/openapi/index.js';
 import { DEFAULT_OPENAPI_LIMITS } from '../../../src/gateway/openapi/limits.js';
 import { BoundedFiles } from '../../../src/gateway/openapi/read.js';

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf, META } from '../../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../../src/gateway/config/index.js';
 import { Gateway } from '../../../src/gateway/gateway.js';
 import { importHttpTools } from '../../../src/gateway/openapi/index.js';
 import { freshDir, removeTemporaries } from '../../support/temp-dirs.js';

@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/gateway/config.js';
+import { loadConfig } from '../../../src/gateway/config/index.js';
 import { lintGateway } from '../../../src/gateway/lint.js';
 import { runIdem } from '../../support/run-cli.js';
 import { freshDir, removeTemporaries } from '../../support/temp-dirs.js';

@@ -13,7 +13,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
 import { idemCodeOf } from '../../../src/executions/answers.js';
-import { GatewayConfigSchema } from '../../../src/gateway/config.js';
+import { GatewayConfigSchema } from '../../../src/gateway/config/index.js';
 import { Gateway } from '../../../src/gateway/gateway.js';
 import { lintGateway } from '../../../src/gateway/lint.js';
 import { freshDir, removeTemporaries } from '../../support/temp-dirs.js';

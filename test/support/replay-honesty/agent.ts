@@ -6,17 +6,17 @@
  * then the fetch either fails like a reset connection (`lose`), or sends the
  * very same POST again (`resend`: same JSON-RPC id, same session).
  *
+ * The losses themselves are the probe's (src/probe/losses.ts), one home for both.
+ *
  * Every answer the agent gets is kept in the cell's `AnswerLog`: whether it was
  * a replay, and whether its first text item is the replay note or the stored
  * content (what a model reads first).
  */
-import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { rpcOf } from '../losing-fetch.js';
+import { droppingStdio, losingFetch, type PlannedLoss } from '../../../src/probe/losses.js';
 
 /** One client name for every session of a cell: a reconnected or restarted agent is the same actor. */
 export const AGENT_NAME = 'replay-honesty-agent';
@@ -63,16 +63,6 @@ export function firstText(result: CallToolResult): string {
 
 type Args = Record<string, unknown>;
 
-interface Loss {
-  tool: string;
-  args: Args;
-  /** lose: the fetch fails; resend: the same POST again; die (stdio): the answer is dropped, the agent then ends. */
-  mode: 'lose' | 'resend' | 'die';
-  beforeResend: () => void | Promise<void>;
-  /** die: called when the answer arrived and was dropped. */
-  dropped?: () => void;
-}
-
 /** A stdio server for the agent to start (over stdio, the agent's session is that process). */
 export interface StdioCommand {
   command: string;
@@ -83,9 +73,9 @@ export interface StdioCommand {
 export class Agent {
   readonly #client: Client;
   readonly #log: AnswerLog;
-  readonly #losses: Loss[];
+  readonly #losses: PlannedLoss[];
 
-  private constructor(client: Client, log: AnswerLog, losses: Loss[]) {
+  private constructor(client: Client, log: AnswerLog, losses: PlannedLoss[]) {
     this.#client = client;
     this.#log = log;
     this.#losses = losses;
@@ -93,7 +83,7 @@ export class Agent {
 
   /** A new session of the agent (a new connection; the same client name). */
   static async connect(url: string, log: AnswerLog): Promise<Agent> {
-    const losses: Loss[] = [];
+    const losses: PlannedLoss[] = [];
     const client = new Client({ name: AGENT_NAME, version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: losingFetch(losses) }));
     return new Agent(client, log, losses);
@@ -104,11 +94,11 @@ export class Agent {
    * it; closing the agent ends that process, as a client that dies does.
    */
   static async connectStdio(server: StdioCommand, log: AnswerLog): Promise<Agent> {
-    const losses: Loss[] = [];
+    const losses: PlannedLoss[] = [];
     const client = new Client({ name: AGENT_NAME, version: '1.0.0' });
     const transport = new StdioClientTransport({ ...server, stderr: 'ignore' });
     await client.connect(transport);
-    dropAnswers(transport, losses);
+    droppingStdio(transport, losses);
     return new Agent(client, log, losses);
   }
 
@@ -118,7 +108,7 @@ export class Agent {
    */
   async callDyingOnAnswer(tool: string, args: Args = {}): Promise<void> {
     const answered = new Promise<void>((resolve) =>
-      this.#losses.push({ tool, args, mode: 'die', beforeResend: () => {}, dropped: resolve }),
+      this.#losses.push({ tool, args, mode: 'lose', dropped: resolve }),
     );
     const call = this.call(tool, args).then(
       () => 'answered',
@@ -146,7 +136,7 @@ export class Agent {
    * fails like a reset connection. Resolves once the agent has seen the failure.
    */
   async callLosingAnswer(tool: string, args: Args = {}): Promise<void> {
-    this.#losses.push({ tool, args, mode: 'lose', beforeResend: () => {} });
+    this.#losses.push({ tool, args, mode: 'lose' });
     const outcome = await this.call(tool, args).then(
       () => 'answered',
       (error: unknown) => String(error),
@@ -171,48 +161,4 @@ export class Agent {
   async close(): Promise<void> {
     await this.#client.close().catch(() => {});
   }
-}
-
-/** The planned loss a tools/call request matches, taken off the list (undefined: none). */
-function takeLoss(losses: Loss[], message: unknown): Loss | undefined {
-  const rpc = message as { method?: string; params?: { name?: unknown; arguments?: unknown } } | undefined;
-  if (rpc?.method !== 'tools/call') return undefined;
-  const at = losses.findIndex(
-    (l) => l.tool === rpc.params?.name && isDeepStrictEqual(l.args, rpc.params?.arguments ?? {}),
-  );
-  return at < 0 ? undefined : losses.splice(at, 1)[0];
-}
-
-/** Over stdio: the answer to a call with a planned loss is dropped before the client reads it. */
-function dropAnswers(transport: StdioClientTransport, losses: Loss[]): void {
-  const doomed = new Map<unknown, Loss>();
-  const send = transport.send.bind(transport);
-  transport.send = async (message) => {
-    const loss = takeLoss(losses, message);
-    if (loss && 'id' in message) doomed.set(message.id, loss);
-    return send(message);
-  };
-  const deliver = transport.onmessage;
-  transport.onmessage = (message) => {
-    const loss = 'id' in message ? doomed.get(message.id) : undefined;
-    if (loss && ('result' in message || 'error' in message)) {
-      doomed.delete((message as { id: unknown }).id);
-      loss.dropped?.();
-      return;
-    }
-    deliver?.(message);
-  };
-}
-
-/** The fetch of one session: loses the answer of the next call that matches a planned loss. */
-function losingFetch(losses: Loss[]): FetchLike {
-  return async (url, init) => {
-    const loss = takeLoss(losses, rpcOf(init));
-    if (!loss) return fetch(url, init);
-    const first = await fetch(url, init);
-    await first.text();
-    if (loss.mode === 'lose') throw new TypeError(`fetch failed: the response to ${loss.tool} was lost`);
-    await loss.beforeResend();
-    return fetch(url, init);
-  };
 }
