@@ -1,6 +1,6 @@
 import { redactSecrets } from '../identity/redaction.js';
 import type { StoredOutcome } from '../store/outcome.js';
-import type { ExecutionRecord } from '../store/types.js';
+import type { ExecutionRecord, ExecutionStore } from '../store/types.js';
 import { markExecuted } from './answers.js';
 import type { ToolCall } from './call.js';
 import type { Done, Sent } from './dispatch.js';
@@ -58,7 +58,7 @@ export async function recordOutcome(
   }
   // A denial is not a result: nothing is delivered (the caller hears why, and nothing ran).
   const delivering = done.outcome !== 'unknown' && done.outcome !== 'denied';
-  const early = answersBeforeRecorded(call, done, delivering);
+  const early = answersBeforeRecorded(ctx.store, call, done, delivering);
   const recording = recordDone(ctx, call, record, token, done, sent.secrets, delivering, early);
   if (early) {
     // The answer leaves now; the write follows in the store's next commit. A crash in between
@@ -83,9 +83,17 @@ export async function recordOutcome(
  * completed or failed result of a call that was dispatched, for a replay class whose recovery of
  * an unknown never sends again (not `keyed`, which re-sends under the same key). A refusal before
  * sending retires the execution in that write, and an unknown outcome is answered from it: both wait.
+ * And only where no other process reads the store (soleReader): a gateway beside this one on the
+ * same file, or in the same PostgreSQL fleet, must find the call finished once its answer has left.
  */
-function answersBeforeRecorded(call: ToolCall, done: Done, delivering: boolean): boolean {
+function answersBeforeRecorded(
+  store: ExecutionStore,
+  call: ToolCall,
+  done: Done,
+  delivering: boolean,
+): boolean {
   return (
+    store.soleReader() &&
     delivering &&
     done.result !== undefined &&
     !done.notDispatched &&

@@ -276,7 +276,10 @@ export interface TransitionInput {
   release?: boolean;
   note?: string;
   events?: ActivityEventInput[];
-  /** Nobody waits for it (lifecycle.md step 11): held ≤ OUTCOME_WRITE_WITHIN_MS to share the next commit, reads seeing it. */
+  /**
+   * Nobody waits for it (lifecycle.md step 11): held ≤ OUTCOME_WRITE_WITHIN_MS to share the next
+   * commit, this process's reads seeing it. Only asked where ExecutionStore.soleReader() holds.
+   */
   deferrable?: boolean;
 }
 
@@ -308,6 +311,12 @@ export interface ExecutionStore extends JournalReader {
 
   claim(input: ClaimInput, options?: ClaimOptions): Promise<ClaimResult>;
   transition(input: TransitionInput): Promise<ExecutionRecord | undefined>;
+  /**
+   * Whether no other process reads this store, so that a write this one holds back (a deferrable
+   * outcome) is still seen by every read. False for PostgreSQL, and for a SQLite file another
+   * process has had open (sqlite/file-sharing.ts): there an answer waits for its outcome's write.
+   */
+  soleReader(): boolean;
   /** Extends the lease of the token holder; false if it no longer holds the execution. */
   renewLease(id: string, token: string, leaseMs: number): Promise<boolean>;
   /** Records delivery once (the first time); later calls change nothing. */

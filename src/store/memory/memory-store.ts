@@ -116,6 +116,11 @@ export class MemoryStore implements ExecutionStore {
     return { won: true, record: this.#view(row, now) };
   }
 
+  /** One process's memory: nobody else reads it. */
+  soleReader(): boolean {
+    return true;
+  }
+
   async transition(t: TransitionInput): Promise<ExecutionRecord | undefined> {
     const now = this.#clock();
     const row = this.#rows.get(t.id);

@@ -113,6 +113,11 @@ export class PostgresStore implements ExecutionStore {
     return writeClaim(this.#db, this.#chains, input, options);
   }
 
+  /** Shared by every gateway of a fleet: an answer never leaves before its outcome is written. */
+  soleReader(): boolean {
+    return false;
+  }
+
   async transition(t: TransitionInput): Promise<ExecutionRecord | undefined> {
     return writeTransition(this.#db, this.#chains, t);
   }

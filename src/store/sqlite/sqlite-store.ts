@@ -33,6 +33,7 @@ import { Checkpointer, type CheckpointStats } from './checkpointer.js';
 import { toStoreError } from './errors.js';
 import { countByState, type ListStatements, listParams, prepareListStatements } from './execution-list.js';
 import { writeClaim, writeTransition } from './execution-writes.js';
+import { FileSharing, writeAheadLogExists } from './file-sharing.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { appendJournal } from './journal-append.js';
@@ -86,6 +87,7 @@ export class SqliteStore implements ExecutionStore {
   #closing: Promise<void> | undefined;
   /** Damage met, a failed sync, the file changed under it (refusal.ts): from then on, every call is refused. */
   readonly #refusal: StoreRefusal;
+  readonly #sharing: FileSharing;
 
   static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
     let db: Database.Database | undefined;
@@ -93,8 +95,9 @@ export class SqliteStore implements ExecutionStore {
       // Created here rather than by SQLite so it is never readable by others, not even briefly;
       // SQLite gives the -wal and -shm files the same mode.
       if (isFile(options.path)) closeSync(openSync(options.path, 'a', 0o600));
+      const logExisted = writeAheadLogExists(options.path);
       db = new Database(options.path);
-      return new SqliteStore(db, options);
+      return new SqliteStore(db, options, logExisted);
     } catch (error) {
       db?.close();
       if (error instanceof StoreUnavailableError) throw error;
@@ -107,8 +110,16 @@ export class SqliteStore implements ExecutionStore {
     }
   }
 
-  /** Takes ownership of `db`: configures it, brings its schema up to date, and closes it on close(). */
-  constructor(db: Database.Database, options: Omit<SqliteStoreOptions, 'path'> = {}) {
+  /**
+   * Takes ownership of `db`: configures it, brings its schema up to date, and closes it on close().
+   * `logExistedAtOpen` (file-sharing.ts): whether another process may have had the file open before
+   * `db` was opened; unknown here, so a file is taken as shared unless open() found no log.
+   */
+  constructor(
+    db: Database.Database,
+    options: Omit<SqliteStoreOptions, 'path'> = {},
+    logExistedAtOpen = !db.memory,
+  ) {
     this.#db = db;
     const clock = options.clock ?? Date.now;
     this.#clock = () => wholeMs(clock());
@@ -162,6 +173,7 @@ export class SqliteStore implements ExecutionStore {
     const walSync = this.#walSync;
     this.#checkpointer = new Checkpointer(db, options.checkpoints);
     this.#refusal = new StoreRefusal(db);
+    this.#sharing = new FileSharing(db, logExistedAtOpen);
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       beforeBatch: () => this.#refusal.checkFile(),
@@ -176,6 +188,10 @@ export class SqliteStore implements ExecutionStore {
 
   async claim(input: ClaimInput, options: ClaimOptions = {}): Promise<ClaimResult> {
     return this.#writes.run(this.#claim, 'sync', input, options);
+  }
+
+  soleReader(): boolean {
+    return !this.#sharing.shared;
   }
 
   async transition(input: TransitionInput): Promise<ExecutionRecord | undefined> {
