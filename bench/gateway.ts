@@ -10,9 +10,10 @@
  *   3. supergateway — `--stdio … --outputTransport streamableHttp --stateful`, its own process;
  *   4. idem gateway — the CLI as its own process (`node dist/cli/main.js`, as
  *      `npx idem` runs it; dist/ is rebuilt first if stale), SQLite store in a fresh data
- *      directory; the tool's contract (replay: keyed, business key `id`) and a
- *      new `id` per call make every call a new execution: claimed, dispatched,
- *      recorded and journaled.
+ *      directory; the tool has no contract (Idem's cautious default for a tool with
+ *      effects, as a user who adds nothing gets it) and a new `id` per call makes every
+ *      call a new execution: claimed, dispatched, recorded and journaled. A diagnostic
+ *      series gives it `replay: keyed` (its answer waits for its outcome's write).
  *
  * Each series runs sequentially (1 in flight) and with N calls in flight, after
  * a warm-up on its own session. The measured calls are split into rounds and
@@ -80,6 +81,7 @@ interface Target {
     | 'idem'
     | 'idem-stateless'
     | 'idem-memory'
+    | 'idem-keyed'
     | 'idem-passthrough'
     | 'idem-stateless-passthrough'
     | 'idem-no-spare';
@@ -108,7 +110,8 @@ function idemTarget(options: {
   key: Target['key'];
   label: string;
   dir: string;
-  contract: Record<string, unknown>;
+  /** The tool's contract in the gateway config; none: the default for a tool with effects. */
+  contract?: Record<string, unknown>;
   store?: Record<string, unknown>;
   /** The stateless front (`listen.http.stateless`): no sessions, every POST stands alone. */
   stateless?: boolean;
@@ -116,7 +119,7 @@ function idemTarget(options: {
   noSpare?: boolean;
   instruments: Instruments;
 }): Target {
-  const newExecution = options.contract.replay !== 'read_only';
+  const newExecution = options.contract?.replay !== 'read_only';
   return {
     key: options.key,
     label: options.label,
@@ -132,7 +135,7 @@ function idemTarget(options: {
           upstreams: {
             trivial: { ...trivialUpstream(), cwd: REPO_ROOT, ...(options.noSpare ? {} : { spare: true }) },
           },
-          tools: { echo: options.contract },
+          ...(options.contract ? { tools: { echo: options.contract } } : {}),
           // The defaults (receipts held 2 minutes, at most 10,000 per actor) refuse one actor's calls
           // past the 10,000th in 2 minutes with IDEM_RECEIPTS_FULL (~83 calls/s sustained); the
           // bench's one client sends more than that at the default size.
@@ -275,14 +278,12 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
       key: 'idem',
       label: 'idem gateway (SQLite; every call claimed + journaled)',
       dir: join(work, 'idem'),
-      contract: { replay: 'keyed', scope: { business_key: 'id' } },
       instruments,
     }),
     idemTarget({
       key: 'idem-stateless',
       label: 'idem gateway, stateless front (SQLite; every call claimed + journaled)',
       dir: join(work, 'idem-stateless'),
-      contract: { replay: 'keyed', scope: { business_key: 'id' } },
       stateless: true,
       instruments,
     }),
@@ -292,8 +293,15 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
             key: 'idem-memory',
             label: 'diagnostic: idem gateway, memory store (claimed + journaled in memory)',
             dir: join(work, 'idem-memory'),
-            contract: { replay: 'keyed', scope: { business_key: 'id' } },
             store: { kind: 'memory' },
+            instruments,
+          }),
+          // The answer waits for its outcome's commit (a keyed tool's recovery sends again): against idem.
+          idemTarget({
+            key: 'idem-keyed',
+            label: 'diagnostic: idem gateway, tool `replay: keyed` (SQLite; answer after its outcome is written)',
+            dir: join(work, 'idem-keyed'),
+            contract: { replay: 'keyed', scope: { business_key: 'id' } },
             instruments,
           }),
           idemTarget({
@@ -565,7 +573,7 @@ export async function benchGateway(options: {
   /** Also run Idem with a memory store and with the tool passed through (read_only): where the time goes. */
   diagnostics?: boolean;
   /**
-   * Only these series (their keys: direct, mcp-proxy, supergateway, idem, idem-memory, idem-passthrough);
+   * Only these series (their keys: direct, mcp-proxy, supergateway, idem, idem-stateless, idem-memory, idem-keyed, idem-passthrough, …);
    * `session-start` among them: only the session starts, on the paths also named (default: all three).
    */
   series?: string[];
