@@ -299,7 +299,8 @@ function targets(work: string, instruments: Instruments, diagnostics: boolean): 
           // The answer waits for its outcome's commit (a keyed tool's recovery sends again): against idem.
           idemTarget({
             key: 'idem-keyed',
-            label: 'diagnostic: idem gateway, tool `replay: keyed` (SQLite; answer after its outcome is written)',
+            label:
+              'diagnostic: idem gateway, tool `replay: keyed` (SQLite; answer after its outcome is written)',
             dir: join(work, 'idem-keyed'),
             contract: { replay: 'keyed', scope: { business_key: 'id' } },
             instruments,
