@@ -276,10 +276,7 @@ export interface TransitionInput {
   release?: boolean;
   note?: string;
   events?: ActivityEventInput[];
-  /**
-   * Nobody waits for it (lifecycle.md step 11): held ≤ OUTCOME_WRITE_WITHIN_MS to share the next
-   * commit, this process's reads seeing it. Only asked where ExecutionStore.soleReader() holds.
-   */
+  /** Nobody waits for it (lifecycle.md step 11; only where soleReader()): may wait to share the next commit. */
   deferrable?: boolean;
 }
 
@@ -311,11 +308,7 @@ export interface ExecutionStore extends JournalReader {
 
   claim(input: ClaimInput, options?: ClaimOptions): Promise<ClaimResult>;
   transition(input: TransitionInput): Promise<ExecutionRecord | undefined>;
-  /**
-   * Whether no other process reads this store, so that a write this one holds back (a deferrable
-   * outcome) is still seen by every read. False for PostgreSQL, and for a SQLite file another
-   * process has had open (sqlite/file-sharing.ts): there an answer waits for its outcome's write.
-   */
+  /** No other process reads this store: a write held back (deferrable) is still seen by every read (sqlite/file-sharing.ts). */
   soleReader(): boolean;
   /** Extends the lease of the token holder; false if it no longer holds the execution. */
   renewLease(id: string, token: string, leaseMs: number): Promise<boolean>;

@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../../errors.js';
 import type { CheckpointerOptions } from './checkpointer.js';
 
 export interface SqliteStoreOptions {
@@ -24,6 +25,17 @@ export interface SqliteStoreOptions {
 export type SqliteSynchronous = 'full' | 'normal';
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 export const DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = 'full';
+
+/** The durability asked for (default 'full'); anything else is refused before the file is touched further. */
+export function synchronousOf(options: { synchronous?: SqliteSynchronous }): SqliteSynchronous {
+  const synchronous = options.synchronous ?? DEFAULT_SQLITE_SYNCHRONOUS;
+  if (synchronous !== 'full' && synchronous !== 'normal') {
+    throw new StoreUnavailableError(
+      `SQLite synchronous must be 'full' or 'normal', not ${String(synchronous)}`,
+    );
+  }
+  return synchronous;
+}
 
 /** A path that names a file on disk (not SQLite's in-memory or URI forms): only a file has a WAL to sync. */
 export function isFile(path: string): boolean {

@@ -4,7 +4,7 @@
 // (group-commit.ts), checkpointer (checkpointer.ts), errors and integrity checks.
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { messageOf, StoreRefusedError, StoreUnavailableError } from '../../errors.js';
+import { StoreRefusedError, StoreUnavailableError } from '../../errors.js';
 import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
@@ -35,16 +35,16 @@ import { countByState, type ListStatements, listParams, prepareListStatements } 
 import { writeClaim, writeTransition } from './execution-writes.js';
 import { FileSharing, writeAheadLogExists } from './file-sharing.js';
 import { GroupCommit } from './group-commit.js';
-import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
+import { checkIntegrity, undecodableValue } from './integrity.js';
 import { appendJournal } from './journal-append.js';
 import { migrate } from './migrations.js';
-import { nativeModuleProblem } from './native-module.js';
+import { openFailure } from './open-failure.js';
 import {
   DEFAULT_BUSY_TIMEOUT_MS,
-  DEFAULT_SQLITE_SYNCHRONOUS,
   isFile,
   type SqliteStoreOptions,
   type SqliteSynchronous,
+  synchronousOf,
 } from './options.js';
 import { StoreRefusal } from './refusal.js';
 import { bytesPerExecutionRow, type RowBytes } from './row-bytes.js';
@@ -100,25 +100,15 @@ export class SqliteStore implements ExecutionStore {
       return new SqliteStore(db, options, logExisted);
     } catch (error) {
       db?.close();
-      if (error instanceof StoreUnavailableError) throw error;
-      const notBuilt = nativeModuleProblem(error);
-      if (notBuilt) throw new StoreUnavailableError(notBuilt, { cause: error });
-      const refused = refusalFromError(error, options.path);
-      if (refused) throw refused;
-      const message = `cannot open the SQLite store at ${options.path}: ${messageOf(error)}`;
-      throw new StoreUnavailableError(message, { cause: error });
+      throw openFailure(error, options.path);
     }
   }
 
-  /**
-   * Takes ownership of `db`: configures it, brings its schema up to date, and closes it on close().
-   * `logExistedAtOpen` (file-sharing.ts): whether another process may have had the file open before
-   * `db` was opened; unknown here, so a file is taken as shared unless open() found no log.
-   */
+  /** Takes ownership of `db`: configures it, migrates it, closes it on close(). `logExisted`: file-sharing.ts. */
   constructor(
     db: Database.Database,
     options: Omit<SqliteStoreOptions, 'path'> = {},
-    logExistedAtOpen = !db.memory,
+    logExisted = !db.memory,
   ) {
     this.#db = db;
     const clock = options.clock ?? Date.now;
@@ -133,12 +123,7 @@ export class SqliteStore implements ExecutionStore {
     // before a claim (or any write that lets something go ahead) returns: on disk before
     // dispatch, as with SQLite's FULL (group-commit.ts, durability.ts). With 'normal'
     // nothing more: a power cut can lose the last commits (never corrupt the file).
-    const synchronous = options.synchronous ?? DEFAULT_SQLITE_SYNCHRONOUS;
-    if (synchronous !== 'full' && synchronous !== 'normal') {
-      throw new StoreUnavailableError(
-        `SQLite synchronous must be 'full' or 'normal', not ${String(synchronous)}`,
-      );
-    }
+    const synchronous = synchronousOf(options);
     this.#synchronous = synchronous;
     db.pragma('synchronous = NORMAL');
     // Before migrating: a damaged file is refused, never written to.
@@ -155,8 +140,7 @@ export class SqliteStore implements ExecutionStore {
     this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) =>
       writeClaim(this.#sql, this.#approvalSql, this.#clock(), input, options),
     );
-    // The time is taken when the transition is asked for, not when its batch commits: a held
-    // (deferred) outcome keeps the moment the answer left, whatever write it commits with.
+    // The time of asking, not of the batch's commit: a held outcome keeps the moment its answer left.
     this.#transition = db.transaction((t: TransitionInput, at: number) => writeTransition(this.#sql, at, t));
     this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
       const now = this.#clock();
@@ -173,7 +157,7 @@ export class SqliteStore implements ExecutionStore {
     const walSync = this.#walSync;
     this.#checkpointer = new Checkpointer(db, options.checkpoints);
     this.#refusal = new StoreRefusal(db);
-    this.#sharing = new FileSharing(db, logExistedAtOpen);
+    this.#sharing = new FileSharing(db, logExisted);
     this.#writes = new GroupCommit(db, {
       check: () => this.#checkUsable(),
       beforeBatch: () => this.#refusal.checkFile(),
