@@ -15,7 +15,8 @@ import type Database from 'better-sqlite3';
  * - at open, this connection announces itself with a commit (it rewrites PRAGMA user_version to
  *   the value it has), which every connection already open sees in its PRAGMA data_version;
  * - later, PRAGMA data_version has moved: another connection committed (opened, or wrote). A
- *   checkpoint, this process's own checkpointer included, commits nothing and moves nothing.
+ *   PASSIVE checkpoint (the checkpointer's) commits nothing and moves nothing; a TRUNCATE one by
+ *   another connection does move it, and counts, cautiously, as another process.
  *
  * A process that opens the file while this one holds a write (≤ OUTCOME_WRITE_WITHIN_MS) may see
  * that one call in flight until it commits: the only window, at one process's start.
