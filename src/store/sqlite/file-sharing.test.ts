@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { claimInput } from '../../../test/support/claim-input.js';
 import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { SqliteStore } from './sqlite-store.js';
 
@@ -55,6 +56,17 @@ describe('SqliteStore.soleReader: whether another process may read the file (fil
     // A transaction that changed nothing committed nothing.
     expect(store.soleReader()).toBe(true);
     other.exec('CREATE TABLE scratch (x); DROP TABLE scratch');
+    expect(store.soleReader()).toBe(false);
+  });
+
+  it("an outcome is judged by the latest claim's look (inside its transaction); without one, it looks itself", async () => {
+    const store = await files.open();
+    await store.claim(claimInput());
+    const other = files.raw();
+    other.exec('CREATE TABLE scratch (x); DROP TABLE scratch');
+    // The claim looked before the other connection committed: its look answers this ask...
+    expect(store.soleReader()).toBe(true);
+    // ...and the next ask, with no claim since, looks again.
     expect(store.soleReader()).toBe(false);
   });
 

@@ -137,9 +137,10 @@ export class SqliteStore implements ExecutionStore {
     this.#decideApproval = db.transaction((input: DecideApprovalInput) =>
       writeDecision(this.#sql, this.#approvalSql, this.#clock(), input),
     );
-    this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) =>
-      writeClaim(this.#sql, this.#approvalSql, this.#clock(), input, options),
-    );
+    this.#claim = db.transaction((input: ClaimInput, options: ClaimOptions) => {
+      this.#sharing.look();
+      return writeClaim(this.#sql, this.#approvalSql, this.#clock(), input, options);
+    });
     // The time of asking, not of the batch's commit: a held outcome keeps the moment its answer left.
     this.#transition = db.transaction((t: TransitionInput, at: number) => writeTransition(this.#sql, at, t));
     this.#markDelivered = db.transaction((id: string, events?: ActivityEventInput[]) => {
