@@ -9,7 +9,7 @@ import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { OUTCOME_SYNC_WITHIN_MS, OUTCOME_WRITE_WITHIN_MS, transitionMustSync } from '../durability.js';
-import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
+import { approvalFromColumns, entriesFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -227,7 +227,14 @@ export class SqliteStore implements ExecutionStore {
     limit = 1000,
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(entryFromColumns));
+    // Rows whose last event is after afterSeq; a row of several events may begin at or before it.
+    return this.#guard(() =>
+      this.#sql.journal[stream]
+        .read.all(afterSeq, limit)
+        .flatMap(entriesFromColumns)
+        .filter((e) => e.seq > afterSeq)
+        .slice(0, limit),
+    );
   }
 
   async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
@@ -235,7 +242,12 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journalFor.all({ id: executionId }).map(entryFromColumns));
+    return this.#guard(() =>
+      this.#sql.journalFor
+        .all({ id: executionId })
+        .flatMap(entriesFromColumns)
+        .filter((e) => e.executionId === executionId),
+    );
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
