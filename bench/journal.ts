@@ -81,7 +81,7 @@ export async function buildJournalFile(
       }
       const size = Math.min(CALL_ROWS[rows++ % CALL_ROWS.length] as number, to - seq + 1);
       const events = Array.from({ length: size }, (_, i) => benchEvent(seq + i));
-      const { row } = buildRow(events, seq - 1, at, prev);
+      const row = buildRow(events, seq - 1, at, prev);
       insert.run(journalRowValues(row));
       prev = row.hash;
       seq += size;

@@ -270,45 +270,26 @@ export interface JournalRow {
 
 /**
  * The row that `events` (one transaction's, in order) become on a chain whose
- * head is (`headSeq`, `prevHash`), and the entries a reader sees of it. Used by
- * every store that writes this format.
+ * head is (`headSeq`, `prevHash`). Used by every store that writes this format;
+ * rowEntries gives the events a reader sees of it.
  */
 export function buildRow(
   events: readonly ActivityEventInput[],
   headSeq: number,
   at: number,
   prevHash: string,
-): { row: JournalRow; entries: ActivityEntry[] } {
+): JournalRow {
   const eventsText = rowEventsText(events);
   const seq = headSeq + events.length;
   const hash = journalRowHash(prevHash, seq, at, events.length, eventsText);
-  const row: JournalRow = { seq, at, events: events.length, eventsText, prevHash, hash };
-  const entries = events.map(
-    (e, i): ActivityEntry => ({
-      seq: headSeq + 1 + i,
-      at,
-      kind: e.kind,
-      executionId: e.executionId ?? null,
-      actor: e.actor ?? null,
-      tool: e.tool ?? null,
-      requestRef: e.requestRef ?? null,
-      detail: structuredClone(e.detail ?? {}),
-      prevHash,
-      hash,
-      rowEvents: events.length,
-    }),
-  );
-  return { row, entries };
+  return { seq, at, events: events.length, eventsText, prevHash, hash };
 }
 
 /**
  * The entries a reader sees of a stored row of the one-row-per-transaction
  * format: one per event, seq−n+1 … seq, each with the row's place in the chain.
  */
-export function rowEntries(
-  row: { seq: number; at: number; events: number; eventsText: string; prevHash: string; hash: string },
-  chain?: number,
-): ActivityEntry[] {
+export function rowEntries(row: JournalRow, chain?: number): ActivityEntry[] {
   const events = JSON.parse(row.eventsText) as RowEvent[];
   const first = row.seq - row.events + 1;
   return events.map(

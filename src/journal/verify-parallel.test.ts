@@ -147,7 +147,7 @@ describe('verifySqliteJournal on rows of several events (one row per transaction
     const insert = db.prepare(`INSERT INTO activity_journal VALUES (${JOURNAL_COLUMNS.map(() => '?').join(', ')})`);
     for (let seq = 40000; seq < 80000; seq += 5) {
       const events = Array.from({ length: 5 }, (_, i) => ({ kind: 'received' as const, requestRef: `r${seq + i}` }));
-      const { row } = buildRow(events, seq, 1_764_000_000_000 + seq, prev);
+      const row = buildRow(events, seq, 1_764_000_000_000 + seq, prev);
       insert.run(journalRowValues(row));
       prev = row.hash;
     }

@@ -1,4 +1,4 @@
-import { buildRow, GENESIS_HASH } from '../../journal/chain.js';
+import { buildRow, GENESIS_HASH, rowEntries } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
@@ -375,7 +375,7 @@ export class MemoryStore implements ExecutionStore {
     // the row's last event has its seq and hash, so journalHead is the last entry's.
     const journal = this.#journals[stream];
     const head = journal.at(-1);
-    journal.push(...buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH).entries);
+    journal.push(...rowEntries(buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH)));
   }
 
   #view(row: Row, now: number): ExecutionRecord {

@@ -39,7 +39,7 @@ export function buildJournal(
   if (!events || events.length === 0) return undefined;
   const head = sql.journal[stream].head.get();
   // The events are stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
-  const { row } = buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH);
+  const row = buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH);
   const timelines = new Map<string, number>();
   if (stream === 'activity') {
     for (const event of events) if (event.executionId != null) timelines.set(event.executionId, row.seq);
