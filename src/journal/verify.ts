@@ -216,9 +216,21 @@ export async function verifyJournal(
  */
 export function hashMatches(row: StoredJournalRow): boolean {
   if (row.events !== undefined) {
-    return journalRowHash(row.prevHash, row.seq, row.at, row.events, row.detailText) === row.hash;
+    return (
+      emptyEnvelope(row) && journalRowHash(row.prevHash, row.seq, row.at, row.events, row.detailText) === row.hash
+    );
   }
   return journalEntryHash(row.prevHash, row, row.detailText) === row.hash;
+}
+
+/**
+ * A row of several events keeps its events' envelopes in its events, and its own columns empty
+ * (kind '', the rest NULL): its hash does not cover them, so anything else there was put there.
+ */
+function emptyEnvelope(row: StoredJournalRow): boolean {
+  return (
+    row.kind === '' && row.executionId === null && row.actor === null && row.tool === null && row.requestRef === null
+  );
 }
 
 /** How a report names a row: its seq, and for a row of several events the seqs of all of them. */
@@ -229,6 +241,9 @@ function rowName(row: StoredJournalRow): string {
 
 /** Why an edited row fails: a non-canonical detail is named as such, so the operator knows what to look at. */
 function editedMessage(row: StoredJournalRow, where: string): string {
+  if (row.events !== undefined && !emptyEnvelope(row)) {
+    return `${where}: a column outside its events (kind, execution_id, actor, tool, request_ref) was filled in — it was edited`;
+  }
   const what = row.events === undefined ? 'detail is' : 'events are';
   let canonical: string | undefined;
   try {

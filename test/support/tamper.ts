@@ -315,9 +315,10 @@ export const TAMPER_CASES: TamperCase[] = [
   {
     name: 'reorder two rows',
     tamper: ({ db }) => {
-      // Two neighbours from seq 60 on holding as many events each, swapped whole: only their order changed.
+      // Two neighbours from seq 60 on, swapped whole: only their order changed.
       const all = rows(db);
-      const i = all.findIndex((r, k) => r.seq >= 60 && (all[k + 1] as Row).events === r.events);
+      // The later at least as long: its events then start at or before the earlier's, out of order.
+      const i = all.findIndex((r, k) => r.seq >= 60 && k + 1 < all.length && ((all[k + 1] as Row).events ?? 1) >= (r.events ?? 1));
       const [a, b] = [all[i], all[i + 1]] as [Row, Row];
       putRow(db, b, 'activity_journal', a.seq);
       putRow(db, a, 'activity_journal', b.seq);
