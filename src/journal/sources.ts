@@ -156,8 +156,14 @@ export function sqliteJournalCount(path: string, stream: JournalStream = 'activi
  * a bare `seq` is the float8 output column, which no index serves, so every page sorted all the
  * rows left and a full verify grew with the square of the journal.
  */
-export function postgresJournalPageSql(stream: JournalStream, chain: '' | ', chain'): string {
-  return `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${chain}
+export function postgresJournalPageSql(
+  stream: JournalStream,
+  chain: '' | ', chain',
+  events: '' | ', events' = '',
+): string {
+  // RawRow's order: the chain (0 before v4), then a row's count of events where the table has one.
+  const tail = events ? `${chain || ', 0'}${events}` : chain;
+  return `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${tail}
                FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY ${TABLES[stream]}.seq LIMIT $2`;
 }
 
@@ -169,12 +175,14 @@ export async function* postgresJournalRows(
 ): AsyncGenerator<StoredJournalRow> {
   const client = await connect(url);
   try {
-    const chain = (await hasChains(client, TABLES[stream])) ? ', chain' : '';
+    const chain = (await hasColumn(client, TABLES[stream], 'chain')) ? ', chain' : '';
+    // Rows of several events (ADR 0052): read when a migration has given the table their count.
+    const events = (await hasColumn(client, TABLES[stream], 'events')) ? ', events' : '';
     // Whatever follows the last row read: a deleted row shows as a gap, a moved one out of place.
     let after = -1;
     for (;;) {
       const { rows } = await client.query<RawRow>({
-        text: postgresJournalPageSql(stream, chain),
+        text: postgresJournalPageSql(stream, chain, events),
         values: [after, pageSize],
         rowMode: 'array',
       });
@@ -194,7 +202,7 @@ export async function* postgresJournalRows(
 export async function postgresRegistry(url: string, stream: JournalStream): Promise<RegisteredHead[]> {
   const client = await connect(url);
   try {
-    if (!(await hasChains(client, 'journal_head'))) return [];
+    if (!(await hasColumn(client, 'journal_head', 'chain'))) return [];
     const { rows } = await client.query<[number, number, string]>({
       text: 'SELECT chain, seq::float8, hash FROM journal_head WHERE stream = $1 AND seq > 0 ORDER BY chain',
       values: [stream],
@@ -213,11 +221,14 @@ async function connect(url: string): Promise<pg.Client> {
   return client;
 }
 
-/** Whether `table` has the chain column (schema v4): a database not yet migrated is verified as one chain. */
-async function hasChains(client: pg.Client, table: string): Promise<boolean> {
+/**
+ * Whether `table` has `column`: the chain (schema v4) — a database not yet migrated is verified as
+ * one chain — or a row's count of events.
+ */
+async function hasColumn(client: pg.Client, table: string, column: string): Promise<boolean> {
   const { rows } = await client.query(
-    `SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'chain' AND NOT attisdropped`,
-    [table],
+    'SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped',
+    [table, column],
   );
   return rows.length > 0;
 }
