@@ -109,7 +109,10 @@ export async function benchVerify(entries: number): Promise<string[]> {
           : 'one row per event (the format before ADR 0052)';
       for (const [label, run] of [
         ['sequential scan', () => verifyJournal(sqliteJournalRows(path))],
-        ['`idem audit verify --db` (rowid chunks on every core)', () => verifySqliteJournal(path, 'activity')],
+        [
+          '`idem audit verify --db` (rowid chunks on every core)',
+          () => verifySqliteJournal(path, 'activity'),
+        ],
       ] as const) {
         const start = process.hrtime.bigint();
         const report = await run();

@@ -14,8 +14,15 @@ import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { deadDispatch } from './support/claim-input.js';
+import {
+  editEvent,
+  firstSeq,
+  putRow,
+  rowHolding,
+  type StoredRow,
+  storedRowHash,
+} from './support/journal-rows.js';
 import { runIdem } from './support/run-cli.js';
-import { editEvent, firstSeq, putRow, rowHolding, type StoredRow, storedRowHash } from './support/journal-rows.js';
 import { PATIENTLY } from './support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
@@ -166,7 +173,8 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
   const middle = 5_000;
   /** The seq the case's tamper leaves to be named (a row's, or the first event gone). */
   let named = 0;
-  const lastSeqOf = (h: Database.Database) => h.prepare('SELECT max(seq) FROM activity_journal').pluck().get() as number;
+  const lastSeqOf = (h: Database.Database) =>
+    h.prepare('SELECT max(seq) FROM activity_journal').pluck().get() as number;
   const cases: [string, (db: Database.Database) => void, number | (() => number), string][] = [
     [
       'edit one field of a middle entry',
@@ -192,9 +200,13 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
       'swap two entries',
       (h) => {
         // Neighbours from the middle on, swapped whole.
-        const all = h.prepare('SELECT * FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 50').all(middle) as StoredRow[];
+        const all = h
+          .prepare('SELECT * FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 50')
+          .all(middle) as StoredRow[];
         // The later at least as long: its events then start at or before the earlier's, out of order.
-        const i = all.findIndex((r, k) => k + 1 < all.length && ((all[k + 1] as StoredRow).events ?? 1) >= (r.events ?? 1));
+        const i = all.findIndex(
+          (r, k) => k + 1 < all.length && ((all[k + 1] as StoredRow).events ?? 1) >= (r.events ?? 1),
+        );
         const [a, b] = [all[i], all[i + 1]] as [StoredRow, StoredRow];
         putRow(h, b, 'activity_journal', a.seq);
         putRow(h, a, 'activity_journal', b.seq);
@@ -263,7 +275,10 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
     const lines = readFileSync(out, 'utf8').split('\n');
     // The first activity row from the middle on that names alice (a row of one event, or of several).
     const index = lines.findIndex(
-      (l) => l.includes('"stream":"activity"') && l.includes('"token:alice"') && (JSON.parse(l) as { seq: number }).seq >= middle,
+      (l) =>
+        l.includes('"stream":"activity"') &&
+        l.includes('"token:alice"') &&
+        (JSON.parse(l) as { seq: number }).seq >= middle,
     );
     const seq = (JSON.parse(lines[index] as string) as { seq: number }).seq;
     lines[index] = (lines[index] as string).replace('"token:alice"', '"token:mallory"');

@@ -3,12 +3,12 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import {
   buildEntry,
+  buildRow,
   chainGenesis,
   chainHash,
   entryBody,
   envelopeTail,
   GENESIS_HASH,
-  buildRow,
   journalEntryHash,
   journalRowHash,
   rowBody,
@@ -278,7 +278,12 @@ const ROW_ONE: RowVector = {
 const ROW_SESSIONS: RowVector = {
   name: 'the first row of a sessions stream (genesis prev_hash): start and end',
   events: [
-    { kind: 'session_start', actor: 'user:alice', requestRef: 'ses_1', detail: { protocolVersion: '2026-07-28' } },
+    {
+      kind: 'session_start',
+      actor: 'user:alice',
+      requestRef: 'ses_1',
+      detail: { protocolVersion: '2026-07-28' },
+    },
     { kind: 'session_end', actor: 'user:alice', requestRef: 'ses_1' },
   ],
   seq: 2,
@@ -389,7 +394,19 @@ describe('journal row hash (one row per transaction): known answers', () => {
     for (const v of ROW_VECTORS.slice(0, 3))
       insert.run(v.seq, v.at, '', null, null, null, null, v.eventsText, v.prevHash, v.hash, v.events.length);
     const old = storedRow(RECEIVED);
-    insert.run(1, old.at, old.kind, old.executionId, old.actor, old.tool, old.requestRef, old.detailText, old.prevHash, old.hash, null);
+    insert.run(
+      1,
+      old.at,
+      old.kind,
+      old.executionId,
+      old.actor,
+      old.tool,
+      old.requestRef,
+      old.detailText,
+      old.prevHash,
+      old.hash,
+      null,
+    );
     const texts = db.prepare(`SELECT ${SQL_HASHED_ROWS} FROM j ORDER BY seq`).pluck().all() as string[];
     db.close();
     expect(texts).toEqual([

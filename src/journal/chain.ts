@@ -235,7 +235,13 @@ export type RowEvent = [
  * the earlier format (one event each) still hash as journalEntryHash says.
  * chain.test.ts pins it with known-answer vectors.
  */
-export function journalRowHash(prevHash: string, seq: number, at: number, events: number, eventsText: string): string {
+export function journalRowHash(
+  prevHash: string,
+  seq: number,
+  at: number,
+  events: number,
+  eventsText: string,
+): string {
   return chainHash(prevHash, rowBody(seq, at, events, eventsText));
 }
 
@@ -247,14 +253,16 @@ export function rowBody(seq: number, at: number, events: number, eventsText: str
 /** The canonical (RFC 8785) text of a transaction's events: what a row keeps and its hash covers. */
 export function rowEventsText(events: readonly ActivityEventInput[]): string {
   return canonicalize(
-    events.map((e): RowEvent => [
-      e.kind,
-      e.executionId ?? null,
-      e.actor ?? null,
-      e.tool ?? null,
-      e.requestRef ?? null,
-      e.detail ?? {},
-    ]),
+    events.map(
+      (e): RowEvent => [
+        e.kind,
+        e.executionId ?? null,
+        e.actor ?? null,
+        e.tool ?? null,
+        e.requestRef ?? null,
+        e.detail ?? {},
+      ],
+    ),
   ) as string;
 }
 

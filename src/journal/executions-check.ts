@@ -82,9 +82,10 @@ export async function journaledExecutions(
     // A row of the one-row-per-transaction format: each of its events, seq−n+1 … seq.
     const events = JSON.parse(row.detailText) as RowEvent[];
     const first = row.seq - row.events + 1;
-    events.forEach(([kind, executionId, actor, tool, , detail], i) =>
-      apply(executions, first + i, row.at, kind, executionId, actor, tool, JSON.stringify(detail)),
-    );
+    for (let i = 0; i < events.length; i++) {
+      const [kind, executionId, actor, tool, , detail] = events[i] as RowEvent;
+      apply(executions, first + i, row.at, kind, executionId, actor, tool, JSON.stringify(detail));
+    }
   };
   // A synchronous source (a SQLite file) is read without a promise per row, as verifyJournal does.
   if (Symbol.iterator in rows) for (const row of rows as Iterable<StoredJournalRow>) one(row);

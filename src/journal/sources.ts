@@ -51,7 +51,9 @@ export function toStored(r: RawRow): StoredJournalRow {
  * file written before it is read as it is, without migrating it.
  */
 export function hasEventsColumn(db: Database.Database, table: string): boolean {
-  return (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck(true).all(table) as string[]).includes('events');
+  return (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck(true).all(table) as string[]).includes(
+    'events',
+  );
 }
 
 /** The columns of a SQLite journal row in RawRow's order: chain 0, and the events column where there is one. */

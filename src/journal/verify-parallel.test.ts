@@ -122,7 +122,12 @@ describe('verifySqliteJournal on rows of several events (one row per transaction
       'edited',
     ],
     // Fewer events claimed: its first event is no longer there.
-    ["a row's count of events lowered", 'UPDATE activity_journal SET events = 2 WHERE seq = 7503', 7501, 'missing'],
+    [
+      "a row's count of events lowered",
+      'UPDATE activity_journal SET events = 2 WHERE seq = 7503',
+      7501,
+      'missing',
+    ],
     // The row of 32769–32770 starts a range: its first event is the first missing seq.
     ['a row deleted at a range boundary', 'DELETE FROM activity_journal WHERE seq = 32770', 32769, 'missing'],
     [
@@ -131,22 +136,36 @@ describe('verifySqliteJournal on rows of several events (one row per transaction
       5003,
       'edited',
     ],
-    ['only a prev_hash changed', 'UPDATE activity_journal SET prev_hash = hash WHERE seq = 7005', 7005, 'reordered'],
-  ] as [string, string, number, string][])('%s: exactly the sequential report', async (name, sql, seq, problem) => {
-    const copy = tampered(`rows-${name.replaceAll(' ', '-')}`, sql, rowsPath);
-    const parallel = await verifySqliteJournal(copy, 'activity', PARALLEL);
-    expect(parallel.firstBad).toMatchObject({ seq, problem });
-    expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));
-  });
+    [
+      'only a prev_hash changed',
+      'UPDATE activity_journal SET prev_hash = hash WHERE seq = 7005',
+      7005,
+      'reordered',
+    ],
+  ] as [string, string, number, string][])(
+    '%s: exactly the sequential report',
+    async (name, sql, seq, problem) => {
+      const copy = tampered(`rows-${name.replaceAll(' ', '-')}`, sql, rowsPath);
+      const parallel = await verifySqliteJournal(copy, 'activity', PARALLEL);
+      expect(parallel.firstBad).toMatchObject({ seq, problem });
+      expect(parallel).toEqual(await verifyJournal(sqliteJournalRows(copy)));
+    },
+  );
 
   it('old rows then rows of several events (an upgraded store) verify, on both paths', async () => {
     // The old-format journal's first 40,000 rows, then rows of five events chained onto its head.
     const mixed = tampered('mixed', 'DELETE FROM activity_journal WHERE seq > 40000');
     const db = new Database(mixed);
-    let prev = (db.prepare('SELECT hash FROM activity_journal WHERE seq = 40000').pluck().get() as string) ?? '';
-    const insert = db.prepare(`INSERT INTO activity_journal VALUES (${JOURNAL_COLUMNS.map(() => '?').join(', ')})`);
+    let prev =
+      (db.prepare('SELECT hash FROM activity_journal WHERE seq = 40000').pluck().get() as string) ?? '';
+    const insert = db.prepare(
+      `INSERT INTO activity_journal VALUES (${JOURNAL_COLUMNS.map(() => '?').join(', ')})`,
+    );
     for (let seq = 40000; seq < 80000; seq += 5) {
-      const events = Array.from({ length: 5 }, (_, i) => ({ kind: 'received' as const, requestRef: `r${seq + i}` }));
+      const events = Array.from({ length: 5 }, (_, i) => ({
+        kind: 'received' as const,
+        requestRef: `r${seq + i}`,
+      }));
       const row = buildRow(events, seq, 1_764_000_000_000 + seq, prev);
       insert.run(journalRowValues(row));
       prev = row.hash;

@@ -63,7 +63,9 @@ export function openChunks(plan: ChunkPlan): { next(): ChunkResult | undefined; 
   const signedSeqs = new Set(plan.signedSeqs);
   const db = new Database(plan.path, { readonly: true, fileMustExist: true });
   const rows = db
-    .prepare(`SELECT ${plan.hasEvents ? SQL_HASHED_ROWS : SQL_HASHED_ROW} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`)
+    .prepare(
+      `SELECT ${plan.hasEvents ? SQL_HASHED_ROWS : SQL_HASHED_ROW} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
+    )
     .pluck(true);
   const read = (lo: number, hi: number, each: (text: string | null) => boolean) => {
     if (hi - lo + 1 > PAGE_ROWIDS * PAGES_AT_MOST) {
@@ -166,7 +168,8 @@ function checkChunk(
       c = text.charCodeAt(i);
       if (c === ZERO) return false;
       for (; c >= ZERO && c <= NINE; c = text.charCodeAt(++i)) events = events * 10 + (c - ZERO);
-      if (c !== CLOSE_BRACKET || i === nFrom || text.charCodeAt(i + 1) !== NEWLINE || events > seq) return false;
+      if (c !== CLOSE_BRACKET || i === nFrom || text.charCodeAt(i + 1) !== NEWLINE || events > seq)
+        return false;
     }
     const first = seq - events + 1;
     if (result.count === 0) result.first = { seq: first, prevHash: text.slice(HASH_CHARS, 2 * HASH_CHARS) };

@@ -66,7 +66,11 @@ export async function verifyJournal(
     // A row of the one-row-per-transaction format holds events seq−n+1 … seq; one of the earlier, seq alone.
     const events = row.events ?? 1;
     if (!(Number.isSafeInteger(events) && events >= 1)) {
-      return fail(row.seq, 'edited', `seq ${row.seq}: its count of events (${events}) is not a count — it was edited`);
+      return fail(
+        row.seq,
+        'edited',
+        `seq ${row.seq}: its count of events (${events}) is not a count — it was edited`,
+      );
     }
     const first = row.seq - events + 1;
     entries += events;
@@ -217,7 +221,8 @@ export async function verifyJournal(
 export function hashMatches(row: StoredJournalRow): boolean {
   if (row.events !== undefined) {
     return (
-      emptyEnvelope(row) && journalRowHash(row.prevHash, row.seq, row.at, row.events, row.detailText) === row.hash
+      emptyEnvelope(row) &&
+      journalRowHash(row.prevHash, row.seq, row.at, row.events, row.detailText) === row.hash
     );
   }
   return journalEntryHash(row.prevHash, row, row.detailText) === row.hash;
@@ -229,7 +234,11 @@ export function hashMatches(row: StoredJournalRow): boolean {
  */
 function emptyEnvelope(row: StoredJournalRow): boolean {
   return (
-    row.kind === '' && row.executionId === null && row.actor === null && row.tool === null && row.requestRef === null
+    row.kind === '' &&
+    row.executionId === null &&
+    row.actor === null &&
+    row.tool === null &&
+    row.requestRef === null
   );
 }
 

@@ -166,7 +166,14 @@ export interface JournalColumns {
 export function entriesFromColumns(row: JournalColumns): ActivityEntry[] {
   if (row.events == null) return [entryFromColumns(row)];
   return rowEntries(
-    { seq: row.seq, at: row.at, events: row.events, eventsText: row.detail, prevHash: row.prev_hash, hash: row.hash },
+    {
+      seq: row.seq,
+      at: row.at,
+      events: row.events,
+      eventsText: row.detail,
+      prevHash: row.prev_hash,
+      hash: row.hash,
+    },
     row.chain,
   );
 }

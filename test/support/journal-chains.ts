@@ -1,4 +1,10 @@
-import { chainGenesis, chainHash, entryBody, journalRowHash, rowEventsText } from '../../src/journal/chain.js';
+import {
+  chainGenesis,
+  chainHash,
+  entryBody,
+  journalRowHash,
+  rowEventsText,
+} from '../../src/journal/chain.js';
 import type { ActivityEntry, JournalStream } from '../../src/journal/events.js';
 
 /**
@@ -29,7 +35,8 @@ export function chainProblems(entries: ActivityEntry[], stream: JournalStream = 
         problems.push(`seq ${e.seq}: not of its row's chain place`);
       lastSeq = Math.max(lastSeq, e.seq);
     }
-    if (entry.prevHash !== head.hash) problems.push(`seq ${entry.seq}: prev_hash is not chain ${chain}'s head`);
+    if (entry.prevHash !== head.hash)
+      problems.push(`seq ${entry.seq}: prev_hash is not chain ${chain}'s head`);
     const hash =
       entry.rowEvents === undefined
         ? chainHash(entry.prevHash, entryBody(entry))

@@ -27,13 +27,25 @@ export function storedRowHash(r: StoredRow, prev: string): string {
   if (r.events !== null) return journalRowHash(prev, r.seq, r.at, r.events, r.detail);
   return journalEntryHash(
     prev,
-    { seq: r.seq, at: r.at, kind: r.kind, executionId: r.execution_id, actor: r.actor, tool: r.tool, requestRef: r.request_ref },
+    {
+      seq: r.seq,
+      at: r.at,
+      kind: r.kind,
+      executionId: r.execution_id,
+      actor: r.actor,
+      tool: r.tool,
+      requestRef: r.request_ref,
+    },
     r.detail,
   );
 }
 
 /** The stored row that holds event `seq` (a row's seq is its last event's). */
-export function rowHolding(db: Database.Database, seq: number, table: JournalTable = 'activity_journal'): StoredRow {
+export function rowHolding(
+  db: Database.Database,
+  seq: number,
+  table: JournalTable = 'activity_journal',
+): StoredRow {
   const row = db.prepare(`SELECT * FROM ${table} WHERE seq >= ? ORDER BY seq LIMIT 1`).get(seq) as
     | StoredRow
     | undefined;
@@ -86,7 +98,12 @@ export function editEvent(
 }
 
 /** Writes `row` over the stored row of its seq, every column. */
-export function putRow(db: Database.Database, row: StoredRow, table: JournalTable = 'activity_journal', target = row.seq): void {
+export function putRow(
+  db: Database.Database,
+  row: StoredRow,
+  table: JournalTable = 'activity_journal',
+  target = row.seq,
+): void {
   db.prepare(
     `UPDATE ${table} SET at=@at, kind=@kind, execution_id=@execution_id, actor=@actor, tool=@tool, request_ref=@request_ref,
        detail=@detail, prev_hash=@prev_hash, hash=@hash, events=@events WHERE seq=@target`,
@@ -95,7 +112,9 @@ export function putRow(db: Database.Database, row: StoredRow, table: JournalTabl
 
 /** The seq of the first event of `kind` of one execution, in either format. */
 export function eventSeqOf(db: Database.Database, executionId: string, kind: string): number {
-  for (const row of db.prepare('SELECT * FROM activity_journal ORDER BY seq').iterate() as Iterable<StoredRow>) {
+  for (const row of db
+    .prepare('SELECT * FROM activity_journal ORDER BY seq')
+    .iterate() as Iterable<StoredRow>) {
     if (row.events === null) {
       if (row.execution_id === executionId && row.kind === kind) return row.seq;
       continue;

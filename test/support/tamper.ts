@@ -22,7 +22,15 @@ import { loadOrCreateSigningKey, signHead } from '../../src/journal/signing.js';
 import { TRIM_JOURNALED_FIELD } from '../../src/journal/trims.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 import { deadDispatch } from './claim-input.js';
-import { editEvent, eventSeqOf, firstSeq, putRow, rowHolding, type StoredRow, storedRowHash } from './journal-rows.js';
+import {
+  editEvent,
+  eventSeqOf,
+  firstSeq,
+  putRow,
+  rowHolding,
+  type StoredRow,
+  storedRowHash,
+} from './journal-rows.js';
 
 /** What a run leaves behind, and what its operator kept off the host. */
 export interface TamperFixture {
@@ -264,7 +272,9 @@ export const TAMPER_CASES: TamperCase[] = [
       putRow(db, { ...row, detail: row.detail.replace('"target":', '"target":"evil","target":') });
       // The accepted event's detail: the row's own, or its place in a row of several.
       const path = row.events === null ? '$.target' : `$[${seq - firstSeq(row)}][5].target`;
-      const evil = db.prepare(`SELECT json_extract(detail, '${path}') AS t FROM activity_journal WHERE seq = ?`);
+      const evil = db.prepare(
+        `SELECT json_extract(detail, '${path}') AS t FROM activity_journal WHERE seq = ?`,
+      );
       if ((evil.get(row.seq) as { t: string }).t !== 'evil')
         throw new Error('the duplicate key is not what SQLite reads');
       return { expect: { problem: 'edited', stream: 'activity', seq: row.seq } };
@@ -318,7 +328,9 @@ export const TAMPER_CASES: TamperCase[] = [
       // Two neighbours from seq 60 on, swapped whole: only their order changed.
       const all = rows(db);
       // The later at least as long: its events then start at or before the earlier's, out of order.
-      const i = all.findIndex((r, k) => r.seq >= 60 && k + 1 < all.length && ((all[k + 1] as Row).events ?? 1) >= (r.events ?? 1));
+      const i = all.findIndex(
+        (r, k) => r.seq >= 60 && k + 1 < all.length && ((all[k + 1] as Row).events ?? 1) >= (r.events ?? 1),
+      );
       const [a, b] = [all[i], all[i + 1]] as [Row, Row];
       putRow(db, b, 'activity_journal', a.seq);
       putRow(db, a, 'activity_journal', b.seq);
@@ -337,7 +349,10 @@ export const TAMPER_CASES: TamperCase[] = [
       const next = before.seq + 2;
       const forgedEvent = {
         kind: 'operator_resolution' as const,
-        executionId: before.events === null ? before.execution_id : ((JSON.parse(before.detail) as RowEvent[])[0]?.[1] ?? null),
+        executionId:
+          before.events === null
+            ? before.execution_id
+            : ((JSON.parse(before.detail) as RowEvent[])[0]?.[1] ?? null),
         actor: 'operator:mallory',
         detail: { as: 'failed', by: 'operator:mallory', note: 'never happened' },
       };
@@ -346,7 +361,9 @@ export const TAMPER_CASES: TamperCase[] = [
         `INSERT INTO activity_journal (seq, at, kind, detail, prev_hash, hash, events) VALUES (?, ?, '', ?, ?, ?, ?)`,
       ).run(forged.seq, forged.at, forged.eventsText, forged.prevHash, forged.hash, forged.events);
       // The row after it still names its real predecessor.
-      const after = db.prepare('SELECT seq FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 1').get(next) as Row;
+      const after = db
+        .prepare('SELECT seq FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 1')
+        .get(next) as Row;
       return { expect: { problem: 'reordered', stream: 'activity', seq: after.seq } };
     },
   },
@@ -393,7 +410,10 @@ export const TAMPER_CASES: TamperCase[] = [
       const lines = exported.filter((l) => l.type !== 'signed_head');
       // The line of the row that holds event 10: its actor, or that event's inside the row's events.
       const holds10 = (l: ExportedLine) =>
-        l.type === 'entry' && l.stream === 'activity' && (l.seq as number) >= 10 && (l.seq as number) - ((l.events as number) ?? 1) < 10;
+        l.type === 'entry' &&
+        l.stream === 'activity' &&
+        (l.seq as number) >= 10 &&
+        (l.seq as number) - ((l.events as number) ?? 1) < 10;
       const edited = lines.map((l) => {
         if (!holds10(l)) return l;
         if (l.events === undefined) return { ...l, actor: 'token:mallory' };
@@ -588,7 +608,9 @@ export const TAMPER_CASES: TamperCase[] = [
     tamper: ({ db }) => {
       const last = lastSeq(db, 'sessions_journal');
       db.prepare('DELETE FROM sessions_journal WHERE seq > ?').run(last - 2);
-      return { expect: { problem: 'truncated', stream: 'sessions', seq: lastSeq(db, 'sessions_journal') + 1 } };
+      return {
+        expect: { problem: 'truncated', stream: 'sessions', seq: lastSeq(db, 'sessions_journal') + 1 },
+      };
     },
   },
 ];

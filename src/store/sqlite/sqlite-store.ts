@@ -9,7 +9,7 @@ import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { OUTCOME_SYNC_WITHIN_MS, OUTCOME_WRITE_WITHIN_MS, transitionMustSync } from '../durability.js';
-import { approvalFromColumns, entriesFromColumns } from '../sql-columns.js';
+import { approvalFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -36,6 +36,7 @@ import { writeClaim, writeTransition } from './execution-writes.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, refusalFromError, undecodableValue } from './integrity.js';
 import { appendJournal } from './journal-append.js';
+import { journalEntriesFor, readJournalEntries } from './journal-read.js';
 import { migrate } from './migrations.js';
 import { nativeModuleProblem } from './native-module.js';
 import {
@@ -227,14 +228,7 @@ export class SqliteStore implements ExecutionStore {
     limit = 1000,
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
-    // Rows whose last event is after afterSeq; a row of several events may begin at or before it.
-    return this.#guard(() =>
-      this.#sql.journal[stream]
-        .read.all(afterSeq, limit)
-        .flatMap(entriesFromColumns)
-        .filter((e) => e.seq > afterSeq)
-        .slice(0, limit),
-    );
+    return this.#guard(() => readJournalEntries(this.#sql, stream, afterSeq, limit));
   }
 
   async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
@@ -242,12 +236,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
-    return this.#guard(() =>
-      this.#sql.journalFor
-        .all({ id: executionId })
-        .flatMap(entriesFromColumns)
-        .filter((e) => e.executionId === executionId),
-    );
+    return this.#guard(() => journalEntriesFor(this.#sql, executionId));
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
