@@ -13,7 +13,7 @@ import { ExecutionEngine } from '../src/executions/engine.js';
 import { Fingerprinter } from '../src/identity/fingerprint.js';
 import { buildEntry, buildRow, GENESIS_HASH } from '../src/journal/chain.js';
 import type { ActivityEventInput } from '../src/journal/events.js';
-import { sqliteJournalCount, sqliteJournalRows } from '../src/journal/sources.js';
+import { sqliteJournalRows } from '../src/journal/sources.js';
 import { verifyJournal } from '../src/journal/verify.js';
 import { verifySqliteJournal } from '../src/journal/verify-parallel.js';
 import type { ToolResult } from '../src/store/outcome.js';
@@ -102,7 +102,9 @@ export async function benchVerify(entries: number): Promise<string[]> {
     const lines: string[] = [];
     for (const format of ['rows', 'events'] as const) {
       const path = await buildJournalFile(dir, entries, format);
-      const rows = sqliteJournalCount(path);
+      const db = new Database(path, { readonly: true });
+      const rows = db.prepare('SELECT COUNT(*) FROM activity_journal').pluck().get() as number;
+      db.close();
       const shape =
         format === 'rows'
           ? `one row per transaction (${rows.toLocaleString('en')} rows)`

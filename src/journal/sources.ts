@@ -144,10 +144,13 @@ function* rowExecutionEvents(
   }
 }
 
+/** How many events a SQLite journal holds (what verify's progress counts): a row of several counts each. */
 export function sqliteJournalCount(path: string, stream: JournalStream = 'activity'): number {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare(`SELECT COUNT(*) AS n FROM ${TABLES[stream]}`).get() as { n: number }).n;
+    const table = TABLES[stream];
+    const n = hasEventsColumn(db, table) ? 'COALESCE(SUM(COALESCE(events, 1)), 0)' : 'COUNT(*)';
+    return (db.prepare(`SELECT ${n} AS n FROM ${table}`).get() as { n: number }).n;
   } finally {
     db.close();
   }

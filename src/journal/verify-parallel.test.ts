@@ -121,6 +121,13 @@ describe('verifySqliteJournal on rows of several events (one row per transaction
       ROWS_EVENTS - 12,
       'edited',
     ],
+    // Columns the row's hash does not cover must stay empty: filled in, the row was edited.
+    [
+      "a row's own actor column filled in",
+      "UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 2003",
+      2003,
+      'edited',
+    ],
     // Fewer events claimed: its first event is no longer there.
     [
       "a row's count of events lowered",

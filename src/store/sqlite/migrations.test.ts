@@ -5,6 +5,7 @@ import { chainProblems } from '../../../test/support/journal-chains.js';
 import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
+import { sqliteJournalCount } from '../../journal/sources.js';
 import { verifySqliteJournal } from '../../journal/verify-parallel.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { journalColumnValues } from './sql.js';
@@ -267,6 +268,8 @@ describe('SqliteStore', () => {
         { seq: 2, events: null },
         { seq: 5, events: 3 },
       ]);
+      // What verify's progress counts: events, not rows.
+      expect(sqliteJournalCount(files.path)).toBe(5);
       for (const workers of [1, 2])
         expect(await verifySqliteJournal(files.path, 'activity', { workers, parallelFrom: 0 })).toMatchObject(
           {
