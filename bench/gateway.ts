@@ -549,13 +549,20 @@ function idemStoreCounts(dbPath: string): string {
     const completed = (
       db.prepare("SELECT count(*) AS n FROM executions WHERE state = 'completed'").get() as { n: number }
     ).n;
+    // Events by kind, a row of several (ADR 0052) unfolded; and the rows they took.
     const kinds = db
-      .prepare('SELECT kind, count(*) AS n FROM activity_journal GROUP BY kind ORDER BY kind')
+      .prepare(
+        `SELECT kind, count(*) AS n FROM (
+           SELECT kind FROM activity_journal WHERE events IS NULL
+           UNION ALL SELECT e.value ->> 0 FROM activity_journal j, json_each(j.detail) e WHERE j.events IS NOT NULL)
+         GROUP BY kind ORDER BY kind`,
+      )
       .all() as { kind: string; n: number }[];
     const journal = kinds.reduce((sum, k) => sum + k.n, 0);
+    const rows = db.prepare('SELECT count(*) FROM activity_journal').pluck().get() as number;
     return (
       `Idem's store after the run: ${executions.toLocaleString('en')} executions (${completed.toLocaleString('en')} completed), ` +
-      `${journal.toLocaleString('en')} activity journal rows (${kinds.map((k) => `${k.kind} ${k.n.toLocaleString('en')}`).join(', ')})`
+      `${journal.toLocaleString('en')} activity journal events in ${rows.toLocaleString('en')} rows (${kinds.map((k) => `${k.kind} ${k.n.toLocaleString('en')}`).join(', ')})`
     );
   } finally {
     db.close();

@@ -55,8 +55,8 @@ async function sequential(n: number, warmup: number, fn: (i: number) => Promise<
 
 /**
  * Per new intent, one at a time: the whole engine (identify → claim → dispatch
- * → outcome + delivery, 5 journal rows) and the store's part alone (claim with
- * 3 journal rows, then completion with delivery and 2), for each setting.
+ * → outcome + delivery, 5 journal events in 2 rows) and the store's part alone (claim with
+ * 3 journal events, then completion with delivery and 2), for each setting.
  */
 export async function benchSqliteOverhead(calls: number): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'idem-bench-sqlite-'));
@@ -82,7 +82,7 @@ export async function benchSqliteOverhead(calls: number): Promise<string[]> {
       const alone = await sequential(calls, warmup, () => storeAlone(store));
       const syncedAlone = (store.commitStats().synced - beforeAlone.synced) / (calls + warmup);
       lines.push(
-        `| store alone: claim (3 journal rows) + completion with delivery (2) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(alone.p50)} | ${us1(alone.p99)} | 2.00 | ${syncedAlone.toFixed(2)} |`,
+        `| store alone: claim (3 journal events, one row) + completion with delivery (2, one row) | ${synchronous} | ${calls.toLocaleString('en')} | ${us1(alone.p50)} | ${us1(alone.p99)} | 2.00 | ${syncedAlone.toFixed(2)} |`,
       );
       await store.close();
       const floor = await sqliteFloor(join(dir, `floor-${synchronous}.db`), synchronous, calls, warmup);
@@ -226,7 +226,7 @@ function framesByTree(db: Database.Database, path: string, frames: number): Map<
   return counts;
 }
 
-/** The store's part of one call: a claim with 3 journal rows, then its completion with delivery and 2. */
+/** The store's part of one call: a claim with 3 journal events (one row), then its completion with delivery and 2. */
 async function storeAlone(store: SqliteStore): Promise<void> {
   const input = claimInput({ state: 'dispatched', dispatchTimeoutMs: 60_000 });
   const events = (['accepted', 'authorized', 'dispatched'] as const).map((kind) => ({
@@ -333,7 +333,7 @@ export async function benchSqliteThroughput(calls: number): Promise<string[]> {
 }
 
 /**
- * Claim p50 (the claim alone, 3 journal rows, normal) on a file already
+ * Claim p50 (the claim alone, 3 journal events in one row, normal) on a file already
  * holding 10^4, 10^5 and 10^6 executions (up to `maxRows`), each seeded in
  * one transaction; and the query plans the hot statements use. Every file is
  * seeded first, then the claims alternate between them in rounds, so that a

@@ -92,8 +92,15 @@ try {
 function widestRef(dataDir: string): number {
   const db = new Database(join(dataDir, 'idem.db'), { readonly: true });
   try {
-    return (db.prepare('SELECT max(length(request_ref)) AS n FROM activity_journal').get() as { n: number })
-      .n;
+    // A row of several events (ADR 0052) keeps each event's request ref inside its detail.
+    return db
+      .prepare(
+        `SELECT max(n) FROM (SELECT max(length(request_ref)) AS n FROM activity_journal
+           UNION ALL SELECT max(length(e.value ->> 4)) FROM activity_journal j, json_each(j.detail) e
+           WHERE j.events IS NOT NULL)`,
+      )
+      .pluck()
+      .get() as number;
   } finally {
     db.close();
   }

@@ -181,7 +181,10 @@ describe('what the rules read, exported for real', () => {
     copyFileSync(db, tampered);
     const handle = new Database(tampered);
     handle.exec('DROP TRIGGER activity_journal_no_update; DROP TRIGGER activity_journal_no_delete;');
-    handle.prepare('UPDATE activity_journal SET kind = ? WHERE seq = 1').run('denied');
+    // The first row, whatever it holds: a row of several events keeps kind '' (what verify expects of it).
+    handle
+      .prepare('UPDATE activity_journal SET kind = ? WHERE seq = (SELECT min(seq) FROM activity_journal)')
+      .run('denied');
     handle.close();
     const file = join(dir, 'tampered.prom');
     const found = await runIdem(['audit', 'verify', '--db', tampered, '--metrics-file', file], {

@@ -14,8 +14,15 @@ import { rebuildStates } from '../src/journal/rebuild.js';
 import { readSignedHeads, verifySignedHead } from '../src/journal/signing.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { deadDispatch } from './support/claim-input.js';
+import {
+  editEvent,
+  firstSeq,
+  putRow,
+  rowHolding,
+  type StoredRow,
+  storedRowHash,
+} from './support/journal-rows.js';
 import { runIdem } from './support/run-cli.js';
-import { type Row, rowHash } from './support/tamper.js';
 import { PATIENTLY } from './support/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idem-audit-'));
@@ -154,43 +161,67 @@ describe('the activity journal of a real run', () => {
       expect(text).not.toContain(SECRET);
       expect(text).not.toContain(CARD);
     }
-    expect(exported.stdout.split('\n').filter(Boolean).length).toBeGreaterThan(total);
+    // One line per journal row (a row carries its transaction's events), and more besides.
+    const handle = new Database(db, { readonly: true });
+    const rows = handle.prepare('SELECT count(*) FROM activity_journal').pluck().get() as number;
+    handle.close();
+    expect(exported.stdout.split('\n').filter(Boolean).length).toBeGreaterThan(rows);
   });
 });
 
 describe('idem audit verify names the first bad seq (exit 1)', () => {
   const middle = 5_000;
+  /** The seq the case's tamper leaves to be named (a row's, or the first event gone). */
+  let named = 0;
+  const lastSeqOf = (h: Database.Database) =>
+    h.prepare('SELECT max(seq) FROM activity_journal').pluck().get() as number;
   const cases: [string, (db: Database.Database) => void, number | (() => number), string][] = [
     [
       'edit one field of a middle entry',
-      (h) => h.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = ?").run(middle),
-      middle,
+      (h) => {
+        named = editEvent(h, middle, (e) => {
+          e.actor = 'token:mallory';
+        }).seq;
+      },
+      () => named,
       'edited',
     ],
     [
       'delete one entry',
-      (h) => h.prepare('DELETE FROM activity_journal WHERE seq = ?').run(middle),
-      middle,
+      (h) => {
+        const row = rowHolding(h, middle);
+        h.prepare('DELETE FROM activity_journal WHERE seq = ?').run(row.seq);
+        named = firstSeq(row);
+      },
+      () => named,
       'missing',
     ],
     [
       'swap two entries',
       (h) => {
-        const a = h.prepare('SELECT * FROM activity_journal WHERE seq = ?').get(middle) as Row;
-        const b = h.prepare('SELECT * FROM activity_journal WHERE seq = ?').get(middle + 1) as Row;
-        const put = h.prepare(
-          'UPDATE activity_journal SET at=@at, kind=@kind, execution_id=@execution_id, actor=@actor, tool=@tool, request_ref=@request_ref, detail=@detail, prev_hash=@prev_hash, hash=@hash WHERE seq=@target',
+        // Neighbours from the middle on, swapped whole.
+        const all = h
+          .prepare('SELECT * FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 50')
+          .all(middle) as StoredRow[];
+        // The later at least as long: its events then start at or before the earlier's, out of order.
+        const i = all.findIndex(
+          (r, k) => k + 1 < all.length && ((all[k + 1] as StoredRow).events ?? 1) >= (r.events ?? 1),
         );
-        put.run({ ...b, target: middle });
-        put.run({ ...a, target: middle + 1 });
+        const [a, b] = [all[i], all[i + 1]] as [StoredRow, StoredRow];
+        putRow(h, b, 'activity_journal', a.seq);
+        putRow(h, a, 'activity_journal', b.seq);
+        named = a.seq;
       },
-      middle,
+      () => named,
       'reordered',
     ],
     [
       'truncate the tail',
-      (h) => h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100),
-      () => total - 99,
+      (h) => {
+        h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100);
+        named = lastSeqOf(h) + 1;
+      },
+      () => named,
       'truncated',
     ],
     [
@@ -198,18 +229,19 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
       (h) => {
         const rows = h
           .prepare('SELECT * FROM activity_journal WHERE seq >= ? ORDER BY seq')
-          .all(total - 50) as Row[];
-        let prev = (
-          h.prepare('SELECT hash FROM activity_journal WHERE seq = ?').get(total - 51) as { hash: string }
-        ).hash;
-        const put = h.prepare(
-          'UPDATE activity_journal SET actor = @actor, prev_hash = @prev_hash, hash = @hash WHERE seq = @seq',
-        );
+          .all(total - 50) as StoredRow[];
+        let prev = h
+          .prepare('SELECT hash FROM activity_journal WHERE seq < ? ORDER BY seq DESC LIMIT 1')
+          .pluck()
+          .get((rows[0] as StoredRow).seq) as string;
+        const first = editEvent(h, (rows[0] as StoredRow).seq, (e) => {
+          e.actor = 'token:mallory';
+        });
+        rows[0] = first;
         for (const row of rows) {
-          if (row.seq === total - 50) row.actor = 'token:mallory';
           row.prev_hash = prev;
-          row.hash = rowHash(row, prev);
-          put.run(row);
+          row.hash = storedRowHash(row, prev);
+          putRow(h, row);
           prev = row.hash;
         }
       },
@@ -217,7 +249,6 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
       'rehashed',
     ],
   ];
-
   for (const [name, tamper, seq, problem] of cases) {
     it(name, async () => {
       const path = tamperedCopy(name.replaceAll(' ', '-'), tamper);
@@ -242,13 +273,20 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
     const out = join(dir, 'export.jsonl');
     expect((await idem('audit', 'export', '--db', db, '--stream', 'activity', '--out', out)).code).toBe(0);
     const lines = readFileSync(out, 'utf8').split('\n');
-    const index = lines.findIndex((l) => l.includes(`"seq":${middle},`));
+    // The first activity row from the middle on that names alice (a row of one event, or of several).
+    const index = lines.findIndex(
+      (l) =>
+        l.includes('"stream":"activity"') &&
+        l.includes('"token:alice"') &&
+        (JSON.parse(l) as { seq: number }).seq >= middle,
+    );
+    const seq = (JSON.parse(lines[index] as string) as { seq: number }).seq;
     lines[index] = (lines[index] as string).replace('"token:alice"', '"token:mallory"');
     const edited = join(dir, 'edited.jsonl');
     (await import('node:fs')).writeFileSync(edited, lines.join('\n'));
     expect((await idem('audit', 'verify', '--file', out)).code).toBe(0);
     const result = await idem('audit', 'verify', '--file', edited);
-    expect(result.stdout).toContain(`first bad seq ${middle} (edited)`);
+    expect(result.stdout).toContain(`first bad seq ${seq} (edited)`);
     expect(result.code).toBe(1);
   });
 
@@ -257,9 +295,11 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
     expect(signed.code).toBe(0);
     const shipped = join(dir, 'shipped-heads.jsonl');
     writeFileSync(shipped, signed.stdout);
-    const path = tamperedCopy('truncated-unsigned', (h) =>
-      h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100),
-    );
+    let kept = 0;
+    const path = tamperedCopy('truncated-unsigned', (h) => {
+      h.prepare('DELETE FROM activity_journal WHERE seq > ?').run(total - 100);
+      kept = h.prepare('SELECT max(seq) FROM activity_journal').pluck().get() as number;
+    });
     const noLocalHeads = join(dir, 'no-such-head.json');
     const pub = join(dir, 'journal-signing.pub');
     const withShipped = await idem(
@@ -276,7 +316,7 @@ describe('idem audit verify names the first bad seq (exit 1)', () => {
       '--json',
     );
     expect(JSON.parse(withShipped.stdout).firstBad).toMatchObject({
-      seq: total - 99,
+      seq: kept + 1,
       problem: 'truncated',
       stream: 'activity',
     });

@@ -3,14 +3,20 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import {
   buildEntry,
+  buildRow,
   chainGenesis,
   chainHash,
   entryBody,
   envelopeTail,
   GENESIS_HASH,
   journalEntryHash,
+  journalRowHash,
+  rowBody,
+  rowEntries,
+  rowEventsText,
   SQL_ENTRY_BODY,
   SQL_HASHED_ROW,
+  SQL_HASHED_ROWS,
 } from './chain.js';
 import type { ActivityEventInput } from './events.js';
 import { outcomeDigest } from './outcome-digest.js';
@@ -200,6 +206,214 @@ describe('journal entry hash: known answers', () => {
       });
     });
   }
+});
+
+/*
+ * Rows of the one-row-per-transaction format (docs/adr/0052): known answers,
+ * cross-checked the same way (python3 hashlib over the spelled-out bytes). The
+ * first row chains onto the old-format vectors above, as in a store upgraded
+ * past migration 9: an old row's hash is the new row's prev_hash.
+ */
+interface RowVector {
+  name: string;
+  events: ActivityEventInput[];
+  /** The seq of the row's last event. */
+  seq: number;
+  at: number;
+  prevHash: string;
+  /** The RFC 8785 text of the events, as the store keeps it. */
+  eventsText: string;
+  /** Everything the hash covers after prev_hash, spelled out. */
+  body: string;
+  hash: string;
+}
+
+const ROW_CLAIM: RowVector = {
+  name: "a claim's row of three events (4–6), chained onto an old-format row",
+  events: [
+    {
+      kind: 'received',
+      executionId: 'ex_03',
+      actor: 'user:alice',
+      tool: 'charge_card',
+      requestRef: '["user:alice","s:S1","8"]',
+      detail: { state: 'received', fingerprint: FP },
+    },
+    { kind: 'accepted', executionId: 'ex_03', actor: 'user:alice', tool: 'charge_card' },
+    { kind: 'dispatched', executionId: 'ex_03', detail: { channel: 'mcp', attempt: 1 } },
+  ],
+  seq: 6,
+  at: AT + 2_000,
+  prevHash: UNICODE.hash,
+  eventsText: `[["received","ex_03","user:alice","charge_card","[\\"user:alice\\",\\"s:S1\\",\\"8\\"]",{"fingerprint":"${FP}","state":"received"}],["accepted","ex_03","user:alice","charge_card",null,{}],["dispatched","ex_03",null,null,null,{"attempt":1,"channel":"mcp"}]]`,
+  body: `idem-journal-row/v2\n[6,1764547202000,3]\n[["received","ex_03","user:alice","charge_card","[\\"user:alice\\",\\"s:S1\\",\\"8\\"]",{"fingerprint":"${FP}","state":"received"}],["accepted","ex_03","user:alice","charge_card",null,{}],["dispatched","ex_03",null,null,null,{"attempt":1,"channel":"mcp"}]]`,
+  hash: '5a3a7c9eec7af107407dd2c385f6eaf3302752e393f9ecd08eed5587295e6514',
+};
+
+const ROW_OUTCOME: RowVector = {
+  name: "the outcome's row of two events (7–8)",
+  events: [
+    { kind: 'outcome', executionId: 'ex_03', detail: { state: 'completed', outcomeSha256: OUTCOME_SHA256 } },
+    { kind: 'delivered', executionId: 'ex_03' },
+  ],
+  seq: 8,
+  at: AT + 2_250,
+  prevHash: ROW_CLAIM.hash,
+  eventsText: `[["outcome","ex_03",null,null,null,{"outcomeSha256":"${OUTCOME_SHA256}","state":"completed"}],["delivered","ex_03",null,null,null,{}]]`,
+  body: `idem-journal-row/v2\n[8,1764547202250,2]\n[["outcome","ex_03",null,null,null,{"outcomeSha256":"${OUTCOME_SHA256}","state":"completed"}],["delivered","ex_03",null,null,null,{}]]`,
+  hash: '220c33f456ee02539a538f2eca4e4a6022e1642f027272a7f97105101334553d',
+};
+
+const ROW_ONE: RowVector = {
+  name: 'a row of one event (9): a NUL and a quote in the envelope, RFC 8785 forms in the detail',
+  events: [{ kind: 'id_reused', requestRef: 'r\u0000"x', detail: { note: 'é😀\u2028', n: 1.5, z: -0 } }],
+  seq: 9,
+  at: AT + 3_000,
+  prevHash: ROW_OUTCOME.hash,
+  eventsText: '[["id_reused",null,null,null,"r\\u0000\\"x",{"n":1.5,"note":"é😀\u2028","z":0}]]',
+  body: 'idem-journal-row/v2\n[9,1764547203000,1]\n[["id_reused",null,null,null,"r\\u0000\\"x",{"n":1.5,"note":"é😀\u2028","z":0}]]',
+  hash: 'e67d050e3f8ae9f598406fc9dbf71f81035f6758cbc7c2ec0f14c07c7c3f367e',
+};
+
+const ROW_SESSIONS: RowVector = {
+  name: 'the first row of a sessions stream (genesis prev_hash): start and end',
+  events: [
+    {
+      kind: 'session_start',
+      actor: 'user:alice',
+      requestRef: 'ses_1',
+      detail: { protocolVersion: '2026-07-28' },
+    },
+    { kind: 'session_end', actor: 'user:alice', requestRef: 'ses_1' },
+  ],
+  seq: 2,
+  at: AT,
+  prevHash: GENESIS_HASH,
+  eventsText:
+    '[["session_start",null,"user:alice",null,"ses_1",{"protocolVersion":"2026-07-28"}],["session_end",null,"user:alice",null,"ses_1",{}]]',
+  body: 'idem-journal-row/v2\n[2,1764547200000,2]\n[["session_start",null,"user:alice",null,"ses_1",{"protocolVersion":"2026-07-28"}],["session_end",null,"user:alice",null,"ses_1",{}]]',
+  hash: '8d872235d783a4bee5185f027ce0de013b1c6c482ecea7d81514e709c487242b',
+};
+
+const ROW_VECTORS = [ROW_CLAIM, ROW_OUTCOME, ROW_ONE, ROW_SESSIONS];
+
+/** The row a store keeps for a row vector: the events' text in detail, their count in events. */
+function storedRowOf(v: RowVector): StoredJournalRow {
+  return {
+    seq: v.seq,
+    at: v.at,
+    kind: '',
+    executionId: null,
+    actor: null,
+    tool: null,
+    requestRef: null,
+    detailText: v.eventsText,
+    prevHash: v.prevHash,
+    hash: v.hash,
+    events: v.events.length,
+  };
+}
+
+describe('journal row hash (one row per transaction): known answers', () => {
+  for (const v of ROW_VECTORS) {
+    describe(v.name, () => {
+      it('stores build it with the expected events text, body and hash', () => {
+        const row = buildRow(v.events, v.seq - v.events.length, v.at, v.prevHash);
+        const entries = rowEntries(row);
+        expect(row).toEqual({
+          seq: v.seq,
+          at: v.at,
+          events: v.events.length,
+          eventsText: v.eventsText,
+          prevHash: v.prevHash,
+          hash: v.hash,
+        });
+        expect(rowEventsText(v.events)).toBe(v.eventsText);
+        expect(rowBody(v.seq, v.at, v.events.length, v.eventsText)).toBe(v.body);
+        expect(journalRowHash(v.prevHash, v.seq, v.at, v.events.length, v.eventsText)).toBe(v.hash);
+        // Each event keeps its own seq; the row's is its last event's.
+        expect(entries.map((e) => e.seq)).toEqual(v.events.map((_, i) => v.seq - v.events.length + 1 + i));
+        expect(entries.map((e) => [e.kind, e.hash, e.prevHash, e.rowEvents])).toEqual(
+          v.events.map((e) => [e.kind, v.hash, v.prevHash, v.events.length]),
+        );
+      });
+
+      it('a plain SHA-256 over the spelled-out bytes agrees (deliberately independent of chain.ts)', () => {
+        expect(hash('sha256', `${v.prevHash}\n${v.body}`, 'hex')).toBe(v.hash);
+      });
+
+      it('the verifier accepts the stored row as written, and any change to an event, its count or place', () => {
+        const row = storedRowOf(v);
+        expect(hashMatches(row)).toBe(true);
+        const events = JSON.parse(row.detailText) as unknown[][];
+        const edit = (change: (e: unknown[][]) => void) => {
+          const copy = structuredClone(events);
+          change(copy);
+          return JSON.stringify(copy);
+        };
+        expect(hashMatches({ ...row, detailText: edit((e) => (e[0]![2] = 'user:mallory')) })).toBe(false);
+        expect(hashMatches({ ...row, detailText: edit((e) => (e.at(-1)![0] = 'denied')) })).toBe(false);
+        expect(hashMatches({ ...row, detailText: edit((e) => e.reverse()) })).toBe(v.events.length === 1);
+        expect(hashMatches({ ...row, detailText: edit((e) => e.pop()) })).toBe(false);
+        expect(hashMatches({ ...row, detailText: `${row.detailText} ` })).toBe(false);
+        expect(hashMatches({ ...row, events: v.events.length + 1 })).toBe(false);
+        expect(hashMatches({ ...row, seq: row.seq + 1 })).toBe(false);
+        expect(hashMatches({ ...row, at: row.at + 1 })).toBe(false);
+        expect(hashMatches({ ...row, prevHash: 'f'.repeat(64) })).toBe(false);
+        // Read as a row of the old format (no count), the same columns never match.
+        const { events: _events, ...old } = row;
+        expect(hashMatches(old)).toBe(false);
+      });
+    });
+  }
+
+  it('a journal of old-format rows, then rows of several events (an upgraded store), verifies; an edit inside a row is named at its seq', async () => {
+    const rows = [...ACTIVITY.map(storedRow), ...[ROW_CLAIM, ROW_OUTCOME, ROW_ONE].map(storedRowOf)];
+    expect(await verifyJournal(rows)).toEqual({ ok: true, entries: 9, lastSeq: 9, headHash: ROW_ONE.hash });
+    const edited = rows.map((r) =>
+      r.seq === 6 ? { ...r, detailText: r.detailText.replace('"accepted"', '"denied"') } : r,
+    );
+    expect((await verifyJournal(edited)).firstBad).toEqual({
+      seq: 6,
+      problem: 'edited',
+      message: 'seq 6 (the row of events 4–6): content does not match its hash',
+    });
+    // A row deleted: its first event is the first seq missing.
+    expect((await verifyJournal(rows.filter((r) => r.seq !== 6))).firstBad).toMatchObject({
+      seq: 4,
+      problem: 'missing',
+    });
+  });
+
+  it('SQL_HASHED_ROWS spells a stored row as its hash, then exactly the bytes its hash covers', () => {
+    const db = new Database(':memory:');
+    db.exec(`CREATE TABLE j (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL, execution_id TEXT,
+      actor TEXT, tool TEXT, request_ref TEXT, detail TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
+      events INTEGER) STRICT`);
+    const insert = db.prepare('INSERT INTO j VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    for (const v of ROW_VECTORS.slice(0, 3))
+      insert.run(v.seq, v.at, '', null, null, null, null, v.eventsText, v.prevHash, v.hash, v.events.length);
+    const old = storedRow(RECEIVED);
+    insert.run(
+      1,
+      old.at,
+      old.kind,
+      old.executionId,
+      old.actor,
+      old.tool,
+      old.requestRef,
+      old.detailText,
+      old.prevHash,
+      old.hash,
+      null,
+    );
+    const texts = db.prepare(`SELECT ${SQL_HASHED_ROWS} FROM j ORDER BY seq`).pluck().all() as string[];
+    db.close();
+    expect(texts).toEqual([
+      `${RECEIVED.hash}${RECEIVED.prevHash}\n${RECEIVED.body}`,
+      ...ROW_VECTORS.slice(0, 3).map((v) => `${v.hash}${v.prevHash}\n${v.body}`),
+    ]);
+  });
 });
 
 describe('signed head: known answers', () => {

@@ -2,6 +2,13 @@ import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { ActivityEntry, ActivityEventInput } from './events.js';
 
+/**
+ * The tag that opens the hashed body of a row of the one-row-per-transaction
+ * format (docs/adr/0052): no row of the format before it (one event, its body
+ * a JSON array) can start with it, so the two bodies never hash alike.
+ */
+export const ROW_FORMAT_TAG = 'idem-journal-row/v2';
+
 /** prev_hash of the first entry of chain 0: the one chain of a single-writer store, and of PostgreSQL stores before v4. */
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -153,6 +160,38 @@ function sqlHashedRowGuard(): string {
   ].join('\n    AND ');
 }
 
+/**
+ * SQL_HASHED_ROW for a journal table that has the `events` column (SQLite
+ * migration 9), which holds rows of both formats: a row of the earlier format
+ * (`events` NULL) as SQL_HASHED_ROW spells it; a row of the
+ * one-row-per-transaction format as `hash ‖ prev_hash ‖ "\n" ‖
+ * "idem-journal-row/v2" ‖ "\n[" seq "," at "," n "]\n" ‖ events` — the stored
+ * hash, then rowBody's text. Nothing is re-spelled but three integers: the
+ * events' text is hashed as stored. Its guard keeps the same split as
+ * SQL_HASHED_ROW's: seq, at and n within 2^53 here (a real passes, and the
+ * reader, verify-range.ts, refuses its decimal point), detail a text, hash and
+ * prev_hash 64-byte texts.
+ */
+export const SQL_HASHED_ROWS = `CASE WHEN events IS NULL THEN ${SQL_HASHED_ROW}
+  WHEN ${sqlRowGuard()}
+  THEN concat(hash, prev_hash, char(10), '${ROW_FORMAT_TAG}', char(10), '[', seq, ',', at, ',', events, ']', char(10), detail)
+  END`;
+
+function sqlRowGuard(): string {
+  const safe = 'BETWEEN -9007199254740991 AND 9007199254740991';
+  const hex = (c: string) => `octet_length(${c}) = ${HASH_CHARS} AND ${c} < x''`;
+  return [
+    `seq ${safe}`,
+    `at ${safe}`,
+    'events BETWEEN 1 AND 9007199254740991',
+    // Its own envelope empty (verify.ts emptyEnvelope): the hash does not cover those columns.
+    "kind = '' AND coalesce(execution_id, actor, tool, request_ref) IS NULL",
+    `detail >= '' AND detail < x''`,
+    hex('hash'),
+    hex('prev_hash'),
+  ].join('\n    AND ');
+}
+
 /** The hash of a row whose SQL_ENTRY_BODY is `body`: chainHash's, with the prefix already in the text. */
 export function sqlEntryBodyHash(body: string): string {
   return hash('sha256', body, 'hex');
@@ -172,6 +211,113 @@ export function envelopeTail(event: ActivityEventInput): string {
     event.tool ?? null,
     event.requestRef ?? null,
   ]).slice(1);
+}
+
+/** An event as a row of the one-row-per-transaction format holds it: the envelope's five fields, then its detail. */
+export type RowEvent = [
+  kind: string,
+  executionId: string | null,
+  actor: string | null,
+  tool: string | null,
+  requestRef: string | null,
+  detail: unknown,
+];
+
+/**
+ * What the hash of a row of the one-row-per-transaction format covers (docs/adr/0052):
+ *
+ *   hash = SHA-256(prev_hash ‖ "\n" ‖ "idem-journal-row/v2" ‖ "\n" ‖ "[" seq "," at "," n "]" ‖ "\n" ‖ events), hex
+ *
+ * `seq` is the seq of the row's last event (its events are seq−n+1 … seq), `n`
+ * how many it holds, and `events` the RFC 8785 text of the array of its events,
+ * each `[kind, executionId, actor, tool, requestRef, detail]` — the text the
+ * store keeps (in `detail`), so the verifier hashes the bytes as stored. Rows of
+ * the earlier format (one event each) still hash as journalEntryHash says.
+ * chain.test.ts pins it with known-answer vectors.
+ */
+export function journalRowHash(
+  prevHash: string,
+  seq: number,
+  at: number,
+  events: number,
+  eventsText: string,
+): string {
+  return chainHash(prevHash, rowBody(seq, at, events, eventsText));
+}
+
+/** The exact bytes a row's hash covers after `prev_hash`: journalRowHash's body. */
+export function rowBody(seq: number, at: number, events: number, eventsText: string): string {
+  return `${ROW_FORMAT_TAG}\n[${seq},${at},${events}]\n${eventsText}`;
+}
+
+/** The canonical (RFC 8785) text of a transaction's events: what a row keeps and its hash covers. */
+export function rowEventsText(events: readonly ActivityEventInput[]): string {
+  return canonicalize(
+    events.map(
+      (e): RowEvent => [
+        e.kind,
+        e.executionId ?? null,
+        e.actor ?? null,
+        e.tool ?? null,
+        e.requestRef ?? null,
+        e.detail ?? {},
+      ],
+    ),
+  ) as string;
+}
+
+/** A journal row of the one-row-per-transaction format: its place in the chain and its events' text. */
+export interface JournalRow {
+  /** The seq of its last event. */
+  seq: number;
+  at: number;
+  /** How many events it holds (at least one). */
+  events: number;
+  eventsText: string;
+  prevHash: string;
+  hash: string;
+}
+
+/**
+ * The row that `events` (one transaction's, in order) become on a chain whose
+ * head is (`headSeq`, `prevHash`). Used by every store that writes this format;
+ * rowEntries gives the events a reader sees of it.
+ */
+export function buildRow(
+  events: readonly ActivityEventInput[],
+  headSeq: number,
+  at: number,
+  prevHash: string,
+): JournalRow {
+  const eventsText = rowEventsText(events);
+  const seq = headSeq + events.length;
+  const hash = journalRowHash(prevHash, seq, at, events.length, eventsText);
+  return { seq, at, events: events.length, eventsText, prevHash, hash };
+}
+
+/**
+ * The entries a reader sees of a stored row of the one-row-per-transaction
+ * format: one per event, seq−n+1 … seq, each with the row's place in the chain.
+ */
+export function rowEntries(row: JournalRow, chain?: number): ActivityEntry[] {
+  const events = JSON.parse(row.eventsText) as RowEvent[];
+  const first = row.seq - row.events + 1;
+  return events.map(
+    (e, i): ActivityEntry => ({
+      seq: first + i,
+      at: row.at,
+      kind: e[0] as ActivityEntry['kind'],
+      executionId: e[1],
+      actor: e[2],
+      tool: e[3],
+      requestRef: e[4],
+      detail: e[5] as ActivityEntry['detail'],
+      prevHash: row.prevHash,
+      hash: row.hash,
+      rowEvents: row.events,
+      ...(chain ? { chain } : {}),
+    }),
+  );
 }
 
 /**

@@ -86,4 +86,10 @@ export interface ActivityEntry {
   hash: string;
   /** The writer's chain (PostgreSQL: one per store handle and concurrent write); absent for chain 0. */
   chain?: number;
+  /**
+   * How many events its row holds, for an event of a row of the one-row-per-transaction
+   * format (docs/adr/0052): `prevHash` and `hash` are then the row's, shared by its events.
+   * Absent for a row of the earlier format, which holds one event.
+   */
+  rowEvents?: number;
 }

@@ -1,3 +1,4 @@
+import type { RowEvent } from './chain.js';
 import type { ActivityKind } from './events.js';
 import { OUTCOME_DIGEST_FIELD, recordsOutcome } from './outcome-digest.js';
 import { stateAfter } from './rebuild.js';
@@ -73,8 +74,19 @@ export async function journaledExecutions(
   rows: AsyncIterable<StoredJournalRow> | Iterable<StoredJournalRow>,
 ): Promise<Map<string, JournaledExecution>> {
   const executions = new Map<string, JournaledExecution>();
-  const one = (row: StoredJournalRow) =>
-    apply(executions, row.seq, row.at, row.kind, row.executionId, row.actor, row.tool, row.detailText);
+  const one = (row: StoredJournalRow) => {
+    if (row.events === undefined) {
+      apply(executions, row.seq, row.at, row.kind, row.executionId, row.actor, row.tool, row.detailText);
+      return;
+    }
+    // A row of the one-row-per-transaction format: each of its events, seq−n+1 … seq.
+    const events = JSON.parse(row.detailText) as RowEvent[];
+    const first = row.seq - row.events + 1;
+    for (let i = 0; i < events.length; i++) {
+      const [kind, executionId, actor, tool, , detail] = events[i] as RowEvent;
+      apply(executions, first + i, row.at, kind, executionId, actor, tool, JSON.stringify(detail));
+    }
+  };
   // A synchronous source (a SQLite file) is read without a promise per row, as verifyJournal does.
   if (Symbol.iterator in rows) for (const row of rows as Iterable<StoredJournalRow>) one(row);
   else for await (const row of rows) one(row);

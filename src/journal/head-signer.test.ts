@@ -18,9 +18,8 @@ async function signedStore(events = 20, sign = true) {
   mkdirSync(dataDir);
   const path = join(dataDir, 'idem.db');
   const store = await SqliteStore.open({ path });
-  await store.appendEvents(
-    Array.from({ length: events }, (_, i) => ({ kind: 'receipt_hit', requestRef: `r${i}` })),
-  );
+  // One write per event, so one row per seq: a tamper below cuts between rows.
+  for (let i = 0; i < events; i++) await store.appendEvents([{ kind: 'receipt_hit', requestRef: `r${i}` }]);
   if (sign) await signJournalHeads(store, dataDir);
   return { dataDir, path, store };
 }

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import type pg from 'pg';
 import { postgresFingerprint, sqliteFingerprint } from '../identity/fingerprint-columns.js';
 import { loadPg } from '../support/optional-packages.js';
+import type { RowEvent } from './chain.js';
 import type { JournalStream } from './events.js';
 import { DETAIL_KINDS, type ExecutionEventRow, type StoredExecutionRow } from './executions-check.js';
 import { storedOutcomeDigest } from './outcome-digest.js';
@@ -22,7 +23,10 @@ export type RawRow = [
   string,
   string,
   string,
+  /** PostgreSQL: the writer's chain (SQLite: 0). */
   number?,
+  /** SQLite from migration 9: how many events the row holds; NULL for a row of the earlier format. */
+  (number | null)?,
 ];
 
 export function toStored(r: RawRow): StoredJournalRow {
@@ -38,7 +42,23 @@ export function toStored(r: RawRow): StoredJournalRow {
     prevHash: r[8],
     hash: r[9],
     ...(r[10] ? { chain: r[10] } : {}),
+    ...(r[11] != null ? { events: r[11] } : {}),
   };
+}
+
+/**
+ * Whether a SQLite journal table has the `events` column (migration 9): a
+ * file written before it is read as it is, without migrating it.
+ */
+export function hasEventsColumn(db: Database.Database, table: string): boolean {
+  return (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck(true).all(table) as string[]).includes(
+    'events',
+  );
+}
+
+/** The columns of a SQLite journal row in RawRow's order: chain 0, and the events column where there is one. */
+function sqliteColumns(db: Database.Database, table: string): string {
+  return `${COLUMNS}, 0, ${hasEventsColumn(db, table) ? 'events' : 'NULL'}`;
 }
 
 export const COLUMNS = 'seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash';
@@ -55,7 +75,8 @@ export function* sqliteJournalRows(
 ): Generator<StoredJournalRow> {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    const statement = db.prepare(`SELECT ${COLUMNS} FROM ${TABLES[stream]} ORDER BY rowid`).raw(true);
+    const table = TABLES[stream];
+    const statement = db.prepare(`SELECT ${sqliteColumns(db, table)} FROM ${table} ORDER BY rowid`).raw(true);
     for (const row of statement.iterate() as Iterable<RawRow>) yield toStored(row);
   } finally {
     db.close();
@@ -74,24 +95,62 @@ export function* sqliteExecutionEvents(path: string): Generator<ExecutionEventRo
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     const kinds = DETAIL_KINDS.map((k) => `'${k}'`).join(', ');
+    // A row of the one-row-per-transaction format (migration 9) is read whole and unfolded here.
+    const rows = hasEventsColumn(db, 'activity_journal');
     const statement = db
       .prepare(
         `SELECT seq, at, kind, execution_id,
                 CASE WHEN kind = 'accepted' THEN actor END, CASE WHEN kind = 'accepted' THEN tool END,
-                CASE WHEN kind IN (${kinds}) THEN detail END
-         FROM activity_journal WHERE execution_id IS NOT NULL OR kind = 'trimmed' ORDER BY rowid`,
+                CASE WHEN kind IN (${kinds}) ${rows ? 'OR events IS NOT NULL' : ''} THEN detail END
+                ${rows ? ', events' : ''}
+         FROM activity_journal WHERE execution_id IS NOT NULL OR kind = 'trimmed'
+           ${rows ? 'OR events IS NOT NULL' : ''} ORDER BY rowid`,
       )
       .raw(true);
-    yield* statement.iterate() as Iterable<ExecutionEventRow>;
+    for (const row of statement.iterate() as Iterable<[...ExecutionEventRow, (number | null)?]>) {
+      if (row[7] == null) {
+        yield row as unknown as ExecutionEventRow;
+        continue;
+      }
+      yield* rowExecutionEvents(row[0], row[1], row[7], row[6] as string);
+    }
   } finally {
     db.close();
   }
 }
 
+/** The events of a row of the one-row-per-transaction format as the executions check folds them. */
+function* rowExecutionEvents(
+  seq: number,
+  at: number,
+  events: number,
+  eventsText: string,
+): Generator<ExecutionEventRow> {
+  const first = seq - events + 1;
+  const parsed = JSON.parse(eventsText) as RowEvent[];
+  for (let i = 0; i < parsed.length; i++) {
+    const [kind, executionId, actor, tool, , detail] = parsed[i] as RowEvent;
+    if (executionId === null && kind !== 'trimmed') continue;
+    const accepted = kind === 'accepted';
+    yield [
+      first + i,
+      at,
+      kind,
+      executionId,
+      accepted ? actor : null,
+      accepted ? tool : null,
+      DETAIL_KINDS.includes(kind) ? JSON.stringify(detail) : null,
+    ];
+  }
+}
+
+/** How many events a SQLite journal holds (what verify's progress counts): a row of several counts each. */
 export function sqliteJournalCount(path: string, stream: JournalStream = 'activity'): number {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare(`SELECT COUNT(*) AS n FROM ${TABLES[stream]}`).get() as { n: number }).n;
+    const table = TABLES[stream];
+    const n = hasEventsColumn(db, table) ? 'COALESCE(SUM(COALESCE(events, 1)), 0)' : 'COUNT(*)';
+    return (db.prepare(`SELECT ${n} AS n FROM ${table}`).get() as { n: number }).n;
   } finally {
     db.close();
   }
@@ -102,8 +161,14 @@ export function sqliteJournalCount(path: string, stream: JournalStream = 'activi
  * a bare `seq` is the float8 output column, which no index serves, so every page sorted all the
  * rows left and a full verify grew with the square of the journal.
  */
-export function postgresJournalPageSql(stream: JournalStream, chain: '' | ', chain'): string {
-  return `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${chain}
+export function postgresJournalPageSql(
+  stream: JournalStream,
+  chain: '' | ', chain',
+  events: '' | ', events' = '',
+): string {
+  // RawRow's order: the chain (0 before v4), then a row's count of events where the table has one.
+  const tail = events ? `${chain || ', 0'}${events}` : chain;
+  return `SELECT seq::float8, at::float8, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash${tail}
                FROM ${TABLES[stream]} WHERE seq > $1 ORDER BY ${TABLES[stream]}.seq LIMIT $2`;
 }
 
@@ -115,12 +180,14 @@ export async function* postgresJournalRows(
 ): AsyncGenerator<StoredJournalRow> {
   const client = await connect(url);
   try {
-    const chain = (await hasChains(client, TABLES[stream])) ? ', chain' : '';
+    const chain = (await hasColumn(client, TABLES[stream], 'chain')) ? ', chain' : '';
+    // Rows of several events (ADR 0052): read when a migration has given the table their count.
+    const events = (await hasColumn(client, TABLES[stream], 'events')) ? ', events' : '';
     // Whatever follows the last row read: a deleted row shows as a gap, a moved one out of place.
     let after = -1;
     for (;;) {
       const { rows } = await client.query<RawRow>({
-        text: postgresJournalPageSql(stream, chain),
+        text: postgresJournalPageSql(stream, chain, events),
         values: [after, pageSize],
         rowMode: 'array',
       });
@@ -140,7 +207,7 @@ export async function* postgresJournalRows(
 export async function postgresRegistry(url: string, stream: JournalStream): Promise<RegisteredHead[]> {
   const client = await connect(url);
   try {
-    if (!(await hasChains(client, 'journal_head'))) return [];
+    if (!(await hasColumn(client, 'journal_head', 'chain'))) return [];
     const { rows } = await client.query<[number, number, string]>({
       text: 'SELECT chain, seq::float8, hash FROM journal_head WHERE stream = $1 AND seq > 0 ORDER BY chain',
       values: [stream],
@@ -159,11 +226,14 @@ async function connect(url: string): Promise<pg.Client> {
   return client;
 }
 
-/** Whether `table` has the chain column (schema v4): a database not yet migrated is verified as one chain. */
-async function hasChains(client: pg.Client, table: string): Promise<boolean> {
+/**
+ * Whether `table` has `column`: the chain (schema v4) — a database not yet migrated is verified as
+ * one chain — or a row's count of events.
+ */
+async function hasColumn(client: pg.Client, table: string, column: string): Promise<boolean> {
   const { rows } = await client.query(
-    `SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'chain' AND NOT attisdropped`,
-    [table],
+    'SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped',
+    [table, column],
   );
   return rows.length > 0;
 }

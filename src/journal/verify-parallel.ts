@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { startWorkerBeside } from '../support/worker-module.js';
 import { GENESIS_HASH } from './chain.js';
 import type { JournalStream } from './events.js';
-import { sqliteJournalRows } from './sources.js';
+import { hasEventsColumn, sqliteJournalRows } from './sources.js';
 import { verifyJournal } from './verify.js';
 import { headsOf, type SignedHeadOptions, withSignedHead } from './verify-heads.js';
 import { type ChunkPlan, type ChunkResult, openChunks } from './verify-range.js';
@@ -45,6 +45,7 @@ export async function verifySqliteJournal(
     lo: number | null;
     hi: number | null;
   };
+  const hasEvents = hasEventsColumn(db, TABLES[stream]);
   db.close();
   // Rowids beyond 2^53 (only a tampered file has them) are not exact as JavaScript numbers: chunks could miss rows.
   if (!Number.isSafeInteger(span.lo) || !Number.isSafeInteger(span.hi)) return sequential();
@@ -56,6 +57,7 @@ export async function verifySqliteJournal(
   const plan: ChunkPlan = {
     path,
     table: TABLES[stream],
+    hasEvents,
     firstRowid: lo,
     lastRowid: span.hi as number,
     chunkRowids,

@@ -14,11 +14,13 @@
  * runs the exact sequential verifier, whose report is the answer.
  */
 import Database from 'better-sqlite3';
-import { HASH_CHARS, SQL_HASHED_ROW, sqlEntryBodyHash } from './chain.js';
+import { HASH_CHARS, ROW_FORMAT_TAG, SQL_HASHED_ROW, SQL_HASHED_ROWS, sqlEntryBodyHash } from './chain.js';
 
 export interface ChunkPlan {
   path: string;
   table: 'activity_journal' | 'sessions_journal';
+  /** The table has the `events` column (migration 9): rows of either format, read with SQL_HASHED_ROWS. */
+  hasEvents?: boolean;
   /** Chunk i holds rowids [firstRowid + i·chunkRowids, firstRowid + (i+1)·chunkRowids − 1], up to lastRowid. */
   firstRowid: number;
   lastRowid: number;
@@ -32,7 +34,9 @@ export interface ChunkPlan {
 
 export interface ChunkResult {
   index: number;
+  /** Events checked (a row of the one-row-per-transaction format holds several). */
   count: number;
+  /** The seq of the chunk's first event, and its row's prev_hash. */
   first: { seq: number; prevHash: string } | undefined;
   last: { seq: number; hash: string } | undefined;
   /** Something is wrong inside the chunk: the exact diagnosis is left to the sequential scan. */
@@ -59,7 +63,9 @@ export function openChunks(plan: ChunkPlan): { next(): ChunkResult | undefined; 
   const signedSeqs = new Set(plan.signedSeqs);
   const db = new Database(plan.path, { readonly: true, fileMustExist: true });
   const rows = db
-    .prepare(`SELECT ${SQL_HASHED_ROW} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`)
+    .prepare(
+      `SELECT ${plan.hasEvents ? SQL_HASHED_ROWS : SQL_HASHED_ROW} FROM ${plan.table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid`,
+    )
     .pluck(true);
   const read = (lo: number, hi: number, each: (text: string | null) => boolean) => {
     if (hi - lo + 1 > PAGE_ROWIDS * PAGES_AT_MOST) {
@@ -109,8 +115,14 @@ const COMMA = 44;
 const MINUS = 45;
 const ZERO = 48;
 const NINE = 57;
+const CLOSE_BRACKET = 93;
 /** Where the envelope's seq starts in SQL_HASHED_ROW's text: after hash, prev_hash, "\n[". */
 const SEQ_AT = 2 * HASH_CHARS + 2;
+/** Where a row's header starts in SQL_HASHED_ROWS's text of the one-row-per-transaction format: after hash, prev_hash, "\n". */
+const ROW_AT = 2 * HASH_CHARS + 1;
+const ROW_HEADER = `${ROW_FORMAT_TAG}\n[`;
+/** Where such a row's seq starts: after the tag, "\n[". */
+const ROW_SEQ_AT = ROW_AT + ROW_HEADER.length;
 
 function checkChunk(
   index: number,
@@ -130,36 +142,45 @@ function checkChunk(
   let lastSeq = 0;
   let lastHash = '';
   const each = (text: string | null): boolean => {
-    // hash (64) ‖ prev_hash (64) ‖ "\n[" seq "," at "," …
-    if (
-      text === null ||
-      text.charCodeAt(2 * HASH_CHARS) !== NEWLINE ||
-      text.charCodeAt(SEQ_AT - 1) !== OPEN_BRACKET
-    ) {
-      return false;
-    }
-    // seq and at in plain digits, so integers: SQL_HASHED_ROW bounds them by 2^53
-    // but lets a real through, which json_array spells with a point.
+    // hash (64) ‖ prev_hash (64) ‖ "\n" then "[" seq "," at "," … (one event), or the tag,
+    // "\n[" seq "," at "," n "]\n" … (a row of the one-row-per-transaction format).
+    if (text === null || text.charCodeAt(2 * HASH_CHARS) !== NEWLINE) return false;
+    const row = text.charCodeAt(ROW_AT) !== OPEN_BRACKET;
+    if (row && !text.startsWith(ROW_HEADER, ROW_AT)) return false;
+    // seq, at (and n) in plain digits, so integers: the SQL bounds them by 2^53
+    // but lets a real through, which SQLite spells with a point.
     let seq = 0;
-    let i = SEQ_AT;
+    let i = row ? ROW_SEQ_AT : SEQ_AT;
+    const seqFrom = i;
     let c = text.charCodeAt(i);
     if (c === ZERO) return false;
     for (; c >= ZERO && c <= NINE; c = text.charCodeAt(++i)) seq = seq * 10 + (c - ZERO);
-    if (c !== COMMA || i === SEQ_AT) return false;
+    if (c !== COMMA || i === seqFrom) return false;
     c = text.charCodeAt(++i);
     if (c === MINUS) c = text.charCodeAt(++i);
     const atFrom = i;
     for (; c >= ZERO && c <= NINE; c = text.charCodeAt(++i));
     if (c !== COMMA || i === atFrom) return false;
-    if (result.count === 0) result.first = { seq, prevHash: text.slice(HASH_CHARS, 2 * HASH_CHARS) };
-    else if (seq !== lastSeq + 1 || !text.startsWith(lastHash, HASH_CHARS)) return false;
+    let events = 1;
+    if (row) {
+      events = 0;
+      const nFrom = ++i;
+      c = text.charCodeAt(i);
+      if (c === ZERO) return false;
+      for (; c >= ZERO && c <= NINE; c = text.charCodeAt(++i)) events = events * 10 + (c - ZERO);
+      if (c !== CLOSE_BRACKET || i === nFrom || text.charCodeAt(i + 1) !== NEWLINE || events > seq)
+        return false;
+    }
+    const first = seq - events + 1;
+    if (result.count === 0) result.first = { seq: first, prevHash: text.slice(HASH_CHARS, 2 * HASH_CHARS) };
+    else if (first !== lastSeq + 1 || !text.startsWith(lastHash, HASH_CHARS)) return false;
     // A slice and ===, not startsWith(digest): measured 5 % faster over the whole loop.
     const hash = text.slice(0, HASH_CHARS);
     if (sqlEntryBodyHash(text.substring(HASH_CHARS)) !== hash) return false;
     if (signedSeqs.size > 0 && signedSeqs.has(seq)) result.signedHashesSeen.push([seq, hash]);
     lastSeq = seq;
     lastHash = hash;
-    result.count++;
+    result.count += events;
     return true;
   };
   let complete = true;

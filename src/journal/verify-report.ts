@@ -13,6 +13,12 @@ export interface StoredJournalRow extends HashedEnvelope {
   hash: string;
   /** The writer's chain (PostgreSQL); absent or 0 for the one chain of a single-writer store. */
   chain?: number;
+  /**
+   * A row of the one-row-per-transaction format (docs/adr/0052): how many events it
+   * holds, `seq` being its last event's, and `detailText` the RFC 8785 text of its
+   * events (chain.ts journalRowHash). Absent for a row of the earlier format (one event).
+   */
+  events?: number;
 }
 
 /** What is wrong with the first bad row. Stable: scripts switch on it. */
@@ -51,7 +57,7 @@ export type ExecutionProblem =
 
 export interface VerifyReport {
   ok: boolean;
-  /** Rows checked. */
+  /** Events checked (a row of the one-row-per-transaction format holds several). */
   entries: number;
   /** The highest seq checked, and its row's hash. */
   lastSeq: number;

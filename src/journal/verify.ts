@@ -1,5 +1,5 @@
 import canonicalize from 'canonicalize';
-import { chainGenesis, GENESIS_HASH, journalEntryHash } from './chain.js';
+import { chainGenesis, GENESIS_HASH, journalEntryHash, journalRowHash } from './chain.js';
 import { chainOf, type SignedHead } from './signing.js';
 import { headsOf, type SignedHeadOptions, unsignedReport, withSignedHead } from './verify-heads.js';
 import type { ChainSummary, JournalProblem, StoredJournalRow, VerifyReport } from './verify-report.js';
@@ -63,7 +63,17 @@ export async function verifyJournal(
   };
   /** Checks one row; returns a failed report, or undefined to go on. */
   const check = (row: StoredJournalRow): VerifyReport | undefined => {
-    entries++;
+    // A row of the one-row-per-transaction format holds events seq−n+1 … seq; one of the earlier, seq alone.
+    const events = row.events ?? 1;
+    if (!(Number.isSafeInteger(events) && events >= 1)) {
+      return fail(
+        row.seq,
+        'edited',
+        `seq ${row.seq}: its count of events (${events}) is not a count — it was edited`,
+      );
+    }
+    const first = row.seq - events + 1;
+    entries += events;
     const chain = row.chain ?? 0;
     if (broken) {
       if (chain === broken.chain && row.hash === broken.wanted) {
@@ -77,31 +87,32 @@ export async function verifyJournal(
       return undefined;
     }
     if (gapAt !== undefined) {
-      if (row.seq === gapAt) return fail(gapAt, 'reordered', `seq ${gapAt} appears after seq ${gapAt + 1}`);
+      if (first <= gapAt && gapAt <= row.seq)
+        return fail(gapAt, 'reordered', `seq ${gapAt} appears after seq ${gapAt + 1}`);
       return fail(gapAt, 'missing', `seq ${gapAt} is missing`);
     }
-    if (chain !== 0) return checkWriterRow(row, chain);
-    if (row.seq !== expectedSeq) {
-      if (row.seq > expectedSeq) {
+    if (chain !== 0) return checkWriterRow(row, chain, events);
+    if (first !== expectedSeq) {
+      if (first > expectedSeq) {
         gapAt = expectedSeq;
         return undefined;
       }
-      return fail(row.seq, 'reordered', `seq ${row.seq} appears after seq ${expectedSeq - 1}`);
+      return fail(row.seq, 'reordered', `seq ${first} appears after seq ${expectedSeq - 1}`);
     }
     if (row.prevHash !== prevHash) {
-      return fail(row.seq, 'reordered', `seq ${row.seq}: prev_hash does not name seq ${row.seq - 1}'s hash`);
+      return fail(row.seq, 'reordered', `seq ${row.seq}: prev_hash does not name seq ${first - 1}'s hash`);
     }
     if (!hashMatches(row)) {
-      return fail(row.seq, 'edited', editedMessage(row, `seq ${row.seq}`));
+      return fail(row.seq, 'edited', editedMessage(row, rowName(row)));
     }
     prevHash = row.hash;
-    expectedSeq++;
+    expectedSeq = row.seq + 1;
     accept(row);
     return undefined;
   };
-  const checkWriterRow = (row: StoredJournalRow, chain: number): VerifyReport | undefined => {
-    if (row.seq <= lastSeq) {
-      return fail(row.seq, 'reordered', `seq ${row.seq} appears after seq ${lastSeq}`, chain);
+  const checkWriterRow = (row: StoredJournalRow, chain: number, events: number): VerifyReport | undefined => {
+    if (row.seq - events + 1 <= lastSeq) {
+      return fail(row.seq, 'reordered', `seq ${row.seq - events + 1} appears after seq ${lastSeq}`, chain);
     }
     let state = writers.get(chain);
     if (!state) {
@@ -113,9 +124,9 @@ export async function verifyJournal(
       return undefined;
     }
     if (!hashMatches(row)) {
-      return fail(row.seq, 'edited', editedMessage(row, `seq ${row.seq} (chain ${chain})`), chain);
+      return fail(row.seq, 'edited', editedMessage(row, `${rowName(row)} (chain ${chain})`), chain);
     }
-    state.entries++;
+    state.entries += events;
     state.lastSeq = row.seq;
     state.prevHash = row.hash;
     accept(row);
@@ -208,19 +219,49 @@ export async function verifyJournal(
  * key — which SQLite's json_extract reads first, and a JSON parser last.
  */
 export function hashMatches(row: StoredJournalRow): boolean {
+  if (row.events !== undefined) {
+    return (
+      emptyEnvelope(row) &&
+      journalRowHash(row.prevHash, row.seq, row.at, row.events, row.detailText) === row.hash
+    );
+  }
   return journalEntryHash(row.prevHash, row, row.detailText) === row.hash;
+}
+
+/**
+ * A row of several events keeps its events' envelopes in its events, and its own columns empty
+ * (kind '', the rest NULL): its hash does not cover them, so anything else there was put there.
+ */
+function emptyEnvelope(row: StoredJournalRow): boolean {
+  return (
+    row.kind === '' &&
+    row.executionId === null &&
+    row.actor === null &&
+    row.tool === null &&
+    row.requestRef === null
+  );
+}
+
+/** How a report names a row: its seq, and for a row of several events the seqs of all of them. */
+function rowName(row: StoredJournalRow): string {
+  if (row.events === undefined || row.events === 1) return `seq ${row.seq}`;
+  return `seq ${row.seq} (the row of events ${row.seq - row.events + 1}–${row.seq})`;
 }
 
 /** Why an edited row fails: a non-canonical detail is named as such, so the operator knows what to look at. */
 function editedMessage(row: StoredJournalRow, where: string): string {
+  if (row.events !== undefined && !emptyEnvelope(row)) {
+    return `${where}: a column outside its events (kind, execution_id, actor, tool, request_ref) was filled in — it was edited`;
+  }
+  const what = row.events === undefined ? 'detail is' : 'events are';
   let canonical: string | undefined;
   try {
     canonical = canonicalize(JSON.parse(row.detailText)) as string | undefined;
   } catch {
-    return `${where}: its stored detail is not JSON — it was edited`;
+    return `${where}: its stored ${what} not JSON — it was edited`;
   }
   if (canonical !== row.detailText) {
-    return `${where}: its stored detail is not in canonical form (RFC 8785, as Idem writes it) — it was edited (extra whitespace, a reordered or duplicated key)`;
+    return `${where}: its stored ${what} not in canonical form (RFC 8785, as Idem writes it) — it was edited (extra whitespace, a reordered or duplicated key)`;
   }
   return `${where}: content does not match its hash`;
 }

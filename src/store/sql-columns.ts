@@ -1,4 +1,5 @@
 import type { ReplayClass } from '../contracts/contract.js';
+import { rowEntries } from '../journal/chain.js';
 import type { ActivityEntry, ActivityKind } from '../journal/events.js';
 import type { ExecutionState } from '../journal/states.js';
 import { keptUpstreamTask } from './tasks.js';
@@ -154,6 +155,27 @@ export interface JournalColumns {
   hash: string;
   /** PostgreSQL: the writer's chain (0 for rows from before chains). SQLite has one chain and no column. */
   chain?: number;
+  /**
+   * SQLite from migration 9: how many events a row of the one-row-per-transaction format holds
+   * (`detail` then holds their RFC 8785 text, `seq` is its last event's); NULL for a row of one event.
+   */
+  events?: number | null;
+}
+
+/** The entries a reader sees of a journal row: its one event, or each event of a row of several. */
+export function entriesFromColumns(row: JournalColumns): ActivityEntry[] {
+  if (row.events == null) return [entryFromColumns(row)];
+  return rowEntries(
+    {
+      seq: row.seq,
+      at: row.at,
+      events: row.events,
+      eventsText: row.detail,
+      prevHash: row.prev_hash,
+      hash: row.hash,
+    },
+    row.chain,
+  );
 }
 
 export function entryFromColumns(row: JournalColumns): ActivityEntry {

@@ -15,13 +15,22 @@ import { META } from '../../src/executions/answers.js';
 import type { ToolCall } from '../../src/executions/call.js';
 import { ExecutionEngine } from '../../src/executions/engine.js';
 import { Fingerprinter } from '../../src/identity/fingerprint.js';
-import { journalEntryHash } from '../../src/journal/chain.js';
+import { buildRow, type RowEvent } from '../../src/journal/chain.js';
 import { signedHeadLine } from '../../src/journal/export.js';
 import { signJournalHeads } from '../../src/journal/head-signer.js';
 import { loadOrCreateSigningKey, signHead } from '../../src/journal/signing.js';
 import { TRIM_JOURNALED_FIELD } from '../../src/journal/trims.js';
 import type { ExecutionStore } from '../../src/store/types.js';
 import { deadDispatch } from './claim-input.js';
+import {
+  editEvent,
+  eventSeqOf,
+  firstSeq,
+  putRow,
+  rowHolding,
+  type StoredRow,
+  storedRowHash,
+} from './journal-rows.js';
 
 /** What a run leaves behind, and what its operator kept off the host. */
 export interface TamperFixture {
@@ -204,34 +213,10 @@ export interface TamperCase {
   tamper(ctx: TamperContext): { verify?: VerifyAs; expect: Expected };
 }
 
-type Row = {
-  seq: number;
-  at: number;
-  kind: string;
-  execution_id: string | null;
-  actor: string | null;
-  tool: string | null;
-  request_ref: string | null;
-  detail: string;
-  prev_hash: string;
-  hash: string;
-};
+type Row = StoredRow;
 
 /** What a forger who knows the algorithm computes: the hash of a raw row, by the one definition of the hash. */
-const rowHash = (r: Row, prev: string) =>
-  journalEntryHash(
-    prev,
-    {
-      seq: r.seq,
-      at: r.at,
-      kind: r.kind,
-      executionId: r.execution_id,
-      actor: r.actor,
-      tool: r.tool,
-      requestRef: r.request_ref,
-    },
-    r.detail,
-  );
+const rowHash = (r: Row, prev: string) => storedRowHash(r, prev);
 
 type Table = 'activity_journal' | 'sessions_journal';
 
@@ -243,19 +228,10 @@ function lastSeq(db: Database.Database, table: Table = 'activity_journal'): numb
   return (db.prepare(`SELECT MAX(seq) AS n FROM ${table}`).get() as { n: number }).n;
 }
 
-/** The seq of one execution's event of `kind`. */
-function seqOf(db: Database.Database, executionId: string, kind: string): number {
-  const row = db
-    .prepare('SELECT seq FROM activity_journal WHERE execution_id = ? AND kind = ? ORDER BY seq LIMIT 1')
-    .get(executionId, kind) as { seq: number } | undefined;
-  if (!row) throw new Error(`no ${kind} event for ${executionId}`);
-  return row.seq;
-}
-
 /** Recomputes every hash from `fromSeq` on: a chain that is consistent again. */
 function rehashFrom(db: Database.Database, fromSeq: number, table: Table = 'activity_journal'): void {
   const all = rows(db, table);
-  let prev = all.find((r) => r.seq === fromSeq - 1)?.hash ?? '0'.repeat(64);
+  let prev = [...all].reverse().find((r) => r.seq < fromSeq)?.hash ?? '0'.repeat(64);
   const put = db.prepare(`UPDATE ${table} SET prev_hash = ?, hash = ? WHERE seq = ?`);
   for (const row of all) {
     if (row.seq < fromSeq) continue;
@@ -273,66 +249,69 @@ export const TAMPER_CASES: TamperCase[] = [
   {
     name: "edit a row's detail",
     tamper: ({ db, fixture }) => {
-      const seq = seqOf(db, fixture.ids.completed[5] as string, 'outcome');
-      db.prepare(`UPDATE activity_journal SET detail = '{"state":"failed"}' WHERE seq = ?`).run(seq);
-      return { expect: { problem: 'edited', stream: 'activity', seq } };
+      const seq = eventSeqOf(db, fixture.ids.completed[5] as string, 'outcome');
+      const row = editEvent(db, seq, (e) => {
+        e.detail = { state: 'failed' };
+      });
+      return { expect: { problem: 'edited', stream: 'activity', seq: row.seq } };
     },
   },
   {
     name: "re-space a row's detail (same value, other bytes)",
     tamper: ({ db, fixture }) => {
-      const seq = seqOf(db, fixture.ids.completed[9] as string, 'accepted');
-      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
-      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
-        JSON.stringify(JSON.parse(detail), null, 1),
-        seq,
-      );
-      return { expect: { problem: 'edited', stream: 'activity', seq } };
+      const row = rowHolding(db, eventSeqOf(db, fixture.ids.completed[9] as string, 'accepted'));
+      putRow(db, { ...row, detail: JSON.stringify(JSON.parse(row.detail), null, 1) });
+      return { expect: { problem: 'edited', stream: 'activity', seq: row.seq } };
     },
   },
   {
     name: "duplicate a key in a row's detail (SQLite reads the first, a JSON parser the last)",
     tamper: ({ db, fixture }) => {
-      const seq = seqOf(db, fixture.ids.completed[11] as string, 'accepted');
-      const { detail } = db.prepare('SELECT detail FROM activity_journal WHERE seq = ?').get(seq) as Row;
-      db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?').run(
-        detail.replace('"target":', '"target":"evil","target":'),
-        seq,
-      );
+      const seq = eventSeqOf(db, fixture.ids.completed[11] as string, 'accepted');
+      const row = rowHolding(db, seq);
+      putRow(db, { ...row, detail: row.detail.replace('"target":', '"target":"evil","target":') });
+      // The accepted event's detail: the row's own, or its place in a row of several.
+      const path = row.events === null ? '$.target' : `$[${seq - firstSeq(row)}][5].target`;
       const evil = db.prepare(
-        "SELECT json_extract(detail, '$.target') AS t FROM activity_journal WHERE seq = ?",
+        `SELECT json_extract(detail, '${path}') AS t FROM activity_journal WHERE seq = ?`,
       );
-      if ((evil.get(seq) as { t: string }).t !== 'evil')
+      if ((evil.get(row.seq) as { t: string }).t !== 'evil')
         throw new Error('the duplicate key is not what SQLite reads');
-      return { expect: { problem: 'edited', stream: 'activity', seq } };
+      return { expect: { problem: 'edited', stream: 'activity', seq: row.seq } };
     },
   },
   {
     name: "edit a row's actor",
     tamper: ({ db }) => {
-      db.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 40").run();
-      return { expect: { problem: 'edited', stream: 'activity', seq: 40 } };
+      const row = editEvent(db, 40, (e) => {
+        e.actor = 'token:mallory';
+      });
+      return { expect: { problem: 'edited', stream: 'activity', seq: row.seq } };
     },
   },
   {
     name: "edit a row's time",
     tamper: ({ db }) => {
-      db.prepare('UPDATE activity_journal SET at = at - 86400000 WHERE seq = 41').run();
-      return { expect: { problem: 'edited', stream: 'activity', seq: 41 } };
+      const { seq } = rowHolding(db, 41);
+      db.prepare('UPDATE activity_journal SET at = at - 86400000 WHERE seq = ?').run(seq);
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
     },
   },
   {
     name: "edit a row's hash",
     tamper: ({ db }) => {
-      db.prepare(`UPDATE activity_journal SET hash = '${'ab'.repeat(32)}' WHERE seq = 42`).run();
-      return { expect: { problem: 'edited', stream: 'activity', seq: 42 } };
+      const { seq } = rowHolding(db, 42);
+      db.prepare(`UPDATE activity_journal SET hash = '${'ab'.repeat(32)}' WHERE seq = ?`).run(seq);
+      return { expect: { problem: 'edited', stream: 'activity', seq } };
     },
   },
   {
     name: 'delete a middle row',
     tamper: ({ db }) => {
-      db.prepare('DELETE FROM activity_journal WHERE seq = 50').run();
-      return { expect: { problem: 'missing', stream: 'activity', seq: 50 } };
+      const row = rowHolding(db, 50);
+      db.prepare('DELETE FROM activity_journal WHERE seq = ?').run(row.seq);
+      // Its first event is the first seq missing.
+      return { expect: { problem: 'missing', stream: 'activity', seq: firstSeq(row) } };
     },
   },
   {
@@ -340,50 +319,60 @@ export const TAMPER_CASES: TamperCase[] = [
     tamper: ({ db }) => {
       const last = lastSeq(db);
       db.prepare('DELETE FROM activity_journal WHERE seq > ?').run(last - 5);
-      return { expect: { problem: 'truncated', stream: 'activity', seq: last - 4 } };
+      return { expect: { problem: 'truncated', stream: 'activity', seq: lastSeq(db) + 1 } };
     },
   },
   {
     name: 'reorder two rows',
     tamper: ({ db }) => {
-      const [a, b] = rows(db).filter((r) => r.seq === 60 || r.seq === 61) as [Row, Row];
-      const put = db.prepare(
-        'UPDATE activity_journal SET at=@at, kind=@kind, execution_id=@execution_id, actor=@actor, tool=@tool, request_ref=@request_ref, detail=@detail, prev_hash=@prev_hash, hash=@hash WHERE seq=@target',
+      // Two neighbours from seq 60 on, swapped whole: only their order changed.
+      const all = rows(db);
+      // The later at least as long: its events then start at or before the earlier's, out of order.
+      const i = all.findIndex(
+        (r, k) => r.seq >= 60 && k + 1 < all.length && ((all[k + 1] as Row).events ?? 1) >= (r.events ?? 1),
       );
-      put.run({ ...b, target: 60 });
-      put.run({ ...a, target: 61 });
-      return { expect: { problem: 'reordered', stream: 'activity', seq: 60 } };
+      const [a, b] = [all[i], all[i + 1]] as [Row, Row];
+      putRow(db, b, 'activity_journal', a.seq);
+      putRow(db, a, 'activity_journal', b.seq);
+      return { expect: { problem: 'reordered', stream: 'activity', seq: a.seq } };
     },
   },
   {
     name: 'insert a forged row (hashed onto its predecessor)',
     tamper: ({ db }) => {
       const all = rows(db);
+      const before = rowHolding(db, 69);
       for (const row of [...all].reverse()) {
-        if (row.seq < 70) break;
+        if (row.seq <= before.seq) break;
         db.prepare('UPDATE activity_journal SET seq = seq + 1 WHERE seq = ?').run(row.seq);
       }
-      const before = all.find((r) => r.seq === 69) as Row;
-      const forged: Row = {
-        ...before,
-        seq: 70,
-        kind: 'operator_resolution',
+      const next = before.seq + 2;
+      const forgedEvent = {
+        kind: 'operator_resolution' as const,
+        executionId:
+          before.events === null
+            ? before.execution_id
+            : ((JSON.parse(before.detail) as RowEvent[])[0]?.[1] ?? null),
         actor: 'operator:mallory',
-        detail: '{"as":"failed","by":"operator:mallory","note":"never happened"}',
-        prev_hash: before.hash,
-        hash: '',
+        detail: { as: 'failed', by: 'operator:mallory', note: 'never happened' },
       };
-      forged.hash = rowHash(forged, before.hash);
+      const forged = buildRow([forgedEvent], before.seq, before.at, before.hash);
       db.prepare(
-        'INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash) VALUES (@seq, @at, @kind, @execution_id, @actor, @tool, @request_ref, @detail, @prev_hash, @hash)',
-      ).run(forged);
-      return { expect: { problem: 'reordered', stream: 'activity', seq: 71 } };
+        `INSERT INTO activity_journal (seq, at, kind, detail, prev_hash, hash, events) VALUES (?, ?, '', ?, ?, ?, ?)`,
+      ).run(forged.seq, forged.at, forged.eventsText, forged.prevHash, forged.hash, forged.events);
+      // The row after it still names its real predecessor.
+      const after = db
+        .prepare('SELECT seq FROM activity_journal WHERE seq >= ? ORDER BY seq LIMIT 1')
+        .get(next) as Row;
+      return { expect: { problem: 'reordered', stream: 'activity', seq: after.seq } };
     },
   },
   {
     name: 'edit a row, then re-hash the whole chain',
     tamper: ({ db }) => {
-      db.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 10").run();
+      editEvent(db, 10, (e) => {
+        e.actor = 'token:mallory';
+      });
       rehashFrom(db, 1);
       // The signed head (at the last seq) no longer matches: the first signed seq that differs.
       return { expect: { problem: 'rehashed', stream: 'activity', seq: lastSeq(db) } };
@@ -404,8 +393,10 @@ export const TAMPER_CASES: TamperCase[] = [
     name: 'delete journal-head.json, then edit and re-hash',
     tamper: ({ db, dir, fixture }) => {
       rmSync(join(dir, 'journal-head.json'));
-      db.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 10").run();
-      rehashFrom(db, 10);
+      const row = editEvent(db, 10, (e) => {
+        e.actor = 'token:mallory';
+      });
+      rehashFrom(db, firstSeq(row));
       return {
         verify: { db: join(dir, 'idem.db'), publicKey: fixture.offHost.publicKey },
         expect: { problem: 'unsigned', stream: 'activity' },
@@ -417,9 +408,19 @@ export const TAMPER_CASES: TamperCase[] = [
     tamper: ({ dir, fixture }) => {
       const exported = exportOf(join(dir, 'idem.db'));
       const lines = exported.filter((l) => l.type !== 'signed_head');
-      const edited = lines.map((l) =>
-        l.type === 'entry' && l.stream === 'activity' && l.seq === 10 ? { ...l, actor: 'token:mallory' } : l,
-      );
+      // The line of the row that holds event 10: its actor, or that event's inside the row's events.
+      const holds10 = (l: ExportedLine) =>
+        l.type === 'entry' &&
+        l.stream === 'activity' &&
+        (l.seq as number) >= 10 &&
+        (l.seq as number) - ((l.events as number) ?? 1) < 10;
+      const edited = lines.map((l) => {
+        if (!holds10(l)) return l;
+        if (l.events === undefined) return { ...l, actor: 'token:mallory' };
+        const events = structuredClone(l.detail) as RowEvent[];
+        (events[10 - ((l.seq as number) - (l.events as number) + 1)] as RowEvent)[2] = 'token:mallory';
+        return { ...l, detail: events };
+      });
       rehashExport(edited);
       const file = join(dir, 'export.jsonl');
       writeFileSync(file, edited.map((l) => `${JSON.stringify(l)}\n`).join(''));
@@ -436,6 +437,7 @@ export const TAMPER_CASES: TamperCase[] = [
       const olderSeq = Math.max(...older.heads.map((h) => h.seq));
       const last = lastSeq(db);
       db.prepare('DELETE FROM activity_journal WHERE seq > ?').run(olderSeq + 3);
+      const kept = lastSeq(db);
       copyFileSync(fixture.olderHead, join(dir, 'journal-head.json'));
       return {
         verify: {
@@ -443,14 +445,16 @@ export const TAMPER_CASES: TamperCase[] = [
           publicKey: fixture.offHost.publicKey,
           heads: [fixture.offHost.heads],
         },
-        expect: { problem: 'truncated', stream: 'activity', seq: Math.min(olderSeq + 4, last) },
+        expect: { problem: 'truncated', stream: 'activity', seq: Math.min(kept + 1, last) },
       };
     },
   },
   {
     name: 're-hash, then re-sign with a key of the attacker',
     tamper: ({ db, dir, fixture }) => {
-      db.prepare("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 10").run();
+      editEvent(db, 10, (e) => {
+        e.actor = 'token:mallory';
+      });
       rehashFrom(db, 1);
       mkdirSync(join(dir, 'attacker'));
       const attacker = loadOrCreateSigningKey(join(dir, 'attacker'));
@@ -588,8 +592,15 @@ export const TAMPER_CASES: TamperCase[] = [
   {
     name: 'edit the sessions stream',
     tamper: ({ db }) => {
-      db.prepare("UPDATE sessions_journal SET actor = 'token:mallory' WHERE seq = 3").run();
-      return { expect: { problem: 'edited', stream: 'sessions', seq: 3 } };
+      const row = editEvent(
+        db,
+        3,
+        (e) => {
+          e.actor = 'token:mallory';
+        },
+        'sessions_journal',
+      );
+      return { expect: { problem: 'edited', stream: 'sessions', seq: row.seq } };
     },
   },
   {
@@ -597,7 +608,9 @@ export const TAMPER_CASES: TamperCase[] = [
     tamper: ({ db }) => {
       const last = lastSeq(db, 'sessions_journal');
       db.prepare('DELETE FROM sessions_journal WHERE seq > ?').run(last - 2);
-      return { expect: { problem: 'truncated', stream: 'sessions', seq: last - 1 } };
+      return {
+        expect: { problem: 'truncated', stream: 'sessions', seq: lastSeq(db, 'sessions_journal') + 1 },
+      };
     },
   },
 ];
@@ -636,6 +649,7 @@ function exportOf(dbPath: string): ExportedLine[] {
           requestRef: r.request_ref,
           prevHash: r.prev_hash,
           hash: r.hash,
+          ...(r.events === null ? {} : { events: r.events }),
           detail: JSON.parse(r.detail),
         });
       }
@@ -661,9 +675,10 @@ function rehashExport(lines: ExportedLine[]): void {
       actor: line.actor as string | null,
       tool: line.tool as string | null,
       request_ref: line.requestRef as string | null,
-      detail: JSON.stringify(line.detail),
+      detail: (line.events === undefined ? JSON.stringify(line.detail) : canonicalize(line.detail)) as string,
       prev_hash: p,
       hash: '',
+      events: (line.events as number | undefined) ?? null,
     };
     line.prevHash = p;
     line.hash = rowHash(row, p);
@@ -676,13 +691,11 @@ function rehashExport(lines: ExportedLine[]): void {
  * wrote: the digests dropped from every detail, the chain hashed again.
  */
 export function asJournalBeforeDigests(db: Database.Database): void {
-  const put = db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?');
-  for (const row of rows(db)) {
-    if (!row.detail.includes('outcomeSha256')) continue;
-    const { outcomeSha256: _digest, ...detail } = JSON.parse(row.detail) as Record<string, unknown>;
-    put.run(canonicalize(detail), row.seq);
-  }
-  rehashFrom(db, 1);
+  rewriteDetails(db, (_kind, detail) => {
+    if (!('outcomeSha256' in detail)) return undefined;
+    const { outcomeSha256: _digest, ...rest } = detail;
+    return rest;
+  });
 }
 
 /**
@@ -691,11 +704,32 @@ export function asJournalBeforeDigests(db: Database.Database): void {
  * hashed again.
  */
 export function asJournalBeforeTrimMarks(db: Database.Database): void {
+  rewriteDetails(db, (kind, detail) => {
+    if (kind !== 'accepted' || !(TRIM_JOURNALED_FIELD in detail)) return undefined;
+    const { [TRIM_JOURNALED_FIELD]: _mark, ...rest } = detail;
+    return rest;
+  });
+}
+
+/** Rewrites events' details (`change` returns the new one, or undefined to keep it), in either format, then re-hashes. */
+function rewriteDetails(
+  db: Database.Database,
+  change: (kind: string, detail: Record<string, unknown>) => Record<string, unknown> | undefined,
+): void {
   const put = db.prepare('UPDATE activity_journal SET detail = ? WHERE seq = ?');
   for (const row of rows(db)) {
-    if (row.kind !== 'accepted' || !row.detail.includes(TRIM_JOURNALED_FIELD)) continue;
-    const { [TRIM_JOURNALED_FIELD]: _mark, ...detail } = JSON.parse(row.detail) as Record<string, unknown>;
-    put.run(canonicalize(detail), row.seq);
+    if (row.events === null) {
+      const detail = change(row.kind, JSON.parse(row.detail) as Record<string, unknown>);
+      if (detail) put.run(canonicalize(detail), row.seq);
+      continue;
+    }
+    const events = JSON.parse(row.detail) as RowEvent[];
+    let changed = false;
+    for (const event of events) {
+      const detail = change(event[0], event[5] as Record<string, unknown>);
+      if (detail) [event[5], changed] = [detail, true];
+    }
+    if (changed) put.run(canonicalize(events), row.seq);
   }
   rehashFrom(db, 1);
 }

@@ -1,4 +1,4 @@
-import { GENESIS_HASH, nextEntry } from '../../journal/chain.js';
+import { buildRow, GENESIS_HASH, rowEntries } from '../../journal/chain.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import { withOutcomeDigest } from '../../journal/outcome-digest.js';
 import type { ExecutionState } from '../../journal/states.js';
@@ -375,11 +375,12 @@ export class MemoryStore implements ExecutionStore {
   }
 
   #append(events: ActivityEventInput[] | undefined, now: number, stream: JournalStream = 'activity'): void {
+    if (!events || events.length === 0) return;
+    // One row per write, carrying its events (docs/adr/0052), kept as the events a reader sees:
+    // the row's last event has its seq and hash, so journalHead is the last entry's.
     const journal = this.#journals[stream];
-    for (const event of events ?? []) {
-      const head = journal.at(-1);
-      journal.push(nextEntry(event, (head?.seq ?? 0) + 1, now, head?.hash ?? GENESIS_HASH));
-    }
+    const head = journal.at(-1);
+    journal.push(...rowEntries(buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH)));
   }
 
   #view(row: Row, now: number): ExecutionRecord {

@@ -7,7 +7,7 @@ import type { ExecutionRow } from './sql.js';
  * The executions' list and counts (ExecutionFilter). A page is read from the
  * id index, newest first, from `before` down, so a deep page costs what the
  * first does. The search (matchesSearch) looks a task id up by its key and a
- * request id in the newest SEARCH_JOURNAL_WINDOW journal rows only.
+ * request id in the journal rows of the newest SEARCH_JOURNAL_WINDOW events only.
  */
 const NARROWED = `
   (@tool IS NULL OR tool = @tool)
@@ -21,7 +21,12 @@ const NARROWED = `
     OR id IN (SELECT execution_id FROM tasks WHERE task_id = @text)
     OR id IN (SELECT execution_id FROM activity_journal
       WHERE request_ref = @text AND execution_id IS NOT NULL
-        AND seq > (SELECT coalesce(max(seq), 0) FROM activity_journal) - ${SEARCH_JOURNAL_WINDOW}))`;
+        AND seq > (SELECT coalesce(max(seq), 0) FROM activity_journal) - ${SEARCH_JOURNAL_WINDOW})
+    -- A row of several events (migration 9) keeps each event's request ref and execution id in
+    -- its detail: [kind, execution_id, actor, tool, request_ref, detail].
+    OR id IN (SELECT e.value ->> 1 FROM activity_journal j, json_each(j.detail) e
+      WHERE j.events IS NOT NULL AND e.value ->> 4 = @text AND e.value ->> 1 IS NOT NULL
+        AND j.seq > (SELECT coalesce(max(seq), 0) FROM activity_journal) - ${SEARCH_JOURNAL_WINDOW}))`;
 
 export interface ListStatements {
   list: Database.Statement<Record<string, unknown>, ExecutionRow>;

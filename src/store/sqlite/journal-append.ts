@@ -1,22 +1,23 @@
-import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
+import { buildRow, GENESIS_HASH } from '../../journal/chain.js';
 import type { ActivityEventInput, JournalStream } from '../../journal/events.js';
-import { JOURNAL_COLUMNS, journalColumnValues, type Statements } from './sql.js';
+import { journalRowValues, type Statements } from './sql.js';
 
 /**
- * A transaction's new journal entries, hashed onto the chain's head as read inside the
- * transaction, not yet written: `values` are their columns in JOURNAL_COLUMNS order, one run
- * of them per entry; `timelines` the seqs each execution id gets.
+ * A transaction's journal row (docs/adr/0052: one row per transaction, carrying its events in
+ * order), hashed onto the chain's head as read inside the transaction, not yet written:
+ * `values` are its columns in JOURNAL_COLUMNS order; `timelines` the executions it names,
+ * each with the row's seq.
  */
 export interface JournalBatch {
   stream: JournalStream;
   values: unknown[];
-  timelines: Map<string, number[]>;
+  timelines: Map<string, number>;
 }
 
 /**
- * Appends `events` to a journal's hash chain. Runs inside the caller's transaction, so the
- * head it extends cannot move underneath it, and the entries commit with the change they
- * describe or not at all.
+ * Appends `events` to a journal's hash chain as one row. Runs inside the caller's transaction,
+ * so the head it extends cannot move underneath it, and the row commits with the change it
+ * describes or not at all.
  */
 export function appendJournal(
   sql: Statements,
@@ -28,7 +29,7 @@ export function appendJournal(
   if (batch) writeJournal(sql, batch);
 }
 
-/** The entries `events` become on the chain's head now (nothing written yet: writeJournal does). */
+/** The row `events` become on the chain's head now (nothing written yet: writeJournal does). */
 export function buildJournal(
   sql: Statements,
   events: ActivityEventInput[] | undefined,
@@ -37,55 +38,41 @@ export function buildJournal(
 ): JournalBatch | undefined {
   if (!events || events.length === 0) return undefined;
   const head = sql.journal[stream].head.get();
-  let seq = head?.seq ?? 0;
-  let prevHash = head?.hash ?? GENESIS_HASH;
-  const values: unknown[] = [];
-  const timelines = new Map<string, number[]>();
-  for (const event of events) {
-    // The detail is stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
-    const { entry, detailText } = buildEntry(event, ++seq, now, prevHash);
-    values.push(...journalColumnValues(entry, detailText));
-    prevHash = entry.hash;
-    if (stream === 'activity' && entry.executionId !== null) {
-      const seqs = timelines.get(entry.executionId);
-      if (seqs) seqs.push(entry.seq);
-      else timelines.set(entry.executionId, [entry.seq]);
-    }
+  // The events are stored as the canonical text the hash covers: a verifier hashes the bytes as stored.
+  const row = buildRow(events, head?.seq ?? 0, now, head?.hash ?? GENESIS_HASH);
+  const timelines = new Map<string, number>();
+  if (stream === 'activity') {
+    for (const event of events) if (event.executionId != null) timelines.set(event.executionId, row.seq);
   }
-  return { stream, values, timelines };
+  return { stream, values: journalRowValues(row), timelines };
 }
 
 /**
- * The seqs `batch` gives execution `id`, comma-separated, for the row's journal_seqs, taken out
- * of the batch: the caller writes them with the row (one statement less), writeJournal does not.
+ * The row's seq if `batch` names execution `id`, for the execution row's journal_seqs, taken out
+ * of the batch: the caller writes it with the row (one statement less), writeJournal does not.
  */
 export function takeTimeline(batch: JournalBatch | undefined, id: string): string | null {
-  const seqs = batch?.timelines.get(id);
-  if (!seqs) return null;
+  const seq = batch?.timelines.get(id);
+  if (seq === undefined) return null;
   batch?.timelines.delete(id);
-  return seqs.join(',');
+  return String(seq);
 }
 
-/** Writes the batch's entries (several per statement) and names them where journalFor finds them. */
+/** Writes the batch's row and names it where journalFor finds it. */
 export function writeJournal(sql: Statements, batch: JournalBatch): void {
-  const journal = sql.journal[batch.stream];
-  const width = JOURNAL_COLUMNS.length;
-  const rows = batch.values.length / width;
-  for (let first = 0; first < rows; first += journal.rowsPerInsert) {
-    const count = Math.min(journal.rowsPerInsert, rows - first);
-    journal.insertRows(count).run(batch.values.slice(first * width, (first + count) * width));
-  }
+  sql.journal[batch.stream].insert.run(batch.values);
   noteTimelines(sql, batch.timelines);
 }
 
 /**
- * Names each execution's new entries where journalFor finds them (migration 7): on its row, which
- * the transaction has nearly always written already (no page of its own in the WAL), or in
- * journal_refs for an id with no row.
+ * Names the row for each execution it holds events of, where journalFor finds it (migration 7):
+ * on the execution's row, which the transaction has nearly always written already (no page of
+ * its own in the WAL), or in journal_refs for an id with no row. journal_seqs lists rows' seqs:
+ * a row of the earlier format's seq is its one event's.
  */
-function noteTimelines(sql: Statements, timelines: Map<string, number[]>): void {
-  for (const [id, seqs] of timelines) {
-    if (sql.noteJournalSeqs.run({ id, journalSeqs: seqs.join(',') }).changes === 1) continue;
-    for (const seq of seqs) sql.journalRef.run(id, seq);
+function noteTimelines(sql: Statements, timelines: Map<string, number>): void {
+  for (const [id, seq] of timelines) {
+    if (sql.noteJournalSeqs.run({ id, journalSeqs: String(seq) }).changes === 1) continue;
+    sql.journalRef.run(id, seq);
   }
 }

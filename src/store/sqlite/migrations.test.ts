@@ -1,9 +1,14 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
+import { chainProblems } from '../../../test/support/journal-chains.js';
 import { useSqliteFiles } from '../../../test/support/sqlite-files.js';
 import { StoreUnavailableError } from '../../errors.js';
+import { buildEntry, GENESIS_HASH } from '../../journal/chain.js';
+import { sqliteJournalCount } from '../../journal/sources.js';
+import { verifySqliteJournal } from '../../journal/verify-parallel.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
+import { journalColumnValues } from './sql.js';
 import { SqliteStore } from './sqlite-store.js';
 
 describe('SqliteStore', () => {
@@ -207,6 +212,72 @@ describe('SqliteStore', () => {
         .all();
       expect(indexes).toContain('executions_unfinished');
       expect(indexes).not.toContain('executions_state_updated');
+    });
+
+    it('bring a journal of one event per row (schema 8) up to date: old rows kept as hashed, new rows of several events chained after them, one chain that verifies', async () => {
+      const db = new Database(files.path);
+      migrate(
+        db,
+        MIGRATIONS.filter((m) => m.version <= 8),
+      );
+      // What the code before migration 9 wrote: one row per event, hashed by journalEntryHash.
+      const insert = db.prepare(
+        'INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      );
+      let prev = GENESIS_HASH;
+      for (const [seq, kind] of [
+        [1, 'received'],
+        [2, 'accepted'],
+      ] as const) {
+        const { entry, detailText } = buildEntry(
+          { kind, executionId: 'exe_old', requestRef: 'req:1' },
+          seq,
+          1_000,
+          prev,
+        );
+        insert.run(...journalColumnValues(entry, detailText).slice(0, 10));
+        prev = entry.hash;
+      }
+      db.close();
+
+      const store = await SqliteStore.open({ path: files.path });
+      try {
+        await store.appendEvents([
+          { kind: 'dispatched', executionId: 'exe_old' },
+          { kind: 'outcome', executionId: 'exe_old', detail: { state: 'completed' } },
+          { kind: 'delivered', executionId: 'exe_old' },
+        ]);
+        const journal = await store.readJournal();
+        expect(journal.map((e) => [e.seq, e.kind, e.rowEvents])).toEqual([
+          [1, 'received', undefined],
+          [2, 'accepted', undefined],
+          [3, 'dispatched', 3],
+          [4, 'outcome', 3],
+          [5, 'delivered', 3],
+        ]);
+        expect(journal[2]?.prevHash).toBe(prev);
+        expect(chainProblems(journal)).toEqual([]);
+        expect(await store.journalHead()).toEqual({ seq: 5, hash: journal[4]?.hash });
+      } finally {
+        await store.close();
+      }
+      const after = new Database(files.path, { readonly: true });
+      opened.push(after);
+      expect(after.prepare('SELECT seq, events FROM activity_journal ORDER BY seq').all()).toEqual([
+        { seq: 1, events: null },
+        { seq: 2, events: null },
+        { seq: 5, events: 3 },
+      ]);
+      // What verify's progress counts: events, not rows.
+      expect(sqliteJournalCount(files.path)).toBe(5);
+      for (const workers of [1, 2])
+        expect(await verifySqliteJournal(files.path, 'activity', { workers, parallelFrom: 0 })).toMatchObject(
+          {
+            ok: true,
+            entries: 5,
+            lastSeq: 5,
+          },
+        );
     });
 
     it('refuse a file whose schema is newer than this code knows', async () => {

@@ -223,6 +223,18 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE state IN ('accepted', 'awaiting_approval', 'authorized', 'dispatched', 'unknown');
     `,
   },
+  {
+    version: 9,
+    name: 'one journal row per transaction',
+    sql: `
+      -- A row from now on carries a whole transaction's events (docs/adr/0052): \`events\` is how
+      -- many, \`detail\` their RFC 8785 text, \`seq\` the last one's, kind '' and the rest of the
+      -- envelope NULL (each event carries its own). NULL on every row written before: those hold
+      -- one event each and keep verifying as they were hashed. Nothing is rewritten.
+      ALTER TABLE activity_journal ADD COLUMN events INTEGER CHECK (events >= 1);
+      ALTER TABLE sessions_journal ADD COLUMN events INTEGER CHECK (events >= 1);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

@@ -4,6 +4,7 @@ import {
   type SqliteFingerprint,
   sqliteFingerprint,
 } from '../../identity/fingerprint-columns.js';
+import type { JournalRow as JournalRowOf } from '../../journal/chain.js';
 import type { ActivityEntry } from '../../journal/events.js';
 import { EXECUTION_STATES, type ExecutionState, isFinished } from '../../journal/states.js';
 import { HOLDER_KEEP, HOLDER_SET, holderGoneSql } from '../lease.js';
@@ -75,9 +76,8 @@ export interface Statements {
 /** One hash-chained journal table's statements. */
 export interface JournalStatements {
   head: Database.Statement<[], { seq: number; hash: string }>;
-  /** An INSERT of `count` rows (1 to rowsPerInsert), values in JOURNAL_COLUMNS order; prepared once per count. */
-  insertRows(count: number): Database.Statement<unknown[]>;
-  rowsPerInsert: number;
+  /** An INSERT of one row (a transaction's events), values in JOURNAL_COLUMNS order. */
+  insert: Database.Statement<unknown[]>;
   read: Database.Statement<[number, number], JournalRow>;
 }
 
@@ -93,16 +93,26 @@ export const JOURNAL_COLUMNS = [
   'detail',
   'prev_hash',
   'hash',
+  'events',
 ] as const;
 
-/** An entry's values in JOURNAL_COLUMNS order, `detailText` being the canonical text its hash covers. */
+/**
+ * An entry's values in JOURNAL_COLUMNS order, as a row of the earlier format (one event,
+ * `events` NULL), `detailText` being the canonical text its hash covers. The store writes
+ * rows of several events (journalRowValues); this is for tools that build the old format.
+ */
 export function journalColumnValues(entry: ActivityEntry, detailText: string): unknown[] {
   const { seq, at, kind, executionId, actor, tool, requestRef, prevHash, hash } = entry;
-  return [seq, at, kind, executionId, actor, tool, requestRef, detailText, prevHash, hash];
+  return [seq, at, kind, executionId, actor, tool, requestRef, detailText, prevHash, hash, null];
 }
 
-/** A transaction's entries go in one INSERT up to this many (a claim writes 3, an outcome 2). */
-const JOURNAL_ROWS_PER_INSERT = 8;
+/**
+ * A row of the one-row-per-transaction format in JOURNAL_COLUMNS order (migration 9): kind ''
+ * and no envelope of its own — its events carry theirs, in `detail`.
+ */
+export function journalRowValues(row: JournalRowOf): unknown[] {
+  return [row.seq, row.at, '', null, null, null, null, row.eventsText, row.prevHash, row.hash, row.events];
+}
 
 /*
  * The claim's INSERT and the transition's UPDATE return no rows: the store reads the row
@@ -169,13 +179,15 @@ export function prepareStatements(db: Database.Database): Statements {
       sessions: journalStatements(db, 'sessions_journal'),
     },
     // By seq, from the row's list and from journal_refs (migration 7); execution_id is checked
-    // as well, so a list that names another execution's entry shows nothing of it.
+    // as well, so a list that names another execution's entry shows nothing of it. A row of
+    // several events (migration 9) has no execution_id of its own: the store keeps its events
+    // of this execution only (sqlite-store.ts journalFor).
     journalFor: db.prepare<{ id: string }, JournalRow>(`
       SELECT * FROM activity_journal
       WHERE seq IN (
           SELECT value FROM json_each('[' || (SELECT journal_seqs FROM executions WHERE id = @id) || ']')
           UNION SELECT seq FROM journal_refs WHERE execution_id = @id)
-        AND execution_id = @id
+        AND (execution_id = @id OR events IS NOT NULL)
       ORDER BY seq`),
     noteJournalSeqs: db.prepare<{ id: string; journalSeqs: string }>(
       `UPDATE executions SET journal_seqs = ${APPEND_SEQS} WHERE id = @id`,
@@ -219,20 +231,13 @@ function journalStatements(
   db: Database.Database,
   table: 'activity_journal' | 'sessions_journal',
 ): JournalStatements {
-  // One statement per entry cost a statement's overhead per entry; several rows in one VALUES do not.
-  const inserts: Database.Statement<unknown[]>[] = [];
-  const row = `(${JOURNAL_COLUMNS.map(() => '?').join(', ')})`;
   return {
     head: db.prepare<[], { seq: number; hash: string }>(
       `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
     ),
-    insertRows(count: number) {
-      inserts[count] ??= db.prepare<unknown[]>(
-        `INSERT INTO ${table} (${JOURNAL_COLUMNS.join(', ')}) VALUES ${Array(count).fill(row).join(', ')}`,
-      );
-      return inserts[count];
-    },
-    rowsPerInsert: JOURNAL_ROWS_PER_INSERT,
+    insert: db.prepare<unknown[]>(
+      `INSERT INTO ${table} (${JOURNAL_COLUMNS.join(', ')}) VALUES (${JOURNAL_COLUMNS.map(() => '?').join(', ')})`,
+    ),
     read: db.prepare<[number, number], JournalRow>(
       `SELECT * FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`,
     ),

@@ -9,7 +9,7 @@ import { sqliteFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
 import { OUTCOME_SYNC_WITHIN_MS, OUTCOME_WRITE_WITHIN_MS, transitionMustSync } from '../durability.js';
-import { approvalFromColumns, entryFromColumns } from '../sql-columns.js';
+import { approvalFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -37,6 +37,7 @@ import { FileSharing, writeAheadLogExists } from './file-sharing.js';
 import { GroupCommit } from './group-commit.js';
 import { checkIntegrity, undecodableValue } from './integrity.js';
 import { appendJournal } from './journal-append.js';
+import { journalEntriesFor, readJournalEntries } from './journal-read.js';
 import { migrate } from './migrations.js';
 import { openFailure } from './open-failure.js';
 import {
@@ -228,7 +229,7 @@ export class SqliteStore implements ExecutionStore {
     limit = 1000,
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journal[stream].read.all(afterSeq, limit).map(entryFromColumns));
+    return this.#guard(() => readJournalEntries(this.#sql, stream, afterSeq, limit));
   }
 
   async journalHead(stream: JournalStream = 'activity'): Promise<{ seq: number; hash: string } | undefined> {
@@ -236,7 +237,7 @@ export class SqliteStore implements ExecutionStore {
   }
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
-    return this.#guard(() => this.#sql.journalFor.all({ id: executionId }).map(entryFromColumns));
+    return this.#guard(() => journalEntriesFor(this.#sql, executionId));
   }
 
   async sweep(options: { retentionMs: number; dryRun?: boolean }): Promise<SweepResult> {
