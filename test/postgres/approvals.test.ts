@@ -10,6 +10,7 @@ import { executionsOf } from '../gateway/fixtures/counting-server.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 import { runIdem } from '../support/run-cli.js';
 
 /**
@@ -25,16 +26,14 @@ const gateways: GatewayProcess[] = [];
 const clients: Client[] = [];
 
 function config(name: string, url: string) {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
-  return {
-    data_dir: dataDir,
-    fingerprint_key_file: join(work, 'fingerprint.key'),
-    store: { kind: 'postgres', url, pool: { max: 4, connection_timeout: '60s' } },
-    upstreams: { counter: countingUpstream(counts) },
-    tools: { count: { replay: 'status', approval: 'every_call', attach_window: '1h', timeout: '90s' } },
-    sweep_interval: '1h',
-  };
+  return fleetMemberConfig(
+    { work, name, url, store: { pool: { max: 4, connection_timeout: '60s' } } },
+    {
+      upstreams: { counter: countingUpstream(counts) },
+      tools: { count: { replay: 'status', approval: 'every_call', attach_window: '1h', timeout: '90s' } },
+      sweep_interval: '1h',
+    },
+  );
 }
 
 async function agent(gateway: GatewayProcess): Promise<Client> {
