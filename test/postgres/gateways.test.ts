@@ -10,6 +10,7 @@ import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { REPO_ROOT } from '../support/node22.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 import { askUntilSettled } from '../support/until-settled.js';
 import { PATIENTLY } from '../support/wait.js';
 
@@ -27,20 +28,22 @@ const gateways: GatewayProcess[] = [];
 const clients: Client[] = [];
 
 function gatewayConfig(name: string, url: string, lease: string) {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
-  return {
-    data_dir: dataDir,
-    // One installation: every gateway must fingerprint alike.
-    fingerprint_key_file: join(work, 'fingerprint.key'),
-    // A burst of 1000 claims on a loaded two-core machine may queue for a connection longer than the
-    // fail-fast defaults (5 s); here a slow answer is fine, a refused one would hide what is tested.
-    store: { kind: 'postgres', url, pool: { max: 8, connection_timeout: '60s' }, statement_timeout: '60s' },
-    upstreams: { counter: countingUpstream(counts) },
-    // The claiming gateway's lease is the one every other gateway judges the execution by.
-    tools: { count: { replay: 'status', lease, timeout: '90s', attach_window: '1h' } },
-    sweep_interval: '1h',
-  };
+  return fleetMemberConfig(
+    {
+      work,
+      name,
+      url,
+      // A burst of 1000 claims on a loaded two-core machine may queue for a connection longer than the
+      // fail-fast defaults (5 s); here a slow answer is fine, a refused one would hide what is tested.
+      store: { pool: { max: 8, connection_timeout: '60s' }, statement_timeout: '60s' },
+    },
+    {
+      upstreams: { counter: countingUpstream(counts) },
+      // The claiming gateway's lease is the one every other gateway judges the execution by.
+      tools: { count: { replay: 'status', lease, timeout: '90s', attach_window: '1h' } },
+      sweep_interval: '1h',
+    },
+  );
 }
 
 /** Leases long enough that a loaded two-core machine never lets a live one lapse, unless a test wants it short. */

@@ -17,6 +17,7 @@ import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 
 const work = mkdtempSync(join(tmpdir(), 'idem-pg-http-'));
 let pg: TestPostgres;
@@ -48,26 +49,32 @@ describe('HTTP action tools on several gateways sharing PostgreSQL', () => {
     const clients: Client[] = [];
     for (const name of ['a', 'b']) {
       mkdirSync(join(work, `counts-${name}`), { recursive: true });
-      const config = GatewayConfigSchema.parse({
-        data_dir: join(work, name),
-        fingerprint_key_file: join(work, 'fingerprint.key'),
-        store: { kind: 'postgres', url: pg.url, pool: { max: 4, connection_timeout: '60s' } },
-        listen: { http: { host: '127.0.0.1', port: 0 } },
-        upstreams: { counter: countingUpstream(join(work, `counts-${name}`)) },
-        credentials: { pay: { file: keyFile } },
-        http_tools: {
-          charge: {
-            description: 'Charge an order once.',
-            method: 'POST',
-            url: `${base}/charges`,
-            body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
-            credential: { name: 'pay', scheme: 'bearer' },
-            allow: { addresses: ['127.0.0.1'] },
-            contract: { replay: 'keyed', scope: { business_key: 'order_id' }, timeout: '60s', lease: '30s' },
+      const member = fleetMemberConfig(
+        { work, name, url: pg.url, store: { pool: { max: 4, connection_timeout: '60s' } } },
+        {
+          listen: { http: { host: '127.0.0.1', port: 0 } },
+          upstreams: { counter: countingUpstream(join(work, `counts-${name}`)) },
+          credentials: { pay: { file: keyFile } },
+          http_tools: {
+            charge: {
+              description: 'Charge an order once.',
+              method: 'POST',
+              url: `${base}/charges`,
+              body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
+              credential: { name: 'pay', scheme: 'bearer' },
+              allow: { addresses: ['127.0.0.1'] },
+              contract: {
+                replay: 'keyed',
+                scope: { business_key: 'order_id' },
+                timeout: '60s',
+                lease: '30s',
+              },
+            },
           },
+          sweep_interval: '1h',
         },
-        sweep_interval: '1h',
-      });
+      );
+      const config = GatewayConfigSchema.parse(member);
       const gateway = await Gateway.start(config, { version: 'test', upstreamStderr: 'ignore' });
       const { url } = await gateway.serveHttp();
       cleanups.push(() => gateway.close());

@@ -17,6 +17,7 @@ import { executionsOf, readStarts } from '../gateway/fixtures/counting-server.js
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 import { PATIENTLY } from '../support/wait.js';
 
 const work = mkdtempSync(join(tmpdir(), 'idem-pg-late-'));
@@ -27,17 +28,15 @@ const gateways: GatewayProcess[] = [];
 const clients: Client[] = [];
 
 async function gateway(name: string): Promise<{ gateway: GatewayProcess; client: Client }> {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
   const started = await startGatewayProcess(
-    {
-      data_dir: dataDir,
-      fingerprint_key_file: join(work, 'fingerprint.key'),
-      store: { kind: 'postgres', url: pg.url },
-      upstreams: { counter: countingUpstream(counts) },
-      // A lease shorter than the outage: it lapses while PostgreSQL is down.
-      tools: { count: { replay: 'review', lease: '2s', timeout: '90s' } },
-    },
+    fleetMemberConfig(
+      { work, name, url: pg.url },
+      {
+        upstreams: { counter: countingUpstream(counts) },
+        // A lease shorter than the outage: it lapses while PostgreSQL is down.
+        tools: { count: { replay: 'review', lease: '2s', timeout: '90s' } },
+      },
+    ),
     join(work, `${name}.json`),
   );
   gateways.push(started);

@@ -20,6 +20,7 @@ import {
   untilTaskStatus,
 } from '../support/modern-tasks.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
@@ -34,21 +35,18 @@ let viaA: ModernTasksClient;
 let viaB: ModernTasksClient;
 
 function gatewayConfig(name: string) {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
-  return {
-    data_dir: dataDir,
-    // One installation: every gateway must fingerprint alike.
-    fingerprint_key_file: join(work, 'fingerprint.key'),
-    store: { kind: 'postgres', url: pg.url, pool: { max: 4, connection_timeout: '60s' } },
-    upstreams: { counter: countingUpstream(counts), tasks: fixtureStdioCommand([], TASKS_UPSTREAM_PATH) },
-    // A lease no loaded machine lets lapse while its holder lives: the tasks run to their end.
-    tools: {
-      count: { replay: 'review', task: 'optional', task_after: '0s', lease: '10s', timeout: '90s' },
-      multi_input: { replay: 'review', task: 'optional', task_after: '0s', lease: '10s', timeout: '90s' },
+  return fleetMemberConfig(
+    { work, name, url: pg.url, store: { pool: { max: 4, connection_timeout: '60s' } } },
+    {
+      upstreams: { counter: countingUpstream(counts), tasks: fixtureStdioCommand([], TASKS_UPSTREAM_PATH) },
+      // A lease no loaded machine lets lapse while its holder lives: the tasks run to their end.
+      tools: {
+        count: { replay: 'review', task: 'optional', task_after: '0s', lease: '10s', timeout: '90s' },
+        multi_input: { replay: 'review', task: 'optional', task_after: '0s', lease: '10s', timeout: '90s' },
+      },
+      sweep_interval: '1h',
     },
-    sweep_interval: '1h',
-  };
+  );
 }
 
 beforeAll(async () => {

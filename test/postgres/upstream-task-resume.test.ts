@@ -5,7 +5,7 @@
  * holder's lease lapsed by the database's clock, follows the same task to its end and records
  * it. One tools/call reached the upstream.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,6 +15,7 @@ import { type KeepingTaskServer, startKeepingTaskServer } from '../gateway/fixtu
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process.js';
 import { createdTaskId, modernTasksClient, untilTaskStatus } from '../support/modern-tasks.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
+import { fleetMemberConfig } from '../support/postgres-fleet.js';
 import { textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
 
@@ -38,20 +39,17 @@ afterAll(async () => {
 }, 120_000);
 
 async function startGateway(name: string): Promise<GatewayProcess> {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
-  const config = {
-    data_dir: dataDir,
-    // One installation: every gateway must fingerprint alike.
-    fingerprint_key_file: join(work, 'fingerprint.key'),
-    store: { kind: 'postgres', url: pg.url },
-    upstreams: { remote: { url: upstream.url } },
-    // A lease a loaded machine renews in time, lapsing soon after a kill; a pass every second.
-    tools: {
-      hold_task: { replay: 'review', task: 'optional', task_after: '0s', lease: '3s', timeout: '90s' },
+  const config = fleetMemberConfig(
+    { work, name, url: pg.url },
+    {
+      upstreams: { remote: { url: upstream.url } },
+      // A lease a loaded machine renews in time, lapsing soon after a kill; a pass every second.
+      tools: {
+        hold_task: { replay: 'review', task: 'optional', task_after: '0s', lease: '3s', timeout: '90s' },
+      },
+      sweep_interval: '1s',
     },
-    sweep_interval: '1s',
-  };
+  );
   const gateway = await startGatewayProcess(config, join(work, `${name}.json`));
   gateways.push(gateway);
   return gateway;
