@@ -22,6 +22,7 @@ import { countingUpstream } from '../test/support/counting-upstream.js';
 import { builtCli } from '../test/support/dist.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../test/support/gateway-process.js';
 import { postgresForTests } from '../test/support/postgres.js';
+import { fleetMemberConfig } from '../test/support/postgres-fleet.js';
 import { freshDir, removeTemporaries } from '../test/support/temp-dirs.js';
 import { sleep, waitUntil } from '../test/support/wait.js';
 
@@ -45,16 +46,14 @@ const server = pg.server;
 if (!server) throw new Error('this script stops the throwaway server; unset IDEM_PG_URL');
 
 async function gateway(name: string): Promise<{ gateway: GatewayProcess; client: Client }> {
-  const dataDir = join(work, name);
-  mkdirSync(dataDir, { recursive: true });
   const started = await startGatewayProcess(
-    {
-      data_dir: dataDir,
-      fingerprint_key_file: join(work, 'fingerprint.key'),
-      store: { kind: 'postgres', url: pg.url },
-      upstreams: { counter: countingUpstream(counts) },
-      tools: { count: { replay: 'review', lease: '2s', timeout: '90s' } },
-    },
+    fleetMemberConfig(
+      { work, name, url: pg.url },
+      {
+        upstreams: { counter: countingUpstream(counts) },
+        tools: { count: { replay: 'review', lease: '2s', timeout: '90s' } },
+      },
+    ),
     join(work, `${name}.json`),
     { cli },
   );
