@@ -19,6 +19,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ReceiptBook } from '../src/receipts/receipt-book.js';
+import { BENCH_RECEIPTS_MAX } from './gateway.js';
 import {
   builtCli,
   connectClient,
@@ -181,7 +182,9 @@ export async function benchGatewayMemory(soakCalls: number, sessions = 20): Prom
       data_dir: dir,
       upstreams: { trivial: { ...trivialUpstream(), cwd: REPO_ROOT } },
       tools: { echo: { replay: 'keyed', scope: { business_key: 'id' } } },
-      receipts: { retention: '10s' },
+      // Bounds lifted as in the gateway bench: at ~1,000 calls/s one actor holds more than the
+      // default 10,000 receipts within 10 s, and the gateway rightly refuses (IDEM_RECEIPTS_FULL).
+      receipts: { retention: '10s', max: BENCH_RECEIPTS_MAX, max_per_actor: BENCH_RECEIPTS_MAX },
       sweep_interval: '5s',
     }),
   );
