@@ -19,7 +19,7 @@ import type Database from 'better-sqlite3';
  *   another connection does move it, and counts, cautiously, as another process.
  *
  * When it looks: inside each claim's transaction, where reading PRAGMA data_version costs nothing
- * (outside one it starts a read of its own, ~10 µs, a call's worth of claim CPU), and when asked
+ * (outside one it starts a read of its own: ~10 µs a call), and when asked
  * with no claim's look since the last ask. So an outcome is judged by the latest claim's look —
  * at one call in flight, its own.
  *
