@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { idemCodeOf } from '../src/executions/answers.js';
-import { heldOutcomeFiles, linesOf, startHeldOutcomeServer } from '../test/support/held-outcome.js';
+import { linesOf } from '../test/support/fixture-server.js';
+import { heldOutcomeFiles, startHeldOutcomeServer } from '../test/support/held-outcome.js';
 import { freshDir, removeTemporaries } from '../test/support/temp-dirs.js';
 import { waitUntil } from '../test/support/wait.js';
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
-import { heldOutcomeFiles, linesOf, startHeldOutcomeServer } from './support/held-outcome.js';
+import { linesOf } from './support/fixture-server.js';
+import { heldOutcomeFiles, startHeldOutcomeServer } from './support/held-outcome.js';
 import { askUntilSettled } from './support/until-settled.js';
 import { PATIENTLY } from './support/wait.js';
 

@@ -1,12 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { idemCodeOf } from '../src/executions/answers.js';
-import { fixtureArgs } from './support/compiled-fixtures.js';
+import { linesOf, startFixtureServer } from './support/fixture-server.js';
 import { askUntilSettled } from './support/until-settled.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -14,26 +12,14 @@ const dataDir = mkdtempSync(join(tmpdir(), 'idem-sigkill-'));
 const counterFile = join(dataDir, 'invocations.log');
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-async function startServer(hang: boolean) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/hanging-server.ts'))],
-    env: {
-      ...process.env,
-      IDEM_DATA_DIR: dataDir,
-      COUNTER_FILE: counterFile,
-      HANG: hang ? '1' : '0',
-    } as Record<string, string>,
-    stderr: 'pipe',
+const startServer = (hang: boolean) =>
+  startFixtureServer('hanging-server.ts', {
+    IDEM_DATA_DIR: dataDir,
+    COUNTER_FILE: counterFile,
+    HANG: hang ? '1' : '0',
   });
-  // The same client name on the same machine: the same actor, as an agent restarted on its host would be.
-  const client = new Client({ name: 'restarting-agent', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport };
-}
 
-const invocations = () =>
-  existsSync(counterFile) ? readFileSync(counterFile, 'utf8').trim().split('\n').filter(Boolean) : [];
+const invocations = () => linesOf(counterFile);
 
 describe('a process SIGKILLed mid-dispatch (SQLite)', () => {
   it('the retry in a new process gets IDEM_OUTCOME_UNKNOWN once the lease expired — never a second invocation', async () => {

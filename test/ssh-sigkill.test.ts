@@ -1,13 +1,12 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSshd, type TestSshd } from '../src/demo/sshd.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
-import { fixtureArgs } from './support/compiled-fixtures.js';
+import { linesOf, startFixtureServer } from './support/fixture-server.js';
 import { askUntilSettled } from './support/until-settled.js';
 import { PATIENTLY } from './support/wait.js';
 
@@ -25,32 +24,19 @@ afterAll(async () => {
 async function startServer() {
   const keyFile = join(sshd.dir, 'client_key');
   writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [...fixtureArgs(join(import.meta.dirname, 'fixtures/ssh-tool-server.ts'))],
-    env: {
-      ...process.env,
-      IDEM_DATA_DIR: dataDir,
-      SSH_PORT: String(sshd.port),
-      SSH_USER: sshd.user,
-      SSH_HOST_KEY: sshd.hostKeyFingerprint,
-      SSH_KEY_FILE: keyFile,
-      MARKER_DIR: join(sshd.dir, 'markers'),
-      COUNTER_FILE: join(sshd.dir, 'count'),
-      GATE_FILE: join(sshd.dir, 'gate'),
-    } as Record<string, string>,
-    stderr: 'pipe',
+  return startFixtureServer('ssh-tool-server.ts', {
+    IDEM_DATA_DIR: dataDir,
+    SSH_PORT: String(sshd.port),
+    SSH_USER: sshd.user,
+    SSH_HOST_KEY: sshd.hostKeyFingerprint,
+    SSH_KEY_FILE: keyFile,
+    MARKER_DIR: join(sshd.dir, 'markers'),
+    COUNTER_FILE: join(sshd.dir, 'count'),
+    GATE_FILE: join(sshd.dir, 'gate'),
   });
-  // The same client name on the same machine: the same actor, as an agent restarted on its host would be.
-  const client = new Client({ name: 'restarting-agent', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport };
 }
 
-const runs = () => {
-  const file = join(sshd.dir, 'count');
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-};
+const runs = () => linesOf(join(sshd.dir, 'count'));
 const deploy = (client: Client) =>
   client.callTool({ name: 'deploy', arguments: { service: 'db' } }) as Promise<CallToolResult>;
 
