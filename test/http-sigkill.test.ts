@@ -13,6 +13,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { PaymentProcessor } from '../src/demo/processor.js';
 import { idemCodeOf, META } from '../src/executions/answers.js';
+import { chargeHttpTool } from './support/charge-tool.js';
 import { countingUpstream } from './support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from './support/gateway-process.js';
 import { askUntilSettled } from './support/until-settled.js';
@@ -42,17 +43,7 @@ async function scenario(replay: 'keyed' | 'review', honoursKeys: boolean) {
     data_dir: dir,
     upstreams: { counter: countingUpstream(dir) },
     credentials: { pay: { file: keyFile } },
-    http_tools: {
-      charge: {
-        description: 'Charge an order once.',
-        method: 'POST',
-        url: `${base}/charges`,
-        body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
-        credential: { name: 'pay', scheme: 'bearer' },
-        allow: { addresses: ['127.0.0.1'] },
-        contract: { replay, scope: { business_key: 'order_id' }, timeout: '60s', lease: '1s' },
-      },
-    },
+    http_tools: { charge: chargeHttpTool(base, { replay, lease: '1s' }) },
   };
   const configPath = join(dir, 'idem.json');
   const start = async () => {

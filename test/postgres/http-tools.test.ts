@@ -15,6 +15,7 @@ import { PaymentProcessor } from '../../src/demo/processor.js';
 import { idemCodeOf, META } from '../../src/executions/answers.js';
 import { GatewayConfigSchema } from '../../src/gateway/config/index.js';
 import { Gateway } from '../../src/gateway/gateway.js';
+import { chargeHttpTool } from '../support/charge-tool.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { fleetMemberConfig } from '../support/postgres-fleet.js';
@@ -55,22 +56,7 @@ describe('HTTP action tools on several gateways sharing PostgreSQL', () => {
           listen: { http: { host: '127.0.0.1', port: 0 } },
           upstreams: { counter: countingUpstream(join(work, `counts-${name}`)) },
           credentials: { pay: { file: keyFile } },
-          http_tools: {
-            charge: {
-              description: 'Charge an order once.',
-              method: 'POST',
-              url: `${base}/charges`,
-              body: { order_id: '{order_id}', amount_cents: '{amount_cents}', currency: 'EUR' },
-              credential: { name: 'pay', scheme: 'bearer' },
-              allow: { addresses: ['127.0.0.1'] },
-              contract: {
-                replay: 'keyed',
-                scope: { business_key: 'order_id' },
-                timeout: '60s',
-                lease: '30s',
-              },
-            },
-          },
+          http_tools: { charge: chargeHttpTool(base, { replay: 'keyed', lease: '30s' }) },
           sweep_interval: '1h',
         },
       );
