@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { ToolContractSchema } from '../../contracts/contract.js';
-import { writtenDuration } from '../../contracts/duration.js';
+import { DurationSchema, writtenDuration } from '../../contracts/duration.js';
 import { CREDENTIAL_NAME } from '../../credentials/config.js';
 import { HTTP_TOOL_TIMEOUT_MS } from '../../defaults.js';
 
-const duration = z.union([z.string(), z.number().nonnegative()]);
 /** Bytes of an answer body kept (`max_response_bytes`). */
 const MAX_RESPONSE_BYTES = 1_048_576;
 
@@ -92,11 +91,9 @@ export const HttpToolSpecSchema = z
       .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/)
       .default('Idempotency-Key')
       .describe('The header that carries the execution id.'),
-    timeout: duration
-      .optional()
-      .describe(
-        `No full answer by then: the outcome is unknown. Default: the contract timeout, else ${writtenDuration(HTTP_TOOL_TIMEOUT_MS)}.`,
-      ),
+    timeout: DurationSchema.optional().describe(
+      `No full answer by then: the outcome is unknown. Default: the contract timeout, else ${writtenDuration(HTTP_TOOL_TIMEOUT_MS)}.`,
+    ),
     target: z
       .string()
       .min(1)

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { ToolContractSchema } from '../../contracts/contract.js';
+import { DurationSchema } from '../../contracts/duration.js';
 import { CREDENTIAL_NAME } from '../../credentials/config.js';
 import { SSH_MARKER_DIR } from '../../defaults.js';
 
-const duration = z.union([z.string(), z.number().nonnegative()]);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** One host of the SSH inventory, as the gateway config declares it under `ssh_hosts:` (docs/channels-ssh.md). */
@@ -52,21 +52,21 @@ export const SshToolSpecSchema = z
       .min(1)
       .default([0])
       .describe('Exit codes that mean success; any other is a failure the host reported.'),
-    timeout: duration
-      .optional()
-      .describe('After the command was sent: no answer by then → unknown. Default: the contract timeout.'),
-    connect_timeout: duration
-      .default('10s')
-      .describe('For the credential, the TCP connection and the login, each: past it nothing was sent.'),
+    timeout: DurationSchema.optional().describe(
+      'After the command was sent: no answer by then → unknown. Default: the contract timeout.',
+    ),
+    connect_timeout: DurationSchema.default('10s').describe(
+      'For the credential, the TCP connection and the login, each: past it nothing was sent.',
+    ),
     output_limit: z
       .number()
       .int()
       .min(0)
       .default(65_536)
       .describe('Bytes kept (and returned) of the end of stdout and of stderr.'),
-    marker_retention: duration
-      .default('7d')
-      .describe('Finished markers older than this (whole days, at least 1) are removed from the host.'),
+    marker_retention: DurationSchema.default('7d').describe(
+      'Finished markers older than this (whole days, at least 1) are removed from the host.',
+    ),
     contract: ToolContractSchema.omit({ status_probe: true })
       .strict()
       .optional()
