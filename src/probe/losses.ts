@@ -28,11 +28,21 @@ export interface PlannedLoss {
   dropped?: () => void;
 }
 
+/** What a loss (or a test's fetch layer) reads of a JSON-RPC message. */
+export interface RpcSummary {
+  id?: unknown;
+  method?: string;
+  params?: { name?: unknown; arguments?: unknown };
+}
+
 /** The JSON-RPC message in a fetch `init.body`, if it is one (the SDK sends strings). */
-function rpcOf(init: RequestInit | undefined): unknown {
+export function rpcOf(init: RequestInit | undefined): RpcSummary | undefined {
   if (typeof init?.body !== 'string') return undefined;
   try {
-    return JSON.parse(init.body) as unknown;
+    const parsed = JSON.parse(init.body) as unknown;
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as RpcSummary)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -40,7 +50,7 @@ function rpcOf(init: RequestInit | undefined): unknown {
 
 /** The planned loss a `tools/call` message matches, taken off the list (undefined: none). */
 export function takeLoss(losses: PlannedLoss[], message: unknown): PlannedLoss | undefined {
-  const rpc = message as { method?: string; params?: { name?: unknown; arguments?: unknown } } | undefined;
+  const rpc = message as RpcSummary | undefined;
   if (rpc?.method !== 'tools/call') return undefined;
   const at = losses.findIndex(
     (l) => l.tool === rpc.params?.name && isDeepStrictEqual(l.args, rpc.params?.arguments ?? {}),

@@ -25,10 +25,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { rpcOf } from '../../src/probe/losses.js';
 import { countingUpstream } from '../support/counting-upstream.js';
 import { type RunningGateway, startHttpGateway } from '../support/http-gateway.js';
 import { idemCommand } from '../support/idem-cli.js';
-import { rpcOf } from '../support/losing-fetch.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { idemOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';

@@ -4,26 +4,8 @@
  */
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { rpcOf } from '../../src/probe/losses.js';
 import { messagesOf } from './raw-http.js';
-
-export interface RpcSummary {
-  id?: unknown;
-  method?: string;
-  params?: { name?: unknown; arguments?: unknown };
-}
-
-/** The JSON-RPC message in a fetch `init.body`, if it is one (the SDK sends strings). */
-export function rpcOf(init: RequestInit | undefined): RpcSummary | undefined {
-  if (typeof init?.body !== 'string') return undefined;
-  try {
-    const parsed = JSON.parse(init.body) as unknown;
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as RpcSummary)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** A response that was received in full and then thrown away, as a dropped connection would. */
 export interface LostResponse {
