@@ -427,7 +427,7 @@ export async function benchPostgresVerify(url: string, entries: number): Promise
     const report = await verifyJournal(postgresJournalRows(dbUrl.href, 'activity'), { stream: 'activity' });
     const seconds = (performance.now() - started) / 1000;
     if (!report.ok || report.entries !== entries || read !== entries)
-      throw new Error(`verify failed: ${JSON.stringify(report.firstBad)}`);
+      throw new Error(`verify failed (${read} of ${entries} rows read): ${JSON.stringify(report.firstBad)}`);
     const perSecond = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')} entries/s`;
     return [
       `audit verify of a PostgreSQL journal, ${entries.toLocaleString('en-US')} entries (pages of 20,000 by seq, one connection): ` +
