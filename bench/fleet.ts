@@ -291,7 +291,7 @@ export async function benchFleet(options: {
       `PostgreSQL ${version} (fsync=${fsync}, synchronous_commit=${sync}) on the same machine; ` +
         `${options.calls.toLocaleString('en')} calls per fleet in ${ROUNDS} rounds, fleets alternating; ` +
         `${inFlight} calls in flight in total, over the client sessions spread evenly across the fleet's gateways; ` +
-        'every call a new execution (claimed, dispatched, completed, delivered, 5 journal rows).',
+        'every call a new execution (claimed, dispatched, completed, delivered, 5 journal events).',
       '',
       '| gateways | client sessions × in flight | calls | p50 µs | p99 µs | calls/s | calls/s ÷ 1 gateway | backends waiting for a lock (mean) | gateway CPU per call, µs (all gateways) | machine CPU busy |',
       '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -18,20 +18,19 @@
  * `benchPostgresStore(url, calls)` works in a schema of its own, dropped at
  * the end. Standalone (`npx tsx bench/postgres-store.ts`) it uses IDEM_PG_URL,
  * or else starts a throwaway server (durable: fsync and synchronous_commit on).
- * BENCH_GROWTH=1 adds the growth series, BENCH_VERIFY_ENTRIES=N the verify scan of N entries,
+ * BENCH_GROWTH=1 adds the growth series, BENCH_VERIFY_ENTRIES=N the verify scan of N entries
+ * (bench/postgres-verify.ts; BENCH_VERIFY_FORMAT=events|rows|events,rows, the default: which row format),
  * BENCH_ONLY=1 leaves out the latency series, BENCH_PG_FSYNC=off starts the throwaway server without fsync.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { monotonicFactory } from 'ulid';
-import { buildEntry, GENESIS_HASH } from '../src/journal/chain.js';
 import type { ActivityEventInput } from '../src/journal/events.js';
-import { postgresJournalRows } from '../src/journal/sources.js';
-import { verifyJournal } from '../src/journal/verify.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import type { ClaimInput } from '../src/store/types.js';
 import { PG_URL_VARIABLE, startThrowawayPostgres } from '../test/support/postgres.js';
+import { benchPostgresVerify, type VerifyFormat } from './postgres-verify.js';
 import { judge } from './targets.js';
 
 const nextUlid = monotonicFactory();
@@ -235,7 +234,7 @@ export async function benchPostgresStore(url: string, calls: number): Promise<st
         `(${(claims.p50 / flush.p50).toFixed(2)}×; target ≤ +100 µs: ${claims.p50 - flush.p50 <= 100 ? 'met' : 'missed'}). ` +
         `The flush itself, same run: ${fmt(flush.p50 - noFlush.p50)} µs at p50 (the INSERT waiting for it, less the INSERT that does not).`,
       '',
-      `Database work per call (claim + complete, 5 journal rows): ${work.commits.toFixed(2)} transactions, ` +
+      `Database work per call (claim + complete, 5 journal events): ${work.commits.toFixed(2)} transactions, ` +
         `${fmt(work.walBytes)} B of WAL (pg_current_wal_lsn; full-page images included), ` +
         `${work.walSyncs === undefined ? 'WAL syncs not counted (pg_stat_wal needs PostgreSQL 14)' : `${work.walSyncs.toFixed(2)} WAL syncs (pg_stat_wal, the WAL writer's included)`}, 2 statements.`,
       '',
@@ -353,92 +352,6 @@ export async function benchPostgresGrowth(
   }
 }
 
-/**
- * `idem audit verify`'s scan of a PostgreSQL journal: `entries` rows (a valid
- * chain, shaped like a real run's) written into a database of their own, then
- * read back in pages by seq and verified, as the CLI does for one stream.
- */
-export async function benchPostgresVerify(url: string, entries: number): Promise<string[]> {
-  const name = `idem_verify_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const dbUrl = new URL(url);
-  dbUrl.pathname = `/${name}`;
-  try {
-    const store = await PostgresStore.open({ url: dbUrl.href });
-    await store.close();
-    const db = new pg.Client({ connectionString: dbUrl.href });
-    await db.connect();
-    let prev = GENESIS_HASH;
-    const kinds: ActivityEventInput['kind'][] = [
-      'received',
-      'accepted',
-      'dispatched',
-      'outcome',
-      'delivered',
-    ];
-    for (let from = 1; from <= entries; from += 5_000) {
-      const cols: unknown[][] = Array.from({ length: 9 }, () => []);
-      for (let seq = from; seq < Math.min(entries + 1, from + 5_000); seq++) {
-        const { entry, detailText } = buildEntry(
-          {
-            kind: kinds[(seq - 1) % 5]!,
-            executionId: `exe_01KBENCH${String(Math.floor((seq - 1) / 5)).padStart(17, '0')}`,
-            actor: 'token:agent-7',
-            tool: 'payments.charge',
-            requestRef: `["token:agent-7","s:1","${seq}"]`,
-            detail: seq % 5 === 4 ? { state: 'completed' } : {},
-          },
-          seq,
-          1_764_547_200_000 + seq,
-          prev,
-        );
-        prev = entry.hash;
-        const values = [
-          seq,
-          entry.at,
-          entry.kind,
-          entry.executionId,
-          entry.actor,
-          entry.tool,
-          entry.requestRef,
-        ];
-        for (const [i, v] of values.entries()) cols[i]!.push(v);
-        cols[7]!.push(detailText);
-        cols[8]!.push(`${entry.prevHash} ${entry.hash}`);
-      }
-      await db.query(
-        `INSERT INTO activity_journal (seq, at, kind, execution_id, actor, tool, request_ref, detail, prev_hash, hash, chain)
-         SELECT s, a, k, e, ac, t, r, d, split_part(h, ' ', 1), split_part(h, ' ', 2), 0
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-           $9::text[]) AS u(s, a, k, e, ac, t, r, d, h)`,
-        cols,
-      );
-    }
-    await db.query('VACUUM ANALYZE activity_journal');
-    await db.end();
-    // The floor under verify: the same pages read and turned into rows, nothing hashed.
-    let read = 0;
-    const readStarted = performance.now();
-    for await (const _ of postgresJournalRows(dbUrl.href, 'activity')) read++;
-    const readSeconds = (performance.now() - readStarted) / 1000;
-    const started = performance.now();
-    const report = await verifyJournal(postgresJournalRows(dbUrl.href, 'activity'), { stream: 'activity' });
-    const seconds = (performance.now() - started) / 1000;
-    if (!report.ok || report.entries !== entries || read !== entries)
-      throw new Error(`verify failed (${read} of ${entries} rows read): ${JSON.stringify(report.firstBad)}`);
-    const perSecond = (n: number, s: number) => `${Math.round(n / s).toLocaleString('en-US')} entries/s`;
-    return [
-      `audit verify of a PostgreSQL journal, ${entries.toLocaleString('en-US')} entries (pages of 20,000 by seq, one connection): ` +
-        `${seconds.toFixed(2)} s, ${perSecond(entries, seconds)}; reading the same rows alone, nothing hashed: ${perSecond(read, readSeconds)}`,
-    ];
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await admin.end();
-  }
-}
-
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const calls = Number(process.env.BENCH_CALLS ?? 5_000);
   const given = process.env[PG_URL_VARIABLE];
@@ -450,9 +363,12 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const url = given ?? server!.url;
     if (!process.env.BENCH_ONLY) for (const line of await benchPostgresStore(url, calls)) console.log(line);
     if (process.env.BENCH_GROWTH) for (const line of await benchPostgresGrowth(url, calls)) console.log(line);
-    if (process.env.BENCH_VERIFY_ENTRIES)
-      for (const line of await benchPostgresVerify(url, Number(process.env.BENCH_VERIFY_ENTRIES)))
-        console.log(line);
+    if (process.env.BENCH_VERIFY_ENTRIES) {
+      const formats = (process.env.BENCH_VERIFY_FORMAT ?? 'events,rows').split(',') as VerifyFormat[];
+      for (const format of formats)
+        for (const line of await benchPostgresVerify(url, Number(process.env.BENCH_VERIFY_ENTRIES), format))
+          console.log(line);
+    }
   } finally {
     await server?.dispose();
   }

@@ -10,7 +10,7 @@
  *   3. bytes per stored execution row (SQLite, without the result payload);
  *   4. journal: offline verify speed, and the journal's cost per call (bench/journal.ts);
  *   5. PostgreSQL store: claim and complete latency, bytes per row, database work per call, claim
- *      growth from 10⁴ to 10⁶ executions, verify speed (bench/postgres-store.ts);
+ *      growth from 10⁴ to 10⁶ executions, verify speed (bench/postgres-store.ts, bench/postgres-verify.ts);
  *   6. gateway: idem gateway against direct, mcp-proxy and supergateway (bench/gateway.ts);
  *   7. fleet: 1, 2 and 4 gateway processes on one PostgreSQL database (bench/fleet.ts);
  *   8. http: an HTTP action tool against the same POST sent directly with undici (bench/http-tool.ts);
@@ -53,7 +53,8 @@ import { reason } from './harness.js';
 import { benchHttpTool } from './http-tool.js';
 import { benchJournalCost, benchVerify } from './journal.js';
 import { benchGatewayMemory, receiptCostAtBound } from './memory.js';
-import { benchPostgresGrowth, benchPostgresStore, benchPostgresVerify } from './postgres-store.js';
+import { benchPostgresGrowth, benchPostgresStore } from './postgres-store.js';
+import { benchPostgresVerify } from './postgres-verify.js';
 import {
   benchSqliteFrames,
   benchSqliteGrowth,
@@ -252,7 +253,7 @@ try {
           Number(process.env.BENCH_GROWTH_MAX ?? N * 50),
         ])),
         '',
-        ...(await benchPostgresVerify(url, Number(process.env.BENCH_PG_VERIFY_ENTRIES ?? N * 20))),
+        ...(await benchPostgresVerify(url, Number(process.env.BENCH_PG_VERIFY_ENTRIES ?? N * 20), 'rows')),
       ];
     });
   }

@@ -198,10 +198,11 @@ export function sqlEntryBodyHash(body: string): string {
 }
 
 /**
- * The envelope's text after `[seq,at,` — what a store that hashes in SQL
- * (PostgreSQL's journal_append) is given, so that the JSON encoding of the
- * strings stays this one (JSON.stringify), and the database only adds the two
- * integers it decides: `'[' ‖ seq ‖ ',' ‖ at ‖ ',' ‖ tail` is envelopeText.
+ * The envelope's text after `[seq,at,` — what PostgreSQL's journal_append (one
+ * event a row: before its migration 8, and from a gateway not yet upgraded) is
+ * given, so that the JSON encoding of the strings stays this one
+ * (JSON.stringify), and the database only adds the two integers it decides:
+ * `'[' ‖ seq ‖ ',' ‖ at ‖ ',' ‖ tail` is envelopeText.
  */
 export function envelopeTail(event: ActivityEventInput): string {
   return JSON.stringify([

@@ -104,36 +104,58 @@ describe('idem audit verify on PostgreSQL', () => {
     expect(report.executions?.outcomesChecked).toBeGreaterThan(30);
   });
 
+  /** The seq of the row `offset` rows from the start of `table` (seqs skip: each row takes a block, docs/adr/0053). */
+  const rowSeq = async (db: pg.Client, table: string, offset: number, order = 'ASC') =>
+    (
+      await db.query<{ n: number }>(
+        `SELECT seq::int AS n FROM ${table} ORDER BY seq ${order} OFFSET $1 LIMIT 1`,
+        [offset],
+      )
+    ).rows[0]?.n ?? 0;
+
   it('an edited row: edited, at its seq', async () => {
-    const url = await tampered((db) =>
-      db.query("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = 20"),
-    );
-    expect((await verify(url)).report.firstBad).toMatchObject({
-      stream: 'activity',
-      seq: 20,
-      problem: 'edited',
+    let seq = 0;
+    const url = await tampered(async (db) => {
+      seq = await rowSeq(db, 'activity_journal', 7);
+      await db.query("UPDATE activity_journal SET actor = 'token:mallory' WHERE seq = $1", [seq]);
     });
+    expect((await verify(url)).report.firstBad).toMatchObject({ stream: 'activity', seq, problem: 'edited' });
+  });
+
+  it("an edit inside a row's events: edited, naming the row and its events", async () => {
+    let row = { seq: 0, events: 0 };
+    const url = await tampered(async (db) => {
+      [row] = (
+        await db.query<{ seq: number; events: number }>(
+          'SELECT seq::int AS seq, events FROM activity_journal WHERE events >= 3 ORDER BY seq OFFSET 2 LIMIT 1',
+        )
+      ).rows as [typeof row];
+      await db.query(
+        `UPDATE activity_journal SET detail = replace(detail, '"dispatched"', '"failed"') WHERE seq = $1`,
+        [row.seq],
+      );
+    });
+    const { firstBad } = (await verify(url)).report;
+    expect(firstBad).toMatchObject({ stream: 'activity', seq: row.seq, problem: 'edited' });
+    expect(firstBad?.message).toContain(`the row of events ${row.seq - row.events + 1}–${row.seq}`);
   });
 
   it('the tail cut off: truncated, after the last row left', async () => {
-    let last = 0;
+    let kept = 0;
     const url = await tampered(async (db) => {
-      last =
-        (await db.query<{ n: number }>('SELECT MAX(seq)::int AS n FROM activity_journal')).rows[0]?.n ?? 0;
-      await db.query('DELETE FROM activity_journal WHERE seq > $1', [last - 3]);
+      kept = await rowSeq(db, 'activity_journal', 3, 'DESC');
+      await db.query('DELETE FROM activity_journal WHERE seq > $1', [kept]);
     });
-    expect((await verify(url)).report.firstBad).toMatchObject({ seq: last - 2, problem: 'truncated' });
+    expect((await verify(url)).report.firstBad).toMatchObject({ seq: kept + 1, problem: 'truncated' });
   });
 
   it('the sessions stream edited: found without asking for it', async () => {
-    const url = await tampered((db) =>
-      db.query("UPDATE sessions_journal SET actor = 'token:mallory' WHERE seq = 2"),
-    );
-    expect((await verify(url)).report.firstBad).toMatchObject({
-      stream: 'sessions',
-      seq: 2,
-      problem: 'edited',
+    let seq = 0;
+    const url = await tampered(async (db) => {
+      seq = await rowSeq(db, 'sessions_journal', 1);
+      await db.query("UPDATE sessions_journal SET actor = 'token:mallory' WHERE seq = $1", [seq]);
     });
+    expect((await verify(url)).report.firstBad).toMatchObject({ stream: 'sessions', seq, problem: 'edited' });
   });
 
   it('an unknown forged into completed with a fake result: state_mismatch, naming the execution', async () => {

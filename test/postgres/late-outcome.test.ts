@@ -18,6 +18,7 @@ import { countingUpstream } from '../support/counting-upstream.js';
 import { type GatewayProcess, mcpClient, startGatewayProcess } from '../support/gateway-process.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { fleetMemberConfig } from '../support/postgres-fleet.js';
+import { PG_JOURNAL_EVENTS } from '../support/postgres-schemas.js';
 import { PATIENTLY } from '../support/wait.js';
 
 const work = mkdtempSync(join(tmpdir(), 'idem-pg-late-'));
@@ -103,7 +104,7 @@ describe('PostgreSQL stopped while calls are at the target', () => {
     const { rows: outcomes } = await pg
       .admin()
       .query<{ detail: string }>(
-        "SELECT detail FROM activity_journal WHERE kind = 'outcome' AND execution_id = ANY($1)",
+        `SELECT detail FROM ${PG_JOURNAL_EVENTS} AS e WHERE kind = 'outcome' AND execution_id = ANY($1)`,
         [refs],
       );
     expect(outcomes.map((row) => JSON.parse(row.detail))).toEqual(

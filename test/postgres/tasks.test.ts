@@ -21,6 +21,7 @@ import {
 } from '../support/modern-tasks.js';
 import { postgresForTests, type TestPostgres } from '../support/postgres.js';
 import { fleetMemberConfig } from '../support/postgres-fleet.js';
+import { PG_JOURNAL_EVENTS } from '../support/postgres-schemas.js';
 import { freshDir, removeTemporaries } from '../support/temp-dirs.js';
 import { textOf } from '../support/tool-results.js';
 import { PATIENTLY } from '../support/wait.js';
@@ -117,12 +118,11 @@ describe('a task made through one gateway of a fleet, asked about through the ot
     release(args.hold_file);
     await vi.waitFor(async () => expect(await stateOf(args.key)).toBe('completed'), PATIENTLY);
     expect(executionsOf(counts, args.key)).toBe(1);
-    const { rows } = await pg
-      .admin()
-      .query<{ before: string }>(
-        `SELECT detail::jsonb->>'before' AS before FROM activity_journal WHERE kind = 'task_cancel' AND detail::jsonb->>'taskId' = $1`,
-        [taskId],
-      );
+    const { rows } = await pg.admin().query<{ before: string }>(
+      `SELECT detail::jsonb->>'before' AS before FROM ${PG_JOURNAL_EVENTS} AS e
+         WHERE kind = 'task_cancel' AND detail::jsonb->>'taskId' = $1`,
+      [taskId],
+    );
     expect(rows).toEqual([{ before: 'outcome' }]);
   });
 

@@ -1,3 +1,4 @@
+import canonicalize from 'canonicalize';
 import {
   chainGenesis,
   chainHash,
@@ -6,6 +7,7 @@ import {
   rowEventsText,
 } from '../../src/journal/chain.js';
 import type { ActivityEntry, JournalStream } from '../../src/journal/events.js';
+import type { StoredJournalRow } from '../../src/journal/verify-report.js';
 
 /**
  * What is wrong with a journal as a store's readJournal returns it, checked
@@ -47,4 +49,37 @@ export function chainProblems(entries: ActivityEntry[], stream: JournalStream = 
     heads.set(chain, { hash: entry.hash, at: entry.at });
   }
   return problems;
+}
+
+/**
+ * The stored rows a store's readJournal entries come from, as the verifier reads them: a row of
+ * several events (docs/adr/0052) once, with its events' text; one of the earlier format as it is.
+ */
+export function storedRows(entries: ActivityEntry[]): StoredJournalRow[] {
+  const rows: StoredJournalRow[] = [];
+  for (let i = 0; i < entries.length; ) {
+    const entry = entries[i] as ActivityEntry;
+    const row = entries.slice(i, i + (entry.rowEvents ?? 1));
+    i += row.length;
+    const { detail, rowEvents, ...columns } = entry;
+    if (rowEvents === undefined) {
+      rows.push({ ...columns, detailText: canonicalize(detail) as string });
+      continue;
+    }
+    rows.push({
+      seq: (row.at(-1) as ActivityEntry).seq,
+      at: entry.at,
+      kind: '',
+      executionId: null,
+      actor: null,
+      tool: null,
+      requestRef: null,
+      detailText: rowEventsText(row),
+      prevHash: entry.prevHash,
+      hash: entry.hash,
+      ...(entry.chain ? { chain: entry.chain } : {}),
+      events: rowEvents,
+    });
+  }
+  return rows;
 }

@@ -96,3 +96,16 @@ export async function wholeJournal(store: ExecutionStore): Promise<ActivityEntry
 export function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   return waitUntil('the condition', condition, timeoutMs);
 }
+
+/**
+ * The activity journal of a PostgreSQL store as one SQL row per event (kind, execution_id,
+ * detail: the event's detail as JSON text), from rows of either format: one event each, or a
+ * transaction's events (migration 8, docs/adr/0053). Use as `FROM ${PG_JOURNAL_EVENTS} AS e`.
+ */
+export const PG_JOURNAL_EVENTS = `(
+  SELECT seq, kind, execution_id, detail FROM activity_journal WHERE events IS NULL
+  UNION ALL
+  SELECT j.seq - j.events + x.n, x.e ->> 0, x.e ->> 1, (x.e -> 5)::text
+  FROM activity_journal j, json_array_elements(j.detail::json) WITH ORDINALITY AS x(e, n)
+  WHERE j.events IS NOT NULL
+)`;

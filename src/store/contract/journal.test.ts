@@ -180,10 +180,10 @@ describeEveryStore('journal', (t) => {
     await store.appendEvents([{ kind: 'received', executionId: 'exe_x' }]);
     await store.appendEvents([{ kind: 'session_end', actor: 'user:alice', requestRef: 'ses_1' }], 'sessions');
     const sessions = await store.readJournal(0, 100, 'sessions');
-    expect(sessions.map((e) => [e.seq, e.kind])).toEqual([
-      [1, 'session_start'],
-      [2, 'session_end'],
-    ]);
+    expect(sessions.map((e) => e.kind)).toEqual(['session_start', 'session_end']);
+    // Rising from 1; PostgreSQL's may skip (each row takes a block of seqs, docs/adr/0053).
+    expect(sessions[0]?.seq).toBe(1);
+    expect(sessions[1]!.seq).toBeGreaterThan(1);
     expect(sessions[0]?.detail).toEqual({
       client: { name: 'agent', version: '1' },
       protocol_version: '2025-11-25',
@@ -219,7 +219,9 @@ describeEveryStore('journal', (t) => {
     });
     const timeline = await store.journalFor('exe_a');
     expect(timeline.map((e) => e.kind)).toEqual(['received', 'dispatched', 'attached']);
-    expect(timeline.map((e) => e.seq)).toEqual([1, 3, 4]);
+    // The same entries, seqs included, as the whole journal gives them (seqs may skip on PostgreSQL).
+    expect(timeline).toEqual((await store.readJournal()).filter((e) => e.executionId === 'exe_a'));
+    expect(timeline.map((e) => e.seq)[0]).toBe(1);
     expect(await store.journalFor('exe_none')).toEqual([]);
   });
 });

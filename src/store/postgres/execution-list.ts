@@ -1,5 +1,6 @@
 import { EXECUTION_STATES, type ExecutionState } from '../../journal/states.js';
 import { type ExecutionFilter, SEARCH_JOURNAL_WINDOW } from '../execution-filter.js';
+import { JOURNAL_SEQ_BLOCK } from './journal-rows.js';
 import { CLOCK, COLUMNS } from './sql.js';
 
 /**
@@ -20,7 +21,17 @@ const NARROWED = `
     OR id IN (SELECT execution_id FROM tasks WHERE task_id = $5)
     OR id IN (SELECT execution_id FROM activity_journal
       WHERE request_ref = $5 AND execution_id IS NOT NULL
-        AND seq > (SELECT coalesce(max(seq), 0) FROM activity_journal) - ${SEARCH_JOURNAL_WINDOW}))`;
+        AND seq > (SELECT coalesce(max(seq), 0) FROM activity_journal) - ${SEARCH_JOURNAL_WINDOW})
+    -- A row of several events (migration 8) keeps each event's request ref and execution id in
+    -- its detail: [kind, execution_id, actor, tool, request_ref, detail] (journal_row_refs,
+    -- migration 8). Only rows whose text holds the ref as a JSON string are parsed. Each such
+    -- row took a block of JOURNAL_SEQ_BLOCK seqs, so this span holds at most
+    -- SEARCH_JOURNAL_WINDOW of them.
+    OR id IN (SELECT e.execution_id FROM activity_journal j, journal_row_refs(j.detail) e
+      WHERE j.events IS NOT NULL AND strpos(j.detail, to_json($5::text)::text) > 0
+        AND e.request_ref = $5 AND e.execution_id IS NOT NULL
+        AND j.seq > (SELECT coalesce(max(seq), 0) FROM activity_journal)
+          - ${SEARCH_JOURNAL_WINDOW * JOURNAL_SEQ_BLOCK}))`;
 
 export const LIST_SQL = {
   list: `

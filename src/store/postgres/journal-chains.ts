@@ -1,5 +1,5 @@
-import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEventInput } from '../../journal/events.js';
+import { journalParams } from './journal-rows.js';
 import { SQL } from './sql.js';
 import { type Connections, query } from './transactions.js';
 
@@ -86,24 +86,4 @@ export class JournalChains {
       async (db) => (await query<{ chain: number }>(SQL.registerChain, [])(db)).rows[0]!.chain,
     );
   }
-}
-
-/**
- * The journal parameters of a statement that appends `events` to `chain`:
- * the chain, then one array per column — the columns stored, the canonical
- * detail and the envelope's tail (chain.ts), which the database hashes. All
- * entries go in with one statement.
- */
-export function journalParams(events: ActivityEventInput[], chain: number | null): unknown[] {
-  if (events.length === 0) return [chain, null, null, null, null, null, null, null];
-  return [
-    chain,
-    events.map((e) => e.kind),
-    events.map((e) => e.executionId ?? null),
-    events.map((e) => e.actor ?? null),
-    events.map((e) => e.tool ?? null),
-    events.map((e) => e.requestRef ?? null),
-    events.map(eventDetailText),
-    events.map(envelopeTail),
-  ];
 }

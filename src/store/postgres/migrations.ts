@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { GENESIS_HASH } from '../../journal/chain.js';
+import { JOURNAL_ROWS_MIGRATION } from './migration-journal-rows.js';
 
 export interface Migration {
   /** Row in schema_migrations after this migration. Consecutive from 1. */
@@ -316,6 +317,7 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
     `,
   },
+  JOURNAL_ROWS_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

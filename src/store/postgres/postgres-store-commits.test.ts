@@ -9,28 +9,18 @@ import {
   usePostgresSchemas,
   wholeJournal,
 } from '../../../test/support/postgres-schemas.js';
-import { envelopeTail, eventDetailText } from '../../journal/chain.js';
 import type { ActivityEventInput } from '../../journal/events.js';
 import type { TransitionInput } from '../types.js';
+import { journalParams } from './journal-rows.js';
 import { PostgresStore } from './postgres-store.js';
 import { SQL } from './sql.js';
 
 const LONG_MS = 10 * 60_000;
 
-/** journal_append's parameters (SQL.append) for one `attached` event of exe_1 on `chain`. */
+/** journal_append_rows's parameters (SQL.append) for one `attached` event of exe_1 on `chain`. */
 function attachedAppend(chain: number): unknown[] {
   const events: ActivityEventInput[] = [{ kind: 'attached', executionId: 'exe_1' }];
-  return [
-    'activity',
-    chain,
-    ['attached'],
-    ['exe_1'],
-    [null],
-    [null],
-    [null],
-    events.map(eventDetailText),
-    events.map(envelopeTail),
-  ];
+  return ['activity', ...journalParams(events, chain)];
 }
 
 let pg: TestPostgres;
@@ -186,7 +176,7 @@ describe('PostgresStore', () => {
     });
   });
 
-  describe("a journal chain's head (journal_append, migration 7)", () => {
+  describe("a journal chain's head (journal_append_rows, migrations 7 and 8)", () => {
     it('moved by another writer after an append read it: that append fails and leaves nothing; the chain does not fork', async () => {
       const url = await pg.freshDatabase();
       const store = await PostgresStore.open({ url });

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import pgDriver from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimInput, newFingerprint } from '../../../test/support/claim-input.js';
-import { chainProblems } from '../../../test/support/journal-chains.js';
+import { chainProblems, storedRows } from '../../../test/support/journal-chains.js';
 import { postgresForTests, type TestPostgres } from '../../../test/support/postgres.js';
 import { claimEvents, usePostgresSchemas, wholeJournal } from '../../../test/support/postgres-schemas.js';
 import { journaledTaskRun } from '../../../test/support/task-run.js';
@@ -74,10 +73,7 @@ describe('PostgresStore', () => {
         { chain: 0, seq: 3, hash: prev },
         { chain: 1, seq: 4, hash: journal[3]!.hash },
       ]);
-      const rows = journal.map(({ detail, ...row }) => ({
-        ...row,
-        detailText: canonicalize(detail) as string,
-      }));
+      const rows = storedRows(journal);
       const report = await verifyJournal(rows, { registry });
       expect(report).toMatchObject({ ok: true, entries: 4, lastSeq: 4 });
       expect(report.chains?.map((c) => [c.chain, c.entries])).toEqual([

@@ -6,7 +6,7 @@ import { messageOf, StoreUnavailableError } from '../../errors.js';
 import { postgresFingerprint } from '../../identity/fingerprint-columns.js';
 import type { ActivityEntry, ActivityEventInput, JournalStream } from '../../journal/events.js';
 import type { ExecutionState } from '../../journal/states.js';
-import { type ApprovalColumns, approvalFromColumns, entryFromColumns } from '../sql-columns.js';
+import { type ApprovalColumns, approvalFromColumns, entriesFromColumns } from '../sql-columns.js';
 import type {
   ApprovalFilter,
   ApprovalRequest,
@@ -179,7 +179,11 @@ export class PostgresStore implements ExecutionStore {
     stream: JournalStream = 'activity',
   ): Promise<ActivityEntry[]> {
     return this.#db.use(async (db) =>
-      (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows.map(entryFromColumns),
+      // Rows whose last event is after afterSeq (a row of several may begin at or before it), unfolded.
+      (await query<JournalRow>(SQL.journal[stream].read, [afterSeq, limit])(db)).rows
+        .flatMap(entriesFromColumns)
+        .filter((e) => e.seq > afterSeq)
+        .slice(0, limit),
     );
   }
 
@@ -202,7 +206,9 @@ export class PostgresStore implements ExecutionStore {
 
   async journalFor(executionId: string): Promise<ActivityEntry[]> {
     return this.#db.use(async (db) =>
-      (await query<JournalRow>(SQL.journalFor, [executionId])(db)).rows.map(entryFromColumns),
+      (await query<JournalRow>(SQL.journalFor, [executionId])(db)).rows
+        .flatMap(entriesFromColumns)
+        .filter((e) => e.executionId === executionId),
     );
   }
 

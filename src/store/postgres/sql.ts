@@ -48,17 +48,17 @@ export const COLUMNS = `id, fingerprint, actor, tool, session, replay, state, cr
   request_digest, upstream_task`;
 
 /**
- * Appends the events ($first: the chain, then the 7 arrays of journalParams)
- * in the statement that made the change (`changed`, at most one row), only if
- * it happened and has events ($1): a refused write never touches the journal,
- * and the chain's head is locked from here to COMMIT only — the end of this
- * statement when it runs alone. Referenced from the final SELECT, so it runs.
+ * Appends the events ($first: the chain, then the 4 arrays of journal-rows.ts journalParams)
+ * as one row (journal_append_rows, migration 8), in the statement that made the change
+ * (`changed`, at most one row), only if it happened and has events ($1): a refused write never
+ * touches the journal, and the chain's head is locked from here to COMMIT only — the end of
+ * this statement when it runs alone. Referenced from the final SELECT, so it runs.
  */
 export function journalAfter(changed: string, first: number): string {
   const p = (i: number) => `$${first + i}`;
   return `j AS (
-    SELECT journal_append('activity', ${p(0)}::integer, ${changed}.read_at, ${p(1)}::text[], ${p(2)}::text[],
-      ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[]) AS seq
+    SELECT journal_append_rows('activity', ${p(0)}::integer, ${changed}.read_at, ${p(1)}::integer[], ${p(2)}::text[],
+      ${p(3)}::integer[], ${p(4)}::text[]) AS seq
     FROM ${changed} WHERE $1::boolean
   )`;
 }
@@ -157,9 +157,16 @@ export const SQL = {
     name: 'idem_journal_chains',
     text: 'SELECT chain, seq, hash FROM journal_head WHERE stream = $1 AND seq > 0 ORDER BY chain',
   },
+  // A row of the earlier format by its execution_id; one of several events (migration 8) by
+  // journal_refs: it has no execution_id of its own, and the store keeps its events of this
+  // execution only (postgres-store.ts journalFor).
   journalFor: {
     name: 'idem_journal_for',
-    text: 'SELECT * FROM activity_journal WHERE execution_id = $1 ORDER BY seq',
+    text: `SELECT * FROM activity_journal WHERE execution_id = $1
+      UNION ALL
+      SELECT j.* FROM journal_refs r JOIN activity_journal j ON j.seq = r.seq
+        WHERE r.execution_id = $1 AND j.events IS NOT NULL
+      ORDER BY seq`,
   },
   // Sweepers in several processes run at once: each skips the rows another holds rather than
   // queue behind it, so two sweeps never wait on each other (and cannot deadlock).
@@ -258,8 +265,7 @@ function append(name: string, sync: WriteSync): Statement {
     name,
     text: `
       WITH ${clockFirst(sync)}
-      SELECT journal_append($1, $2::integer, NULL, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-        $8::text[], $9::text[]) AS seq
+      SELECT journal_append_rows($1, $2::integer, NULL, $3::integer[], $4::text[], $5::integer[], $6::text[]) AS seq
       FROM c`,
   };
 }

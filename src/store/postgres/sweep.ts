@@ -1,7 +1,8 @@
 import { EXPIRE, sweepEvents } from '../sweep.js';
 import type { SweepResult } from '../types.js';
 import { APPROVAL_SQL } from './approval-sql.js';
-import { type JournalChains, journalParams } from './journal-chains.js';
+import type { JournalChains } from './journal-chains.js';
+import { journalParams } from './journal-rows.js';
 import { type ExecutionRow, SQL, toRecord, wholeMs } from './sql.js';
 import { type Connections, query } from './transactions.js';
 
