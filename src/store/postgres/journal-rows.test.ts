@@ -205,7 +205,7 @@ describe('PostgreSQL journal rows of several events', () => {
 });
 
 describe('the execution search in rows of several events', () => {
-  const { open } = usePostgresSchemas(() => pg);
+  const { open, sql } = usePostgresSchemas(() => pg);
 
   it('finds an execution by a request ref inside a row, and survives a ref PostgreSQL cannot read back', async () => {
     const store = await open();
@@ -223,6 +223,12 @@ describe('the execution search in rows of several events', () => {
       ],
     });
     expect((await store.list({ text: 'req:lone' })).map((r) => r.id)).toContain(a.id);
+    // What journal_row_refs guards against: ->> refuses that ref, and would fail the whole search.
+    const text = rowEventsText([{ kind: 'received', executionId: b.id, requestRef: 'req:\u0000' }]);
+    await expect(sql('SELECT e ->> 4 FROM json_array_elements($1::json) AS e', [text])).rejects.toThrow(
+      /unsupported Unicode escape/,
+    );
+    expect(await sql('SELECT * FROM journal_row_refs($1)', [text])).toEqual([]);
     expect(await store.list({ text: 'req:none' })).toEqual([]);
   });
 });
