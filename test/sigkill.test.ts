@@ -13,7 +13,7 @@ const counterFile = join(dataDir, 'invocations.log');
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const startServer = (hang: boolean) =>
-  startFixtureServer('hanging-server.ts', {
+  startFixtureServer('provision-server.ts', {
     IDEM_DATA_DIR: dataDir,
     COUNTER_FILE: counterFile,
     HANG: hang ? '1' : '0',

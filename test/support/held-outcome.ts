@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { startFixtureServer } from './fixture-server.js';
 
-/** Where test/fixtures/held-outcome-server.ts keeps its store and notes what it did. */
+/** Where test/fixtures/provision-server.ts keeps its store and notes what it did. */
 export interface HeldOutcomeFiles {
   dataDir: string;
   /** One line per invocation of its tool: the far side of the boundary, counted. */
@@ -19,11 +19,11 @@ export function heldOutcomeFiles(dataDir: string): HeldOutcomeFiles {
 }
 
 /**
- * The library server of test/fixtures/held-outcome-server.ts on stdio, and a client on it. With
+ * The library server of test/fixtures/provision-server.ts on stdio, and a client on it. With
  * `holdOutcome` its store never writes a completed outcome: the answer has left, the write has not.
  */
 export function startHeldOutcomeServer(files: HeldOutcomeFiles, holdOutcome: boolean) {
-  return startFixtureServer('held-outcome-server.ts', {
+  return startFixtureServer('provision-server.ts', {
     IDEM_DATA_DIR: files.dataDir,
     COUNTER_FILE: files.counterFile,
     OUTCOME_FILE: files.outcomeFile,

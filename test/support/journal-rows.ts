@@ -1,22 +1,15 @@
 import type Database from 'better-sqlite3';
 import { journalEntryHash, journalRowHash, type RowEvent } from '../../src/journal/chain.js';
+import type { JournalColumns } from '../../src/store/sql-columns.js';
 
 /**
  * A SQLite journal table's rows as stored, in either format (docs/adr/0052): a row of one
  * event (`events` NULL, the envelope in its columns), or a row of several (`events` its count,
  * `detail` their RFC 8785 text, `seq` its last event's). What the tamper tests edit.
  */
-export type StoredRow = {
-  seq: number;
-  at: number;
+export type StoredRow = Omit<JournalColumns, 'kind' | 'chain' | 'events'> & {
+  /** Any text: a tamper test may write a kind no store would. */
   kind: string;
-  execution_id: string | null;
-  actor: string | null;
-  tool: string | null;
-  request_ref: string | null;
-  detail: string;
-  prev_hash: string;
-  hash: string;
   events: number | null;
 };
 
